@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * conf: the operator's INI file and the plugin manifests it references,
+ * parsed with inih into one immutable snapshot. A snapshot is built only
+ * from a file that is valid as a whole; a broken configuration yields
+ * errors (each "FILE:LINE: [section] key: message") and no snapshot. A
+ * broken manifest refuses only its own instances. Manifest signatures are
+ * Ed25519 (OpenSSL) over the exact bytes of manifest.ini.
+ */
+#ifndef EGRESS_CONF_H
+#define EGRESS_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy/policy.h"
+
+#define CONF_LINE_MAX		200	/* bytes per line, without the newline */
+#define CONF_MANIFEST_MAX	(64 * 1024)
+#define CONF_MANIFEST_HOSTS_MAX	1024
+#define CONF_DEFAULT_PATH	"/etc/egressd/egressd.ini"
+
+/* A list of error messages, each "FILE:LINE: [section] key: message". */
+struct conf_errors {
+	size_t n;
+	char **msgs;
+};
+
+/* Free the messages and reset to empty. NULL is a no-op. */
+void conf_errors_done(struct conf_errors *e);
+
+enum conf_sig_mode {
+	CONF_SIG_DISABLED = 1,
+	CONF_SIG_PERMISSIVE = 2,
+	CONF_SIG_STRICT = 3,
+};
+
+enum conf_sig_status {
+	CONF_SIG_NOT_CHECKED = 1,	/* signature_mode = disabled */
+	CONF_SIG_VALID = 2,		/* verified by a trusted key */
+	CONF_SIG_UNSIGNED = 3,		/* no manifest.ini.sig */
+	CONF_SIG_UNTRUSTED = 4,		/* well-formed, no trusted key verifies */
+	CONF_SIG_INVALID = 5,		/* malformed signature file */
+};
+
+/* Return "not-checked", "valid", "unsigned", "untrusted", "invalid". */
+const char *conf_sig_status_str(enum conf_sig_status s);
+
+/* A parsed manifest. Immutable once returned. */
+struct conf_manifest {
+	char *path;			/* as opened */
+	char *name;			/* [plugin] name */
+	char *version;			/* [plugin] version */
+	unsigned permissions;		/* [plugin] permissions */
+	struct policy_grant *hosts;	/* [egress] hosts (never NULL) */
+	int operator_defined;		/* [egress] operator_defined */
+	enum conf_sig_status sig;
+	unsigned char sha256[32];	/* of the manifest bytes */
+};
+
+/* Trusted Ed25519 public keys. */
+struct conf_keyring;
+
+/*
+ * Load every PEM public key (Ed25519 only) from the given files. Return 0
+ * and write *ret, or a negative error with the file named in reterr.
+ */
+int conf_keyring_load(const char *const *paths, size_t n,
+    struct conf_keyring **ret, struct conf_errors *reterr);
+void conf_keyring_free(struct conf_keyring *k);
+
+/*
+ * Parse the manifest at path (at most CONF_MANIFEST_MAX bytes, at most
+ * CONF_MANIFEST_HOSTS_MAX hosts) and check PATH.sig under mode with keys
+ * (keys may be NULL: then any signature is untrusted). In strict mode an
+ * unsigned or untrusted manifest is refused; in permissive mode an invalid
+ * or untrusted signature is refused and unsigned is accepted. Return 0 and
+ * write *ret, or a negative error with file:line messages in reterr.
+ */
+int conf_manifest_load(const char *path, enum conf_sig_mode mode,
+    const struct conf_keyring *keys, struct conf_manifest **ret,
+    struct conf_errors *reterr);
+
+/* Same as conf_manifest_load over bytes already read; sig may be NULL
+ * (unsigned). path names the input in messages. */
+int conf_manifest_parse(const char *path, const char *buf, size_t len,
+    const char *sig, size_t siglen, enum conf_sig_mode mode,
+    const struct conf_keyring *keys, struct conf_manifest **ret,
+    struct conf_errors *reterr);
+
+void conf_manifest_free(struct conf_manifest *m);
+
+/* One [plugins.entries.NAME] section. */
+struct conf_instance {
+	char *name;
+	char *plugin;
+	char *manifest_path;		/* resolved against the config folder */
+	unsigned granted_permissions;	/* the entry's permissions */
+	struct policy_grant *hosts;		/* egress_hosts (never NULL) */
+	struct policy_grant *allow_private;	/* egress_allow_private */
+	char *socket_owner;		/* NULL when unset */
+	char *socket_group;
+	int line;			/* of the section header */
+	/* The manifest, or NULL when refused; then manifest_error says why
+	 * (file:line messages joined with "; "). */
+	struct conf_manifest *manifest;
+	char *manifest_error;
+	/* The view the verdict takes; its pointers borrow from above. */
+	struct policy_instance policy;
+};
+
+/* The whole configuration. Every field is read-only after conf_load. */
+struct conf_snapshot {
+	char *path;			/* the configuration file */
+	char *dir;			/* its folder */
+	uint64_t generation;		/* set by the caller that swaps it in */
+
+	struct policy_nat64_list nat64;		/* [security] nat64_prefixes */
+	enum conf_sig_mode sig_mode;		/* [plugins.security] */
+	char **trusted_keys;			/* resolved paths */
+	size_t ntrusted_keys;
+	struct conf_keyring *keyring;
+	char *package_dir;			/* [plugins] package_dir */
+	unsigned max_connections_per_instance;	/* [plugins.limits] */
+
+	/* [broker] */
+	char *instance_socket_dir;
+	char *control_socket;
+	char *log_path;			/* NULL: stderr */
+	unsigned drain_timeout_ms;
+	uid_t *control_uids;
+	size_t ncontrol_uids;
+	gid_t *control_gids;
+	size_t ncontrol_gids;
+
+	/* [resolver] */
+	char **resolver_servers;	/* "ADDR[:PORT]" / "[ADDR]:PORT" */
+	size_t nresolver_servers;
+	unsigned resolver_timeout_ms;
+
+	/* [limits] */
+	unsigned connect_timeout_ms;
+	unsigned first_byte_timeout_ms;
+	unsigned between_bytes_timeout_ms;
+
+	/* [tls] */
+	char *ca_file;			/* NULL: system store */
+
+	struct conf_instance *instances;	/* sorted by name */
+	size_t ninstances;
+
+	/* Every file the snapshot was built from (the configuration, then
+	 * each manifest and its .sig path), with the stat identity seen when
+	 * it was read, for cheap change detection. */
+	struct conf_file_id {
+		char *path;
+		int exists;
+		dev_t dev;
+		ino_t ino;
+		off_t size;
+		int64_t mtime_ns;
+		int64_t ctime_ns;
+	} *files;
+	size_t nfiles;
+};
+
+/*
+ * Read and validate the configuration at path and every manifest it
+ * references. Return 0 and write *ret on success (manifests that fail are
+ * recorded per instance, not as errors). On any configuration error
+ * return EGRESS_ERR_INVALID (or _IO, _NOMEM) with every message in
+ * reterr, and write nothing.
+ */
+int conf_load(const char *path, struct conf_snapshot **ret,
+    struct conf_errors *reterr);
+
+/* Same over the bytes of a configuration; path and its folder are used for
+ * messages and for resolving relative paths. */
+int conf_load_buffer(const char *path, const char *buf, size_t len,
+    struct conf_snapshot **ret, struct conf_errors *reterr);
+
+void conf_snapshot_free(struct conf_snapshot *s);
+
+/* Find an instance by name (binary search). Return NULL when absent. */
+const struct conf_instance *conf_instance_find(const struct conf_snapshot *s,
+    const char *name);
+
+/*
+ * Answer whether any file the snapshot was built from changed since it was
+ * read (inode, size, mtime, ctime, or existence). Return 1 or 0.
+ */
+int conf_snapshot_is_stale(const struct conf_snapshot *s);
+
+/* Return the configuration path to use: arg if not NULL, else
+ * $EGRESSD_CONFIG, else CONF_DEFAULT_PATH. */
+const char *conf_default_path(const char *arg);
+
+/* The libpsl-backed callback for policy_entry_parse() (ICANN section, no
+ * star rule). ctx is ignored; pass NULL. */
+int conf_psl_is_public_suffix(void *ctx, const char *domain);
+
+#endif /* EGRESS_CONF_H */

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * ctl: the subcommands of egressctl. Each takes the shared context and its
+ * own argv (argv[0] is the subcommand name) and returns the process exit
+ * status: 0 success (or allow), 1 a negative answer (deny, something to act
+ * on), 2 a usage or configuration error.
+ */
+#ifndef EGRESS_CTL_H
+#define EGRESS_CTL_H
+
+#define CTL_EXIT_OK	0
+#define CTL_EXIT_NO	1
+#define CTL_EXIT_ERROR	2
+
+struct ctl_ctx {
+	const char *config_path;	/* resolved: -c, $EGRESSD_CONFIG, default */
+	const char *progname;
+};
+
+/* `egressctl check`: a dry run of the verdict (docs/egressctl.md). */
+int ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv);
+
+#endif

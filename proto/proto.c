@@ -1,0 +1,854 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Frames and messages: the fixed 12-byte header, the per-type rules of the
+ * header (flags, stream id, length bound), field-by-field decoding of every
+ * payload with its bounds, the matching encoder, and the tables of wire
+ * codes, names and masked messages. Decoding never allocates and never
+ * reads past the bytes it was given.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <egress/error.h>
+
+#include "proto/proto.h"
+
+#define PROTO_TYPE_LAST		PROTO_MSG_PONG
+#define PROTO_CODE_LAST		PROTO_CODE_PROTOCOL
+
+/* Which stream ids a type may carry. */
+enum sid_rule {
+	SID_ZERO = 1,		/* connection-level only */
+	SID_NONZERO = 2,	/* a stream only */
+	SID_ANY = 3,		/* either */
+};
+
+/* Per-type header rules, indexed by enum proto_type. */
+static const struct type_rule {
+	const char *name;
+	uint8_t flags;		/* flags the type may carry */
+	uint8_t must;		/* flags the type must carry */
+	uint8_t sid;		/* enum sid_rule */
+	uint32_t min;		/* payload length bounds */
+	uint32_t max;
+} type_rules[PROTO_TYPE_LAST + 1] = {
+	[PROTO_MSG_HELLO] = { "HELLO", 0, 0, SID_ZERO, 2, 2 },
+	[PROTO_MSG_REQUEST] = { "REQUEST", PROTO_FLAG_END_STREAM, 0,
+	    SID_NONZERO, 27, PROTO_PAYLOAD_MAX },
+	[PROTO_MSG_RESPONSE] = { "RESPONSE", PROTO_FLAG_END_STREAM, 0,
+	    SID_NONZERO, 4, PROTO_PAYLOAD_MAX },
+	[PROTO_MSG_DATA] = { "DATA", PROTO_FLAG_END_STREAM, 0,
+	    SID_NONZERO, 0, PROTO_DATA_MAX },
+	[PROTO_MSG_TRAILERS] = { "TRAILERS", PROTO_FLAG_END_STREAM,
+	    PROTO_FLAG_END_STREAM, SID_NONZERO, 2, PROTO_PAYLOAD_MAX },
+	[PROTO_MSG_WINDOW_UPDATE] = { "WINDOW_UPDATE", 0, 0, SID_ANY, 4, 4 },
+	[PROTO_MSG_RESET] = { "RESET", 0, 0, SID_NONZERO, 4, 4 },
+	[PROTO_MSG_ERROR] = { "ERROR", 0, 0, SID_ANY, 6,
+	    6 + PROTO_MESSAGE_MAX },
+	[PROTO_MSG_GOAWAY] = { "GOAWAY", 0, 0, SID_ZERO, 4, 4 },
+	[PROTO_MSG_PING] = { "PING", 0, 0, SID_ZERO, PROTO_PING_SIZE,
+	    PROTO_PING_SIZE },
+	[PROTO_MSG_PONG] = { "PONG", 0, 0, SID_ZERO, PROTO_PING_SIZE,
+	    PROTO_PING_SIZE },
+};
+
+static const char *const code_names[PROTO_CODE_LAST + 1] = {
+	[PROTO_CODE_DENIED] = "denied",
+	[PROTO_CODE_BUDGET_EXHAUSTED] = "budget-exhausted",
+	[PROTO_CODE_DNS_FAILED] = "dns-failed",
+	[PROTO_CODE_CONNECT_FAILED] = "connect-failed",
+	[PROTO_CODE_TLS_FAILED] = "tls-failed",
+	[PROTO_CODE_TIMEOUT] = "timeout",
+	[PROTO_CODE_UPSTREAM_PROTOCOL] = "upstream-protocol-error",
+	[PROTO_CODE_INVALID_REQUEST] = "invalid-request",
+	[PROTO_CODE_UNAVAILABLE] = "unavailable",
+	[PROTO_CODE_CANCELLED] = "cancelled",
+	[PROTO_CODE_PROTOCOL] = "protocol-error",
+};
+
+/* Masked messages: no address, host name or path, ever. */
+static const char *const code_messages[PROTO_CODE_LAST + 1] = {
+	[PROTO_CODE_DENIED] = PROTO_DENIED_MESSAGE,
+	[PROTO_CODE_BUDGET_EXHAUSTED] =
+	    "egress budget: connection limit reached for this instance",
+	[PROTO_CODE_DNS_FAILED] = "egress: destination name did not resolve",
+	[PROTO_CODE_CONNECT_FAILED] =
+	    "egress: could not connect to the destination",
+	[PROTO_CODE_TLS_FAILED] =
+	    "egress: TLS handshake or certificate verification failed",
+	[PROTO_CODE_TIMEOUT] = "egress: request timed out",
+	[PROTO_CODE_UPSTREAM_PROTOCOL] =
+	    "egress: the destination sent an invalid response",
+	[PROTO_CODE_INVALID_REQUEST] = "egress: invalid request",
+	[PROTO_CODE_UNAVAILABLE] = "egress: service unavailable",
+	[PROTO_CODE_CANCELLED] = "egress: request cancelled",
+	[PROTO_CODE_PROTOCOL] = "egress: protocol violation",
+};
+
+static const struct {
+	int err;
+	uint32_t code;
+} err_map[] = {
+	{ EGRESS_ERR_DENIED, PROTO_CODE_DENIED },
+	{ EGRESS_ERR_BUDGET_EXHAUSTED, PROTO_CODE_BUDGET_EXHAUSTED },
+	{ EGRESS_ERR_DNS_FAILED, PROTO_CODE_DNS_FAILED },
+	{ EGRESS_ERR_CONNECT_FAILED, PROTO_CODE_CONNECT_FAILED },
+	{ EGRESS_ERR_TLS_FAILED, PROTO_CODE_TLS_FAILED },
+	{ EGRESS_ERR_TIMEOUT, PROTO_CODE_TIMEOUT },
+	{ EGRESS_ERR_UPSTREAM_PROTOCOL, PROTO_CODE_UPSTREAM_PROTOCOL },
+	{ EGRESS_ERR_INVALID_REQUEST, PROTO_CODE_INVALID_REQUEST },
+	{ EGRESS_ERR_UNAVAILABLE, PROTO_CODE_UNAVAILABLE },
+	{ EGRESS_ERR_CANCELLED, PROTO_CODE_CANCELLED },
+	{ EGRESS_ERR_PROTOCOL, PROTO_CODE_PROTOCOL },
+};
+
+static const char *const fault_strs[] = {
+	[PROTO_FAULT_NONE] = "no fault",
+	[PROTO_FAULT_TOO_BIG] = "frame length over the cap of its type",
+	[PROTO_FAULT_VERSION] = "unknown protocol version",
+	[PROTO_FAULT_TYPE] = "unknown message type",
+	[PROTO_FAULT_FLAGS] = "flags not valid for the type",
+	[PROTO_FAULT_RESERVED] = "reserved header byte not zero",
+	[PROTO_FAULT_STREAM_ID] = "stream id not valid for the type",
+	[PROTO_FAULT_LENGTH] = "payload length not valid for the type",
+	[PROTO_FAULT_TRUNCATED] = "field runs past the end of the payload",
+	[PROTO_FAULT_TRAILING] = "bytes after the last field",
+	[PROTO_FAULT_STRING] = "string over its bound",
+	[PROTO_FAULT_COUNT] = "header count over its bound",
+	[PROTO_FAULT_HEADER_BYTES] = "header bytes over their bound",
+	[PROTO_FAULT_VALUE] = "field value out of range",
+	[PROTO_FAULT_DIRECTION] = "message type not valid in this direction",
+	[PROTO_FAULT_CONN_STATE] = "message not valid in the connection state",
+	[PROTO_FAULT_STREAM_STATE] = "message not valid in the stream state",
+	[PROTO_FAULT_STREAM_IDLE] = "frame on a stream that was never opened",
+	[PROTO_FAULT_STREAM_REUSED] = "stream id not above the last one",
+	[PROTO_FAULT_STREAMS] = "too many open streams",
+	[PROTO_FAULT_WINDOW_OVERFLOW] = "flow-control window over 2^31-1",
+	[PROTO_FAULT_WINDOW_EXCEEDED] = "data beyond the flow-control window",
+};
+
+static inline uint16_t
+get16(const uint8_t *p)
+{
+	return (uint16_t)((unsigned int)p[0] << 8 | p[1]);
+}
+
+static inline uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void
+put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static int
+fail(enum proto_fault *reterr, enum proto_fault f, int err)
+{
+	if (reterr != NULL)
+		*reterr = f;
+	return err;
+}
+
+/*
+ * The header rules shared by decoding and encoding (minus the version and
+ * the early length cap, which only the decoder sees first).
+ */
+static enum proto_fault
+hdr_check(uint8_t type, uint8_t flags, uint32_t stream, uint32_t length)
+{
+	const struct type_rule *r;
+
+	if (type == 0 || type > PROTO_TYPE_LAST)
+		return PROTO_FAULT_TYPE;
+	r = &type_rules[type];
+	if ((flags & ~r->flags) != 0 || (flags & r->must) != r->must)
+		return PROTO_FAULT_FLAGS;
+	if (stream > PROTO_STREAM_ID_MAX ||
+	    (r->sid == SID_ZERO && stream != 0) ||
+	    (r->sid == SID_NONZERO && stream == 0))
+		return PROTO_FAULT_STREAM_ID;
+	if (length > r->max)
+		return PROTO_FAULT_TOO_BIG;
+	if (length < r->min)
+		return PROTO_FAULT_LENGTH;
+	/* An empty DATA frame is a no-op unless it ends the stream. */
+	if (type == PROTO_MSG_DATA && length == 0 &&
+	    (flags & PROTO_FLAG_END_STREAM) == 0)
+		return PROTO_FAULT_LENGTH;
+	return PROTO_FAULT_NONE;
+}
+
+int
+proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
+    enum proto_fault *reterr_fault)
+{
+	struct proto_hdr h;
+	enum proto_fault f;
+
+	/* The length goes first, checked before anything else. */
+	if (len < 4)
+		return 0;
+	h.length = get32(buf);
+	if (h.length > PROTO_PAYLOAD_MAX)
+		return fail(reterr_fault, PROTO_FAULT_TOO_BIG,
+		    EGRESS_ERR_PROTOCOL);
+	if (len > 4 && buf[4] != PROTO_VERSION)
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
+		    EGRESS_ERR_PROTOCOL);
+	if (len < PROTO_HDR_SIZE)
+		return 0;
+	h.version = buf[4];
+	h.type = buf[5];
+	h.flags = buf[6];
+	h.stream = get32(buf + 8);
+	if (h.type == 0 || h.type > PROTO_TYPE_LAST)
+		return fail(reterr_fault, PROTO_FAULT_TYPE,
+		    EGRESS_ERR_PROTOCOL);
+	if (buf[7] != 0)
+		return fail(reterr_fault, PROTO_FAULT_RESERVED,
+		    EGRESS_ERR_PROTOCOL);
+	f = hdr_check(h.type, h.flags, h.stream, h.length);
+	if (f != PROTO_FAULT_NONE)
+		return fail(reterr_fault, f, EGRESS_ERR_PROTOCOL);
+	*ret_hdr = h;
+	return PROTO_HDR_SIZE;
+}
+
+/* A bounds-checked reader over one payload. */
+struct rd {
+	const uint8_t *p;
+	size_t len;
+	size_t off;
+	enum proto_fault fault;
+};
+
+static int
+rd_u8(struct rd *r, uint8_t *v)
+{
+	if (r->len - r->off < 1) {
+		r->fault = PROTO_FAULT_TRUNCATED;
+		return -1;
+	}
+	*v = r->p[r->off];
+	r->off += 1;
+	return 0;
+}
+
+static int
+rd_u16(struct rd *r, uint16_t *v)
+{
+	if (r->len - r->off < 2) {
+		r->fault = PROTO_FAULT_TRUNCATED;
+		return -1;
+	}
+	*v = get16(r->p + r->off);
+	r->off += 2;
+	return 0;
+}
+
+static int
+rd_u32(struct rd *r, uint32_t *v)
+{
+	if (r->len - r->off < 4) {
+		r->fault = PROTO_FAULT_TRUNCATED;
+		return -1;
+	}
+	*v = get32(r->p + r->off);
+	r->off += 4;
+	return 0;
+}
+
+/* A string: u16 length, then bytes; length within [min, max]. */
+static int
+rd_str(struct rd *r, size_t min, size_t max, struct proto_str *s)
+{
+	uint16_t n;
+
+	if (rd_u16(r, &n) != 0)
+		return -1;
+	if (n < min || n > max) {
+		r->fault = PROTO_FAULT_STRING;
+		return -1;
+	}
+	if (r->len - r->off < n) {
+		r->fault = PROTO_FAULT_TRUNCATED;
+		return -1;
+	}
+	s->ptr = (const char *)(r->p + r->off);
+	s->len = n;
+	r->off += n;
+	return 0;
+}
+
+static int
+rd_headers(struct rd *r, struct proto_msg *m)
+{
+	uint16_t count, i;
+	size_t bytes = 0;
+
+	if (rd_u16(r, &count) != 0)
+		return -1;
+	if (count > PROTO_HEADERS_MAX) {
+		r->fault = PROTO_FAULT_COUNT;
+		return -1;
+	}
+	for (i = 0; i < count; i++) {
+		struct proto_header *h = &m->headers[i];
+
+		if (rd_str(r, 1, PROTO_NAME_MAX, &h->name) != 0 ||
+		    rd_str(r, 0, PROTO_VALUE_MAX, &h->value) != 0)
+			return -1;
+		bytes += h->name.len + h->value.len;
+		if (bytes > PROTO_HEADER_BYTES_MAX) {
+			r->fault = PROTO_FAULT_HEADER_BYTES;
+			return -1;
+		}
+	}
+	m->nheaders = count;
+	return 0;
+}
+
+static int
+code_is_known(uint32_t code)
+{
+	return code >= 1 && code <= PROTO_CODE_LAST;
+}
+
+static int
+rd_payload(struct rd *r, struct proto_msg *m)
+{
+	struct proto_request *q = &m->request;
+	uint32_t v;
+
+	switch (m->type) {
+	case PROTO_MSG_HELLO:
+		if (rd_u16(r, &m->hello.version) != 0)
+			return -1;
+		if (m->hello.version == 0)
+			goto value;
+		return 0;
+	case PROTO_MSG_REQUEST:
+		if (rd_u8(r, &q->transport) != 0)
+			return -1;
+		if (q->transport < PROTO_TRANSPORT_HTTP ||
+		    q->transport > PROTO_TRANSPORT_TLS)
+			goto value;
+		if (rd_u32(r, &q->timeouts.connect_ms) != 0 ||
+		    rd_u32(r, &q->timeouts.first_byte_ms) != 0 ||
+		    rd_u32(r, &q->timeouts.between_bytes_ms) != 0 ||
+		    rd_u32(r, &q->timeouts.total_ms) != 0 ||
+		    rd_str(r, 0, PROTO_METHOD_MAX, &q->method) != 0 ||
+		    rd_str(r, 0, PROTO_SCHEME_MAX, &q->scheme) != 0 ||
+		    rd_str(r, 0, PROTO_AUTHORITY_MAX, &q->authority) != 0 ||
+		    rd_str(r, 0, PROTO_PATH_MAX, &q->path) != 0)
+			return -1;
+		return rd_headers(r, m);
+	case PROTO_MSG_RESPONSE:
+		if (rd_u16(r, &m->response.status) != 0)
+			return -1;
+		if (m->response.status < 100 || m->response.status > 999)
+			goto value;
+		return rd_headers(r, m);
+	case PROTO_MSG_DATA:
+		m->data.ptr = r->p;
+		m->data.len = r->len;
+		r->off = r->len;
+		return 0;
+	case PROTO_MSG_TRAILERS:
+		return rd_headers(r, m);
+	case PROTO_MSG_WINDOW_UPDATE:
+		if (rd_u32(r, &v) != 0)
+			return -1;
+		if (v == 0 || v > PROTO_WINDOW_MAX)
+			goto value;
+		m->window_update.increment = v;
+		return 0;
+	case PROTO_MSG_RESET:
+		if (rd_u32(r, &m->reset.code) != 0)
+			return -1;
+		if (!code_is_known(m->reset.code))
+			goto value;
+		return 0;
+	case PROTO_MSG_ERROR:
+		if (rd_u32(r, &m->error.code) != 0)
+			return -1;
+		if (!code_is_known(m->error.code))
+			goto value;
+		return rd_str(r, 0, PROTO_MESSAGE_MAX, &m->error.message);
+	case PROTO_MSG_GOAWAY:
+		if (rd_u32(r, &m->goaway.last_stream) != 0)
+			return -1;
+		if (m->goaway.last_stream > PROTO_STREAM_ID_MAX)
+			goto value;
+		return 0;
+	case PROTO_MSG_PING:
+	case PROTO_MSG_PONG:
+		memcpy(m->ping.opaque, r->p, PROTO_PING_SIZE);
+		r->off = PROTO_PING_SIZE;
+		return 0;
+	default:
+		r->fault = PROTO_FAULT_TYPE;
+		return -1;
+	}
+value:
+	r->fault = PROTO_FAULT_VALUE;
+	return -1;
+}
+
+int
+proto_payload_decode(const struct proto_hdr *hdr, const uint8_t *payload,
+    struct proto_msg *ret_msg, enum proto_fault *reterr_fault)
+{
+	struct rd r = { payload, hdr->length, 0, PROTO_FAULT_NONE };
+	enum proto_fault f;
+
+	/* Re-check: hdr may not come from proto_hdr_decode(). */
+	if (hdr->version != PROTO_VERSION)
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
+		    EGRESS_ERR_PROTOCOL);
+	f = hdr_check(hdr->type, hdr->flags, hdr->stream, hdr->length);
+	if (f != PROTO_FAULT_NONE)
+		return fail(reterr_fault, f, EGRESS_ERR_PROTOCOL);
+	ret_msg->type = hdr->type;
+	ret_msg->flags = hdr->flags;
+	ret_msg->stream = hdr->stream;
+	ret_msg->nheaders = 0;
+	if (rd_payload(&r, ret_msg) != 0)
+		return fail(reterr_fault, r.fault, EGRESS_ERR_PROTOCOL);
+	if (r.off != r.len)
+		return fail(reterr_fault, PROTO_FAULT_TRAILING,
+		    EGRESS_ERR_PROTOCOL);
+	return 0;
+}
+
+int
+proto_frame_decode(const uint8_t *buf, size_t len, struct proto_msg *ret_msg,
+    enum proto_fault *reterr_fault)
+{
+	struct proto_hdr h;
+	int rc;
+
+	rc = proto_hdr_decode(buf, len, &h, reterr_fault);
+	if (rc <= 0)
+		return rc;
+	if (len - PROTO_HDR_SIZE < h.length)
+		return 0;
+	rc = proto_payload_decode(&h, buf + PROTO_HDR_SIZE, ret_msg,
+	    reterr_fault);
+	if (rc != 0)
+		return rc;
+	return (int)(PROTO_HDR_SIZE + h.length);
+}
+
+/* ---- Encoding --------------------------------------------------------- */
+
+/* Add a string's encoded size to *size; 0, or -1 when out of bounds. */
+static int
+sz_str(const struct proto_str *s, size_t min, size_t max, size_t *size)
+{
+	if (s->len < min || s->len > max || (s->len > 0 && s->ptr == NULL))
+		return -1;
+	*size += 2 + s->len;
+	return 0;
+}
+
+static enum proto_fault
+sz_headers(const struct proto_msg *m, size_t *size)
+{
+	size_t i, bytes = 0;
+
+	if (m->nheaders > PROTO_HEADERS_MAX)
+		return PROTO_FAULT_COUNT;
+	*size += 2;
+	for (i = 0; i < m->nheaders; i++) {
+		const struct proto_header *h = &m->headers[i];
+
+		if (sz_str(&h->name, 1, PROTO_NAME_MAX, size) != 0 ||
+		    sz_str(&h->value, 0, PROTO_VALUE_MAX, size) != 0)
+			return PROTO_FAULT_STRING;
+		bytes += h->name.len + h->value.len;
+		if (bytes > PROTO_HEADER_BYTES_MAX)
+			return PROTO_FAULT_HEADER_BYTES;
+	}
+	return PROTO_FAULT_NONE;
+}
+
+/* Validate m's fields and compute its payload size. */
+static enum proto_fault
+payload_size(const struct proto_msg *m, size_t *ret_size)
+{
+	const struct proto_request *q = &m->request;
+	size_t size = 0;
+
+	switch (m->type) {
+	case PROTO_MSG_HELLO:
+		if (m->hello.version == 0)
+			return PROTO_FAULT_VALUE;
+		size = 2;
+		break;
+	case PROTO_MSG_REQUEST:
+		if (q->transport < PROTO_TRANSPORT_HTTP ||
+		    q->transport > PROTO_TRANSPORT_TLS)
+			return PROTO_FAULT_VALUE;
+		size = 1 + 16;
+		if (sz_str(&q->method, 0, PROTO_METHOD_MAX, &size) != 0 ||
+		    sz_str(&q->scheme, 0, PROTO_SCHEME_MAX, &size) != 0 ||
+		    sz_str(&q->authority, 0, PROTO_AUTHORITY_MAX, &size) != 0 ||
+		    sz_str(&q->path, 0, PROTO_PATH_MAX, &size) != 0)
+			return PROTO_FAULT_STRING;
+		*ret_size = size;
+		return sz_headers(m, ret_size);
+	case PROTO_MSG_RESPONSE:
+		if (m->response.status < 100 || m->response.status > 999)
+			return PROTO_FAULT_VALUE;
+		*ret_size = 2;
+		return sz_headers(m, ret_size);
+	case PROTO_MSG_DATA:
+		if (m->data.len > 0 && m->data.ptr == NULL)
+			return PROTO_FAULT_VALUE;
+		size = m->data.len;
+		break;
+	case PROTO_MSG_TRAILERS:
+		*ret_size = 0;
+		return sz_headers(m, ret_size);
+	case PROTO_MSG_WINDOW_UPDATE:
+		if (m->window_update.increment == 0 ||
+		    m->window_update.increment > PROTO_WINDOW_MAX)
+			return PROTO_FAULT_VALUE;
+		size = 4;
+		break;
+	case PROTO_MSG_RESET:
+		if (!code_is_known(m->reset.code))
+			return PROTO_FAULT_VALUE;
+		size = 4;
+		break;
+	case PROTO_MSG_ERROR:
+		if (!code_is_known(m->error.code))
+			return PROTO_FAULT_VALUE;
+		size = 4;
+		if (sz_str(&m->error.message, 0, PROTO_MESSAGE_MAX,
+		    &size) != 0)
+			return PROTO_FAULT_STRING;
+		break;
+	case PROTO_MSG_GOAWAY:
+		if (m->goaway.last_stream > PROTO_STREAM_ID_MAX)
+			return PROTO_FAULT_VALUE;
+		size = 4;
+		break;
+	case PROTO_MSG_PING:
+	case PROTO_MSG_PONG:
+		size = PROTO_PING_SIZE;
+		break;
+	default:
+		return PROTO_FAULT_TYPE;
+	}
+	*ret_size = size;
+	return PROTO_FAULT_NONE;
+}
+
+int
+proto_encode_size(const struct proto_msg *m, enum proto_fault *reterr_fault)
+{
+	enum proto_fault f;
+	size_t size = 0;
+
+	if (m->type == 0 || m->type > PROTO_TYPE_LAST)
+		return fail(reterr_fault, PROTO_FAULT_TYPE, EGRESS_ERR_INVALID);
+	f = payload_size(m, &size);
+	if (f != PROTO_FAULT_NONE)
+		return fail(reterr_fault, f, EGRESS_ERR_INVALID);
+	if (size > PROTO_PAYLOAD_MAX)
+		return fail(reterr_fault, PROTO_FAULT_TOO_BIG,
+		    EGRESS_ERR_INVALID);
+	f = hdr_check(m->type, m->flags, m->stream, (uint32_t)size);
+	if (f != PROTO_FAULT_NONE)
+		return fail(reterr_fault, f, EGRESS_ERR_INVALID);
+	return (int)(PROTO_HDR_SIZE + size);
+}
+
+static uint8_t *
+wr_str(uint8_t *p, const struct proto_str *s)
+{
+	put16(p, (uint16_t)s->len);
+	if (s->len > 0)
+		memcpy(p + 2, s->ptr, s->len);
+	return p + 2 + s->len;
+}
+
+static uint8_t *
+wr_headers(uint8_t *p, const struct proto_msg *m)
+{
+	size_t i;
+
+	put16(p, (uint16_t)m->nheaders);
+	p += 2;
+	for (i = 0; i < m->nheaders; i++) {
+		p = wr_str(p, &m->headers[i].name);
+		p = wr_str(p, &m->headers[i].value);
+	}
+	return p;
+}
+
+static void
+wr_hdr(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t stream,
+    uint32_t length)
+{
+	put32(buf, length);
+	buf[4] = PROTO_VERSION;
+	buf[5] = type;
+	buf[6] = flags;
+	buf[7] = 0;
+	put32(buf + 8, stream);
+}
+
+int
+proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
+    enum proto_fault *reterr_fault)
+{
+	const struct proto_request *q = &m->request;
+	uint8_t *p;
+	int total;
+
+	total = proto_encode_size(m, reterr_fault);
+	if (total < 0)
+		return total;
+	if (size < (size_t)total)
+		return EGRESS_ERR_TOO_BIG;
+	wr_hdr(buf, m->type, m->flags, m->stream,
+	    (uint32_t)(total - PROTO_HDR_SIZE));
+	p = buf + PROTO_HDR_SIZE;
+	switch (m->type) {
+	case PROTO_MSG_HELLO:
+		put16(p, m->hello.version);
+		break;
+	case PROTO_MSG_REQUEST:
+		*p++ = q->transport;
+		put32(p, q->timeouts.connect_ms);
+		put32(p + 4, q->timeouts.first_byte_ms);
+		put32(p + 8, q->timeouts.between_bytes_ms);
+		put32(p + 12, q->timeouts.total_ms);
+		p += 16;
+		p = wr_str(p, &q->method);
+		p = wr_str(p, &q->scheme);
+		p = wr_str(p, &q->authority);
+		p = wr_str(p, &q->path);
+		(void)wr_headers(p, m);
+		break;
+	case PROTO_MSG_RESPONSE:
+		put16(p, m->response.status);
+		(void)wr_headers(p + 2, m);
+		break;
+	case PROTO_MSG_DATA:
+		if (m->data.len > 0)
+			memcpy(p, m->data.ptr, m->data.len);
+		break;
+	case PROTO_MSG_TRAILERS:
+		(void)wr_headers(p, m);
+		break;
+	case PROTO_MSG_WINDOW_UPDATE:
+		put32(p, m->window_update.increment);
+		break;
+	case PROTO_MSG_RESET:
+		put32(p, m->reset.code);
+		break;
+	case PROTO_MSG_ERROR:
+		put32(p, m->error.code);
+		(void)wr_str(p + 4, &m->error.message);
+		break;
+	case PROTO_MSG_GOAWAY:
+		put32(p, m->goaway.last_stream);
+		break;
+	case PROTO_MSG_PING:
+	case PROTO_MSG_PONG:
+		memcpy(p, m->ping.opaque, PROTO_PING_SIZE);
+		break;
+	}
+	return total;
+}
+
+int
+proto_hdr_encode(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t stream,
+    uint32_t length, enum proto_fault *reterr_fault)
+{
+	enum proto_fault f;
+
+	if (length > PROTO_PAYLOAD_MAX)
+		return fail(reterr_fault, PROTO_FAULT_TOO_BIG,
+		    EGRESS_ERR_INVALID);
+	f = hdr_check(type, flags, stream, length);
+	if (f != PROTO_FAULT_NONE)
+		return fail(reterr_fault, f, EGRESS_ERR_INVALID);
+	wr_hdr(buf, type, flags, stream, length);
+	return PROTO_HDR_SIZE;
+}
+
+/* ---- Equality --------------------------------------------------------- */
+
+static int
+str_eq(const struct proto_str *a, const struct proto_str *b)
+{
+	return a->len == b->len &&
+	    (a->len == 0 || memcmp(a->ptr, b->ptr, a->len) == 0);
+}
+
+static int
+headers_eq(const struct proto_msg *a, const struct proto_msg *b)
+{
+	size_t i;
+
+	if (a->nheaders != b->nheaders || a->nheaders > PROTO_HEADERS_MAX)
+		return 0;
+	for (i = 0; i < a->nheaders; i++)
+		if (!str_eq(&a->headers[i].name, &b->headers[i].name) ||
+		    !str_eq(&a->headers[i].value, &b->headers[i].value))
+			return 0;
+	return 1;
+}
+
+int
+proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
+{
+	const struct proto_request *x = &a->request, *y = &b->request;
+
+	if (a->type != b->type || a->flags != b->flags ||
+	    a->stream != b->stream)
+		return 0;
+	switch (a->type) {
+	case PROTO_MSG_HELLO:
+		return a->hello.version == b->hello.version;
+	case PROTO_MSG_REQUEST:
+		return x->transport == y->transport &&
+		    x->timeouts.connect_ms == y->timeouts.connect_ms &&
+		    x->timeouts.first_byte_ms == y->timeouts.first_byte_ms &&
+		    x->timeouts.between_bytes_ms ==
+		    y->timeouts.between_bytes_ms &&
+		    x->timeouts.total_ms == y->timeouts.total_ms &&
+		    str_eq(&x->method, &y->method) &&
+		    str_eq(&x->scheme, &y->scheme) &&
+		    str_eq(&x->authority, &y->authority) &&
+		    str_eq(&x->path, &y->path) && headers_eq(a, b);
+	case PROTO_MSG_RESPONSE:
+		return a->response.status == b->response.status &&
+		    headers_eq(a, b);
+	case PROTO_MSG_DATA:
+		return a->data.len == b->data.len && (a->data.len == 0 ||
+		    memcmp(a->data.ptr, b->data.ptr, a->data.len) == 0);
+	case PROTO_MSG_TRAILERS:
+		return headers_eq(a, b);
+	case PROTO_MSG_WINDOW_UPDATE:
+		return a->window_update.increment ==
+		    b->window_update.increment;
+	case PROTO_MSG_RESET:
+		return a->reset.code == b->reset.code;
+	case PROTO_MSG_ERROR:
+		return a->error.code == b->error.code &&
+		    str_eq(&a->error.message, &b->error.message);
+	case PROTO_MSG_GOAWAY:
+		return a->goaway.last_stream == b->goaway.last_stream;
+	case PROTO_MSG_PING:
+	case PROTO_MSG_PONG:
+		return memcmp(a->ping.opaque, b->ping.opaque,
+		    PROTO_PING_SIZE) == 0;
+	default:
+		return 1;
+	}
+}
+
+/* ---- Names, codes and messages ---------------------------------------- */
+
+const char *
+proto_type_name(unsigned int type)
+{
+	if (type == 0 || type > PROTO_TYPE_LAST)
+		return "UNKNOWN";
+	return type_rules[type].name;
+}
+
+const char *
+proto_fault_str(enum proto_fault fault)
+{
+	if ((size_t)fault >= sizeof(fault_strs) / sizeof(fault_strs[0]) ||
+	    fault_strs[fault] == NULL)
+		return "unknown fault";
+	return fault_strs[fault];
+}
+
+uint32_t
+proto_err_to_wire(int err)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(err_map) / sizeof(err_map[0]); i++)
+		if (err_map[i].err == err)
+			return err_map[i].code;
+	return PROTO_CODE_UNAVAILABLE;
+}
+
+int
+proto_wire_to_err(uint32_t code)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(err_map) / sizeof(err_map[0]); i++)
+		if (err_map[i].code == code)
+			return err_map[i].err;
+	return EGRESS_ERR_PROTOCOL;
+}
+
+const char *
+proto_code_name(uint32_t code)
+{
+	if (!code_is_known(code))
+		return NULL;
+	return code_names[code];
+}
+
+const char *
+proto_code_message(uint32_t code)
+{
+	if (!code_is_known(code))
+		code = PROTO_CODE_UNAVAILABLE;
+	return code_messages[code];
+}
+
+int
+proto_error_init(struct proto_msg *m, uint32_t stream, uint32_t code)
+{
+	const char *msg;
+
+	if (!code_is_known(code) || stream > PROTO_STREAM_ID_MAX)
+		return EGRESS_ERR_INVALID;
+	msg = code_messages[code];
+	m->type = PROTO_MSG_ERROR;
+	m->flags = 0;
+	m->stream = stream;
+	m->nheaders = 0;
+	m->error.code = code;
+	m->error.message.ptr = msg;
+	m->error.message.len = strlen(msg);
+	return 0;
+}
+
+uint16_t
+proto_version_choose(uint16_t offered)
+{
+	if (offered < PROTO_VERSION_MIN)
+		return 0;
+	return offered < PROTO_VERSION ? offered : PROTO_VERSION;
+}

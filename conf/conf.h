@@ -57,10 +57,16 @@ struct conf_manifest {
 	int operator_defined;		/* [egress] operator_defined */
 	enum conf_sig_status sig;
 	unsigned char sha256[32];	/* of the manifest bytes */
+	int name_line;			/* line of [plugin] name */
 };
 
 /* Trusted Ed25519 public keys. */
 struct conf_keyring;
+
+#define CONF_SIG_LEN		64	/* bytes of an Ed25519 signature */
+#define CONF_SIG_B64_LEN	88	/* its base64 text, without newline */
+#define CONF_SIG_FILE_MAX	1024	/* bytes of manifest.ini.sig read */
+#define CONF_NAME_MAX		64	/* instance, plugin and version names */
 
 /*
  * Load every PEM public key (Ed25519 only) from the given files. Return 0
@@ -68,7 +74,33 @@ struct conf_keyring;
  */
 int conf_keyring_load(const char *const *paths, size_t n,
     struct conf_keyring **ret, struct conf_errors *reterr);
+
+/* Free the keyring. NULL is a no-op. */
 void conf_keyring_free(struct conf_keyring *k);
+
+/* Return the number of keys in k (NULL counts as empty). */
+size_t conf_keyring_count(const struct conf_keyring *k);
+
+/*
+ * Check the signature text sig (the bytes of manifest.ini.sig, siglen of
+ * them; NULL: there is none) over exactly the len bytes of buf against
+ * every key of keys (NULL: no trusted key). Return CONF_SIG_UNSIGNED (sig
+ * NULL), CONF_SIG_INVALID (not one line of padded base64 of 64 bytes with
+ * an optional trailing newline), CONF_SIG_UNTRUSTED (well-formed, but no
+ * key verifies it: a wrong key or changed bytes) or CONF_SIG_VALID. Never
+ * CONF_SIG_NOT_CHECKED: the mode is the caller's business.
+ */
+enum conf_sig_status conf_sig_verify(const char *buf, size_t len,
+    const char *sig, size_t siglen, const struct conf_keyring *keys);
+
+/*
+ * Write the manifest.ini.sig text of a raw 64-byte Ed25519 signature
+ * (CONF_SIG_B64_LEN base64 characters and a NUL, no newline: append one
+ * when writing the file) into buf of size n. Return the length, or
+ * EGRESS_ERR_TOO_BIG when n < CONF_SIG_B64_LEN + 1.
+ */
+int conf_sig_encode(const unsigned char sig[CONF_SIG_LEN], char *buf,
+    size_t n);
 
 /*
  * Parse the manifest at path (at most CONF_MANIFEST_MAX bytes, at most

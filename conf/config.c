@@ -1,0 +1,1093 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The configuration file: its sections and keys (a fixed schema; anything
+ * else is an error), their defaults and validation, relative paths
+ * resolved against the file's folder, the referenced manifests and trusted
+ * keys, and the immutable snapshot built from them. Every error of the
+ * file is collected ("FILE:LINE: [section] key: message") and any error
+ * means no snapshot; a broken manifest refuses only its own instances.
+ * Also staleness detection by stat identity for the per-request re-read.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include "conf/confint.h"
+
+#define CONFIG_FILE_MAX		(16 * 1024 * 1024)
+#define MS_MIN			1
+#define MS_MAX			3600000
+#define CONN_MAX		65535
+#define ID_MAX			4294967294u	/* (uid_t)-1 is no id */
+#define RESOLVER_SERVERS_MAX	16
+#define ENTRIES_PREFIX		"plugins.entries."
+
+_Static_assert(sizeof(uid_t) == sizeof(unsigned) &&
+    sizeof(gid_t) == sizeof(unsigned), "ids are stored as unsigned");
+
+/* Defaults (docs/configuration.md). */
+#define DEF_SIG_MODE		CONF_SIG_PERMISSIVE
+#define DEF_MAX_CONN		16
+#define DEF_SOCKET_DIR		"/run/egressd/instances"
+#define DEF_CONTROL_SOCKET	"/run/egressd/control.sock"
+#define DEF_DRAIN_MS		5000
+#define DEF_RESOLVER_MS		5000
+#define DEF_CONNECT_MS		10000
+#define DEF_FIRST_BYTE_MS	30000
+#define DEF_BETWEEN_BYTES_MS	30000
+
+static const struct conf_keydef security_keys[] = {
+	{ "nat64_prefixes", 1 },
+	{ NULL, 0 },
+};
+static const struct conf_keydef plugins_keys[] = {
+	{ "package_dir", 0 },
+	{ NULL, 0 },
+};
+static const struct conf_keydef plugins_security_keys[] = {
+	{ "signature_mode", 0 },
+	{ "trusted_keys", 1 },
+	{ NULL, 0 },
+};
+static const struct conf_keydef plugins_limits_keys[] = {
+	{ "max_connections_per_instance", 0 },
+	{ NULL, 0 },
+};
+static const struct conf_keydef broker_keys[] = {
+	{ "instance_socket_dir", 0 },
+	{ "control_socket", 0 },
+	{ "log", 0 },
+	{ "drain_timeout_ms", 0 },
+	{ "control_uids", 1 },
+	{ "control_gids", 1 },
+	{ NULL, 0 },
+};
+static const struct conf_keydef resolver_keys[] = {
+	{ "servers", 1 },
+	{ "timeout_ms", 0 },
+	{ NULL, 0 },
+};
+static const struct conf_keydef limits_keys[] = {
+	{ "connect_timeout_ms", 0 },
+	{ "first_byte_timeout_ms", 0 },
+	{ "between_bytes_timeout_ms", 0 },
+	{ NULL, 0 },
+};
+static const struct conf_keydef tls_keys[] = {
+	{ "ca_file", 0 },
+	{ NULL, 0 },
+};
+static const struct conf_keydef entry_keys[] = {
+	{ "plugin", 0 },
+	{ "manifest", 0 },
+	{ "permissions", 1 },
+	{ "egress_hosts", 1 },
+	{ "egress_allow_private", 1 },
+	{ "socket_owner", 0 },
+	{ "socket_group", 0 },
+	{ NULL, 0 },
+};
+
+enum {
+	SEC_SECURITY,
+	SEC_PLUGINS,
+	SEC_PLUGINS_SECURITY,
+	SEC_PLUGINS_LIMITS,
+	SEC_BROKER,
+	SEC_RESOLVER,
+	SEC_LIMITS,
+	SEC_TLS,
+	SEC_NFIXED,
+};
+
+static const struct {
+	const char *name;
+	const struct conf_keydef *keys;
+} fixed_secs[SEC_NFIXED] = {
+	[SEC_SECURITY] = { "security", security_keys },
+	[SEC_PLUGINS] = { "plugins", plugins_keys },
+	[SEC_PLUGINS_SECURITY] = { "plugins.security", plugins_security_keys },
+	[SEC_PLUGINS_LIMITS] = { "plugins.limits", plugins_limits_keys },
+	[SEC_BROKER] = { "broker", broker_keys },
+	[SEC_RESOLVER] = { "resolver", resolver_keys },
+	[SEC_LIMITS] = { "limits", limits_keys },
+	[SEC_TLS] = { "tls", tls_keys },
+};
+
+struct cfg_parse {
+	const char *path;
+	const char *dir;
+	struct conf_errors *errs;
+	struct conf_sec fixed[SEC_NFIXED];
+	int have[SEC_NFIXED];
+	struct conf_sec **entries;
+	size_t nentries;
+	int nomem;
+};
+
+static struct conf_sec *
+cfg_section(void *ctx, const char *path, const char *name, int line,
+    struct conf_errors *errs)
+{
+	struct cfg_parse *cp = ctx;
+	struct conf_sec *sec, **v;
+	const char *inst;
+	size_t i;
+
+	for (i = 0; i < SEC_NFIXED; i++) {
+		if (strcmp(name, fixed_secs[i].name) != 0)
+			continue;
+		if (conf_sec_init(&cp->fixed[i], name, line,
+		    fixed_secs[i].keys) != 0) {
+			cp->nomem = 1;
+			return NULL;
+		}
+		cp->have[i] = 1;
+		return &cp->fixed[i];
+	}
+	if (strcmp(name, "plugins.entries") == 0) {
+		conf_errors_addf(errs, "%s:%d: [%s]: an entry needs the "
+		    "instance's name: write [plugins.entries.NAME]", path,
+		    line, name);
+		return NULL;
+	}
+	if (strncmp(name, ENTRIES_PREFIX, strlen(ENTRIES_PREFIX)) != 0) {
+		conf_errors_addf(errs, "%s:%d: [%s]: unknown section; the "
+		    "sections are [security], [plugins], [plugins.security], "
+		    "[plugins.limits], [plugins.entries.NAME], [broker], "
+		    "[resolver], [limits] and [tls]", path, line, name);
+		return NULL;
+	}
+	inst = name + strlen(ENTRIES_PREFIX);
+	if (!conf_name_is_valid(inst, 0)) {
+		conf_errors_addf(errs, "%s:%d: [%s]: '%s' is not an instance "
+		    "name: 1 to %d bytes of a-z, 0-9, '.', '_', '-', "
+		    "starting with a letter or digit, without '..' (it "
+		    "names the instance's socket file)", path, line, name,
+		    inst, CONF_NAME_MAX);
+		return NULL;
+	}
+	if ((sec = calloc(1, sizeof(*sec))) == NULL ||
+	    (v = realloc(cp->entries, (cp->nentries + 1) *
+	    sizeof(*v))) == NULL) {
+		free(sec);
+		cp->nomem = 1;
+		return NULL;
+	}
+	cp->entries = v;
+	if (conf_sec_init(sec, name, line, entry_keys) != 0) {
+		free(sec);
+		cp->nomem = 1;
+		return NULL;
+	}
+	cp->entries[cp->nentries++] = sec;
+	return sec;
+}
+
+static void
+cfg_parse_done(struct cfg_parse *cp)
+{
+	size_t i;
+
+	for (i = 0; i < SEC_NFIXED; i++)
+		conf_sec_done(&cp->fixed[i]);
+	for (i = 0; i < cp->nentries; i++) {
+		conf_sec_done(cp->entries[i]);
+		free(cp->entries[i]);
+	}
+	free(cp->entries);
+}
+
+/* The value of key in fixed section idx, or NULL when the section or the
+ * key is absent. */
+static const struct conf_val *
+fixed_val(const struct cfg_parse *cp, int idx, const char *key)
+{
+	const struct conf_val *v;
+
+	if (!cp->have[idx])
+		return NULL;
+	v = conf_sec_cval(&cp->fixed[idx], key);
+	return v != NULL && v->line != 0 ? v : NULL;
+}
+
+/* ---- Values ------------------------------------------------------------ */
+
+static char *
+resolve_path(const char *dir, const char *value)
+{
+	char *s;
+
+	if (value[0] == '/')
+		return strdup(value);
+	if (asprintf(&s, "%s/%s", dir, value) < 0)
+		return NULL;
+	return s;
+}
+
+/* A path value: resolved against the folder; *ret stays when unset. */
+static int
+get_path(struct cfg_parse *cp, int idx, const char *key, char **ret)
+{
+	const struct conf_val *v = fixed_val(cp, idx, key);
+	char *s;
+
+	if (v == NULL || v->str == NULL)
+		return 0;
+	if ((s = resolve_path(cp->dir, v->str)) == NULL) {
+		cp->nomem = 1;
+		return EGRESS_ERR_NOMEM;
+	}
+	if (strlen(s) >= PATH_MAX) {
+		free(s);
+		return conf_errors_addf(cp->errs, "%s:%d: [%s] %s: the path "
+		    "is longer than %d bytes once resolved", cp->path,
+		    v->line, fixed_secs[idx].name, key, PATH_MAX - 1);
+	}
+	free(*ret);
+	*ret = s;
+	return 0;
+}
+
+/* A millisecond value: *ret stays when unset. */
+static int
+get_ms(struct cfg_parse *cp, int idx, const char *key, unsigned *ret)
+{
+	const struct conf_val *v = fixed_val(cp, idx, key);
+	uint64_t n;
+
+	if (v == NULL || v->str == NULL)
+		return 0;
+	if (conf_parse_uint(v->str, MS_MIN, MS_MAX, &n) != 0)
+		return conf_errors_addf(cp->errs, "%s:%d: [%s] %s: '%s' is "
+		    "not a duration; write a whole number of milliseconds "
+		    "from %d to %d, in decimal digits (default %u)", cp->path,
+		    v->line, fixed_secs[idx].name, key, v->str, MS_MIN,
+		    MS_MAX, *ret);
+	*ret = (unsigned)n;
+	return 0;
+}
+
+/* A list of numeric ids. */
+static int
+get_ids(struct cfg_parse *cp, int idx, const char *key, unsigned **ret,
+    size_t *retn)
+{
+	const struct conf_val *v = fixed_val(cp, idx, key);
+	unsigned *ids;
+	uint64_t n;
+	size_t i;
+	int bad = 0;
+
+	if (v == NULL)
+		return 0;
+	if ((ids = calloc(v->list.n ? v->list.n : 1, sizeof(*ids))) == NULL) {
+		cp->nomem = 1;
+		return EGRESS_ERR_NOMEM;
+	}
+	for (i = 0; i < v->list.n; i++) {
+		if (conf_parse_uint(v->list.v[i].s, 0, ID_MAX, &n) != 0) {
+			conf_errors_addf(cp->errs, "%s:%d: [%s] %s: '%s' is "
+			    "not a numeric id; write decimal ids from 0 to "
+			    "%u (names are not looked up here)", cp->path,
+			    v->list.v[i].line, fixed_secs[idx].name, key,
+			    v->list.v[i].s, ID_MAX);
+			bad = 1;
+			continue;
+		}
+		ids[i] = (unsigned)n;
+	}
+	if (bad) {
+		free(ids);
+		return EGRESS_ERR_INVALID;
+	}
+	free(*ret);
+	*ret = ids;
+	*retn = v->list.n;
+	return 0;
+}
+
+/* ADDR[:PORT] with IPv4, or [ADDR] / [ADDR]:PORT with IPv6. */
+static int
+server_is_valid(const char *s, const char **why)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	unsigned char bin[16];
+	const char *end, *port = NULL;
+	uint64_t n;
+	size_t len;
+
+	if (s[0] == '[') {
+		if ((end = strchr(s, ']')) == NULL) {
+			*why = "no ']' after the IPv6 address";
+			return 0;
+		}
+		len = (size_t)(end - s - 1);
+		if (end[1] == ':')
+			port = end + 2;
+		else if (end[1] != '\0') {
+			*why = "write [ADDR]:PORT";
+			return 0;
+		}
+		if (len == 0 || len >= sizeof(addr)) {
+			*why = "not an IPv6 address";
+			return 0;
+		}
+		memcpy(addr, s + 1, len);
+		addr[len] = '\0';
+		if (inet_pton(AF_INET6, addr, bin) != 1) {
+			*why = "not an IPv6 address (zone ids are not allowed)";
+			return 0;
+		}
+	} else {
+		end = strchr(s, ':');
+		if (end != NULL && strchr(end + 1, ':') != NULL) {
+			*why = "an IPv6 address goes in brackets: write "
+			    "[ADDR] or [ADDR]:PORT";
+			return 0;
+		}
+		len = end != NULL ? (size_t)(end - s) : strlen(s);
+		if (end != NULL)
+			port = end + 1;
+		if (len == 0 || len >= sizeof(addr)) {
+			*why = "not an IPv4 address";
+			return 0;
+		}
+		memcpy(addr, s, len);
+		addr[len] = '\0';
+		if (inet_pton(AF_INET, addr, bin) != 1) {
+			*why = "not a dotted-quad IPv4 address";
+			return 0;
+		}
+	}
+	if (port != NULL && conf_parse_uint(port, 1, 65535, &n) != 0) {
+		*why = "the port must be a decimal number from 1 to 65535";
+		return 0;
+	}
+	return 1;
+}
+
+/* A user or group: a name, or a numeric id. Kept as written. */
+static int
+owner_is_valid(const char *s)
+{
+	uint64_t n;
+	size_t i, len = strlen(s);
+
+	if (strspn(s, "0123456789") == len)
+		return conf_parse_uint(s, 0, ID_MAX, &n) == 0;
+	if (len > 32 || s[0] == '-' || s[0] == '.')
+		return 0;
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+		    c == '.')
+			continue;
+		if (c == '$' && i == len - 1 && i > 0)
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- Sections ---------------------------------------------------------- */
+
+static void
+build_security(struct cfg_parse *cp, struct conf_snapshot *s)
+{
+	const struct conf_val *v = fixed_val(cp, SEC_SECURITY,
+	    "nat64_prefixes");
+	struct policy_nat64_list one;
+	struct policy_err err;
+	const char **items;
+	size_t i;
+	int bad = 0;
+
+	if (v == NULL || v->list.n == 0)
+		return;
+	if ((items = calloc(v->list.n, sizeof(*items))) == NULL) {
+		cp->nomem = 1;
+		return;
+	}
+	/* Each item alone first, so that every bad one is named with its
+	 * line; then the whole list, which refuses the file as a whole. */
+	for (i = 0; i < v->list.n; i++) {
+		items[i] = v->list.v[i].s;
+		memset(&err, 0, sizeof(err));
+		if (policy_nat64_parse_list(&items[i], 1, &one, &err) != 0) {
+			conf_errors_addf(cp->errs, "%s:%d: [security] "
+			    "nat64_prefixes: '%s': %s (one bad prefix rejects "
+			    "the whole list)", cp->path, v->list.v[i].line,
+			    items[i], err.msg[0] ? err.msg :
+			    "not an <ipv6>/<len> prefix");
+			bad = 1;
+		}
+	}
+	if (!bad) {
+		memset(&err, 0, sizeof(err));
+		if (policy_nat64_parse_list(items, v->list.n, &s->nat64,
+		    &err) != 0)
+			conf_errors_addf(cp->errs, "%s:%d: [security] "
+			    "nat64_prefixes: %s", cp->path, v->line,
+			    err.msg[0] ? err.msg : "invalid list");
+	}
+	free(items);
+}
+
+static void
+build_plugins(struct cfg_parse *cp, struct conf_snapshot *s)
+{
+	const struct conf_val *v;
+	uint64_t n;
+	size_t i;
+
+	if ((s->package_dir = resolve_path(cp->dir, "packages")) == NULL) {
+		cp->nomem = 1;
+		return;
+	}
+	(void)get_path(cp, SEC_PLUGINS, "package_dir", &s->package_dir);
+
+	s->sig_mode = DEF_SIG_MODE;
+	if ((v = fixed_val(cp, SEC_PLUGINS_SECURITY, "signature_mode")) !=
+	    NULL && v->str != NULL) {
+		if (strcmp(v->str, "disabled") == 0)
+			s->sig_mode = CONF_SIG_DISABLED;
+		else if (strcmp(v->str, "permissive") == 0)
+			s->sig_mode = CONF_SIG_PERMISSIVE;
+		else if (strcmp(v->str, "strict") == 0)
+			s->sig_mode = CONF_SIG_STRICT;
+		else
+			conf_errors_addf(cp->errs, "%s:%d: [plugins.security] "
+			    "signature_mode: unknown mode '%s'; write "
+			    "disabled, permissive or strict", cp->path,
+			    v->line, v->str);
+	}
+	if ((v = fixed_val(cp, SEC_PLUGINS_SECURITY, "trusted_keys")) !=
+	    NULL && v->list.n > 0) {
+		s->trusted_keys = calloc(v->list.n, sizeof(*s->trusted_keys));
+		if (s->trusted_keys == NULL) {
+			cp->nomem = 1;
+			return;
+		}
+		for (i = 0; i < v->list.n; i++) {
+			s->trusted_keys[i] = resolve_path(cp->dir,
+			    v->list.v[i].s);
+			if (s->trusted_keys[i] == NULL) {
+				cp->nomem = 1;
+				return;
+			}
+			s->ntrusted_keys++;
+		}
+	}
+
+	s->max_connections_per_instance = DEF_MAX_CONN;
+	if ((v = fixed_val(cp, SEC_PLUGINS_LIMITS,
+	    "max_connections_per_instance")) != NULL && v->str != NULL) {
+		if (strcmp(v->str, "0") == 0)
+			conf_errors_addf(cp->errs, "%s:%d: [plugins.limits] "
+			    "max_connections_per_instance: 0 would refuse "
+			    "every connection; write a number from 1 to %d "
+			    "(default %d)", cp->path, v->line, CONN_MAX,
+			    DEF_MAX_CONN);
+		else if (conf_parse_uint(v->str, 1, CONN_MAX, &n) != 0)
+			conf_errors_addf(cp->errs, "%s:%d: [plugins.limits] "
+			    "max_connections_per_instance: '%s' is not a "
+			    "count; write a decimal number from 1 to %d "
+			    "(default %d)", cp->path, v->line, v->str,
+			    CONN_MAX, DEF_MAX_CONN);
+		else
+			s->max_connections_per_instance = (unsigned)n;
+	}
+}
+
+/* Load the keys one file at a time to name the line of a bad one, then
+ * all of them into the snapshot's keyring. */
+static void
+build_keyring(struct cfg_parse *cp, struct conf_snapshot *s)
+{
+	const struct conf_val *v = fixed_val(cp, SEC_PLUGINS_SECURITY,
+	    "trusted_keys");
+	struct conf_keyring *k = NULL;
+	struct conf_errors e = { 0 };
+	const char *p;
+	size_t i, j;
+	int bad = 0, r;
+
+	for (i = 0; i < s->ntrusted_keys; i++) {
+		p = s->trusted_keys[i];
+		r = conf_keyring_load(&p, 1, &k, &e);
+		conf_keyring_free(k);
+		k = NULL;
+		if (r == EGRESS_ERR_NOMEM) {
+			cp->nomem = 1;
+			break;
+		}
+		for (j = 0; j < e.n; j++)
+			conf_errors_addf(cp->errs, "%s:%d: [plugins.security] "
+			    "trusted_keys: %s", cp->path, v->list.v[i].line,
+			    e.msgs[j]);
+		bad |= e.n > 0;
+		conf_errors_done(&e);
+	}
+	if (bad || cp->nomem)
+		return;
+	r = conf_keyring_load((const char *const *)s->trusted_keys,
+	    s->ntrusted_keys, &s->keyring, &e);
+	if (r == EGRESS_ERR_NOMEM)
+		cp->nomem = 1;
+	else if (r != 0)
+		for (j = 0; j < e.n; j++)
+			conf_errors_addf(cp->errs, "%s: [plugins.security] "
+			    "trusted_keys: %s", cp->path, e.msgs[j]);
+	conf_errors_done(&e);
+}
+
+static void
+build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
+{
+	const struct conf_val *v;
+	const char *why;
+	size_t i;
+	int bad = 0;
+
+	if ((s->instance_socket_dir = strdup(DEF_SOCKET_DIR)) == NULL ||
+	    (s->control_socket = strdup(DEF_CONTROL_SOCKET)) == NULL) {
+		cp->nomem = 1;
+		return;
+	}
+	(void)get_path(cp, SEC_BROKER, "instance_socket_dir",
+	    &s->instance_socket_dir);
+	if (get_path(cp, SEC_BROKER, "control_socket",
+	    &s->control_socket) == 0 &&
+	    strlen(s->control_socket) >= sizeof(((struct sockaddr_un *)0)->
+	    sun_path) && (v = fixed_val(cp, SEC_BROKER, "control_socket")))
+		conf_errors_addf(cp->errs, "%s:%d: [broker] control_socket: "
+		    "'%s' is longer than a Unix socket path may be (%zu "
+		    "bytes)", cp->path, v->line, s->control_socket,
+		    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	(void)get_path(cp, SEC_BROKER, "log", &s->log_path);
+	s->drain_timeout_ms = DEF_DRAIN_MS;
+	(void)get_ms(cp, SEC_BROKER, "drain_timeout_ms", &s->drain_timeout_ms);
+
+	/* Root only, unless the operator lists the peers. */
+	if ((s->control_uids = calloc(1, sizeof(*s->control_uids))) == NULL) {
+		cp->nomem = 1;
+		return;
+	}
+	s->control_uids[0] = 0;
+	s->ncontrol_uids = 1;
+	(void)get_ids(cp, SEC_BROKER, "control_uids",
+	    (unsigned **)&s->control_uids, &s->ncontrol_uids);
+	(void)get_ids(cp, SEC_BROKER, "control_gids",
+	    (unsigned **)&s->control_gids, &s->ncontrol_gids);
+
+	s->resolver_timeout_ms = DEF_RESOLVER_MS;
+	(void)get_ms(cp, SEC_RESOLVER, "timeout_ms", &s->resolver_timeout_ms);
+	if ((v = fixed_val(cp, SEC_RESOLVER, "servers")) != NULL &&
+	    v->list.n > 0) {
+		if (v->list.n > RESOLVER_SERVERS_MAX) {
+			conf_errors_addf(cp->errs, "%s:%d: [resolver] servers: "
+			    "%zu servers; at most %d", cp->path, v->line,
+			    v->list.n, RESOLVER_SERVERS_MAX);
+			return;
+		}
+		for (i = 0; i < v->list.n; i++) {
+			if (server_is_valid(v->list.v[i].s, &why))
+				continue;
+			conf_errors_addf(cp->errs, "%s:%d: [resolver] servers: "
+			    "'%s': %s; write ADDR, ADDR:PORT, [ADDR] or "
+			    "[ADDR]:PORT", cp->path, v->list.v[i].line,
+			    v->list.v[i].s, why);
+			bad = 1;
+		}
+		if (bad)
+			return;
+		s->resolver_servers = calloc(v->list.n,
+		    sizeof(*s->resolver_servers));
+		if (s->resolver_servers == NULL) {
+			cp->nomem = 1;
+			return;
+		}
+		for (i = 0; i < v->list.n; i++) {
+			s->resolver_servers[i] = strdup(v->list.v[i].s);
+			if (s->resolver_servers[i] == NULL) {
+				cp->nomem = 1;
+				return;
+			}
+			s->nresolver_servers++;
+		}
+	}
+
+	s->connect_timeout_ms = DEF_CONNECT_MS;
+	s->first_byte_timeout_ms = DEF_FIRST_BYTE_MS;
+	s->between_bytes_timeout_ms = DEF_BETWEEN_BYTES_MS;
+	(void)get_ms(cp, SEC_LIMITS, "connect_timeout_ms",
+	    &s->connect_timeout_ms);
+	(void)get_ms(cp, SEC_LIMITS, "first_byte_timeout_ms",
+	    &s->first_byte_timeout_ms);
+	(void)get_ms(cp, SEC_LIMITS, "between_bytes_timeout_ms",
+	    &s->between_bytes_timeout_ms);
+	(void)get_path(cp, SEC_TLS, "ca_file", &s->ca_file);
+}
+
+/* Every egress_allow_private item must be covered by egress_hosts. */
+static void
+check_carve_outs(struct cfg_parse *cp, const struct conf_sec *sec,
+    const struct conf_instance *ci)
+{
+	const struct conf_val *v = conf_sec_cval(sec, "egress_allow_private");
+	struct policy_entry e;
+	struct policy_err err;
+	size_t i;
+
+	for (i = 0; i < v->list.n; i++) {
+		const char *item = v->list.v[i].s;
+
+		if (policy_entry_parse(item, strlen(item),
+		    conf_psl_is_public_suffix, NULL, &e, &err) != 0)
+			continue;	/* already reported */
+		if (policy_grant_covers(ci->hosts, &e))
+			continue;
+		conf_errors_addf(cp->errs, "%s:%d: [%s] egress_allow_private: "
+		    "'%s' is not covered by egress_hosts; a carve-out only "
+		    "relaxes the address class of a granted host, so add "
+		    "'%s' to egress_hosts or remove it here", cp->path,
+		    v->list.v[i].line, sec->name, item, item);
+	}
+}
+
+static void
+build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
+    const struct conf_sec *sec, struct conf_instance *ci)
+{
+	const struct conf_val *v;
+	size_t sunlen = sizeof(((struct sockaddr_un *)0)->sun_path);
+	int ok_hosts, ok_private, r;
+
+	ci->line = sec->line;
+	if ((ci->name = strdup(sec->name + strlen(ENTRIES_PREFIX))) == NULL) {
+		cp->nomem = 1;
+		return;
+	}
+	v = conf_sec_cval(sec, "plugin");
+	if (v->line == 0)
+		conf_errors_addf(cp->errs, "%s:%d: [%s] plugin: missing; add "
+		    "'plugin = NAME' (the [plugin] name of its manifest)",
+		    cp->path, sec->line, sec->name);
+	else if (v->str != NULL && !conf_name_is_valid(v->str, 0))
+		conf_errors_addf(cp->errs, "%s:%d: [%s] plugin: '%s' is not a "
+		    "plugin name: 1 to %d bytes of a-z, 0-9, '.', '_', '-', "
+		    "starting with a letter or digit, without '..'", cp->path,
+		    v->line, sec->name, v->str, CONF_NAME_MAX);
+	else if (v->str != NULL && (ci->plugin = strdup(v->str)) == NULL)
+		cp->nomem = 1;
+
+	v = conf_sec_cval(sec, "manifest");
+	if (v->line == 0)
+		conf_errors_addf(cp->errs, "%s:%d: [%s] manifest: missing; add "
+		    "'manifest = packages/NAME/manifest.ini' (relative to "
+		    "this file's folder)", cp->path, sec->line, sec->name);
+	else if (v->str != NULL &&
+	    (ci->manifest_path = resolve_path(cp->dir, v->str)) == NULL)
+		cp->nomem = 1;
+
+	v = conf_sec_cval(sec, "permissions");
+	(void)conf_permissions_parse(cp->path, sec->name, &v->list,
+	    &ci->granted_permissions, cp->errs);
+
+	v = conf_sec_cval(sec, "egress_hosts");
+	r = conf_grant_parse(cp->path, sec->name, "egress_hosts", &v->list,
+	    &ci->hosts, cp->errs);
+	if (r == EGRESS_ERR_NOMEM)
+		cp->nomem = 1;
+	ok_hosts = r == 0;
+	v = conf_sec_cval(sec, "egress_allow_private");
+	r = conf_grant_parse(cp->path, sec->name, "egress_allow_private",
+	    &v->list, &ci->allow_private, cp->errs);
+	if (r == EGRESS_ERR_NOMEM)
+		cp->nomem = 1;
+	ok_private = r == 0;
+	if (ok_hosts && ok_private)
+		check_carve_outs(cp, sec, ci);
+
+	v = conf_sec_cval(sec, "socket_owner");
+	if (v->str != NULL && !owner_is_valid(v->str))
+		conf_errors_addf(cp->errs, "%s:%d: [%s] socket_owner: '%s' is "
+		    "not a user name or numeric uid", cp->path, v->line,
+		    sec->name, v->str);
+	else if (v->str != NULL && (ci->socket_owner = strdup(v->str)) == NULL)
+		cp->nomem = 1;
+	v = conf_sec_cval(sec, "socket_group");
+	if (v->str != NULL && !owner_is_valid(v->str))
+		conf_errors_addf(cp->errs, "%s:%d: [%s] socket_group: '%s' is "
+		    "not a group name or numeric gid", cp->path, v->line,
+		    sec->name, v->str);
+	else if (v->str != NULL && (ci->socket_group = strdup(v->str)) == NULL)
+		cp->nomem = 1;
+
+	/* DIR/NAME.sock must fit a Unix socket address. */
+	if (s->instance_socket_dir != NULL &&
+	    strlen(s->instance_socket_dir) + 1 + strlen(ci->name) +
+	    strlen(".sock") >= sunlen)
+		conf_errors_addf(cp->errs, "%s:%d: [%s]: the socket path "
+		    "%s/%s.sock is longer than a Unix socket path may be "
+		    "(%zu bytes); shorten the name or "
+		    "[broker] instance_socket_dir", cp->path, sec->line,
+		    sec->name, s->instance_socket_dir, ci->name, sunlen - 1);
+}
+
+static int
+instance_cmp(const void *a, const void *b)
+{
+	const struct conf_instance *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+static int
+files_push(struct conf_snapshot *s, struct conf_file_id *id)
+{
+	struct conf_file_id *v;
+	size_t i;
+
+	for (i = 0; i < s->nfiles; i++) {
+		if (strcmp(s->files[i].path, id->path) == 0) {
+			free(id->path);
+			id->path = NULL;
+			return 0;
+		}
+	}
+	if ((v = realloc(s->files, (s->nfiles + 1) * sizeof(*v))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	s->files = v;
+	s->files[s->nfiles++] = *id;
+	id->path = NULL;
+	return 0;
+}
+
+/* Load the instance's manifest and build its policy view. */
+static int
+load_manifest(struct conf_snapshot *s, struct conf_instance *ci)
+{
+	struct conf_errors e = { 0 };
+	struct conf_file_id ids[2];
+	struct conf_manifest *m = NULL;
+	int r, rc = 0;
+
+	r = conf_manifest_load_ids(ci->manifest_path, s->sig_mode, s->keyring,
+	    &m, &e, ids);
+	if (r == EGRESS_ERR_NOMEM) {
+		rc = r;
+		goto out;
+	}
+	if (r == 0 && strcmp(m->name, ci->plugin) != 0) {
+		conf_errors_addf(&e, "%s:%d: [plugin] name: '%s' is not the "
+		    "entry's plugin '%s' (%s:%d); this manifest is refused "
+		    "for instance '%s'", m->path, m->name_line, m->name,
+		    ci->plugin, s->path, ci->line, ci->name);
+		conf_manifest_free(m);
+		m = NULL;
+	}
+	if (m == NULL && (ci->manifest_error = conf_errors_join(&e)) == NULL)
+		rc = EGRESS_ERR_NOMEM;
+	ci->manifest = m;
+	if (rc == 0 && ((rc = files_push(s, &ids[0])) != 0 ||
+	    (rc = files_push(s, &ids[1])) != 0))
+		goto out;
+out:
+	free(ids[0].path);
+	free(ids[1].path);
+	conf_errors_done(&e);
+	return rc;
+}
+
+static void
+set_policy_view(struct conf_instance *ci)
+{
+	struct policy_instance *p = &ci->policy;
+
+	memset(p, 0, sizeof(*p));
+	p->name = ci->name;
+	p->hosts = ci->hosts;
+	p->allow_private = ci->allow_private;
+	if (ci->manifest == NULL) {
+		/* Refused: nothing but the refusal is consulted, and even
+		 * so there is no permission and no declaration. */
+		p->manifest_ok = 0;
+		return;
+	}
+	p->manifest_ok = 1;
+	p->permissions = ci->manifest->permissions & ci->granted_permissions;
+	p->declared = ci->manifest->hosts;
+	p->operator_defined = ci->manifest->operator_defined;
+}
+
+static char *
+dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char cwd[PATH_MAX], *dir, *abs;
+
+	if (slash == NULL)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (dir == NULL || dir[0] == '/')
+		return dir;
+	if (getcwd(cwd, sizeof(cwd)) == NULL) {
+		/* Keep it relative; paths then resolve against the cwd. */
+		return dir;
+	}
+	if (strcmp(dir, ".") == 0)
+		abs = strdup(cwd);
+	else if (asprintf(&abs, "%s/%s", cwd, dir) < 0)
+		abs = NULL;
+	free(dir);
+	return abs;
+}
+
+static int
+load_buffer(const char *path, const char *buf, size_t len,
+    struct conf_file_id *self, struct conf_snapshot **ret,
+    struct conf_errors *reterr)
+{
+	struct cfg_parse cp;
+	struct conf_snapshot *s = NULL;
+	struct conf_errors errs = { 0 };
+	size_t i;
+	int r, rc = EGRESS_ERR_INVALID;
+
+	memset(&cp, 0, sizeof(cp));
+	cp.path = path;
+	cp.errs = &errs;
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->path = strdup(path)) == NULL ||
+	    (s->dir = dir_of(path)) == NULL) {
+		rc = EGRESS_ERR_NOMEM;
+		goto out;
+	}
+	cp.dir = s->dir;
+	if (self != NULL) {
+		if ((self->path = strdup(path)) == NULL) {
+			rc = EGRESS_ERR_NOMEM;
+			goto out;
+		}
+		if ((rc = files_push(s, self)) != 0)
+			goto out;
+		rc = EGRESS_ERR_INVALID;
+	}
+
+	r = conf_ini_parse(path, buf, len, cfg_section, &cp, &errs);
+	if (r == EGRESS_ERR_NOMEM || cp.nomem) {
+		rc = EGRESS_ERR_NOMEM;
+		goto out;
+	}
+	build_security(&cp, s);
+	build_plugins(&cp, s);
+	build_broker(&cp, s);
+	if (cp.nomem) {
+		rc = EGRESS_ERR_NOMEM;
+		goto out;
+	}
+	if (cp.nentries > 0) {
+		s->instances = calloc(cp.nentries, sizeof(*s->instances));
+		if (s->instances == NULL) {
+			rc = EGRESS_ERR_NOMEM;
+			goto out;
+		}
+		for (i = 0; i < cp.nentries; i++) {
+			build_entry(&cp, s, cp.entries[i], &s->instances[i]);
+			s->ninstances++;
+			if (cp.nomem) {
+				rc = EGRESS_ERR_NOMEM;
+				goto out;
+			}
+		}
+	}
+	build_keyring(&cp, s);
+	if (cp.nomem) {
+		rc = EGRESS_ERR_NOMEM;
+		goto out;
+	}
+	if (errs.n > 0)
+		goto out;
+
+	qsort(s->instances, s->ninstances, sizeof(*s->instances),
+	    instance_cmp);
+	for (i = 0; i < s->ninstances; i++) {
+		if ((rc = load_manifest(s, &s->instances[i])) != 0)
+			goto out;
+		set_policy_view(&s->instances[i]);
+	}
+	for (i = 0; i < conf_keyring_nfiles(s->keyring); i++) {
+		struct conf_file_id id = *conf_keyring_file(s->keyring, i);
+
+		if ((id.path = strdup(id.path)) == NULL ||
+		    (rc = files_push(s, &id)) != 0) {
+			free(id.path);
+			rc = EGRESS_ERR_NOMEM;
+			goto out;
+		}
+	}
+	*ret = s;
+	s = NULL;
+	rc = 0;
+out:
+	if (rc == EGRESS_ERR_NOMEM)
+		conf_errors_addf(&errs, "%s: out of memory", path);
+	conf_errors_move(reterr, &errs);
+	cfg_parse_done(&cp);
+	conf_snapshot_free(s);
+	return rc;
+}
+
+int
+conf_load_buffer(const char *path, const char *buf, size_t len,
+    struct conf_snapshot **ret, struct conf_errors *reterr)
+{
+	return load_buffer(path, buf, len, NULL, ret, reterr);
+}
+
+int
+conf_load(const char *path, struct conf_snapshot **ret,
+    struct conf_errors *reterr)
+{
+	struct conf_file_id id;
+	char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	memset(&id, 0, sizeof(id));
+	r = conf_read_file(path, CONFIG_FILE_MAX, &buf, &len, &id);
+	if (r == EGRESS_ERR_NOMEM)
+		return r;
+	if (r == EGRESS_ERR_NOT_FOUND) {
+		conf_errors_addf(reterr, "%s: no such configuration file "
+		    "(give one with -c FILE or $EGRESSD_CONFIG)", path);
+		return EGRESS_ERR_IO;
+	}
+	if (r == EGRESS_ERR_TOO_BIG) {
+		conf_errors_addf(reterr, "%s: the configuration is over %d "
+		    "bytes", path, CONFIG_FILE_MAX);
+		return EGRESS_ERR_INVALID;
+	}
+	if (r != 0) {
+		conf_errors_addf(reterr, "%s: cannot read the configuration: "
+		    "%s", path, strerror(errno));
+		return EGRESS_ERR_IO;
+	}
+	r = load_buffer(path, buf, len, &id, ret, reterr);
+	free(id.path);
+	free(buf);
+	return r;
+}
+
+static void
+instance_done(struct conf_instance *ci)
+{
+	free(ci->name);
+	free(ci->plugin);
+	free(ci->manifest_path);
+	policy_grant_free(ci->hosts);
+	policy_grant_free(ci->allow_private);
+	free(ci->socket_owner);
+	free(ci->socket_group);
+	conf_manifest_free(ci->manifest);
+	free(ci->manifest_error);
+}
+
+void
+conf_snapshot_free(struct conf_snapshot *s)
+{
+	size_t i;
+
+	if (s == NULL)
+		return;
+	free(s->path);
+	free(s->dir);
+	for (i = 0; i < s->ntrusted_keys; i++)
+		free(s->trusted_keys[i]);
+	free(s->trusted_keys);
+	conf_keyring_free(s->keyring);
+	free(s->package_dir);
+	free(s->instance_socket_dir);
+	free(s->control_socket);
+	free(s->log_path);
+	free(s->control_uids);
+	free(s->control_gids);
+	for (i = 0; i < s->nresolver_servers; i++)
+		free(s->resolver_servers[i]);
+	free(s->resolver_servers);
+	free(s->ca_file);
+	for (i = 0; i < s->ninstances; i++)
+		instance_done(&s->instances[i]);
+	free(s->instances);
+	for (i = 0; i < s->nfiles; i++)
+		free(s->files[i].path);
+	free(s->files);
+	free(s);
+}
+
+static int
+instance_key_cmp(const void *key, const void *elem)
+{
+	const struct conf_instance *ci = elem;
+
+	return strcmp(key, ci->name);
+}
+
+const struct conf_instance *
+conf_instance_find(const struct conf_snapshot *s, const char *name)
+{
+	if (s == NULL || name == NULL || s->ninstances == 0)
+		return NULL;
+	return bsearch(name, s->instances, s->ninstances,
+	    sizeof(*s->instances), instance_key_cmp);
+}
+
+int
+conf_snapshot_is_stale(const struct conf_snapshot *s)
+{
+	struct conf_file_id now;
+	const struct conf_file_id *was;
+	size_t i;
+
+	for (i = 0; i < s->nfiles; i++) {
+		was = &s->files[i];
+		if (conf_file_id_stat(was->path, &now) != 0)
+			return 1;
+		if (now.exists != was->exists)
+			return 1;
+		if (!now.exists)
+			continue;
+		if (now.dev != was->dev || now.ino != was->ino ||
+		    now.size != was->size || now.mtime_ns != was->mtime_ns ||
+		    now.ctime_ns != was->ctime_ns)
+			return 1;
+	}
+	return 0;
+}
+
+const char *
+conf_default_path(const char *arg)
+{
+	const char *env;
+
+	if (arg != NULL)
+		return arg;
+	if ((env = secure_getenv("EGRESSD_CONFIG")) != NULL && env[0] != '\0')
+		return env;
+	return CONF_DEFAULT_PATH;
+}

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * conf internals shared by ini.c, config.c, manifest.c and sig.c: error
+ * collection, the line-bounded INI reader over inih's ini_parse_stream with
+ * a per-section key schema (scalars once, lists accumulate), list
+ * splitting, decimal integers, and bounded file reads with stat identity.
+ * Not installed; only conf/ and its unit tests include it.
+ */
+#ifndef EGRESS_CONF_CONFINT_H
+#define EGRESS_CONF_CONFINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+
+/* At most this many messages are kept per conf_errors; one more says how
+ * many were left out (a hostile manifest cannot buy megabytes of text). */
+#define CONF_ERRORS_MAX		100
+
+/* Longest key name the reader accepts (inih keeps 50 bytes of a name for
+ * continuation lines; every known key is far shorter). */
+#define CONF_KEY_MAX		48
+
+/*
+ * Append one message built from fmt. Never fails loudly: on out-of-memory
+ * the message is dropped and e->oom is not tracked (the caller's return
+ * value already fails). Return EGRESS_ERR_INVALID, for "return
+ * conf_errors_addf(...)" convenience.
+ */
+int conf_errors_addf(struct conf_errors *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Move every message of src to the end of dst; src ends empty. */
+void conf_errors_move(struct conf_errors *dst, struct conf_errors *src);
+
+/* Return the messages joined with "; " (malloc'd), or NULL on OOM. An
+ * empty list gives "". */
+char *conf_errors_join(const struct conf_errors *e);
+
+/* ---- Lists ------------------------------------------------------------- */
+
+struct conf_item {
+	char *s;
+	int line;
+};
+
+struct conf_list {
+	size_t n;
+	size_t cap;
+	struct conf_item *v;
+};
+
+/*
+ * Split value into items on commas and whitespace and append them with
+ * line. An empty value adds nothing. An empty item (a leading, doubled or
+ * trailing comma) is an error: return EGRESS_ERR_INVALID with a message in
+ * reterr (the list is unchanged), or EGRESS_ERR_NOMEM.
+ */
+int conf_list_add_value(struct conf_list *l, const char *value, int line,
+    char *reterr, size_t errlen);
+
+void conf_list_done(struct conf_list *l);
+
+/* ---- Schema and reader ------------------------------------------------- */
+
+struct conf_keydef {
+	const char *name;
+	int list;		/* 1: a list key (accumulates); 0: a scalar */
+};
+
+/* The value of one key in one section, as written. */
+struct conf_val {
+	int line;		/* first line the key was given on; 0: unset */
+	char *str;		/* a scalar's value */
+	struct conf_list list;	/* a list's items */
+};
+
+/* One section as written: its name, header line and values, indexed like
+ * its key table. */
+struct conf_sec {
+	char *name;
+	int line;
+	const struct conf_keydef *keys;	/* NULL-name terminated */
+	size_t nkeys;
+	struct conf_val *vals;
+};
+
+/* Initialise sec for keys (copying name). Return 0 or EGRESS_ERR_NOMEM. */
+int conf_sec_init(struct conf_sec *sec, const char *name, int line,
+    const struct conf_keydef *keys);
+void conf_sec_done(struct conf_sec *sec);
+
+/* Return the value slot of key in sec (key must be in its table). */
+struct conf_val *conf_sec_val(struct conf_sec *sec, const char *key);
+const struct conf_val *conf_sec_cval(const struct conf_sec *sec,
+    const char *key);
+
+/*
+ * Called for every section header the reader sees (also for empty
+ * sections, which inih never reports). Return the section's storage, or
+ * NULL when the section is refused (the callback adds the message); the
+ * keys of a refused section are then skipped without further messages.
+ * A section given twice is refused by the reader before the callback runs.
+ */
+typedef struct conf_sec *(*conf_ini_section_fn)(void *ctx, const char *path,
+    const char *name, int line, struct conf_errors *errs);
+
+/*
+ * Parse buf (len bytes) as INI through ini_parse_stream: lines over
+ * CONF_LINE_MAX bytes, lines with NUL or control bytes, malformed section
+ * headers and key lines, unknown keys, scalars given twice or continued,
+ * and empty list items are errors "PATH:LINE: [section] key: message".
+ * Comments start with ';' or '#' at the start of a line (after blanks), or
+ * with ';' after a blank anywhere. Every error of the input is collected
+ * in errs. Return 0, EGRESS_ERR_INVALID (errors added) or
+ * EGRESS_ERR_NOMEM.
+ */
+int conf_ini_parse(const char *path, const char *buf, size_t len,
+    conf_ini_section_fn section, void *ctx, struct conf_errors *errs);
+
+/* ---- Values ------------------------------------------------------------ */
+
+/*
+ * Parse a decimal integer in [min, max]: digits only, no sign, no blanks,
+ * no leading zero (except "0" itself). Return 0 and write *ret, or
+ * EGRESS_ERR_INVALID.
+ */
+int conf_parse_uint(const char *s, uint64_t min, uint64_t max,
+    uint64_t *ret);
+
+/*
+ * Answer whether s is a safe name: 1 to CONF_NAME_MAX bytes of a-z, 0-9,
+ * '.', '_', '-' (with upper: also A-Z, '+', '~'), starting with a letter
+ * or digit, without "..". Plugin names and versions become folder names,
+ * instance names socket file names. Return 1 or 0.
+ */
+int conf_name_is_valid(const char *s, int upper);
+
+/*
+ * Parse the items of a permissions list into POLICY_PERM_* bits. Every
+ * unknown item is an error "PATH:LINE: [section] permissions: ...".
+ * Return 0 and write *ret, or EGRESS_ERR_INVALID.
+ */
+int conf_permissions_parse(const char *path, const char *section,
+    const struct conf_list *l, unsigned *ret, struct conf_errors *errs);
+
+/*
+ * Parse the items of an entry list (the shared grammar, with the libpsl
+ * callback) into a new grant set. Every bad item is an error
+ * "PATH:LINE: [section] key: 'item': message". Return 0 and write *ret
+ * (caller frees), EGRESS_ERR_INVALID or EGRESS_ERR_NOMEM.
+ */
+int conf_grant_parse(const char *path, const char *section, const char *key,
+    const struct conf_list *l, struct policy_grant **ret,
+    struct conf_errors *errs);
+
+/* ---- Files ------------------------------------------------------------- */
+
+/* Fill id from the current state of path (exists = 0 when it does not
+ * exist). Return 0, or EGRESS_ERR_IO for another stat failure. */
+int conf_file_id_stat(const char *path, struct conf_file_id *id);
+
+/*
+ * Read the regular file at path, at most max bytes, into a malloc'd
+ * buffer (NUL-terminated, *ret_len without it), and record in id (its
+ * path not set) the identity of exactly the file read. Return 0;
+ * EGRESS_ERR_NOT_FOUND when it does not exist (id->exists = 0);
+ * EGRESS_ERR_TOO_BIG over max; EGRESS_ERR_IO (errno set) otherwise.
+ */
+int conf_read_file(const char *path, size_t max, char **ret_buf,
+    size_t *ret_len, struct conf_file_id *id);
+
+/* ---- Manifests (used by config.c) -------------------------------------- */
+
+/*
+ * conf_manifest_load, also recording the identity of the manifest and of
+ * PATH.sig as read (ids[0], ids[1]; paths set, malloc'd; the caller frees
+ * them even on failure).
+ */
+int conf_manifest_load_ids(const char *path, enum conf_sig_mode mode,
+    const struct conf_keyring *keys, struct conf_manifest **ret,
+    struct conf_errors *reterr, struct conf_file_id ids[2]);
+
+/* Record the identity of every key file the keyring was loaded from. */
+size_t conf_keyring_nfiles(const struct conf_keyring *k);
+const struct conf_file_id *conf_keyring_file(const struct conf_keyring *k,
+    size_t i);
+
+#endif /* EGRESS_CONF_CONFINT_H */

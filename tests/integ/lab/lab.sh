@@ -139,6 +139,11 @@ lab_init()
 	mkdir -p "$LAB_DIR"/{log,run,run/instances,etc,pki,www,nginx,dns,hold}
 	LAB_NS_B="egl-$$-b"
 	LAB_NS_O="egl-$$-o"
+	LAB_CONF=$LAB_DIR/etc/egressd.ini
+	LAB_SOCK_DIR=$LAB_DIR/run/instances
+	LAB_BROKER_LOG=$LAB_DIR/egressd.log
+	[ "${#LAB_SOCK_DIR}" -lt 90 ] ||
+	    lab_fail "TMPDIR is too long for Unix socket paths: $LAB_SOCK_DIR"
 	set -o errtrace
 	trap 'lab__on_err "$?" "${BASH_SOURCE[0]}" "$LINENO" "$BASH_COMMAND"' ERR
 	trap 'lab__on_exit' EXIT
@@ -429,8 +434,9 @@ lab__nginx_conf()
 	        location = /redirect { return 302 http://$LAB_META4/; }
 	        location = /host { default_type text/plain;
 	            return 200 "host=\$host sni=\$ssl_server_name\n"; }
+	        location = /missing { return 404; }
 	        location = /headers { default_type text/plain;
-	            return 200 "host=\$host conn=\$http_connection te=\$http_te upgrade=\$http_upgrade pa=\$http_proxy_authorization\n"; }
+	            return 200 "host=\$host te=[\$http_te] upgrade=[\$http_upgrade] pa=[\$http_proxy_authorization] ka=[\$http_keep_alive] foo=[\$http_x_foo] keep=[\$http_x_keep]\n"; }
 	        location / { default_type text/plain;
 	            return 200 "upstream \$server_addr\n"; }
 	    }
@@ -683,13 +689,15 @@ lab_entry()
 	printf 'plugin = %s\n' "$plugin"
 	printf 'manifest = packages/%s/manifest.ini\n' "$plugin"
 	printf 'permissions = %s\n' "$perms"
-	printf 'egress_hosts = %s\n' "${hosts//,/, }"
-	printf 'egress_allow_private = %s\n' "${priv//,/, }"
+	printf 'egress_hosts = %s\n' "$hosts"
+	printf 'egress_allow_private = %s\n' "$priv"
 }
 
 # lab_config_install: read a whole configuration on stdin and install it
 # atomically (write, then rename) as etc/egressd.ini, with the fixture
-# manifests in etc/packages/. Sets LAB_CONF, LAB_SOCK_DIR, LAB_BROKER_LOG.
+# manifests in etc/packages/. Runs fine as the last part of a pipeline (a
+# subshell): the paths it uses (LAB_CONF, LAB_SOCK_DIR, LAB_BROKER_LOG) are
+# fixed by lab_init.
 lab_config_install()
 {
 	local e=$LAB_DIR/etc
@@ -697,15 +705,13 @@ lab_config_install()
 		cp -R "$LAB_DATA_DIR/packages" "$e/packages"
 	fi
 	cat >"$e/egressd.ini.new"
-	mv -f "$e/egressd.ini.new" "$e/egressd.ini"
-	LAB_CONF=$e/egressd.ini
-	LAB_SOCK_DIR=$LAB_DIR/run/instances
-	LAB_BROKER_LOG=$LAB_DIR/egressd.log
+	mv -f "$e/egressd.ini.new" "$LAB_CONF"
 }
 
 # ---------------------------------------------------------------- egressd
 
-lab__need_bins()
+# lab_need_bins: fail unless $EGRESSD and $EGRESS_FETCH are executables.
+lab_need_bins()
 {
 	local v
 	for v in EGRESSD EGRESS_FETCH; do
@@ -728,8 +734,8 @@ lab__sockets_exist()
 # in the broker namespace and wait until each INSTANCE's socket exists.
 lab_egressd_start()
 {
-	lab__need_bins
-	[ -n "$LAB_CONF" ] || lab_fail "lab_config_install first"
+	lab_need_bins
+	[ -f "$LAB_CONF" ] || lab_fail "lab_config_install first"
 	lab_spawn egressd "$LAB_NS_B" "$EGRESSD" -c "$LAB_CONF" --foreground
 	lab_poll 15 lab__sockets_exist "$@" || true
 	lab_is_running egressd || {
@@ -990,3 +996,66 @@ lab_wait_upstream_conns()
 	    lab_fail "want $2 upstream connections on :$1," \
 	    "have $(lab_upstream_conns "$1")"
 }
+
+# ---------------------------------------------------------------- background
+
+# lab_fetch_bg NAME INSTANCE [options] URL: start egress-fetch in the
+# background (60 s hard limit) as process fetch-NAME. No lab_mark.
+lab_fetch_bg()
+{
+	local name=$1 inst=$2
+	shift 2
+	lab_spawn "fetch-$name" "$LAB_NS_B" timeout -k 5 60 "$EGRESS_FETCH" \
+	    --socket "$LAB_SOCK_DIR/$inst.sock" "$@"
+}
+
+# lab_fetch_bg_wait NAME: wait for fetch-NAME; set LAB_FETCH_RC,
+# LAB_FETCH_OUT and LAB_FETCH_ERR as lab_fetch does.
+lab_fetch_bg_wait()
+{
+	local pid=${LAB_PID[fetch-$1]}
+	LAB_FETCH_RC=0
+	wait "$pid" 2>/dev/null || LAB_FETCH_RC=$?
+	unset "LAB_PID[fetch-$1]"
+	LAB_FETCH_OUT=$LAB_DIR/log/fetch-$1.out
+	cp "$LAB_DIR/log/fetch-$1.err" "$LAB_DIR/fetch.err"
+	LAB_FETCH_ERR=$(cat "$LAB_DIR/fetch.err")
+	LAB_FETCH_ARGS_URL=
+}
+
+# lab_badpeer MODE INSTANCE: run badpeer.py MODE against INSTANCE's socket
+# (see badpeer.py); set LAB_BADPEER_RC and LAB_BADPEER_OUT.
+lab_badpeer()
+{
+	LAB_BADPEER_RC=0
+	LAB_BADPEER_OUT=$(timeout 30 "$LAB_PYTHON" "$LAB_SRC_DIR/badpeer.py" \
+	    "$1" "$LAB_SOCK_DIR/$2.sock" 2>&1) || LAB_BADPEER_RC=$?
+}
+
+# lab_expect_close FIELD VALUE: the last egress.close since lab_mark has
+# FIELD (connected, status, error) containing VALUE ("" for none).
+lab_expect_close()
+{
+	local field=$1 want=$2 got
+	lab_wait_events egress.close 1
+	got=$(lab_events egress.close | tail -n 1 |
+	    jq -r --arg f "$field" '.[$f] // "" | tostring')
+	case $got in
+	*"$want"*) lab_ok "close $field '$got' has '$want'" ;;
+	*) lab_fail "close $field: want '$want' in '$got'" ;;
+	esac
+	[ -n "$want" ] || [ -z "$got" ] ||
+	    lab_fail "close $field: want none, got '$got'"
+}
+
+# lab_finish: the checks every scenario ends with (no metadata hit ever,
+# the broker log is JSON lines, egressd exits 0 on SIGTERM).
+lab_finish()
+{
+	lab_expect_no_metadata_hits
+	lab_expect_log_valid
+	lab_egressd_stop
+}
+
+# lab__gone_sock PATH: the socket file no longer exists.
+lab__gone_sock() { [ ! -e "$1" ]; }

@@ -307,17 +307,26 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 			memcpy(answers, resolves[i].addrs,
 			    nanswers * sizeof(answers[0]));
 		} else {
+			enum dns_status st = DNS_ERROR;
+
 			r = dns_resolve_sync((const char *const *)
 			    snap->resolver_servers, snap->nresolver_servers,
-			    snap->resolver_timeout_ms, dest.host.name,
-			    answers, POLICY_ANSWERS_MAX, &nanswers);
-			if (r != 0 && r != EGRESS_ERR_NOT_FOUND) {
-				/* A failed resolver is no answer: deny. */
-				fprintf(stderr, "egressctl: resolving %s: %s\n",
-				    dest.host.name, egress_strerror(r));
+			    (int)snap->resolver_timeout_ms, dest.host.name,
+			    answers, POLICY_ANSWERS_MAX, &nanswers, &st);
+			if (r != 0 || st != DNS_OK) {
+				/* No usable answer is no answer: the verdict is
+				 * unresolvable. Say why a resolver failed. */
+				if (r != 0)
+					fprintf(stderr, "egressctl: resolving "
+					    "%s: %s\n", dest.host.name,
+					    egress_strerror(r));
+				else if (dns_status_error(st) !=
+				    EGRESS_ERR_NOT_FOUND)
+					fprintf(stderr, "egressctl: resolving "
+					    "%s: %s\n", dest.host.name,
+					    dns_status_str(st));
 				nanswers = 0;
-			} else if (r != 0)
-				nanswers = 0;
+			}
 		}
 	}
 	if (localaddr_read(&local, &nlocal) != 0) {

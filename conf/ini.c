@@ -455,7 +455,7 @@ static char *
 conf_ini_reader(char *str, int num, void *stream)
 {
 	struct ini_state *st = stream;
-	char tmp[CONF_LINE_MAX + 2], out[CONF_LINE_MAX + 2];
+	char tmp[CONF_LINE_MAX + 2], out[2 * CONF_LINE_MAX + 4];
 	const char *raw, *nl;
 	char *body, *p, *sep, *name, *value;
 	size_t rawlen, i, n;

@@ -1,0 +1,1029 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * http1: request-head validation and one HTTP/1.1 exchange. The response
+ * is parsed by http-parser straight out of the bufferevent's input chain
+ * (evbuffer_peek, no pull-up); head and trailer bytes are collected into
+ * one bounded buffer; body pieces are handed to the caller as they are
+ * parsed. Flow control pauses the parser and disables reading, so the
+ * input buffer never grows past the read-high watermark. All callback
+ * entry points hold a busy count, so the caller may free the exchange
+ * from inside any callback.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <http_parser.h>
+
+#include "broker/http1.h"
+
+/* ---- the validator (pure) --------------------------------------------- */
+
+static int
+http1_is_tchar(unsigned char c)
+{
+	if (isalnum(c))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int
+http1_is_token(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!http1_is_tchar((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+static int
+http1_value_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+http1_name_is(const struct http1_header *h, const char *name)
+{
+	size_t n = strlen(name);
+
+	return h->name_len == n && strncasecmp(h->name, name, n) == 0;
+}
+
+static void
+http1_trim(const char **s, size_t *n)
+{
+	while (*n > 0 && (**s == ' ' || **s == '\t')) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+		(*n)--;
+}
+
+static uint16_t
+http1_default_port(const char *scheme)
+{
+	if (strcmp(scheme, "https") == 0 || strcmp(scheme, "wss") == 0)
+		return 443;
+	if (strcmp(scheme, "http") == 0 || strcmp(scheme, "ws") == 0)
+		return 80;
+	return 0;
+}
+
+static int
+http1_fail(struct policy_err *reterr, const char *msg)
+{
+	if (reterr != NULL)
+		snprintf(reterr->msg, sizeof(reterr->msg), "%s", msg);
+	return EGRESS_ERR_INVALID_REQUEST;
+}
+
+/* Parse a decimal length (no sign, at most 15 digits). */
+static int
+http1_parse_length(const char *s, size_t n, int64_t *ret)
+{
+	int64_t v = 0;
+	size_t i;
+
+	if (n == 0 || n > 15)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*ret = v;
+	return 0;
+}
+
+struct http1_tok {
+	const char *p;
+	size_t n;
+};
+
+static int
+http1_is_hop(const struct http1_header *h, const struct http1_tok *toks,
+    size_t ntoks)
+{
+	static const char *const hop[] = {
+		"connection", "keep-alive", "te", "trailer",
+		"transfer-encoding", "upgrade", "host", "content-length",
+		"expect",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+		if (http1_name_is(h, hop[i]))
+			return 1;
+	if (h->name_len >= 6 && strncasecmp(h->name, "proxy-", 6) == 0)
+		return 1;
+	for (i = 0; i < ntoks; i++)
+		if (toks[i].n == h->name_len &&
+		    strncasecmp(toks[i].p, h->name, h->name_len) == 0)
+			return 1;
+	return 0;
+}
+
+int
+http1_request_check(const struct policy_dest *dest,
+    const struct http1_head *in, struct http1_header *kept, size_t kept_max,
+    struct http1_head *ret_head, struct policy_err *reterr)
+{
+	struct http1_tok toks[HTTP1_CONN_TOKENS_MAX];
+	size_t i, ntoks = 0, nkept = 0, total;
+	int64_t clen = -1;
+	int nhost = 0, has_te = 0;
+
+	if (dest == NULL || in == NULL || ret_head == NULL ||
+	    (in->nheaders > 0 && (in->headers == NULL || kept == NULL)) ||
+	    kept_max < in->nheaders || in->method == NULL ||
+	    in->path == NULL)
+		return EGRESS_ERR_INVALID;
+
+	if (in->method_len > HTTP1_METHOD_MAX ||
+	    !http1_is_token(in->method, in->method_len))
+		return http1_fail(reterr, "method is not a token");
+	if (in->method_len == 7 && memcmp(in->method, "CONNECT", 7) == 0)
+		return http1_fail(reterr, "CONNECT is not an origin request");
+	if (in->path_len == 0 || in->path[0] != '/')
+		return http1_fail(reterr, "path is not in origin form");
+	for (i = 0; i < in->path_len; i++) {
+		unsigned char c = (unsigned char)in->path[i];
+
+		if (c <= 0x20 || c >= 0x7f || c == '#')
+			return http1_fail(reterr, "bad byte in path");
+	}
+	/* "METHOD SP path SP HTTP/1.1 CRLF" ... "CRLF" */
+	total = in->method_len + 1 + in->path_len + 11 + 2;
+	if (total > HTTP1_HEAD_MAX)
+		return http1_fail(reterr, "request head too large");
+
+	/* Pass 1: grammar, size, Connection tokens, Host, length. */
+	for (i = 0; i < in->nheaders; i++) {
+		const struct http1_header *h = &in->headers[i];
+		const char *v = h->value;
+		size_t vn = h->value_len;
+
+		if (h->name == NULL || (v == NULL && vn > 0))
+			return EGRESS_ERR_INVALID;
+		if (!http1_is_token(h->name, h->name_len))
+			return http1_fail(reterr, "header name is not a token");
+		if (!http1_value_ok(v, vn))
+			return http1_fail(reterr,
+			    "control byte in header value");
+		total += h->name_len + 2 + vn + 2;
+		if (total > HTTP1_HEAD_MAX)
+			return http1_fail(reterr, "request head too large");
+		http1_trim(&v, &vn);
+		if (http1_name_is(h, "connection")) {
+			size_t a = 0, b;
+
+			while (a < vn) {
+				const char *tp;
+				size_t tn;
+
+				for (b = a; b < vn && v[b] != ','; b++)
+					;
+				tp = v + a;
+				tn = b - a;
+				http1_trim(&tp, &tn);
+				if (tn > 0) {
+					if (!http1_is_token(tp, tn))
+						return http1_fail(reterr,
+						    "bad Connection token");
+					if (ntoks == HTTP1_CONN_TOKENS_MAX)
+						return http1_fail(reterr,
+						    "too many Connection "
+						    "tokens");
+					toks[ntoks].p = tp;
+					toks[ntoks++].n = tn;
+				}
+				a = b + 1;
+			}
+		} else if (http1_name_is(h, "host")) {
+			struct policy_dest hd;
+			struct policy_err e;
+
+			if (++nhost > 1)
+				return http1_fail(reterr,
+				    "more than one Host header");
+			if (policy_authority_parse(v, vn,
+			    http1_default_port(dest->scheme), &hd, &e) != 0 ||
+			    hd.port != dest->port ||
+			    hd.host.kind != dest->host.kind ||
+			    strcmp(hd.host.name, dest->host.name) != 0)
+				return http1_fail(reterr,
+				    "Host header differs from the authority");
+		} else if (http1_name_is(h, "content-length")) {
+			int64_t l;
+
+			if (http1_parse_length(v, vn, &l) != 0)
+				return http1_fail(reterr,
+				    "bad Content-Length");
+			if (clen >= 0 && l != clen)
+				return http1_fail(reterr,
+				    "conflicting Content-Length");
+			clen = l;
+		} else if (http1_name_is(h, "transfer-encoding"))
+			has_te = 1;
+	}
+	if (has_te && clen >= 0)
+		return http1_fail(reterr,
+		    "Content-Length with Transfer-Encoding");
+
+	/* Pass 2: filter. */
+	for (i = 0; i < in->nheaders; i++) {
+		const struct http1_header *h = &in->headers[i];
+
+		if (http1_is_hop(h, toks, ntoks))
+			continue;
+		kept[nkept] = *h;
+		http1_trim(&kept[nkept].value, &kept[nkept].value_len);
+		nkept++;
+	}
+	*ret_head = *in;
+	ret_head->headers = kept;
+	ret_head->nheaders = nkept;
+	ret_head->body_length = clen;
+	return 0;
+}
+
+int
+http1_format_host(const struct policy_dest *dest, char *buf, size_t n)
+{
+	int len;
+
+	if (dest == NULL || buf == NULL)
+		return EGRESS_ERR_INVALID;
+	if (dest->port == http1_default_port(dest->scheme))
+		len = snprintf(buf, n,
+		    dest->host.kind == POLICY_HOST_IPV6 ? "[%s]" : "%s",
+		    dest->host.name);
+	else
+		len = snprintf(buf, n,
+		    dest->host.kind == POLICY_HOST_IPV6 ? "[%s]:%u" : "%s:%u",
+		    dest->host.name, (unsigned)dest->port);
+	if (len < 0 || (size_t)len >= n)
+		return EGRESS_ERR_TOO_BIG;
+	return len;
+}
+
+/* ---- the exchange ----------------------------------------------------- */
+
+struct http1_hoff {
+	size_t name_off, name_len, value_off, value_len;
+};
+
+struct http1_exchange {
+	struct bufferevent *bev;
+	struct event_base *base;
+	struct http1_callbacks cb;
+	void *arg;
+	struct http1_timeouts t;
+	struct event *tmo;
+	struct event *resume_ev;
+	http_parser parser;
+
+	int head_method;	/* HEAD request: no response body */
+	int64_t body_length;	/* announced request body, -1 chunked */
+	int64_t body_sent;
+	int body_done;
+	int keep_alive;
+
+	/* Head and trailer collection. */
+	char *hbuf;
+	size_t hlen;
+	struct http1_hoff hoff[HTTP1_HEADERS_MAX];
+	size_t nh;
+	int in_value;		/* last callback was a header value */
+	size_t reason_off, reason_len;
+	int headers_done;	/* final head delivered */
+
+	int got_byte;
+	int paused;
+	int eof;
+	int msg_complete;
+	int ended;
+	int reusable;
+	int err;		/* set by parser callbacks */
+	int busy;
+	int zombie;
+};
+
+static void http1_process(struct http1_exchange *);
+
+static void
+http1_arm(struct http1_exchange *x)
+{
+	struct timeval tv;
+	int ms;
+
+	if (x->ended || x->zombie)
+		return;
+	ms = x->got_byte ? x->t.between_bytes_ms : x->t.first_byte_ms;
+	if (ms <= 0 || (x->paused && x->got_byte)) {
+		(void)event_del(x->tmo);
+		return;
+	}
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	(void)evtimer_add(x->tmo, &tv);
+}
+
+static void
+http1_final_free(struct http1_exchange *x)
+{
+	free(x->hbuf);
+	free(x);
+}
+
+static void
+http1_enter(struct http1_exchange *x)
+{
+	x->busy++;
+}
+
+/* Return 1 when x is gone (freed) and the caller must not touch it. */
+static int
+http1_leave(struct http1_exchange *x)
+{
+	if (--x->busy == 0 && x->zombie) {
+		http1_final_free(x);
+		return 1;
+	}
+	return 0;
+}
+
+static void
+http1_end(struct http1_exchange *x, int err)
+{
+	struct http1_header th[HTTP1_HEADERS_MAX];
+	size_t i, n = 0;
+
+	if (x->ended || x->zombie)
+		return;
+	x->ended = 1;
+	(void)event_del(x->tmo);
+	(void)bufferevent_disable(x->bev, EV_READ);
+	if (err == 0 && x->headers_done) {
+		for (i = 0; i < x->nh; i++) {
+			th[i].name = x->hbuf + x->hoff[i].name_off;
+			th[i].name_len = x->hoff[i].name_len;
+			th[i].value = x->hbuf + x->hoff[i].value_off;
+			th[i].value_len = x->hoff[i].value_len;
+		}
+		n = x->nh;
+	} else
+		x->reusable = 0;
+	if (x->cb.on_end != NULL)
+		x->cb.on_end(x->arg, err, n > 0 ? th : NULL, n);
+}
+
+/* Append to the head buffer; refuse past HTTP1_HEAD_MAX. */
+static int
+http1_hadd(struct http1_exchange *x, const char *p, size_t n)
+{
+	if (n > HTTP1_HEAD_MAX - x->hlen) {
+		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
+		return -1;
+	}
+	if (x->hbuf == NULL &&
+	    (x->hbuf = malloc(HTTP1_HEAD_MAX)) == NULL) {
+		x->err = EGRESS_ERR_NOMEM;
+		return -1;
+	}
+	memcpy(x->hbuf + x->hlen, p, n);
+	x->hlen += n;
+	return 0;
+}
+
+static void
+http1_hreset(struct http1_exchange *x)
+{
+	x->hlen = 0;
+	x->nh = 0;
+	x->in_value = 0;
+	x->reason_len = 0;
+	x->reason_off = 0;
+}
+
+static int
+http1_on_message_begin(http_parser *p)
+{
+	struct http1_exchange *x = p->data;
+
+	http1_hreset(x);
+	return 0;
+}
+
+static int
+http1_on_status(http_parser *p, const char *at, size_t n)
+{
+	struct http1_exchange *x = p->data;
+
+	if (x->reason_len == 0)
+		x->reason_off = x->hlen;
+	if (http1_hadd(x, at, n) != 0)
+		return -1;
+	x->reason_len += n;
+	return 0;
+}
+
+static int
+http1_on_header_field(http_parser *p, const char *at, size_t n)
+{
+	struct http1_exchange *x = p->data;
+
+	if (x->nh == 0 || x->in_value) {
+		if (x->nh == HTTP1_HEADERS_MAX) {
+			x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
+			return -1;
+		}
+		x->hoff[x->nh].name_off = x->hlen;
+		x->hoff[x->nh].name_len = 0;
+		x->hoff[x->nh].value_off = x->hlen;
+		x->hoff[x->nh].value_len = 0;
+		x->nh++;
+		x->in_value = 0;
+	}
+	if (http1_hadd(x, at, n) != 0)
+		return -1;
+	x->hoff[x->nh - 1].name_len += n;
+	x->hoff[x->nh - 1].value_off = x->hlen;
+	return 0;
+}
+
+static int
+http1_on_header_value(http_parser *p, const char *at, size_t n)
+{
+	struct http1_exchange *x = p->data;
+
+	if (x->nh == 0)
+		return -1;
+	if (!x->in_value) {
+		x->in_value = 1;
+		x->hoff[x->nh - 1].value_off = x->hlen;
+	}
+	if (http1_hadd(x, at, n) != 0)
+		return -1;
+	x->hoff[x->nh - 1].value_len += n;
+	return 0;
+}
+
+/* Check framing headers ourselves, stricter than the parser. */
+static int
+http1_check_framing(struct http1_exchange *x, struct http1_header *h,
+    size_t n, int64_t *ret_clen, int *ret_chunked)
+{
+	int64_t clen = -1, l;
+	int te = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const char *v = h[i].value;
+		size_t vn = h[i].value_len;
+
+		http1_trim(&v, &vn);
+		if (http1_name_is(&h[i], "content-length")) {
+			if (http1_parse_length(v, vn, &l) != 0 ||
+			    (clen >= 0 && l != clen))
+				return -1;
+			clen = l;
+		} else if (http1_name_is(&h[i], "transfer-encoding")) {
+			if (te++ > 0 || vn != 7 ||
+			    strncasecmp(v, "chunked", 7) != 0)
+				return -1;
+		}
+	}
+	if (te && clen >= 0)
+		return -1;
+	*ret_clen = clen;
+	*ret_chunked = te;
+	return 0;
+}
+
+static int
+http1_on_headers_complete(http_parser *p)
+{
+	struct http1_exchange *x = p->data;
+	struct http1_header h[HTTP1_HEADERS_MAX];
+	struct http1_response resp;
+	size_t i;
+
+	if (p->status_code == 101) {
+		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
+		return -1;
+	}
+	if (p->status_code >= 100 && p->status_code < 200)
+		return 0;	/* interim: no body, message completes */
+	if (p->status_code < 200 || p->status_code > 599) {
+		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
+		return -1;
+	}
+	for (i = 0; i < x->nh; i++) {
+		h[i].name = x->hbuf + x->hoff[i].name_off;
+		h[i].name_len = x->hoff[i].name_len;
+		h[i].value = x->hbuf + x->hoff[i].value_off;
+		h[i].value_len = x->hoff[i].value_len;
+	}
+	memset(&resp, 0, sizeof(resp));
+	if (http1_check_framing(x, h, x->nh, &resp.content_length,
+	    &resp.chunked) != 0) {
+		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
+		return -1;
+	}
+	resp.status = (int)p->status_code;
+	resp.reason = x->hbuf != NULL ? x->hbuf + x->reason_off : "";
+	resp.reason_len = x->reason_len;
+	resp.headers = h;
+	resp.nheaders = x->nh;
+	x->headers_done = 1;
+	x->reusable = http_should_keep_alive(p) &&
+	    (resp.content_length >= 0 || resp.chunked || x->head_method ||
+	    resp.status == 204 || resp.status == 304);
+	if (x->cb.on_head != NULL)
+		x->cb.on_head(x->arg, &resp);
+	http1_hreset(x);	/* the buffer now collects trailers */
+	if (x->zombie)
+		return -1;
+	if (x->paused)
+		http_parser_pause(p, 1);
+	return x->head_method ? 1 : 0;
+}
+
+static int
+http1_on_body(http_parser *p, const char *at, size_t n)
+{
+	struct http1_exchange *x = p->data;
+
+	if (x->cb.on_data != NULL)
+		x->cb.on_data(x->arg, at, n);
+	if (x->zombie)
+		return -1;
+	if (x->paused)
+		http_parser_pause(p, 1);
+	return 0;
+}
+
+static int
+http1_on_message_complete(http_parser *p)
+{
+	struct http1_exchange *x = p->data;
+
+	x->msg_complete = 1;
+	http_parser_pause(p, 1);	/* stop before any following byte */
+	return 0;
+}
+
+static const http_parser_settings http1_settings = {
+	.on_message_begin = http1_on_message_begin,
+	.on_status = http1_on_status,
+	.on_header_field = http1_on_header_field,
+	.on_header_value = http1_on_header_value,
+	.on_headers_complete = http1_on_headers_complete,
+	.on_body = http1_on_body,
+	.on_message_complete = http1_on_message_complete,
+};
+
+static int
+http1_parse_error(struct http1_exchange *x)
+{
+	if (x->err != 0)
+		return x->err;
+	return EGRESS_ERR_UPSTREAM_PROTOCOL;
+}
+
+/* A message completed: interim (keep going) or final (end). */
+static int
+http1_message_done(struct http1_exchange *x)
+{
+	struct evbuffer *in = bufferevent_get_input(x->bev);
+
+	x->msg_complete = 0;
+	if (!x->headers_done) {
+		/* A 1xx interim response; parse the next message. */
+		http_parser_pause(&x->parser, 0);
+		return 0;
+	}
+	if (evbuffer_get_length(in) > 0 || !x->body_done ||
+	    evbuffer_get_length(bufferevent_get_output(x->bev)) > 0)
+		x->reusable = 0;
+	if (!x->keep_alive)
+		x->reusable = 0;
+	http1_end(x, 0);
+	return 1;
+}
+
+static void
+http1_process(struct http1_exchange *x)
+{
+	struct evbuffer *in = bufferevent_get_input(x->bev);
+	struct evbuffer_iovec v;
+	size_t n;
+	enum http_errno e;
+
+	while (!x->ended && !x->zombie && !x->paused) {
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 ||
+		    v.iov_len == 0)
+			break;
+		if (!x->got_byte) {
+			x->got_byte = 1;
+			http1_arm(x);
+		}
+		n = http_parser_execute(&x->parser, &http1_settings,
+		    v.iov_base, v.iov_len);
+		if (x->zombie)
+			return;
+		(void)evbuffer_drain(in, n);
+		e = HTTP_PARSER_ERRNO(&x->parser);
+		if (x->msg_complete) {
+			if (http1_message_done(x))
+				return;
+			continue;
+		}
+		if (e == HPE_PAUSED) {
+			if (x->paused)
+				return;	/* resumed later */
+			http_parser_pause(&x->parser, 0);
+			continue;
+		}
+		if (e != HPE_OK) {
+			http1_end(x, http1_parse_error(x));
+			return;
+		}
+		if (n < v.iov_len) {
+			http1_end(x, EGRESS_ERR_UPSTREAM_PROTOCOL);
+			return;
+		}
+	}
+	if (x->ended || x->zombie || x->paused)
+		return;
+	if (x->eof && evbuffer_get_length(in) == 0) {
+		/* Signal EOF: completes a read-until-close body only. */
+		(void)http_parser_execute(&x->parser, &http1_settings, NULL, 0);
+		if (x->zombie)
+			return;
+		if (x->msg_complete && x->headers_done) {
+			x->reusable = 0;
+			(void)http1_message_done(x);
+			return;
+		}
+		http1_end(x, EGRESS_ERR_UPSTREAM_PROTOCOL);
+		return;
+	}
+	http1_arm(x);
+}
+
+static void
+http1_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct http1_exchange *x = arg;
+
+	http1_enter(x);
+	http1_process(x);
+	(void)http1_leave(x);
+}
+
+static void
+http1_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct http1_exchange *x = arg;
+
+	http1_enter(x);
+	if (!x->got_byte)
+		http1_arm(x);	/* the upstream is taking our bytes */
+	if (!x->ended && x->cb.on_writable != NULL)
+		x->cb.on_writable(x->arg);
+	(void)http1_leave(x);
+}
+
+static void
+http1_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct http1_exchange *x = arg;
+	int err;
+
+	http1_enter(x);
+	if (what & BEV_EVENT_EOF) {
+		x->eof = 1;
+		http1_process(x);
+	} else if (what & BEV_EVENT_ERROR) {
+		err = EGRESS_ERR_UPSTREAM_PROTOCOL;
+		if (!x->got_byte && bufferevent_get_openssl_error(bev) != 0)
+			err = EGRESS_ERR_TLS_FAILED;
+		/* Bytes already read still count for a complete response. */
+		if (!x->paused)
+			http1_process(x);
+		if (!x->ended && !x->zombie)
+			http1_end(x, err);
+	} else if (what & BEV_EVENT_TIMEOUT)
+		http1_end(x, EGRESS_ERR_TIMEOUT);
+	(void)http1_leave(x);
+}
+
+static void
+http1_tmo_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http1_exchange *x = arg;
+
+	http1_enter(x);
+	http1_end(x, EGRESS_ERR_TIMEOUT);
+	(void)http1_leave(x);
+}
+
+static void
+http1_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http1_exchange *x = arg;
+
+	http1_enter(x);
+	if (!x->paused)
+		http1_process(x);
+	(void)http1_leave(x);
+}
+
+/* Re-check a head that should already be filtered. */
+static int
+http1_head_is_filtered(const struct policy_dest *dest,
+    const struct http1_head *head)
+{
+	struct http1_header kept[64];
+	struct http1_head out;
+	struct http1_header *k = kept;
+	size_t i;
+	int rc = -1;
+
+	if (head->nheaders > 64 &&
+	    (k = calloc(head->nheaders, sizeof(*k))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	if (http1_request_check(dest, head, k, head->nheaders > 64 ?
+	    head->nheaders : 64, &out, NULL) != 0 ||
+	    out.nheaders != head->nheaders)
+		goto out;
+	for (i = 0; i < out.nheaders; i++)
+		if (k[i].value_len != head->headers[i].value_len)
+			goto out;
+	rc = 0;
+out:
+	if (k != kept)
+		free(k);
+	return rc == 0 ? 0 : EGRESS_ERR_INVALID_REQUEST;
+}
+
+static int
+http1_method_has_no_body(const struct http1_head *h)
+{
+	static const char *const m[] = {
+		"GET", "HEAD", "OPTIONS", "TRACE", "DELETE",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (h->method_len == strlen(m[i]) &&
+		    memcmp(h->method, m[i], h->method_len) == 0)
+			return 1;
+	return 0;
+}
+
+int
+http1_exchange_new(struct bufferevent *bev, const struct policy_dest *dest,
+    const struct http1_head *head, int keep_alive,
+    const struct http1_timeouts *t, const struct http1_callbacks *cb,
+    void *arg, struct http1_exchange **ret)
+{
+	struct http1_exchange *x = NULL;
+	struct evbuffer *req = NULL;
+	char host[POLICY_NAME_MAX + 16];
+	size_t i;
+	int rc;
+
+	if (bev == NULL || dest == NULL || head == NULL || cb == NULL ||
+	    ret == NULL || head->body_length < -1)
+		return EGRESS_ERR_INVALID;
+	if ((rc = http1_head_is_filtered(dest, head)) != 0)
+		return rc;
+	if (http1_format_host(dest, host, sizeof(host)) < 0)
+		return EGRESS_ERR_INVALID;
+	if ((x = calloc(1, sizeof(*x))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	rc = EGRESS_ERR_NOMEM;
+	x->bev = bev;
+	x->base = bufferevent_get_base(bev);
+	x->cb = *cb;
+	x->arg = arg;
+	if (t != NULL)
+		x->t = *t;
+	x->keep_alive = keep_alive;
+	x->body_length = head->body_length;
+	x->body_done = head->body_length == 0;
+	x->head_method = head->method_len == 4 &&
+	    memcmp(head->method, "HEAD", 4) == 0;
+	http_parser_init(&x->parser, HTTP_RESPONSE);
+	x->parser.data = x;
+	if ((x->tmo = evtimer_new(x->base, http1_tmo_cb, x)) == NULL ||
+	    (x->resume_ev = event_new(x->base, -1, 0, http1_resume_cb,
+	    x)) == NULL || (req = evbuffer_new()) == NULL)
+		goto out;
+
+	if (evbuffer_add(req, head->method, head->method_len) != 0 ||
+	    evbuffer_add(req, " ", 1) != 0 ||
+	    evbuffer_add(req, head->path, head->path_len) != 0 ||
+	    evbuffer_add_printf(req, " HTTP/1.1\r\nHost: %s\r\n", host) < 0)
+		goto out;
+	for (i = 0; i < head->nheaders; i++) {
+		const struct http1_header *h = &head->headers[i];
+
+		if (evbuffer_add(req, h->name, h->name_len) != 0 ||
+		    evbuffer_add(req, ": ", 2) != 0 ||
+		    evbuffer_add(req, h->value, h->value_len) != 0 ||
+		    evbuffer_add(req, "\r\n", 2) != 0)
+			goto out;
+	}
+	if (head->body_length < 0) {
+		if (evbuffer_add_printf(req,
+		    "Transfer-Encoding: chunked\r\n") < 0)
+			goto out;
+	} else if (head->body_length > 0 || !http1_method_has_no_body(head)) {
+		if (evbuffer_add_printf(req, "Content-Length: %" PRId64 "\r\n",
+		    head->body_length) < 0)
+			goto out;
+	}
+	if (!keep_alive &&
+	    evbuffer_add_printf(req, "Connection: close\r\n") < 0)
+		goto out;
+	if (evbuffer_add(req, "\r\n", 2) != 0)
+		goto out;
+
+	bufferevent_setcb(bev, http1_read_cb, http1_write_cb, http1_event_cb,
+	    x);
+	bufferevent_setwatermark(bev, EV_READ, 0, HTTP1_READ_HIGH);
+	bufferevent_setwatermark(bev, EV_WRITE, HTTP1_WRITE_LOW, 0);
+	if (bufferevent_write_buffer(bev, req) != 0 ||
+	    bufferevent_enable(bev, EV_READ | EV_WRITE) != 0) {
+		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+		goto out;
+	}
+	http1_arm(x);
+	/* Bytes may already wait in the input (a pooled connection). */
+	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+		event_active(x->resume_ev, EV_READ, 0);
+	*ret = x;
+	x = NULL;
+	rc = 0;
+out:
+	evbuffer_free(req);
+	if (x != NULL) {
+		if (x->tmo != NULL)
+			event_free(x->tmo);
+		if (x->resume_ev != NULL)
+			event_free(x->resume_ev);
+		http1_final_free(x);
+	}
+	return rc;
+}
+
+void
+http1_exchange_free(struct http1_exchange *x)
+{
+	if (x == NULL || x->zombie)
+		return;
+	bufferevent_setcb(x->bev, NULL, NULL, NULL, NULL);
+	(void)bufferevent_disable(x->bev, EV_READ);
+	event_free(x->tmo);
+	event_free(x->resume_ev);
+	x->tmo = x->resume_ev = NULL;
+	x->zombie = 1;
+	if (x->busy == 0)
+		http1_final_free(x);
+}
+
+static int
+http1_body_check(struct http1_exchange *x, size_t n)
+{
+	if (x->zombie || x->ended || x->body_done)
+		return EGRESS_ERR_CLOSED;
+	if (x->body_length >= 0 &&
+	    (uint64_t)n > (uint64_t)(x->body_length - x->body_sent))
+		return EGRESS_ERR_INVALID_REQUEST;
+	return 0;
+}
+
+int
+http1_write_body(struct http1_exchange *x, const void *p, size_t n)
+{
+	struct evbuffer *out;
+	int rc;
+
+	if ((rc = http1_body_check(x, n)) != 0 || n == 0)
+		return rc;
+	out = bufferevent_get_output(x->bev);
+	if (x->body_length < 0 &&
+	    evbuffer_add_printf(out, "%zx\r\n", n) < 0)
+		return EGRESS_ERR_NOMEM;
+	if (evbuffer_add(out, p, n) != 0 ||
+	    (x->body_length < 0 && evbuffer_add(out, "\r\n", 2) != 0))
+		return EGRESS_ERR_NOMEM;
+	x->body_sent += (int64_t)n;
+	return 0;
+}
+
+int
+http1_write_body_buffer(struct http1_exchange *x, struct evbuffer *buf)
+{
+	struct evbuffer *out;
+	size_t n = evbuffer_get_length(buf);
+	int rc;
+
+	if ((rc = http1_body_check(x, n)) != 0 || n == 0)
+		return rc;
+	out = bufferevent_get_output(x->bev);
+	if (x->body_length < 0 &&
+	    evbuffer_add_printf(out, "%zx\r\n", n) < 0)
+		return EGRESS_ERR_NOMEM;
+	if (evbuffer_add_buffer(out, buf) != 0 ||
+	    (x->body_length < 0 && evbuffer_add(out, "\r\n", 2) != 0))
+		return EGRESS_ERR_NOMEM;
+	x->body_sent += (int64_t)n;
+	return 0;
+}
+
+int
+http1_finish_body(struct http1_exchange *x)
+{
+	if (x->zombie || x->ended || x->body_done)
+		return EGRESS_ERR_CLOSED;
+	if (x->body_length >= 0 && x->body_sent != x->body_length) {
+		/* Ended without on_end: the caller learns it here. */
+		x->reusable = 0;
+		x->ended = 1;
+		(void)event_del(x->tmo);
+		(void)bufferevent_disable(x->bev, EV_READ);
+		return EGRESS_ERR_INVALID_REQUEST;
+	}
+	if (x->body_length < 0 &&
+	    evbuffer_add(bufferevent_get_output(x->bev), "0\r\n\r\n", 5) != 0)
+		return EGRESS_ERR_NOMEM;
+	x->body_done = 1;
+	return 0;
+}
+
+size_t
+http1_output_pending(const struct http1_exchange *x)
+{
+	return evbuffer_get_length(bufferevent_get_output(x->bev));
+}
+
+void
+http1_pause_read(struct http1_exchange *x)
+{
+	if (x->paused || x->zombie || x->ended)
+		return;
+	x->paused = 1;
+	(void)bufferevent_disable(x->bev, EV_READ);
+	http1_arm(x);
+}
+
+void
+http1_resume_read(struct http1_exchange *x)
+{
+	if (!x->paused || x->zombie || x->ended)
+		return;
+	x->paused = 0;
+	http_parser_pause(&x->parser, 0);
+	(void)bufferevent_enable(x->bev, EV_READ);
+	http1_arm(x);
+	event_active(x->resume_ev, EV_READ, 0);
+}
+
+int
+http1_is_reusable(const struct http1_exchange *x)
+{
+	return x->ended && x->reusable;
+}
+
+int
+http1_response_started(const struct http1_exchange *x)
+{
+	return x->got_byte;
+}

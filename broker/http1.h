@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * http1: the broker's HTTP/1.1 client side of the pinned send path. Two
+ * parts: a pure request-head validator and filter (method, origin-form
+ * path, header grammar, the 64 KiB head cap, Host against the authorized
+ * authority, hop-by-hop headers dropped), and one request/response
+ * exchange over an already dialed bufferevent (plain or TLS), with the
+ * response parsed by Debian's http-parser and streamed back through
+ * callbacks under caller-driven flow control. The exchange never follows
+ * a redirect, never retries and never resolves anything.
+ */
+#ifndef EGRESS_BROKER_HTTP1_H
+#define EGRESS_BROKER_HTTP1_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+struct bufferevent;
+struct evbuffer;
+struct http1_exchange;
+
+#define HTTP1_HEAD_MAX		(64 * 1024)	/* request or response head */
+#define HTTP1_HEADERS_MAX	512		/* response header lines */
+#define HTTP1_METHOD_MAX	32
+#define HTTP1_CONN_TOKENS_MAX	32		/* names listed in Connection */
+#define HTTP1_READ_HIGH		(128 * 1024)	/* bytes read ahead, at most */
+#define HTTP1_WRITE_LOW		(32 * 1024)	/* on_writable threshold */
+
+/* One header line; both strings borrowed, not NUL-terminated. */
+struct http1_header {
+	const char *name;
+	size_t name_len;
+	const char *value;
+	size_t value_len;
+};
+
+/*
+ * A request head, all strings borrowed. body_length is the announced
+ * body size, or -1 when unknown (the body is then sent chunked).
+ */
+struct http1_head {
+	const char *method;
+	size_t method_len;
+	const char *path;		/* origin form: "/path?query" */
+	size_t path_len;
+	const struct http1_header *headers;
+	size_t nheaders;
+	int64_t body_length;
+};
+
+/*
+ * Validate a guest's request head for destination dest (the authorized
+ * authority) and filter its headers. Checks: method is a token of at
+ * most HTTP1_METHOD_MAX bytes and not CONNECT; path starts with '/' and
+ * holds only visible ASCII other than '#' (no space, CR, LF, NUL, other
+ * control or non-ASCII byte); header names are tokens; values hold no
+ * control byte except HTAB; the head as sent (request line, header
+ * lines, final CRLF) is at most HTTP1_HEAD_MAX bytes; at most one Host
+ * header, which must name dest's host and port (the port defaulting to
+ * the scheme's); Content-Length values are decimal, all equal, and not
+ * combined with Transfer-Encoding; Connection lists at most
+ * HTTP1_CONN_TOKENS_MAX names.
+ * Dropped from the output: Host, Content-Length (the broker frames the
+ * body), Connection and every header it names, Keep-Alive, Proxy-*, TE,
+ * Trailer, Transfer-Encoding, Upgrade and Expect. Kept headers are
+ * written to kept[] (capacity kept_max >= in->nheaders) in order, with
+ * values trimmed of surrounding spaces and tabs, pointing into in's
+ * strings. in->body_length is ignored.
+ * On success write *ret_head: in's method and path, headers = kept,
+ * nheaders = the kept count, body_length = the Content-Length value or
+ * -1. Return 0, or EGRESS_ERR_INVALID_REQUEST with reterr (if not NULL)
+ * naming the first problem, or EGRESS_ERR_INVALID for bad arguments.
+ * Pure: no allocation, no I/O.
+ */
+int http1_request_check(const struct policy_dest *dest,
+    const struct http1_head *in, struct http1_header *kept, size_t kept_max,
+    struct http1_head *ret_head, struct policy_err *reterr);
+
+/*
+ * Format the Host value the broker sends for dest: the host (IPv6 in
+ * brackets), with ":port" unless port is the scheme's default. Return
+ * the length written to buf (NUL-terminated), or EGRESS_ERR_TOO_BIG.
+ */
+int http1_format_host(const struct policy_dest *dest, char *buf, size_t n);
+
+/* Per-exchange timeouts in milliseconds; 0 disables one. */
+struct http1_timeouts {
+	int first_byte_ms;	/* request start (or last write progress)
+				   to the first response byte */
+	int between_bytes_ms;	/* between response reads, while not paused */
+};
+
+/* The final response head; everything borrowed for the on_head call. */
+struct http1_response {
+	int status;			/* 200..599 (1xx are swallowed) */
+	const char *reason;
+	size_t reason_len;
+	const struct http1_header *headers;
+	size_t nheaders;
+	int64_t content_length;		/* -1 unless Content-Length */
+	int chunked;
+};
+
+/*
+ * Exchange callbacks, all called from the event loop. A callback may call
+ * http1_pause_read(), http1_resume_read(), the body writers or
+ * http1_exchange_free() on its own exchange. After on_end nothing else is
+ * called.
+ * on_head: the final response head (1xx interim responses are consumed;
+ *   101 is an error).
+ * on_data: a piece of the decoded body (chunk framing removed), borrowed
+ *   for the call.
+ * on_end: err 0 means the response completed; trailers (borrowed for the
+ *   call) are those of a chunked body. Otherwise err is
+ *   EGRESS_ERR_UPSTREAM_PROTOCOL (malformed response, CL with TE, bad
+ *   length, head over HTTP1_HEAD_MAX, body cut short, connection reset),
+ *   EGRESS_ERR_TIMEOUT, EGRESS_ERR_TLS_FAILED (TLS error before any
+ *   response byte) or
+ *   EGRESS_ERR_NOMEM.
+ * on_writable: optional; the request output buffer drained to
+ *   HTTP1_WRITE_LOW bytes or less, so more body may be written.
+ */
+struct http1_callbacks {
+	void (*on_head)(void *arg, const struct http1_response *resp);
+	void (*on_data)(void *arg, const char *p, size_t n);
+	void (*on_end)(void *arg, int err, const struct http1_header *trailers,
+	    size_t ntrailers);
+	void (*on_writable)(void *arg);
+};
+
+/*
+ * Start one exchange on bev (borrowed: it stays the caller's, and must
+ * outlive the exchange; its callbacks, watermarks and read state are
+ * taken over until http1_exchange_free()). head must be the output of
+ * http1_request_check() for the same dest (it is re-checked: any header
+ * the filter would drop or change is refused). Write the request head
+ * (origin form, Host from dest, Content-Length or chunked framing by
+ * head->body_length; no framing header for a zero-length GET, HEAD,
+ * OPTIONS, TRACE or DELETE; "Connection: close" unless keep_alive) and
+ * start reading the response. A body of length 0 is already finished.
+ * t and cb are copied. Callbacks never run inside this call.
+ * Return 0 and write *ret, or EGRESS_ERR_INVALID_REQUEST,
+ * EGRESS_ERR_INVALID, or EGRESS_ERR_NOMEM.
+ */
+int http1_exchange_new(struct bufferevent *bev,
+    const struct policy_dest *dest, const struct http1_head *head,
+    int keep_alive, const struct http1_timeouts *t,
+    const struct http1_callbacks *cb, void *arg,
+    struct http1_exchange **ret);
+
+/*
+ * Detach from the bufferevent (callbacks cleared, reading disabled) and
+ * free the exchange; no callback runs afterwards. NULL is a no-op. Safe
+ * inside the exchange's own callbacks.
+ */
+void http1_exchange_free(struct http1_exchange *x);
+
+/*
+ * Append n bytes of request body (copied; chunk-framed when the length
+ * is unknown; n 0 is a no-op). Return 0, EGRESS_ERR_INVALID_REQUEST when
+ * the body would exceed the announced length, EGRESS_ERR_CLOSED after
+ * http1_finish_body() or after on_end, or EGRESS_ERR_NOMEM.
+ */
+int http1_write_body(struct http1_exchange *x, const void *p, size_t n);
+
+/* As http1_write_body(), moving every byte out of buf (no copy). */
+int http1_write_body_buffer(struct http1_exchange *x, struct evbuffer *buf);
+
+/*
+ * End the request body (the last chunk for a chunked body). Return 0,
+ * EGRESS_ERR_INVALID_REQUEST when fewer bytes than announced were
+ * written (the exchange is then over without an on_end call and the
+ * connection is not reusable: free both), EGRESS_ERR_CLOSED if already
+ * finished or ended, or EGRESS_ERR_NOMEM. Never calls a callback.
+ */
+int http1_finish_body(struct http1_exchange *x);
+
+/* Return the bytes of request still queued towards the upstream. */
+size_t http1_output_pending(const struct http1_exchange *x);
+
+/*
+ * Stop reading the response: no on_data or on_end runs and nothing more
+ * is read from the socket until http1_resume_read(); the between-bytes
+ * timer is suspended. At most HTTP1_READ_HIGH bytes (plus one socket
+ * read) stay buffered. Idempotent.
+ */
+void http1_pause_read(struct http1_exchange *x);
+
+/* Resume after http1_pause_read(); buffered input is processed from the
+ * event loop, never inside this call. Idempotent. */
+void http1_resume_read(struct http1_exchange *x);
+
+/*
+ * Answer whether the connection can carry another exchange: only after
+ * on_end with err 0, when the response was length-delimited, neither
+ * side asked to close, the whole request was sent and no stray bytes
+ * followed the response. Return 1 or 0.
+ */
+int http1_is_reusable(const struct http1_exchange *x);
+
+/* Answer whether any response byte arrived (a reused connection that
+ * fails before this may be retried by the caller). Return 1 or 0. */
+int http1_response_started(const struct http1_exchange *x);
+
+#endif /* EGRESS_BROKER_HTTP1_H */

@@ -78,7 +78,7 @@ expect 1 "deny mixed-zones" -- -c "$fx" check $R api.weather.example=93.184.216.
 expect 0 '{"verdict":"allow","reason":null,"instance":"weather","transport":"http","host":"api.weather.example","port":443,"addresses":["93.184.216.34"]}' -- -c "$fx" check --json $R api.weather.example=93.184.216.34 weather https://api.weather.example/
 expect 1 '{"verdict":"deny","reason":"not-granted","instance":"empty","transport":"http","host":"api.weather.example","port":80,"addresses":[]}' -- -c "$fx" check --json empty http://api.weather.example/
 # --- usage and configuration errors exit 2 ---
-expect 2 "" --stderr "contradicts" -- -c "$fx" check --transport tcp weather https://api.weather.example/
+expect 2 "" --stderr "takes HOST:PORT" -- -c "$fx" check --transport tcp weather https://api.weather.example/
 expect 2 "" --stderr "contradicts" -- -c "$fx" check --transport websocket weather https://api.weather.example/
 expect 2 "" -- -c "$fx" check weather
 expect 2 "" --stderr "bad-entry.ini:4" -- -c "$src/tests/data/check/bad-entry.ini" check x https://example.com/

@@ -182,8 +182,8 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 		return 0;
 	}
 	if (memchr(c, '*', n) != NULL)
-		return entry_fail(reterr, "a '*' is allowed only as one leading "
-		    "'*.' (as in '*.example.com')");
+		return entry_fail(reterr, "a '*' is allowed only as one "
+		    "leading '*.' (as in '*.example.com')");
 	if (c[0] == '[') {
 		const char *close = memchr(c, ']', n);
 
@@ -230,7 +230,8 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 
 			if (hn > 0 && hn <= POLICY_NAME_MAX &&
 			    policy_host_parse(c, hn, &h, NULL) == 0 &&
-			    strlen(h.name) == hn && memcmp(h.name, c, hn) == 0) {
+			    strlen(h.name) == hn &&
+			    memcmp(h.name, c, hn) == 0) {
 				memcpy(host, c, hn);
 				host[hn] = '\0';
 				return entry_fail_write(reterr, "a port is not "

@@ -364,7 +364,8 @@ grant_has_suffix_at_or_above(const struct policy_grant *g, const char *name,
 		return 1;
 	for (i = 0; i < n; i++)
 		if (name[i] == '.' &&
-		    grant_lookup(g, TAG_SUFFIX, name + i + 1, n - i - 1) != NULL)
+		    grant_lookup(g, TAG_SUFFIX, name + i + 1,
+		    n - i - 1) != NULL)
 			return 1;
 	return 0;
 }

@@ -169,7 +169,8 @@ quad_parse(const char *s, size_t len, uint8_t ret[4])
 		unsigned v = 0;
 		size_t start = i;
 
-		while (i < len && is_digit((unsigned char)s[i]) && i - start < 3)
+		while (i < len && is_digit((unsigned char)s[i]) &&
+		    i - start < 3)
 			v = v * 10 + (unsigned)(s[i++] - '0');
 		if (i == start || v > 255 || (s[start] == '0' && i - start > 1))
 			return -1;

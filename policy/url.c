@@ -63,7 +63,8 @@ port_parse(const char *s, size_t len, uint16_t *ret_port,
 		return url_fail(reterr, "a port has no sign");
 	for (i = 0; i < len; i++)
 		if (!is_digit((unsigned char)s[i]))
-			return url_fail(reterr, "a port is decimal digits only");
+			return url_fail(reterr,
+			    "a port is decimal digits only");
 	if (len == 1 && s[0] == '0')
 		return url_fail(reterr, "port 0 is not allowed");
 	if (s[0] == '0')

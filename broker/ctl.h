@@ -20,4 +20,14 @@ struct ctl_ctx {
 /* `egressctl check`: a dry run of the verdict (docs/egressctl.md). */
 int ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv);
 
+/* `egressctl manifest keygen|sign|verify`: package signatures. */
+int ctl_manifest_main(struct ctl_ctx *ctx, int argc, char **argv);
+
+/* `egressctl plugin install|bind|upgrade|grant|revoke|remove|list`: the
+ * grant ceremony; every edit is locked, validated and atomic. */
+int ctl_plugin_main(struct ctl_ctx *ctx, int argc, char **argv);
+
+/* `egressctl diagnose`: what an operator has to act on; 1 if anything. */
+int ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv);
+
 #endif

@@ -19,6 +19,11 @@ static const struct ctl_command commands[] = {
 	{ "check", ctl_check_main,
 	    "check [--transport T] [--resolve HOST=ADDR,...]... [--json] "
 	    "INSTANCE DESTINATION" },
+	{ "manifest", ctl_manifest_main,
+	    "manifest keygen|sign|verify ..." },
+	{ "plugin", ctl_plugin_main,
+	    "plugin install|bind|upgrade|grant|revoke|remove|list ..." },
+	{ "diagnose", ctl_diagnose_main, "diagnose [--log FILE] [--json]" },
 };
 
 static void

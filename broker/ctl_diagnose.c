@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * `egressctl diagnose`: everything an operator has to act on, each with
+ * the exact command that acts on it: destinations a package declares but
+ * the entry does not grant (denied), grants the declaration does not cover
+ * (ineffective), permissions requested but not granted, refused manifests,
+ * signature problems and configuration warnings. With --log FILE it also
+ * summarises the broker's egress.decision denials (JSON lines) per
+ * instance, destination and reason. Exit 0 when nothing is listed, 1
+ * otherwise, 2 for a usage or configuration error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "broker/ctl.h"
+#include "broker/pkg.h"
+#include "conf/conf.h"
+#include "policy/policy.h"
+
+#define LOG_LINE_MAX	(64 * 1024)
+#define LOG_KEYS_MAX	10000	/* distinct (instance, host, reason) */
+#define FIELD_MAX	256
+
+struct finding {
+	json_t *items;		/* array of objects */
+	int n;
+	int json;
+};
+
+static const char *
+shq(const char *s, char *buf, size_t n)
+{
+	const char *p;
+
+	for (p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("._-/:+=@%", *p)))
+			break;
+	if (*p == '\0' && *s != '\0')
+		(void)snprintf(buf, n, "%s", s);
+	else if (strchr(s, '\'') != NULL)
+		(void)snprintf(buf, n, "'(unprintable)'");
+	else
+		(void)snprintf(buf, n, "'%s'", s);
+	return buf;
+}
+
+static const char *
+ctlcmd(const struct ctl_ctx *ctx)
+{
+	static char buf[4200];
+	char q[4100];
+
+	if (strcmp(ctx->config_path, CONF_DEFAULT_PATH) == 0)
+		return "egressctl";
+	(void)snprintf(buf, sizeof(buf), "egressctl -c %s",
+	    shq(ctx->config_path, q, sizeof(q)));
+	return buf;
+}
+
+/* Record one finding; command may be NULL. */
+static void
+add(struct finding *f, const char *instance, const char *kind,
+    const char *subject, const char *message, const char *command)
+{
+	f->n++;
+	if (f->json) {
+		json_t *o = json_object();
+
+		json_object_set_new(o, "instance", instance ?
+		    json_string(instance) : json_null());
+		json_object_set_new(o, "kind", json_string(kind));
+		json_object_set_new(o, "subject", subject ?
+		    json_string(subject) : json_null());
+		json_object_set_new(o, "message", json_string(message));
+		json_object_set_new(o, "command", command ?
+		    json_string(command) : json_null());
+		json_array_append_new(f->items, o);
+		return;
+	}
+	printf("%s%s%s: %s\n", instance ? instance : "configuration",
+	    subject ? ": " : "", subject ? subject : "", message);
+	if (command != NULL)
+		printf("  %s\n", command);
+}
+
+static char *
+fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+static char *
+fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, f);
+	if (vasprintf(&s, f, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+static void
+diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
+    const struct conf_snapshot *s, const struct conf_instance *ci)
+{
+	const struct conf_manifest *m = ci->manifest;
+	const char *c = ctlcmd(ctx);
+	struct pkg_reach r;
+	char q[600], h[600], *msg, *cmd;
+	unsigned bit;
+	size_t i;
+
+	if (pkg_reach_compute(ci, m, NULL, &r) != 0)
+		return;
+	shq(ci->name, q, sizeof(q));
+	if (m == NULL) {
+		char *dir = strdup(ci->manifest_path), *sl;
+
+		if (dir != NULL && (sl = strrchr(dir, '/')) != NULL)
+			*sl = '\0';
+		msg = fmt("manifest refused, so the instance has no "
+		    "permissions and no reach: %s", ci->manifest_error ?
+		    ci->manifest_error : "?");
+		cmd = fmt("%s manifest verify %s", c, dir ? dir : ".");
+		add(f, ci->name, "manifest-refused", NULL, msg ? msg : "?",
+		    cmd);
+		free(msg);
+		free(cmd);
+		free(dir);
+		pkg_reach_done(&r);
+		return;
+	}
+	for (i = 0; i < r.not_granted.n; i++) {
+		msg = fmt("denied: declared by %s %s, not granted", m->name,
+		    m->version);
+		cmd = fmt("%s plugin grant %s %s", c, q,
+		    shq(r.not_granted.v[i], h, sizeof(h)));
+		add(f, ci->name, "not-granted", r.not_granted.v[i],
+		    msg ? msg : "?", cmd);
+		free(msg);
+		free(cmd);
+	}
+	for (i = 0; i < r.ineffective.n; i++) {
+		msg = fmt("ineffective grant: not declared by %s %s",
+		    m->name, m->version);
+		cmd = fmt("%s plugin revoke %s %s", c, q,
+		    shq(r.ineffective.v[i], h, sizeof(h)));
+		add(f, ci->name, "ineffective", r.ineffective.v[i],
+		    msg ? msg : "?", cmd);
+		free(msg);
+		free(cmd);
+	}
+	if (m->operator_defined && r.granted.n == 0 &&
+	    (m->permissions & ci->granted_permissions) != 0) {
+		cmd = fmt("%s plugin grant %s HOST", c, q);
+		add(f, ci->name, "no-destination", NULL, "no destination "
+		    "granted; this package's destinations come from "
+		    "instance configuration (operator_defined = true)", cmd);
+		free(cmd);
+	}
+	for (bit = 1; bit <= POLICY_PERM_SOCKET_CLIENT; bit <<= 1) {
+		const char *pn = policy_permission_name(bit);
+
+		if (pn == NULL || !(m->permissions & bit) ||
+		    (ci->granted_permissions & bit))
+			continue;
+		msg = fmt("permission requested by %s %s, not granted",
+		    m->name, m->version);
+		cmd = fmt("%s plugin grant %s --permission %s", c, q, pn);
+		add(f, ci->name, "permission", pn, msg ? msg : "?", cmd);
+		free(msg);
+		free(cmd);
+	}
+	if (m->sig == CONF_SIG_UNSIGNED) {
+		char *dir = strdup(ci->manifest_path), *sl;
+
+		if (dir != NULL && (sl = strrchr(dir, '/')) != NULL)
+			*sl = '\0';
+		cmd = fmt("egressctl manifest sign --key KEY %s",
+		    dir ? dir : ".");
+		add(f, ci->name, "signature", NULL, "the package is unsigned "
+		    "(accepted under permissive; strict refuses it)", cmd);
+		free(cmd);
+		free(dir);
+	}
+	(void)s;
+	pkg_reach_done(&r);
+}
+
+/* ---- The decision log ------------------------------------------------- */
+
+struct denial {
+	char instance[FIELD_MAX];
+	char host[FIELD_MAX];
+	char reason[64];
+	char transport[16];
+	unsigned long count;
+};
+
+/* Copy a guest-influenced string, keeping printable ASCII only. */
+static void
+clean(char *dst, size_t n, const char *src)
+{
+	size_t i = 0;
+
+	for (; src != NULL && *src && i + 1 < n; src++)
+		dst[i++] = (*src >= 0x21 && *src < 0x7f) ? *src : '?';
+	dst[i] = '\0';
+}
+
+static const char *
+jstr(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static int
+read_log(const char *path, struct denial **ret, size_t *ret_n)
+{
+	FILE *fp = fopen(path, "re");
+	struct denial *v = NULL, *nv;
+	size_t n = 0, i;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (fp == NULL) {
+		fprintf(stderr, "egressctl: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while ((len = getline(&line, &cap, fp)) != -1) {
+		json_t *o;
+		const char *ev, *verdict, *inst, *host, *reason, *tr;
+		struct denial d;
+
+		if (len > LOG_LINE_MAX)
+			continue;
+		if ((o = json_loadb(line, (size_t)len, 0, NULL)) == NULL)
+			continue;
+		ev = jstr(o, "event");
+		if (ev == NULL)
+			ev = jstr(o, "msg");
+		verdict = jstr(o, "verdict");
+		inst = jstr(o, "instance");
+		host = jstr(o, "host");
+		reason = jstr(o, "reason");
+		tr = jstr(o, "transport");
+		if ((ev != NULL && strcmp(ev, "egress.decision") != 0) ||
+		    verdict == NULL || strcmp(verdict, "deny") != 0 ||
+		    inst == NULL) {
+			json_decref(o);
+			continue;
+		}
+		memset(&d, 0, sizeof(d));
+		clean(d.instance, sizeof(d.instance), inst);
+		clean(d.host, sizeof(d.host), host ? host : "?");
+		clean(d.reason, sizeof(d.reason), reason ? reason : "?");
+		clean(d.transport, sizeof(d.transport), tr ? tr : "http");
+		json_decref(o);
+		for (i = 0; i < n; i++)
+			if (strcmp(v[i].instance, d.instance) == 0 &&
+			    strcmp(v[i].host, d.host) == 0 &&
+			    strcmp(v[i].reason, d.reason) == 0)
+				break;
+		if (i < n) {
+			v[i].count++;
+			continue;
+		}
+		if (n == LOG_KEYS_MAX)
+			continue;
+		if ((nv = reallocarray(v, n + 1, sizeof(*v))) == NULL)
+			break;
+		v = nv;
+		d.count = 1;
+		v[n++] = d;
+	}
+	free(line);
+	fclose(fp);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+static void
+diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
+    const struct conf_snapshot *s, const struct denial *d)
+{
+	const struct conf_instance *ci = conf_instance_find(s, d->instance);
+	const char *c = ctlcmd(ctx), *why = NULL;
+	struct policy_entry en;
+	struct policy_err pe;
+	char q[600], h[600], *msg, *cmd = NULL;
+	int entry_ok;
+
+	entry_ok = policy_entry_parse(d->host, strlen(d->host),
+	    conf_psl_is_public_suffix, NULL, &en, &pe) == 0;
+	shq(d->instance, q, sizeof(q));
+	shq(d->host, h, sizeof(h));
+	if (ci == NULL) {
+		why = "no such instance now: install or bind it";
+	} else if (strcmp(d->reason, "not-granted") == 0 && entry_ok) {
+		if (ci->manifest != NULL && !ci->manifest->operator_defined &&
+		    !policy_grant_covers(ci->manifest->hosts, &en))
+			why = "not granted, and not declared by the package "
+			    "either: granting it alone will not help";
+		else
+			cmd = fmt("%s plugin grant %s %s", c, q, h);
+	} else if (strcmp(d->reason, "not-declared") == 0) {
+		why = "granted, but the package does not declare it: only a "
+		    "version that declares it can reach it";
+	} else if (strcmp(d->reason, "no-permission") == 0) {
+		int t = policy_transport_parse(d->transport);
+		const char *pn = t > 0 ? policy_permission_name(
+		    policy_transport_permission(t)) : NULL;
+
+		if (pn != NULL)
+			cmd = fmt("%s plugin grant %s --permission %s", c, q,
+			    pn);
+	} else if (strcmp(d->reason, "private-address") == 0 && entry_ok &&
+	    policy_grant_covers(ci->hosts, &en)) {
+		why = "resolves to a private address: carve it out only if it "
+		    "is meant to be on your network";
+		cmd = fmt("%s plugin grant %s --private %s", c, q, h);
+	} else if (strcmp(d->reason, "manifest-refused") == 0) {
+		why = "the instance's manifest is refused (see above)";
+	} else
+		why = "refused by the address rules whatever the grant";
+	msg = fmt("%lu denial%s in the log (%s)%s%s", d->count,
+	    d->count == 1 ? "" : "s", d->reason, why ? ": " : "",
+	    why ? why : "");
+	add(f, d->instance, "log-denial", d->host, msg ? msg : "?", cmd);
+	free(msg);
+	free(cmd);
+}
+
+int
+ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "log", required_argument, NULL, 'l' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct conf_snapshot *s = NULL;
+	struct conf_errors errs = { 0 };
+	struct finding f = { NULL, 0, 0 };
+	struct denial *den = NULL;
+	const char *logpath = NULL;
+	size_t i, nden = 0;
+	int ch, rc = CTL_EXIT_ERROR;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (ch == 'l')
+			logpath = optarg;
+		else if (ch == 'j')
+			f.json = 1;
+		else {
+			fprintf(stderr, "usage: egressctl [-c FILE] diagnose "
+			    "[--log FILE] [--json]\n");
+			return CTL_EXIT_ERROR;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "usage: egressctl [-c FILE] diagnose "
+		    "[--log FILE] [--json]\n");
+		return CTL_EXIT_ERROR;
+	}
+	if (conf_load(ctx->config_path, &s, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.msgs[i]);
+		fprintf(stderr, "egressctl: %s: configuration refused\n",
+		    ctx->config_path);
+		goto out;
+	}
+	if (logpath != NULL && read_log(logpath, &den, &nden) != 0)
+		goto out;
+	if (f.json && (f.items = json_array()) == NULL)
+		goto out;
+	if (s->sig_mode == CONF_SIG_DISABLED)
+		add(&f, NULL, "warning", "signature_mode", "disabled: no "
+		    "package signature is checked", NULL);
+	if (s->sig_mode == CONF_SIG_STRICT && s->ntrusted_keys == 0)
+		add(&f, NULL, "warning", "trusted_keys", "strict mode with no "
+		    "trusted key: every package is refused", NULL);
+	if (s->ninstances == 0)
+		add(&f, NULL, "warning", "plugins.entries", "no instance is "
+		    "configured: no plugin has network reach", NULL);
+	for (i = 0; i < s->ninstances; i++)
+		diagnose_instance(ctx, &f, s, &s->instances[i]);
+	for (i = 0; i < nden; i++)
+		diagnose_denial(ctx, &f, s, &den[i]);
+	if (f.json) {
+		char *out = json_dumps(f.items, JSON_INDENT(2));
+
+		if (out != NULL)
+			printf("%s\n", out);
+		free(out);
+	} else if (f.n == 0)
+		printf("nothing to act on\n");
+	rc = f.n == 0 ? CTL_EXIT_OK : CTL_EXIT_NO;
+out:
+	json_decref(f.items);
+	free(den);
+	conf_errors_done(&errs);
+	conf_snapshot_free(s);
+	return rc;
+}

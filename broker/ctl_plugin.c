@@ -1,0 +1,1615 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * `egressctl plugin install|bind|upgrade|grant|revoke|remove|list`: the
+ * operator's grant ceremony (docs/operators.md). Every edit runs under the
+ * exclusive lock beside the configuration file, reads the file fresh,
+ * changes only the keys it must (broker/iniedit.c), validates the whole
+ * result with conf_load_buffer() and replaces the file atomically; on any
+ * failure the file is untouched. No command ever extends an existing
+ * entry: install, bind and upgrade over one print the difference between
+ * its grant and the package's declaration, with the exact commands that
+ * would change it. Every grammar check and every "declared" / "granted"
+ * computation is policy/'s (policy_entry_parse, policy_grant_covers).
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "broker/ctl.h"
+#include "broker/iniedit.h"
+#include "broker/pkg.h"
+#include "conf/conf.h"
+#include "policy/policy.h"
+
+#define SECTION_PREFIX	"plugins.entries."
+#define PERMS_MAX	8
+
+enum egress_seed {
+	SEED_UNSET = 0,
+	SEED_DECLARED = 1,
+	SEED_NONE = 2,
+};
+
+/* One locked edit of the configuration. */
+struct edit {
+	struct iniedit_file f;
+	struct conf_snapshot *snap;	/* of the bytes read under the lock */
+	struct iniedit *doc;
+	char *pkg_abs;			/* package_dir on the filesystem */
+	char *pkg_rel;			/* as written in manifest keys */
+};
+
+static void
+plugin_usage(FILE *f)
+{
+	fprintf(f, "usage: egressctl [-c FILE] plugin install PKG [--instance "
+	    "NAME] [--egress declared|none]\n"
+	    "       egressctl [-c FILE] plugin install PKG --channel-alias ALIAS"
+	    " --egress declared|none\n"
+	    "       egressctl [-c FILE] plugin bind PLUGIN ALIAS --egress "
+	    "declared|none\n"
+	    "       egressctl [-c FILE] plugin upgrade PKG\n"
+	    "       egressctl [-c FILE] plugin grant INSTANCE [--private] "
+	    "[--permission P]... [HOST...]\n"
+	    "       egressctl [-c FILE] plugin revoke INSTANCE [--private] "
+	    "[--permission P]... [HOST...]\n"
+	    "       egressctl [-c FILE] plugin remove PLUGIN\n"
+	    "       egressctl [-c FILE] plugin list [--json]\n");
+}
+
+/* ---- Printing helpers ------------------------------------------------- */
+
+/* s quoted for a POSIX shell when it holds anything but safe bytes. */
+static const char *
+shq(const char *s, char *buf, size_t n)
+{
+	const char *p;
+
+	for (p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("._-/:+=@%", *p)))
+			break;
+	if (*p == '\0' && *s != '\0') {
+		(void)snprintf(buf, n, "%s", s);
+		return buf;
+	}
+	if (strchr(s, '\'') != NULL)
+		(void)snprintf(buf, n, "'(unprintable)'");
+	else
+		(void)snprintf(buf, n, "'%s'", s);
+	return buf;
+}
+
+/* "egressctl" or "egressctl -c FILE", for the commands we print. */
+static const char *
+ctlcmd(const struct ctl_ctx *ctx)
+{
+	static char buf[4200];
+	char q[4100];
+
+	if (strcmp(ctx->config_path, CONF_DEFAULT_PATH) == 0)
+		return "egressctl";
+	(void)snprintf(buf, sizeof(buf), "egressctl -c %s",
+	    shq(ctx->config_path, q, sizeof(q)));
+	return buf;
+}
+
+static void
+print_errs(const struct conf_errors *e, const char *from, const char *to)
+{
+	size_t i, fl = from ? strlen(from) : 0;
+
+	for (i = 0; i < e->n; i++) {
+		const char *m = e->msgs[i], *p;
+
+		if (from != NULL && (p = strstr(m, from)) != NULL)
+			fprintf(stderr, "%.*s%s%s\n", (int)(p - m), m, to,
+			    p + fl);
+		else
+			fprintf(stderr, "%s\n", m);
+	}
+}
+
+static const char *
+perm_list(unsigned mask, char *buf, size_t n)
+{
+	return pkg_perms_str(mask, buf, n);
+}
+
+/* ---- Paths ------------------------------------------------------------ */
+
+static char *
+path_join(const char *a, const char *b)
+{
+	char *s;
+
+	if (b[0] == '/')
+		return strdup(b);
+	if (asprintf(&s, "%s/%s", a, b) < 0)
+		return NULL;
+	return s;
+}
+
+/* path relative to dir when it lies under it; else a copy of path. */
+static char *
+path_rel(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	if (strncmp(path, dir, n) == 0 && path[n] == '/')
+		return strdup(path + n + 1);
+	if (strcmp(dir, ".") == 0 && path[0] != '/')
+		return strdup(path);
+	return strdup(path);
+}
+
+static int
+is_under(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+/* ---- The locked edit -------------------------------------------------- */
+
+static void
+edit_end(struct edit *e)
+{
+	iniedit_file_close(&e->f);
+	conf_snapshot_free(e->snap);
+	iniedit_free(e->doc);
+	free(e->pkg_abs);
+	free(e->pkg_rel);
+	memset(e, 0, sizeof(*e));
+	e->f.lockfd = -1;
+}
+
+static int
+package_dir_paths(const struct conf_snapshot *s, char **ret_abs,
+    char **ret_rel)
+{
+	const char *pd = s->package_dir ? s->package_dir : "packages";
+	char *abs;
+
+	if (pd[0] == '/' || is_under(s->dir, pd))
+		abs = strdup(pd);
+	else
+		abs = path_join(s->dir, pd);
+	if (abs == NULL)
+		return -1;
+	if ((*ret_rel = path_rel(s->dir, abs)) == NULL) {
+		free(abs);
+		return -1;
+	}
+	*ret_abs = abs;
+	return 0;
+}
+
+/* Lock, read and validate the file as it is now. Print why on failure. */
+static int
+edit_begin(const struct ctl_ctx *ctx, struct edit *e)
+{
+	struct conf_errors errs = { 0 };
+	char err[512];
+
+	memset(e, 0, sizeof(*e));
+	e->f.lockfd = -1;
+	if (iniedit_file_open(ctx->config_path, &e->f, err, sizeof(err)) !=
+	    0) {
+		fprintf(stderr, "egressctl: %s\n", err);
+		return -1;
+	}
+	if (conf_load_buffer(e->f.path, e->f.buf, e->f.len, &e->snap,
+	    &errs) != 0) {
+		print_errs(&errs, NULL, NULL);
+		fprintf(stderr, "egressctl: %s: configuration refused; fix it "
+		    "before editing it with egressctl\n", ctx->config_path);
+		conf_errors_done(&errs);
+		edit_end(e);
+		return -1;
+	}
+	if (iniedit_parse(e->f.buf, e->f.len, &e->doc) != 0 ||
+	    package_dir_paths(e->snap, &e->pkg_abs, &e->pkg_rel) != 0) {
+		fprintf(stderr, "egressctl: out of memory\n");
+		edit_end(e);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Validate the edited document as a whole snapshot and write it. When
+ * ret_snap is not NULL the validated snapshot is handed over. Print why on
+ * failure; the file is then untouched.
+ */
+static int
+edit_commit(struct edit *e, struct conf_snapshot **ret_snap)
+{
+	struct conf_errors errs = { 0 };
+	struct conf_snapshot *s = NULL;
+	char *buf = NULL, err[512];
+	size_t len;
+	int rc = -1;
+
+	if (iniedit_render(e->doc, &buf, &len) != 0) {
+		fprintf(stderr, "egressctl: out of memory\n");
+		return -1;
+	}
+	if (conf_load_buffer(e->f.path, buf, len, &s, &errs) != 0) {
+		print_errs(&errs, NULL, NULL);
+		fprintf(stderr, "egressctl: the edit would make %s invalid; "
+		    "nothing was written\n", e->f.path);
+		goto out;
+	}
+	if (iniedit_file_replace(&e->f, buf, len, err, sizeof(err)) != 0) {
+		fprintf(stderr, "egressctl: %s; the file is unchanged\n", err);
+		goto out;
+	}
+	if (ret_snap != NULL) {
+		*ret_snap = s;
+		s = NULL;
+	}
+	rc = 0;
+out:
+	conf_errors_done(&errs);
+	conf_snapshot_free(s);
+	free(buf);
+	return rc;
+}
+
+static char *
+section_of(const char *inst)
+{
+	char *s;
+
+	if (asprintf(&s, SECTION_PREFIX "%s", inst) < 0)
+		return NULL;
+	return s;
+}
+
+/* ---- Packages --------------------------------------------------------- */
+
+/* A package staged under the lock and checked by conf/. */
+struct staged {
+	char *stage;		/* hidden staging folder, or NULL */
+	char *final;		/* package_dir/<name>-<version> */
+	char *manifest_rel;	/* the manifest key to write */
+	struct conf_manifest *m;
+	int created;		/* final was created by this run */
+};
+
+static void
+staged_done(struct staged *st, int rollback)
+{
+	if (st->stage != NULL)
+		(void)pkg_remove_tree(st->stage, NULL, 0);
+	if (rollback && st->created && st->final != NULL)
+		(void)pkg_remove_tree(st->final, NULL, 0);
+	free(st->stage);
+	free(st->final);
+	free(st->manifest_rel);
+	conf_manifest_free(st->m);
+	memset(st, 0, sizeof(*st));
+}
+
+static const char *
+sig_words(enum conf_sig_status s, enum conf_sig_mode mode)
+{
+	switch (s) {
+	case CONF_SIG_VALID:
+		return "valid (signed by a trusted key)";
+	case CONF_SIG_UNSIGNED:
+		return mode == CONF_SIG_STRICT ? "unsigned" :
+		    "unsigned (accepted: signature_mode = permissive)";
+	case CONF_SIG_NOT_CHECKED:
+		return "not checked (signature_mode = disabled)";
+	case CONF_SIG_UNTRUSTED:
+		return "untrusted";
+	case CONF_SIG_INVALID:
+		return "invalid";
+	}
+	return "unknown";
+}
+
+/* Copy PKG into a staging folder, check its manifest there (so what is
+ * checked is what is installed), and name its final folder. Returns 0, or
+ * CTL_EXIT_NO for a refused package, CTL_EXIT_ERROR otherwise. */
+static int
+package_stage(struct edit *e, const char *pkg, struct staged *st)
+{
+	struct conf_errors errs = { 0 };
+	char err[768], *mpath = NULL, *dirname = NULL, *pkgm = NULL;
+	int rc = CTL_EXIT_ERROR;
+
+	memset(st, 0, sizeof(*st));
+	if (pkg_stage(pkg, e->pkg_abs, &st->stage, err, sizeof(err)) != 0) {
+		fprintf(stderr, "egressctl: %s\n", err);
+		return CTL_EXIT_ERROR;
+	}
+	if (asprintf(&mpath, "%s/manifest.ini", st->stage) < 0 ||
+	    asprintf(&pkgm, "%s/manifest.ini", pkg) < 0) {
+		mpath = pkgm = NULL;
+		goto out;
+	}
+	if (conf_manifest_load(mpath, e->snap->sig_mode, e->snap->keyring,
+	    &st->m, &errs) != 0) {
+		print_errs(&errs, mpath, pkgm);
+		fprintf(stderr, "egressctl: %s: package refused (signature_mode "
+		    "= %s); nothing was installed\n", pkg,
+		    e->snap->sig_mode == CONF_SIG_STRICT ? "strict" :
+		    e->snap->sig_mode == CONF_SIG_PERMISSIVE ? "permissive" :
+		    "disabled");
+		rc = CTL_EXIT_NO;
+		goto out;
+	}
+	if (!pkg_name_is_valid(st->m->name) ||
+	    !pkg_name_is_valid(st->m->version)) {
+		fprintf(stderr, "egressctl: %s: the name and version must be "
+		    "1 to %d bytes of A-Z a-z 0-9 . _ + - to name a package "
+		    "folder\n", pkgm, PKG_NAME_MAX);
+		rc = CTL_EXIT_NO;
+		goto out;
+	}
+	if (asprintf(&dirname, "%s-%s", st->m->name, st->m->version) < 0) {
+		dirname = NULL;
+		goto out;
+	}
+	if ((st->final = path_join(e->pkg_abs, dirname)) == NULL ||
+	    asprintf(&st->manifest_rel, "%s/%s/manifest.ini", e->pkg_rel,
+	    dirname) < 0) {
+		st->manifest_rel = NULL;
+		goto out;
+	}
+	rc = 0;
+out:
+	conf_errors_done(&errs);
+	free(mpath);
+	free(pkgm);
+	free(dirname);
+	return rc;
+}
+
+/* Move the staged copy into place, or reuse an identical installed one. */
+static int
+package_commit(struct staged *st)
+{
+	char err[512];
+	int r;
+
+	r = pkg_commit(st->stage, st->final, err, sizeof(err));
+	if (r == 0) {
+		free(st->stage);
+		st->stage = NULL;
+		st->created = 1;
+		return 0;
+	}
+	if (r != EGRESS_ERR_EXISTS) {
+		fprintf(stderr, "egressctl: %s\n", err);
+		return CTL_EXIT_ERROR;
+	}
+	if (pkg_same_manifest(st->stage, st->final) == 1)
+		return 0;
+	fprintf(stderr, "egressctl: %s exists and holds a different manifest; "
+	    "a changed package needs a new version\n", st->final);
+	return CTL_EXIT_NO;
+}
+
+/* ---- Entries ---------------------------------------------------------- */
+
+static int
+strv_from_grant(struct pkg_strv *sv, const struct policy_grant *g)
+{
+	size_t i, n = policy_grant_count(g);
+	char buf[POLICY_NAME_MAX + 8];
+
+	for (i = 0; i < n; i++) {
+		if (policy_entry_format(policy_grant_entry(g, i), buf,
+		    sizeof(buf)) < 0 || pkg_strv_add(sv, buf) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+perms_to_items(unsigned mask, const char **items)
+{
+	unsigned bit;
+	int n = 0;
+
+	for (bit = 1; bit <= POLICY_PERM_SOCKET_CLIENT; bit <<= 1)
+		if ((mask & bit) && policy_permission_name(bit) != NULL)
+			items[n++] = policy_permission_name(bit);
+	return n;
+}
+
+/* Add a new [plugins.entries.INST] to the document. */
+static int
+entry_add(struct edit *e, const char *inst, const struct conf_manifest *m,
+    const char *manifest_rel, enum egress_seed seed)
+{
+	struct pkg_strv hosts = { 0 };
+	const char *perms[PERMS_MAX];
+	char *sec = section_of(inst);
+	int np, rc = -1;
+
+	if (sec == NULL)
+		return -1;
+	if (seed == SEED_DECLARED && strv_from_grant(&hosts, m->hosts) != 0)
+		goto out;
+	np = perms_to_items(m->permissions, perms);
+	if (iniedit_section_add(e->doc, sec) != 0 ||
+	    iniedit_set(e->doc, sec, "plugin", m->name) != 0 ||
+	    iniedit_set(e->doc, sec, "manifest", manifest_rel) != 0 ||
+	    iniedit_set_list(e->doc, sec, "permissions", perms,
+	    (size_t)np) != 0 ||
+	    iniedit_set_list(e->doc, sec, "egress_hosts",
+	    (const char *const *)hosts.v, hosts.n) != 0 ||
+	    iniedit_set_list(e->doc, sec, "egress_allow_private", NULL,
+	    0) != 0) {
+		fprintf(stderr, "egressctl: cannot write the entry for %s (a "
+		    "line would exceed %d bytes?)\n", inst, INIEDIT_LINE_MAX);
+		goto out;
+	}
+	rc = 0;
+out:
+	pkg_strv_done(&hosts);
+	free(sec);
+	return rc;
+}
+
+static void
+print_list(const char *indent, const struct pkg_strv *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++)
+		printf("%s%s\n", indent, sv->v[i]);
+}
+
+/* The printout of a newly created entry. */
+static void
+print_created(const struct ctl_ctx *ctx, const char *inst,
+    const struct conf_manifest *m, const char *manifest_rel,
+    enum egress_seed seed)
+{
+	struct pkg_strv decl = { 0 };
+	char p[128], q[600];
+	const char *c = ctlcmd(ctx);
+
+	(void)strv_from_grant(&decl, m->hosts);
+	printf("created instance %s (plugin %s %s, manifest %s)\n", inst,
+	    m->name, m->version, manifest_rel);
+	printf("  permissions granted: %s\n",
+	    perm_list(m->permissions, p, sizeof(p)));
+	if (m->operator_defined && seed == SEED_DECLARED && decl.n == 0) {
+		printf("  egress granted: none. This package's destinations "
+		    "come from instance\n  configuration (operator_defined = "
+		    "true): grant each one deliberately:\n");
+		printf("    %s plugin grant %s HOST\n", c,
+		    shq(inst, q, sizeof(q)));
+	} else if (seed == SEED_NONE) {
+		printf("  egress granted: none (--egress none)\n");
+		if (decl.n > 0) {
+			printf("  the package declares:\n");
+			print_list("    ", &decl);
+		}
+		printf("  grant a destination deliberately with:\n");
+		printf("    %s plugin grant %s HOST\n", c,
+		    shq(inst, q, sizeof(q)));
+	} else if (decl.n == 0) {
+		printf("  egress granted: none (the package declares no "
+		    "destination)\n");
+	} else {
+		printf("  egress granted, seeded from the package's "
+		    "declaration%s:\n", m->operator_defined ?
+		    " (operator_defined: the grant alone governs)" : "");
+		print_list("    ", &decl);
+		printf("  change the grant with:\n");
+		printf("    %s plugin revoke %s HOST...\n", c,
+		    shq(inst, q, sizeof(q)));
+		printf("    %s plugin grant %s HOST...\n", c,
+		    shq(inst, q, sizeof(q)));
+	}
+	if (m->permissions != 0) {
+		printf("  change permissions with:\n");
+		printf("    %s plugin revoke %s --permission P\n", c,
+		    shq(inst, q, sizeof(q)));
+	}
+	pkg_strv_done(&decl);
+}
+
+/* Print what differs between an existing entry and a declaration: the
+ * entry itself stays untouched. */
+static void
+print_diff(const struct ctl_ctx *ctx, const struct conf_instance *ci,
+    const struct conf_manifest *m, const struct conf_manifest *old_m,
+    int upgrade)
+{
+	struct pkg_reach r;
+	char q[600], h[600];
+	const char *c = ctlcmd(ctx);
+	unsigned bit;
+	size_t i;
+
+	if (pkg_reach_compute(ci, m, old_m, &r) != 0) {
+		fprintf(stderr, "egressctl: out of memory\n");
+		return;
+	}
+	shq(ci->name, q, sizeof(q));
+	for (i = 0; i < r.not_granted.n; i++)
+		printf("  + %s: declared by %s %s, not granted; to grant it:\n"
+		    "      %s plugin grant %s %s\n", r.not_granted.v[i],
+		    m->name, m->version, c, q,
+		    shq(r.not_granted.v[i], h, sizeof(h)));
+	for (i = 0; i < r.ineffective.n; i++) {
+		int stale = pkg_strv_has(&r.stale, r.ineffective.v[i]);
+
+		printf("  - %s: granted, %s by %s %s: %s; to revoke it:\n"
+		    "      %s plugin revoke %s %s\n", r.ineffective.v[i],
+		    upgrade && stale ? "no longer declared" : "not declared",
+		    m->name, m->version, upgrade && stale ?
+		    "now unreachable" : "ineffective", c, q,
+		    shq(r.ineffective.v[i], h, sizeof(h)));
+	}
+	for (i = 0; i < r.reach.n; i++)
+		printf("  = %s: granted and declared\n", r.reach.v[i]);
+	for (bit = 1; bit <= POLICY_PERM_SOCKET_CLIENT; bit <<= 1) {
+		const char *pn = policy_permission_name(bit);
+
+		if (pn == NULL || !(r.requested & bit) ||
+		    (r.granted_perms & bit))
+			continue;
+		printf("  + permission %s: %s by %s %s, not granted; to grant "
+		    "it:\n      %s plugin grant %s --permission %s\n", pn,
+		    old_m != NULL && !(old_m->permissions & bit) ?
+		    "newly requested" : "requested", m->name, m->version, c,
+		    q, pn);
+	}
+	if (r.not_granted.n == 0 && r.ineffective.n == 0 &&
+	    (r.requested & ~r.granted_perms) == 0)
+		printf("  the grant matches the declaration\n");
+	pkg_reach_done(&r);
+}
+
+static int
+inst_name_ok(const char *s)
+{
+	if (!pkg_name_is_valid(s) || strchr(s, '+') != NULL) {
+		fprintf(stderr, "egressctl: '%s': an instance name is 1 to %d "
+		    "bytes of A-Z a-z 0-9 . _ -, not starting with . or -\n",
+		    s, PKG_NAME_MAX);
+		return 0;
+	}
+	return 1;
+}
+
+static int
+parse_seed(const char *s, enum egress_seed *ret)
+{
+	if (strcmp(s, "declared") == 0)
+		*ret = SEED_DECLARED;
+	else if (strcmp(s, "none") == 0)
+		*ret = SEED_NONE;
+	else {
+		fprintf(stderr, "egressctl: --egress '%s': expected declared "
+		    "or none\n", s);
+		return -1;
+	}
+	return 0;
+}
+
+/* Refuse a binding without --egress over a non-empty declaration. */
+static int
+binding_refused(const struct ctl_ctx *ctx, const char *how,
+    const char *alias, const struct conf_manifest *m)
+{
+	struct pkg_strv decl = { 0 };
+
+	(void)strv_from_grant(&decl, m->hosts);
+	fprintf(stderr, "egressctl: refusing to create the entry for %s "
+	    "without a stated choice.\n", alias);
+	fprintf(stderr, "%s %s declares these destinations:\n", m->name,
+	    m->version);
+	print_list("  ", &decl);
+	fprintf(stderr, "Run again with one of:\n");
+	fprintf(stderr, "  %s %s --egress declared   (grant exactly these)\n",
+	    ctlcmd(ctx), how);
+	fprintf(stderr, "  %s %s --egress none       (grant nothing now)\n",
+	    ctlcmd(ctx), how);
+	pkg_strv_done(&decl);
+	return CTL_EXIT_NO;
+}
+
+/*
+ * Create inst for manifest m, or, when it exists, leave it untouched and
+ * print the difference. Commits the edit. Return an exit status.
+ */
+static int
+entry_create_or_diff(const struct ctl_ctx *ctx, struct edit *e,
+    const char *inst, const struct conf_manifest *m, const char *manifest_rel,
+    enum egress_seed seed, int *ret_written)
+{
+	const struct conf_instance *ci = conf_instance_find(e->snap, inst);
+	struct conf_snapshot *ns = NULL;
+	const struct conf_instance *nci;
+	char *sec = section_of(inst);
+	char *cur = NULL;
+	int rc = CTL_EXIT_ERROR;
+
+	*ret_written = 0;
+	if (sec == NULL)
+		goto out;
+	if (ci != NULL || iniedit_section_exists(e->doc, sec)) {
+		if (ci == NULL) {
+			fprintf(stderr, "egressctl: [%s] exists; it is left "
+			    "untouched\n", sec);
+			rc = CTL_EXIT_NO;
+			goto out;
+		}
+		if (strcmp(ci->plugin, m->name) != 0) {
+			fprintf(stderr, "egressctl: instance %s exists for "
+			    "plugin %s; choose another name (--instance or "
+			    "the alias)\n", inst, ci->plugin);
+			rc = CTL_EXIT_NO;
+			goto out;
+		}
+		cur = path_rel(e->snap->dir, ci->manifest_path);
+		printf("instance %s exists: its entry is left untouched (no "
+		    "command ever extends an entry)\n", inst);
+		printf("  it uses %s%s%s%s\n", cur ? cur : ci->manifest_path,
+		    ci->manifest ? " (" : "", ci->manifest ?
+		    ci->manifest->version : "", ci->manifest ? ")" : "");
+		printf("  its grant against %s %s:\n", m->name, m->version);
+		print_diff(ctx, ci, m, NULL, 0);
+		if (cur != NULL && strcmp(cur, manifest_rel) != 0)
+			printf("  to point it at this version: %s plugin "
+			    "upgrade PKG\n", ctlcmd(ctx));
+		rc = CTL_EXIT_OK;
+		goto out;
+	}
+	if (entry_add(e, inst, m, manifest_rel, seed) != 0)
+		goto out;
+	if (edit_commit(e, &ns) != 0)
+		goto out;
+	*ret_written = 1;
+	nci = conf_instance_find(ns, inst);
+	if (nci != NULL && nci->manifest == NULL)
+		fprintf(stderr, "egressctl: warning: instance %s: manifest "
+		    "refused: %s\n", inst, nci->manifest_error ?
+		    nci->manifest_error : "?");
+	print_created(ctx, inst, m, manifest_rel, seed);
+	rc = CTL_EXIT_OK;
+out:
+	conf_snapshot_free(ns);
+	free(sec);
+	free(cur);
+	return rc;
+}
+
+/* ---- install ---------------------------------------------------------- */
+
+static int
+cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "instance", required_argument, NULL, 'i' },
+		{ "channel-alias", required_argument, NULL, 'a' },
+		{ "egress", required_argument, NULL, 'e' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *instance = NULL, *alias = NULL, *pkg, *inst;
+	enum egress_seed seed = SEED_UNSET;
+	struct edit e;
+	struct staged st;
+	char how[4200], q[4100];
+	int ch, rc, written = 0, have_edit = 0;
+
+	memset(&st, 0, sizeof(st));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'i':
+			instance = optarg;
+			break;
+		case 'a':
+			alias = optarg;
+			break;
+		case 'e':
+			if (parse_seed(optarg, &seed) != 0)
+				return CTL_EXIT_ERROR;
+			break;
+		default:
+			plugin_usage(stderr);
+			return CTL_EXIT_ERROR;
+		}
+	}
+	if (argc - optind != 1 || (instance != NULL && alias != NULL)) {
+		plugin_usage(stderr);
+		return CTL_EXIT_ERROR;
+	}
+	pkg = argv[optind];
+	if ((instance != NULL && !inst_name_ok(instance)) ||
+	    (alias != NULL && !inst_name_ok(alias)))
+		return CTL_EXIT_ERROR;
+	if (edit_begin(ctx, &e) != 0)
+		return CTL_EXIT_ERROR;
+	have_edit = 1;
+	if ((rc = package_stage(&e, pkg, &st)) != 0)
+		goto out;
+	inst = alias ? alias : instance ? instance : st.m->name;
+	if (!inst_name_ok(inst)) {
+		fprintf(stderr, "egressctl: name the instance with --instance\n");
+		rc = CTL_EXIT_ERROR;
+		goto out;
+	}
+	if (alias != NULL && seed == SEED_UNSET &&
+	    policy_grant_count(st.m->hosts) > 0 &&
+	    conf_instance_find(e.snap, inst) == NULL) {
+		(void)snprintf(how, sizeof(how), "plugin install %s "
+		    "--channel-alias %s", shq(pkg, q, sizeof(q)), alias);
+		rc = binding_refused(ctx, how, alias, st.m);
+		goto out;
+	}
+	if (seed == SEED_UNSET)
+		seed = SEED_DECLARED;
+	if ((rc = package_commit(&st)) != 0)
+		goto out;
+	printf("package %s %s: signature %s\n", st.m->name, st.m->version,
+	    sig_words(st.m->sig, e.snap->sig_mode));
+	printf("%s %.*s\n", st.created ? "installed into" :
+	    "already installed in", (int)(strlen(st.manifest_rel) -
+	    strlen("/manifest.ini")), st.manifest_rel);
+	rc = entry_create_or_diff(ctx, &e, inst, st.m, st.manifest_rel, seed,
+	    &written);
+out:
+	/* A package this run copied is removed again unless an entry now
+	 * uses it or the install reported an existing entry. */
+	staged_done(&st, rc != CTL_EXIT_OK);
+	if (have_edit)
+		edit_end(&e);
+	return rc;
+}
+
+/* ---- bind ------------------------------------------------------------- */
+
+/* The installed packages of plugin in package_dir, each loaded under the
+ * configured signature mode (a refused one is skipped). */
+struct installed {
+	char *dir;		/* absolute folder */
+	char *manifest_rel;
+	struct conf_manifest *m;
+};
+
+static void
+installed_free(struct installed *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].dir);
+		free(v[i].manifest_rel);
+		conf_manifest_free(v[i].m);
+	}
+	free(v);
+}
+
+static int
+installed_scan(const struct edit *e, const char *plugin,
+    struct installed **ret, size_t *ret_n, int any_mode)
+{
+	struct installed *v = NULL, *nv;
+	size_t n = 0, pl = strlen(plugin);
+	DIR *d;
+	struct dirent *de;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if ((d = opendir(e->pkg_abs)) == NULL)
+		return errno == ENOENT ? 0 : -1;
+	while ((de = readdir(d)) != NULL) {
+		struct conf_errors errs = { 0 };
+		struct conf_manifest *m = NULL;
+		char *dir = NULL, *mp = NULL, *rel = NULL;
+		struct stat sb;
+
+		if (de->d_name[0] == '.' || strncmp(de->d_name, plugin, pl) !=
+		    0 || de->d_name[pl] != '-')
+			continue;
+		if ((dir = path_join(e->pkg_abs, de->d_name)) == NULL ||
+		    asprintf(&mp, "%s/manifest.ini", dir) < 0 ||
+		    asprintf(&rel, "%s/%s/manifest.ini", e->pkg_rel,
+		    de->d_name) < 0) {
+			free(dir);
+			closedir(d);
+			installed_free(v, n);
+			return -1;
+		}
+		if (lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+		    conf_manifest_load(mp, any_mode ? CONF_SIG_DISABLED :
+		    e->snap->sig_mode, e->snap->keyring, &m, &errs) == 0 &&
+		    strcmp(m->name, plugin) == 0 &&
+		    (nv = reallocarray(v, n + 1, sizeof(*v))) != NULL) {
+			v = nv;
+			v[n].dir = dir;
+			v[n].manifest_rel = rel;
+			v[n].m = m;
+			n++;
+			dir = rel = NULL;
+			m = NULL;
+		}
+		conf_manifest_free(m);
+		conf_errors_done(&errs);
+		free(dir);
+		free(mp);
+		free(rel);
+	}
+	closedir(d);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+static int
+cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "egress", required_argument, NULL, 'e' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum egress_seed seed = SEED_UNSET;
+	const char *plugin, *alias;
+	const struct conf_manifest *m = NULL;
+	struct installed *inst = NULL;
+	size_t ninst = 0, i;
+	char *rel = NULL, how[600], q[300];
+	struct edit e;
+	int ch, rc = CTL_EXIT_ERROR, written;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (ch != 'e' || parse_seed(optarg, &seed) != 0) {
+			plugin_usage(stderr);
+			return CTL_EXIT_ERROR;
+		}
+	}
+	if (argc - optind != 2) {
+		plugin_usage(stderr);
+		return CTL_EXIT_ERROR;
+	}
+	plugin = argv[optind];
+	alias = argv[optind + 1];
+	if (!inst_name_ok(alias))
+		return CTL_EXIT_ERROR;
+	if (edit_begin(ctx, &e) != 0)
+		return CTL_EXIT_ERROR;
+	/* The plugin's manifest: the one its instances use, else the one
+	 * installed package of it. */
+	for (i = 0; i < e.snap->ninstances; i++) {
+		const struct conf_instance *ci = &e.snap->instances[i];
+
+		if (strcmp(ci->plugin, plugin) == 0 && ci->manifest != NULL) {
+			m = ci->manifest;
+			rel = path_rel(e.snap->dir, ci->manifest_path);
+			break;
+		}
+	}
+	if (m == NULL) {
+		if (installed_scan(&e, plugin, &inst, &ninst, 0) != 0) {
+			fprintf(stderr, "egressctl: %s: %s\n", e.pkg_abs,
+			    strerror(errno));
+			goto out;
+		}
+		if (ninst == 0) {
+			fprintf(stderr, "egressctl: plugin %s is not installed; "
+			    "install it with:\n  %s plugin install PKG "
+			    "--channel-alias %s --egress declared|none\n",
+			    plugin, ctlcmd(ctx), alias);
+			rc = CTL_EXIT_NO;
+			goto out;
+		}
+		if (ninst > 1) {
+			fprintf(stderr, "egressctl: several versions of %s are "
+			    "installed and no instance says which is "
+			    "current; bind with:\n  %s plugin install PKG "
+			    "--channel-alias %s --egress declared|none\n",
+			    plugin, ctlcmd(ctx), alias);
+			rc = CTL_EXIT_NO;
+			goto out;
+		}
+		m = inst[0].m;
+		rel = strdup(inst[0].manifest_rel);
+	}
+	if (rel == NULL)
+		goto out;
+	if (seed == SEED_UNSET && policy_grant_count(m->hosts) > 0 &&
+	    conf_instance_find(e.snap, alias) == NULL) {
+		(void)snprintf(how, sizeof(how), "plugin bind %s %s",
+		    shq(plugin, q, sizeof(q)), alias);
+		rc = binding_refused(ctx, how, alias, m);
+		goto out;
+	}
+	if (seed == SEED_UNSET)
+		seed = SEED_DECLARED;
+	printf("package %s %s: signature %s\n", m->name, m->version,
+	    sig_words(m->sig, e.snap->sig_mode));
+	rc = entry_create_or_diff(ctx, &e, alias, m, rel, seed, &written);
+out:
+	installed_free(inst, ninst);
+	free(rel);
+	edit_end(&e);
+	return rc;
+}
+
+/* ---- upgrade ---------------------------------------------------------- */
+
+static int
+cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	struct edit e;
+	struct staged st;
+	const char *pkg;
+	size_t i, n = 0;
+	char *sec = NULL, *cur = NULL;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	if (argc != 2 || argv[1][0] == '-') {
+		plugin_usage(stderr);
+		return CTL_EXIT_ERROR;
+	}
+	pkg = argv[1];
+	if (edit_begin(ctx, &e) != 0)
+		return CTL_EXIT_ERROR;
+	if ((rc = package_stage(&e, pkg, &st)) != 0)
+		goto out;
+	for (i = 0; i < e.snap->ninstances; i++)
+		if (strcmp(e.snap->instances[i].plugin, st.m->name) == 0)
+			n++;
+	if (n == 0) {
+		fprintf(stderr, "egressctl: no instance of plugin %s; install "
+		    "it with:\n  %s plugin install %s\n", st.m->name,
+		    ctlcmd(ctx), pkg);
+		rc = CTL_EXIT_NO;
+		goto out;
+	}
+	if ((rc = package_commit(&st)) != 0)
+		goto out;
+	rc = CTL_EXIT_ERROR;
+	for (i = 0; i < e.snap->ninstances; i++) {
+		const struct conf_instance *ci = &e.snap->instances[i];
+
+		if (strcmp(ci->plugin, st.m->name) != 0)
+			continue;
+		free(sec);
+		free(cur);
+		sec = section_of(ci->name);
+		cur = path_rel(e.snap->dir, ci->manifest_path);
+		if (sec == NULL || cur == NULL)
+			goto out;
+		if (strcmp(cur, st.manifest_rel) != 0 &&
+		    iniedit_set(e.doc, sec, "manifest", st.manifest_rel) !=
+		    0) {
+			fprintf(stderr, "egressctl: cannot rewrite the manifest "
+			    "key of %s\n", ci->name);
+			goto out;
+		}
+	}
+	if (edit_commit(&e, NULL) != 0)
+		goto out;
+	printf("package %s %s: signature %s\n", st.m->name, st.m->version,
+	    sig_words(st.m->sig, e.snap->sig_mode));
+	printf("%s %.*s\n", st.created ? "installed into" :
+	    "already installed in", (int)(strlen(st.manifest_rel) -
+	    strlen("/manifest.ini")), st.manifest_rel);
+	for (i = 0; i < e.snap->ninstances; i++) {
+		const struct conf_instance *ci = &e.snap->instances[i];
+
+		if (strcmp(ci->plugin, st.m->name) != 0)
+			continue;
+		free(cur);
+		cur = path_rel(e.snap->dir, ci->manifest_path);
+		if (cur != NULL && strcmp(cur, st.manifest_rel) == 0)
+			printf("instance %s: already uses %s; its grant is "
+			    "unchanged\n", ci->name, st.manifest_rel);
+		else {
+			printf("instance %s: now uses %s", ci->name,
+			    st.manifest_rel);
+			if (ci->manifest != NULL)
+				printf(" (was %s)", ci->manifest->version);
+			printf("; its grant is unchanged\n");
+		}
+		print_diff(ctx, ci, st.m, ci->manifest, 1);
+	}
+	rc = CTL_EXIT_OK;
+out:
+	staged_done(&st, rc != CTL_EXIT_OK);
+	free(sec);
+	free(cur);
+	edit_end(&e);
+	return rc;
+}
+
+/* ---- grant / revoke --------------------------------------------------- */
+
+static void
+print_strv_line(const char *label, const struct pkg_strv *sv)
+{
+	size_t i;
+
+	printf("  %s:", label);
+	if (sv->n == 0)
+		printf(" (none)");
+	for (i = 0; i < sv->n; i++)
+		printf("%s %s", i ? "," : "", sv->v[i]);
+	printf("\n");
+}
+
+static void
+strv_remove(struct pkg_strv *sv, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++)
+		if (strcmp(sv->v[i], s) == 0) {
+			free(sv->v[i]);
+			memmove(&sv->v[i], &sv->v[i + 1],
+			    (sv->n - i - 1) * sizeof(sv->v[0]));
+			sv->n--;
+			return;
+		}
+}
+
+/* Build a grant set from canonical entry texts. */
+static struct policy_grant *
+grant_from_strv(const struct pkg_strv *sv)
+{
+	struct policy_grant *g = policy_grant_new();
+	struct policy_entry en;
+	struct policy_err pe;
+	size_t i;
+
+	if (g == NULL)
+		return NULL;
+	for (i = 0; i < sv->n; i++)
+		if (policy_entry_parse(sv->v[i], strlen(sv->v[i]),
+		    conf_psl_is_public_suffix, NULL, &en, &pe) != 0 ||
+		    policy_grant_add(g, &en) != 0) {
+			policy_grant_free(g);
+			return NULL;
+		}
+	return g;
+}
+
+static int
+cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
+{
+	static const struct option longopts[] = {
+		{ "private", no_argument, NULL, 'p' },
+		{ "permission", required_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *verb = revoke ? "revoke" : "grant", *inst;
+	struct policy_entry *ents = NULL;
+	struct pkg_strv hosts = { 0 }, priv = { 0 }, done = { 0 };
+	struct policy_grant *ng = NULL;
+	const struct conf_instance *ci;
+	const struct conf_manifest *m;
+	unsigned perms = 0, newperms;
+	size_t nents = 0, i;
+	char *sec = NULL, q[600], h[600], pbuf[128];
+	int ch, private = 0, rc = CTL_EXIT_ERROR, hosts_changed = 0;
+	int priv_changed = 0, bad = 0, have_edit = 0;
+	struct edit e;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		int bit;
+
+		switch (ch) {
+		case 'p':
+			private = 1;
+			break;
+		case 'P':
+			bit = policy_permission_parse(optarg, strlen(optarg));
+			if (bit < 0) {
+				fprintf(stderr, "egressctl: --permission '%s': "
+				    "expected http_client, websocket_client or "
+				    "socket_client\n", optarg);
+				return CTL_EXIT_ERROR;
+			}
+			perms |= (unsigned)bit;
+			break;
+		default:
+			plugin_usage(stderr);
+			return CTL_EXIT_ERROR;
+		}
+	}
+	if (argc - optind < 1 || (argc - optind == 1 && perms == 0) ||
+	    (private && argc - optind < 2)) {
+		plugin_usage(stderr);
+		return CTL_EXIT_ERROR;
+	}
+	inst = argv[optind++];
+	nents = (size_t)(argc - optind);
+	if ((ents = calloc(nents ? nents : 1, sizeof(*ents))) == NULL)
+		return CTL_EXIT_ERROR;
+	/* Every entry is checked with the one grammar before any lock. */
+	for (i = 0; i < nents; i++) {
+		struct policy_err pe;
+		const char *s = argv[optind + (int)i];
+
+		if (policy_entry_parse(s, strlen(s), conf_psl_is_public_suffix,
+		    NULL, &ents[i], &pe) != 0) {
+			fprintf(stderr, "egressctl: '%s': %s\n", s, pe.msg);
+			bad = 1;
+		}
+	}
+	if (bad)
+		goto out;
+	if (edit_begin(ctx, &e) != 0)
+		goto out;
+	have_edit = 1;
+	if ((ci = conf_instance_find(e.snap, inst)) == NULL) {
+		fprintf(stderr, "egressctl: no instance %s in %s\n", inst,
+		    ctx->config_path);
+		goto out;
+	}
+	m = ci->manifest;
+	shq(inst, q, sizeof(q));
+	if (strv_from_grant(&hosts, ci->hosts) != 0 ||
+	    strv_from_grant(&priv, ci->allow_private) != 0 ||
+	    (sec = section_of(inst)) == NULL)
+		goto out;
+	newperms = ci->granted_permissions;
+	for (i = 0; i < nents; i++) {
+		char t[POLICY_NAME_MAX + 8];
+		struct pkg_strv *list = private ? &priv : &hosts;
+
+		if (policy_entry_format(&ents[i], t, sizeof(t)) < 0)
+			goto out;
+		shq(t, h, sizeof(h));
+		if (!revoke) {
+			if (private && !policy_grant_covers(ci->hosts,
+			    &ents[i])) {
+				fprintf(stderr, "egressctl: %s is not granted to "
+				    "%s; a carve-out only relaxes the address "
+				    "class of a granted host. Grant it first:\n"
+				    "  %s plugin grant %s %s\n", t, inst,
+				    ctlcmd(ctx), q, h);
+				bad = 1;
+				continue;
+			}
+			if (pkg_strv_has(list, t)) {
+				printf("instance %s: %s is already in %s\n",
+				    inst, t, private ? "egress_allow_private" :
+				    "egress_hosts");
+				continue;
+			}
+			if (!private && policy_grant_covers(ci->hosts,
+			    &ents[i])) {
+				printf("instance %s: %s is already covered by "
+				    "its egress_hosts\n", inst, t);
+				continue;
+			}
+			if (pkg_strv_add(list, t) != 0 ||
+			    pkg_strv_add(&done, t) != 0)
+				goto out;
+		} else {
+			if (!pkg_strv_has(list, t)) {
+				fprintf(stderr, "egressctl: %s is not in the %s "
+				    "of %s%s\n", t, private ?
+				    "egress_allow_private" : "egress_hosts",
+				    inst, !private && policy_grant_covers(
+				    ci->hosts, &ents[i]) ? " (a wider entry "
+				    "covers it: revoke that one)" : "");
+				bad = 1;
+				continue;
+			}
+			strv_remove(list, t);
+			if (pkg_strv_add(&done, t) != 0)
+				goto out;
+		}
+		if (private)
+			priv_changed = 1;
+		else
+			hosts_changed = 1;
+	}
+	if (revoke) {
+		if ((ci->granted_permissions & perms) != perms) {
+			fprintf(stderr, "egressctl: %s does not hold %s\n", inst,
+			    perm_list(perms & ~ci->granted_permissions, pbuf,
+			    sizeof(pbuf)));
+			bad = 1;
+		}
+		newperms &= ~perms;
+	} else
+		newperms |= perms;
+	if (bad) {
+		fprintf(stderr, "egressctl: nothing was changed\n");
+		rc = CTL_EXIT_NO;
+		goto out;
+	}
+	/* A carve-out never outlives the grant it relaxes. */
+	if (revoke && hosts_changed) {
+		if ((ng = grant_from_strv(&hosts)) == NULL)
+			goto out;
+		for (i = priv.n; i-- > 0;) {
+			struct policy_entry pen;
+			struct policy_err pe;
+
+			if (policy_entry_parse(priv.v[i], strlen(priv.v[i]),
+			    conf_psl_is_public_suffix, NULL, &pen, &pe) != 0)
+				goto out;
+			if (!policy_grant_covers(ng, &pen)) {
+				printf("instance %s: %s also leaves "
+				    "egress_allow_private\n", inst, priv.v[i]);
+				strv_remove(&priv, priv.v[i]);
+				priv_changed = 1;
+			}
+		}
+	}
+	if (!hosts_changed && !priv_changed &&
+	    newperms == ci->granted_permissions) {
+		printf("instance %s: nothing to change\n", inst);
+		rc = CTL_EXIT_OK;
+		goto out;
+	}
+	if (hosts_changed && iniedit_set_list(e.doc, sec, "egress_hosts",
+	    (const char *const *)hosts.v, hosts.n) != 0)
+		goto edit_failed;
+	if (priv_changed && iniedit_set_list(e.doc, sec,
+	    "egress_allow_private", (const char *const *)priv.v,
+	    priv.n) != 0)
+		goto edit_failed;
+	if (newperms != ci->granted_permissions) {
+		const char *items[PERMS_MAX];
+		int np = perms_to_items(newperms, items);
+
+		if (iniedit_set_list(e.doc, sec, "permissions", items,
+		    (size_t)np) != 0)
+			goto edit_failed;
+	}
+	if (edit_commit(&e, NULL) != 0)
+		goto out;
+	for (i = 0; i < done.n; i++)
+		printf("instance %s: %s %s%s\n", inst, revoke ? "revoked" :
+		    "granted", done.v[i], private ? " (egress_allow_private)" :
+		    "");
+	if (perms != 0)
+		printf("instance %s: %s permission %s\n", inst, revoke ?
+		    "revoked" : "granted", perm_list(perms, pbuf,
+		    sizeof(pbuf)));
+	if (!revoke && m != NULL) {
+		for (i = 0; i < nents && !private; i++)
+			if (!m->operator_defined &&
+			    !policy_grant_covers(m->hosts, &ents[i])) {
+				char t[POLICY_NAME_MAX + 8];
+
+				(void)policy_entry_format(&ents[i], t,
+				    sizeof(t));
+				printf("  note: %s is not declared by %s %s: "
+				    "the grant is ineffective until a version "
+				    "declares it\n", t, m->name, m->version);
+			}
+		if ((perms & ~m->permissions) != 0)
+			printf("  note: %s %s does not request %s: "
+			    "ineffective\n", m->name, m->version,
+			    perm_list(perms & ~m->permissions, pbuf,
+			    sizeof(pbuf)));
+	}
+	printf("instance %s now has:\n", inst);
+	print_strv_line("egress_hosts", &hosts);
+	print_strv_line("egress_allow_private", &priv);
+	printf("  permissions: %s\n", perm_list(newperms, pbuf, sizeof(pbuf)));
+	rc = CTL_EXIT_OK;
+	goto out;
+edit_failed:
+	fprintf(stderr, "egressctl: cannot rewrite the entry of %s\n", inst);
+out:
+	(void)verb;
+	policy_grant_free(ng);
+	pkg_strv_done(&hosts);
+	pkg_strv_done(&priv);
+	pkg_strv_done(&done);
+	free(sec);
+	free(ents);
+	if (have_edit)
+		edit_end(&e);
+	return rc;
+}
+
+/* ---- remove ----------------------------------------------------------- */
+
+static int
+cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	struct installed *pk = NULL;
+	size_t npk = 0, i, j, ninst = 0;
+	struct conf_snapshot *ns = NULL;
+	const char *plugin;
+	char err[512], pbuf[128];
+	struct edit e;
+	int rc = CTL_EXIT_ERROR;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		plugin_usage(stderr);
+		return CTL_EXIT_ERROR;
+	}
+	plugin = argv[1];
+	if (edit_begin(ctx, &e) != 0)
+		return CTL_EXIT_ERROR;
+	if (installed_scan(&e, plugin, &pk, &npk, 1) != 0) {
+		fprintf(stderr, "egressctl: %s: %s\n", e.pkg_abs,
+		    strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < e.snap->ninstances; i++) {
+		const struct conf_instance *ci = &e.snap->instances[i];
+		struct pkg_reach r;
+		char *sec;
+
+		if (strcmp(ci->plugin, plugin) != 0)
+			continue;
+		ninst++;
+		if (pkg_reach_compute(ci, ci->manifest, NULL, &r) != 0 ||
+		    (sec = section_of(ci->name)) == NULL)
+			goto out;
+		printf("instance %s: its entry is removed; it loses:\n",
+		    ci->name);
+		if (r.reach.n == 0)
+			printf("    (no reach)\n");
+		print_list("    ", &r.reach);
+		printf("  permissions: %s\n", perm_list(r.effective, pbuf,
+		    sizeof(pbuf)));
+		pkg_reach_done(&r);
+		if (iniedit_section_remove(e.doc, sec) != 0) {
+			free(sec);
+			fprintf(stderr, "egressctl: cannot remove [%s]\n",
+			    ci->name);
+			goto out;
+		}
+		free(sec);
+	}
+	if (ninst == 0 && npk == 0) {
+		fprintf(stderr, "egressctl: plugin %s is not installed and has "
+		    "no instance\n", plugin);
+		rc = CTL_EXIT_NO;
+		goto out;
+	}
+	if (ninst > 0 && edit_commit(&e, &ns) != 0)
+		goto out;
+	/* The entries are gone; now the packages no remaining entry uses. */
+	for (i = 0; i < npk; i++) {
+		const struct conf_snapshot *s = ns ? ns : e.snap;
+		int used = 0;
+
+		for (j = 0; j < s->ninstances; j++)
+			if (is_under(pk[i].dir, s->instances[j].manifest_path))
+				used = 1;
+		if (used) {
+			printf("kept %.*s: another entry uses it\n",
+			    (int)(strlen(pk[i].manifest_rel) -
+			    strlen("/manifest.ini")), pk[i].manifest_rel);
+			continue;
+		}
+		if (pkg_remove_tree(pk[i].dir, err, sizeof(err)) != 0) {
+			fprintf(stderr, "egressctl: %s\n", err);
+			goto out;
+		}
+		printf("removed package %.*s\n",
+		    (int)(strlen(pk[i].manifest_rel) -
+		    strlen("/manifest.ini")), pk[i].manifest_rel);
+	}
+	rc = CTL_EXIT_OK;
+out:
+	installed_free(pk, npk);
+	conf_snapshot_free(ns);
+	edit_end(&e);
+	return rc;
+}
+
+/* ---- list ------------------------------------------------------------- */
+
+static json_t *
+json_strv(const struct pkg_strv *sv)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a != NULL && i < sv->n; i++)
+		json_array_append_new(a, json_string(sv->v[i]));
+	return a;
+}
+
+static json_t *
+json_perms(unsigned mask)
+{
+	json_t *a = json_array();
+	unsigned bit;
+
+	for (bit = 1; a != NULL && bit <= POLICY_PERM_SOCKET_CLIENT; bit <<= 1)
+		if ((mask & bit) && policy_permission_name(bit) != NULL)
+			json_array_append_new(a,
+			    json_string(policy_permission_name(bit)));
+	return a;
+}
+
+static void
+print_field(const char *label, const struct pkg_strv *sv)
+{
+	size_t i;
+
+	printf("  %-22s", label);
+	if (sv->n == 0)
+		printf("(none)");
+	for (i = 0; i < sv->n; i++)
+		printf("%s%s", i ? ", " : "", sv->v[i]);
+	printf("\n");
+}
+
+static int
+cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors errs = { 0 };
+	json_t *arr = NULL;
+	char pbuf[128];
+	size_t i;
+	int json = 0, rc = CTL_EXIT_ERROR;
+
+	if (argc == 2 && strcmp(argv[1], "--json") == 0)
+		json = 1;
+	else if (argc != 1) {
+		plugin_usage(stderr);
+		return CTL_EXIT_ERROR;
+	}
+	if (conf_load(ctx->config_path, &s, &errs) != 0) {
+		print_errs(&errs, NULL, NULL);
+		fprintf(stderr, "egressctl: %s: configuration refused\n",
+		    ctx->config_path);
+		goto out;
+	}
+	if (json && (arr = json_array()) == NULL)
+		goto out;
+	if (!json && s->ninstances == 0)
+		printf("no instances: nothing has network reach\n");
+	for (i = 0; i < s->ninstances; i++) {
+		const struct conf_instance *ci = &s->instances[i];
+		const struct conf_manifest *m = ci->manifest;
+		struct pkg_reach r;
+		char *sock = NULL, *rel = NULL;
+
+		if (pkg_reach_compute(ci, m, NULL, &r) != 0)
+			goto out;
+		if (asprintf(&sock, "%s/%s.sock", s->instance_socket_dir ?
+		    s->instance_socket_dir : "/run/egressd/instances",
+		    ci->name) < 0)
+			sock = NULL;
+		rel = path_rel(s->dir, ci->manifest_path);
+		if (json) {
+			json_t *o = json_object();
+
+			json_object_set_new(o, "instance",
+			    json_string(ci->name));
+			json_object_set_new(o, "plugin",
+			    json_string(ci->plugin));
+			json_object_set_new(o, "version", m ?
+			    json_string(m->version) : json_null());
+			json_object_set_new(o, "manifest", json_string(rel ?
+			    rel : ci->manifest_path));
+			json_object_set_new(o, "signature", m ?
+			    json_string(conf_sig_status_str(m->sig)) :
+			    json_null());
+			json_object_set_new(o, "manifest_error",
+			    ci->manifest_error ?
+			    json_string(ci->manifest_error) : json_null());
+			json_object_set_new(o, "permissions",
+			    json_perms(r.effective));
+			json_object_set_new(o, "permissions_requested",
+			    json_perms(r.requested));
+			json_object_set_new(o, "permissions_granted",
+			    json_perms(r.granted_perms));
+			json_object_set_new(o, "operator_defined",
+			    json_boolean(r.operator_defined));
+			json_object_set_new(o, "reach", json_strv(&r.reach));
+			json_object_set_new(o, "declared_not_granted",
+			    json_strv(&r.not_granted));
+			json_object_set_new(o, "granted_not_declared",
+			    json_strv(&r.ineffective));
+			json_object_set_new(o, "egress_hosts",
+			    json_strv(&r.granted));
+			json_object_set_new(o, "egress_allow_private",
+			    json_strv(&r.private_hosts));
+			json_object_set_new(o, "socket", sock ?
+			    json_string(sock) : json_null());
+			json_array_append_new(arr, o);
+		} else {
+			printf("%s\n", ci->name);
+			printf("  %-22s%s %s (%s)\n", "plugin:", ci->plugin,
+			    m ? m->version : "?", rel ? rel :
+			    ci->manifest_path);
+			if (m != NULL)
+				printf("  %-22s%s\n", "signature:",
+				    conf_sig_status_str(m->sig));
+			else
+				printf("  %-22smanifest refused: %s\n",
+				    "signature:", ci->manifest_error ?
+				    ci->manifest_error : "?");
+			printf("  %-22s%s\n", "permissions:",
+			    perm_list(r.effective, pbuf, sizeof(pbuf)));
+			if (r.requested & ~r.granted_perms)
+				printf("  %-22s%s\n", "requested, not granted:",
+				    perm_list(r.requested & ~r.granted_perms,
+				    pbuf, sizeof(pbuf)));
+			print_field(r.operator_defined ?
+			    "reach (operator):" : "reach:", &r.reach);
+			if (!r.operator_defined)
+				print_field("declared, not granted:",
+				    &r.not_granted);
+			print_field("granted, not declared:", &r.ineffective);
+			print_field("private carve-outs:", &r.private_hosts);
+			printf("  %-22s%s\n", "socket:", sock ? sock : "?");
+		}
+		pkg_reach_done(&r);
+		free(sock);
+		free(rel);
+	}
+	if (json) {
+		char *out = json_dumps(arr, JSON_INDENT(2));
+
+		if (out == NULL)
+			goto out;
+		printf("%s\n", out);
+		free(out);
+	}
+	rc = CTL_EXIT_OK;
+out:
+	json_decref(arr);
+	conf_errors_done(&errs);
+	conf_snapshot_free(s);
+	return rc;
+}
+
+int
+ctl_plugin_main(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	const char *sub;
+
+	if (argc < 2) {
+		plugin_usage(stderr);
+		return CTL_EXIT_ERROR;
+	}
+	sub = argv[1];
+	argc--;
+	argv++;
+	if (strcmp(sub, "install") == 0)
+		return cmd_install(ctx, argc, argv);
+	if (strcmp(sub, "bind") == 0)
+		return cmd_bind(ctx, argc, argv);
+	if (strcmp(sub, "upgrade") == 0)
+		return cmd_upgrade(ctx, argc, argv);
+	if (strcmp(sub, "grant") == 0)
+		return cmd_grant(ctx, argc, argv, 0);
+	if (strcmp(sub, "revoke") == 0)
+		return cmd_grant(ctx, argc, argv, 1);
+	if (strcmp(sub, "remove") == 0)
+		return cmd_remove(ctx, argc, argv);
+	if (strcmp(sub, "list") == 0)
+		return cmd_list(ctx, argc, argv);
+	if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
+		plugin_usage(stdout);
+		return CTL_EXIT_OK;
+	}
+	plugin_usage(stderr);
+	return CTL_EXIT_ERROR;
+}

@@ -193,6 +193,12 @@ struct conf_snapshot {
 		off_t size;
 		int64_t mtime_ns;
 		int64_t ctime_ns;
+		/* Changed so recently (within the file system's timestamp
+		 * granularity, taken as 1 s) that a same-size rewrite could
+		 * keep every field above: such a file always counts as
+		 * changed, until a later read records it settled ("racy
+		 * git"). */
+		int racy;
 	} *files;
 	size_t nfiles;
 };
@@ -220,7 +226,11 @@ const struct conf_instance *conf_instance_find(const struct conf_snapshot *s,
 
 /*
  * Answer whether any file the snapshot was built from changed since it was
- * read (inode, size, mtime, ctime, or existence). Return 1 or 0.
+ * read (inode, size, mtime, ctime, or existence), or had changed less than
+ * a second before it was read (racy: a same-size rewrite within the same
+ * timestamp tick would be invisible). Return 1 or 0. A snapshot from
+ * conf_load_buffer() does not record the configuration itself, only the
+ * manifests, signatures and keys it read.
  */
 int conf_snapshot_is_stale(const struct conf_snapshot *s);
 

@@ -343,8 +343,12 @@ server_is_valid(const char *s, const char **why)
 		}
 		memcpy(addr, s + 1, len);
 		addr[len] = '\0';
+		if (strchr(addr, '%') != NULL) {
+			*why = "zone ids are not allowed";
+			return 0;
+		}
 		if (inet_pton(AF_INET6, addr, bin) != 1) {
-			*why = "not an IPv6 address (zone ids are not allowed)";
+			*why = "not an IPv6 address";
 			return 0;
 		}
 	} else {
@@ -1066,6 +1070,8 @@ conf_snapshot_is_stale(const struct conf_snapshot *s)
 
 	for (i = 0; i < s->nfiles; i++) {
 		was = &s->files[i];
+		if (was->exists && was->racy)
+			return 1;
 		if (conf_file_id_stat(was->path, &now) != 0)
 			return 1;
 		if (now.exists != was->exists)

@@ -157,6 +157,9 @@ int conf_grant_parse(const char *path, const char *section, const char *key,
 
 /* ---- Files ------------------------------------------------------------- */
 
+/* Set how recent a change makes a file racy (default 1 s; tests use 0). */
+void conf_set_racy_window_ns(int64_t ns);
+
 /* Fill id from the current state of path (exists = 0 when it does not
  * exist). Return 0, or EGRESS_ERR_IO for another stat failure. */
 int conf_file_id_stat(const char *path, struct conf_file_id *id);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ini.h>
@@ -745,9 +746,20 @@ conf_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
 
 /* ---- Files ------------------------------------------------------------- */
 
+static int64_t racy_window_ns = 1000000000;
+
+void
+conf_set_racy_window_ns(int64_t ns)
+{
+	racy_window_ns = ns;
+}
+
 static void
 id_from_stat(struct conf_file_id *id, const struct stat *sb)
 {
+	struct timespec now;
+	int64_t now_ns, last;
+
 	id->exists = 1;
 	id->dev = sb->st_dev;
 	id->ino = sb->st_ino;
@@ -756,6 +768,14 @@ id_from_stat(struct conf_file_id *id, const struct stat *sb)
 	    sb->st_mtim.tv_nsec;
 	id->ctime_ns = (int64_t)sb->st_ctim.tv_sec * 1000000000 +
 	    sb->st_ctim.tv_nsec;
+	/* A clock that fails makes every file racy: re-read, never miss. */
+	id->racy = 1;
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0) {
+		now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+		last = id->mtime_ns > id->ctime_ns ? id->mtime_ns :
+		    id->ctime_ns;
+		id->racy = now_ns - last < racy_window_ns;
+	}
 }
 
 int
@@ -768,6 +788,7 @@ conf_file_id_stat(const char *path, struct conf_file_id *id)
 	id->ino = 0;
 	id->size = 0;
 	id->mtime_ns = id->ctime_ns = 0;
+	id->racy = 0;
 	if (stat(path, &sb) != 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 :
 		    EGRESS_ERR_IO;
@@ -783,9 +804,11 @@ conf_read_file(const char *path, size_t max, char **ret_buf,
 	char *buf = NULL;
 	size_t len = 0;
 	ssize_t n;
+	char *idpath = id->path;
 	int fd, rc, saved;
 
-	id->exists = 0;
+	memset(id, 0, sizeof(*id));
+	id->path = idpath;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
 		return errno == ENOENT || errno == ENOTDIR ?
 		    EGRESS_ERR_NOT_FOUND : EGRESS_ERR_IO;

@@ -1,0 +1,1 @@
+yNPbbc3rUzJMjlqLEGhjEjV3JjvoacY2n/CVO/qbvGkUR8fgg3+K5DfYmep9FNDOf/Yh/8lm33O9xSaDlkegBA==

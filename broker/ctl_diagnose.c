@@ -29,7 +29,7 @@
 
 struct finding {
 	json_t *items;		/* array of objects */
-	int n;
+	int n;			/* findings that ask for action */
 	int json;
 };
 
@@ -69,7 +69,8 @@ static void
 add(struct finding *f, const char *instance, const char *kind,
     const char *subject, const char *message, const char *command)
 {
-	f->n++;
+	if (strcmp(kind, "note") != 0)
+		f->n++;
 	if (f->json) {
 		json_t *o = json_object();
 
@@ -106,6 +107,26 @@ fmt(const char *f, ...)
 	return s;
 }
 
+/* The folder of a manifest, relative to the configuration's folder when
+ * it lies under it (the commands we print run from there). */
+static char *
+reldir(const struct conf_snapshot *s, const char *manifest)
+{
+	size_t n = strlen(s->dir);
+	const char *p = manifest;
+	char *d, *sl;
+
+	if (strncmp(p, s->dir, n) == 0 && p[n] == '/')
+		p += n + 1;
+	if ((d = strdup(p)) == NULL)
+		return NULL;
+	if ((sl = strrchr(d, '/')) != NULL)
+		*sl = '\0';
+	else
+		(void)snprintf(d, strlen(d) + 1, ".");
+	return d;
+}
+
 static void
 diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
     const struct conf_snapshot *s, const struct conf_instance *ci)
@@ -121,10 +142,8 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 		return;
 	shq(ci->name, q, sizeof(q));
 	if (m == NULL) {
-		char *dir = strdup(ci->manifest_path), *sl;
+		char *dir = reldir(s, ci->manifest_path);
 
-		if (dir != NULL && (sl = strrchr(dir, '/')) != NULL)
-			*sl = '\0';
 		msg = fmt("manifest refused, so the instance has no "
 		    "permissions and no reach: %s", ci->manifest_error ?
 		    ci->manifest_error : "?");
@@ -179,18 +198,15 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 		free(cmd);
 	}
 	if (m->sig == CONF_SIG_UNSIGNED) {
-		char *dir = strdup(ci->manifest_path), *sl;
+		char *dir = reldir(s, ci->manifest_path);
 
-		if (dir != NULL && (sl = strrchr(dir, '/')) != NULL)
-			*sl = '\0';
 		cmd = fmt("egressctl manifest sign --key KEY %s",
 		    dir ? dir : ".");
-		add(f, ci->name, "signature", NULL, "the package is unsigned "
+		add(f, ci->name, "note", NULL, "the package is unsigned "
 		    "(accepted under permissive; strict refuses it)", cmd);
 		free(cmd);
 		free(dir);
 	}
-	(void)s;
 	pkg_reach_done(&r);
 }
 

@@ -111,11 +111,11 @@ print_errs(const struct conf_errors *e, const char *from, const char *to)
 	for (i = 0; i < e->n; i++) {
 		const char *m = e->msgs[i], *p;
 
-		if (from != NULL && (p = strstr(m, from)) != NULL)
-			fprintf(stderr, "%.*s%s%s\n", (int)(p - m), m, to,
-			    p + fl);
-		else
-			fprintf(stderr, "%s\n", m);
+		while (fl > 0 && (p = strstr(m, from)) != NULL) {
+			fprintf(stderr, "%.*s%s", (int)(p - m), m, to);
+			m = p + fl;
+		}
+		fprintf(stderr, "%s\n", m);
 	}
 }
 
@@ -468,12 +468,18 @@ out:
 }
 
 static void
-print_list(const char *indent, const struct pkg_strv *sv)
+print_list_to(FILE *f, const char *indent, const struct pkg_strv *sv)
 {
 	size_t i;
 
 	for (i = 0; i < sv->n; i++)
-		printf("%s%s\n", indent, sv->v[i]);
+		fprintf(f, "%s%s\n", indent, sv->v[i]);
+}
+
+static void
+print_list(const char *indent, const struct pkg_strv *sv)
+{
+	print_list_to(stdout, indent, sv);
 }
 
 /* The printout of a newly created entry. */
@@ -620,7 +626,7 @@ binding_refused(const struct ctl_ctx *ctx, const char *how,
 	    "without a stated choice.\n", alias);
 	fprintf(stderr, "%s %s declares these destinations:\n", m->name,
 	    m->version);
-	print_list("  ", &decl);
+	print_list_to(stderr, "  ", &decl);
 	fprintf(stderr, "Run again with one of:\n");
 	fprintf(stderr, "  %s %s --egress declared   (grant exactly these)\n",
 	    ctlcmd(ctx), how);
@@ -1364,6 +1370,8 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 		if (pkg_reach_compute(ci, ci->manifest, NULL, &r) != 0 ||
 		    (sec = section_of(ci->name)) == NULL)
 			goto out;
+		if (r.effective == 0)
+			pkg_strv_done(&r.reach);
 		printf("instance %s: its entry is removed; it loses:\n",
 		    ci->name);
 		if (r.reach.n == 0)
@@ -1449,7 +1457,7 @@ print_field(const char *label, const struct pkg_strv *sv)
 {
 	size_t i;
 
-	printf("  %-22s", label);
+	printf("  %-24s", label);
 	if (sv->n == 0)
 		printf("(none)");
 	for (i = 0; i < sv->n; i++)
@@ -1491,6 +1499,9 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 
 		if (pkg_reach_compute(ci, m, NULL, &r) != 0)
 			goto out;
+		/* Without a permission no transport reaches anything. */
+		if (r.effective == 0)
+			pkg_strv_done(&r.reach);
 		if (asprintf(&sock, "%s/%s.sock", s->instance_socket_dir ?
 		    s->instance_socket_dir : "/run/egressd/instances",
 		    ci->name) < 0)
@@ -1535,20 +1546,20 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 			json_array_append_new(arr, o);
 		} else {
 			printf("%s\n", ci->name);
-			printf("  %-22s%s %s (%s)\n", "plugin:", ci->plugin,
+			printf("  %-24s%s %s (%s)\n", "plugin:", ci->plugin,
 			    m ? m->version : "?", rel ? rel :
 			    ci->manifest_path);
 			if (m != NULL)
-				printf("  %-22s%s\n", "signature:",
+				printf("  %-24s%s\n", "signature:",
 				    conf_sig_status_str(m->sig));
 			else
-				printf("  %-22smanifest refused: %s\n",
+				printf("  %-24smanifest refused: %s\n",
 				    "signature:", ci->manifest_error ?
 				    ci->manifest_error : "?");
-			printf("  %-22s%s\n", "permissions:",
+			printf("  %-24s%s\n", "permissions:",
 			    perm_list(r.effective, pbuf, sizeof(pbuf)));
 			if (r.requested & ~r.granted_perms)
-				printf("  %-22s%s\n", "requested, not granted:",
+				printf("  %-24s%s\n", "requested, not granted:",
 				    perm_list(r.requested & ~r.granted_perms,
 				    pbuf, sizeof(pbuf)));
 			print_field(r.operator_defined ?
@@ -1558,7 +1569,7 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 				    &r.not_granted);
 			print_field("granted, not declared:", &r.ineffective);
 			print_field("private carve-outs:", &r.private_hosts);
-			printf("  %-22s%s\n", "socket:", sock ? sock : "?");
+			printf("  %-24s%s\n", "socket:", sock ? sock : "?");
 		}
 		pkg_reach_done(&r);
 		free(sock);

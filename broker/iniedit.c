@@ -587,6 +587,27 @@ prefix_trim(const char *prefix, size_t len)
 	return len;
 }
 
+/*
+ * An empty value cannot keep an inline comment on its line: inih would
+ * read "key = ; c" as the value "; c". The comment moves to its own line
+ * above the key.
+ */
+static void
+empty_with_comment(struct sbuf *b, const struct iniedit *d,
+    const char *prefix, size_t prefixlen, const char *tail, size_t taillen)
+{
+	size_t i = 0;
+
+	while (i < taillen && is_sp((unsigned char)tail[i]))
+		i++;
+	if (i < taillen) {
+		sb_add(b, tail + i, taillen - i);
+		sb_str(b, d->nl);
+	}
+	sb_add(b, prefix, prefix_trim(prefix, prefixlen));
+	sb_str(b, d->nl);
+}
+
 static const char *
 render_scalar(const struct iniedit *d, const char *prefix, size_t prefixlen,
     const char *tail, size_t taillen, void *arg, int *reterr)
@@ -594,12 +615,12 @@ render_scalar(const struct iniedit *d, const char *prefix, size_t prefixlen,
 	const char *value = arg;
 	struct sbuf b = { 0 };
 
-	if (value[0] == '\0')
-		sb_add(&b, prefix, prefix_trim(prefix, prefixlen));
-	else {
-		sb_add(&b, prefix, prefixlen);
-		sb_str(&b, value);
+	if (value[0] == '\0') {
+		empty_with_comment(&b, d, prefix, prefixlen, tail, taillen);
+		goto done;
 	}
+	sb_add(&b, prefix, prefixlen);
+	sb_str(&b, value);
 	if (taillen > 0)
 		sb_add(&b, tail, taillen);
 	if (!b.oom && b.len > INIEDIT_LINE_MAX) {
@@ -608,6 +629,7 @@ render_scalar(const struct iniedit *d, const char *prefix, size_t prefixlen,
 		return NULL;
 	}
 	sb_str(&b, d->nl);
+done:
 	if (b.oom) {
 		free(b.s);
 		return NULL;
@@ -641,9 +663,7 @@ render_list(const struct iniedit *d, const char *prefix, size_t prefixlen,
 	for (i = 0; i < la->n; i++)
 		one += strlen(la->items[i]) + (i ? 2 : 0);
 	if (la->n == 0) {
-		sb_add(&b, prefix, prefix_trim(prefix, prefixlen));
-		sb_add(&b, tail, taillen);
-		sb_str(&b, d->nl);
+		empty_with_comment(&b, d, prefix, prefixlen, tail, taillen);
 		goto out;
 	}
 	if (one <= INIEDIT_WRAP) {

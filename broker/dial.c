@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * dial: non-blocking connects to pinned addresses, Happy Eyeballs style,
+ * then an optional TLS handshake through bufferevent_openssl. The dial
+ * copies its parameters, so the caller's answer set can go away; it
+ * holds its own SSL_CTX reference. Every completion path (success,
+ * failure, deadline) goes through dial_finish(), which runs the callback
+ * once and frees the dial.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "broker/dial.h"
+
+struct dial_tls {
+	SSL_CTX *ctx;
+};
+
+struct dial_attempt {
+	int fd;
+	struct event *ev;
+	struct dial *d;
+	size_t idx;
+};
+
+struct dial {
+	struct event_base *base;
+	SSL_CTX *ctx;			/* own reference, or NULL */
+	struct policy_host host;
+	uint16_t port;
+	struct policy_addr addrs[POLICY_ANSWERS_MAX];
+	size_t naddrs;
+	size_t next;			/* next address to try */
+	struct dial_attempt att[POLICY_ANSWERS_MAX];
+	size_t nactive;
+	struct event *deadline;
+	struct event *stagger;
+	struct bufferevent *bev;	/* TLS handshake in progress */
+	size_t used;
+	dial_cb cb;
+	void *arg;
+	int in_cb;
+};
+
+int
+dial_tls_new(const char *ca_file, struct dial_tls **ret)
+{
+	static const unsigned char alpn[] = "\x08http/1.1";
+	struct dial_tls *t;
+	SSL_CTX *ctx;
+
+	if (ret == NULL)
+		return EGRESS_ERR_INVALID;
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		return EGRESS_ERR_NOMEM;
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
+		goto bad;
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	(void)SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
+	    SSL_OP_NO_COMPRESSION);
+	if (ca_file != NULL) {
+		if (SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1)
+			goto bad;
+	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+		goto bad;
+	if ((t = calloc(1, sizeof(*t))) == NULL) {
+		SSL_CTX_free(ctx);
+		return EGRESS_ERR_NOMEM;
+	}
+	t->ctx = ctx;
+	*ret = t;
+	return 0;
+bad:
+	ERR_clear_error();
+	SSL_CTX_free(ctx);
+	return EGRESS_ERR_INVALID;
+}
+
+void
+dial_tls_free(struct dial_tls *t)
+{
+	if (t == NULL)
+		return;
+	SSL_CTX_free(t->ctx);
+	free(t);
+}
+
+static void
+dial_attempt_close(struct dial_attempt *a)
+{
+	if (a->ev != NULL) {
+		event_free(a->ev);
+		a->ev = NULL;
+	}
+	if (a->fd != -1) {
+		(void)close(a->fd);
+		a->fd = -1;
+		a->d->nactive--;
+	}
+}
+
+static void
+dial_free(struct dial *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->naddrs; i++)
+		dial_attempt_close(&d->att[i]);
+	if (d->bev != NULL)
+		bufferevent_free(d->bev);
+	if (d->deadline != NULL)
+		event_free(d->deadline);
+	if (d->stagger != NULL)
+		event_free(d->stagger);
+	SSL_CTX_free(d->ctx);
+	ERR_clear_error();
+	free(d);
+}
+
+/* Run the callback once, hand over bev (may be NULL), free the dial. */
+static void
+dial_finish(struct dial *d, int err, struct bufferevent *bev)
+{
+	struct policy_addr used;
+
+	if (bev != NULL)
+		used = d->addrs[d->used];
+	d->in_cb = 1;
+	d->cb(d->arg, err, bev, bev != NULL ? &used : NULL);
+	dial_free(d);
+}
+
+static int
+dial_sockaddr(const struct policy_addr *a, uint16_t port,
+    struct sockaddr_storage *ss, socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == 4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, a->bytes, 4);
+		*len = sizeof(*sin);
+		return 0;
+	}
+	if (a->family == 6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, a->bytes, 16);
+		*len = sizeof(*sin6);
+		return 0;
+	}
+	return -1;
+}
+
+static void dial_attempt_cb(evutil_socket_t, short, void *);
+
+/*
+ * Start the next address that does not fail at once. Return 1 when an
+ * attempt is in flight, 0 when none could start.
+ */
+static int
+dial_start_next(struct dial *d)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+
+	while (d->next < d->naddrs) {
+		struct dial_attempt *a = &d->att[d->next];
+		int fd, one = 1;
+
+		a->idx = d->next++;
+		if (dial_sockaddr(&d->addrs[a->idx], d->port, &ss, &sl) != 0)
+			continue;
+		fd = socket(ss.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			continue;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		if (connect(fd, (struct sockaddr *)&ss, sl) == -1 &&
+		    errno != EINPROGRESS) {
+			(void)close(fd);
+			continue;
+		}
+		a->fd = fd;
+		d->nactive++;
+		a->ev = event_new(d->base, fd, EV_WRITE, dial_attempt_cb, a);
+		if (a->ev == NULL || event_add(a->ev, NULL) != 0) {
+			dial_attempt_close(a);
+			continue;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+static void
+dial_arm_stagger(struct dial *d)
+{
+	struct timeval tv = { 0, DIAL_STAGGER_MS * 1000 };
+
+	if (d->next < d->naddrs)
+		(void)evtimer_add(d->stagger, &tv);
+	else
+		(void)event_del(d->stagger);
+}
+
+static void
+dial_stagger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dial *d = arg;
+
+	if (!dial_start_next(d) && d->nactive == 0) {
+		dial_finish(d, EGRESS_ERR_CONNECT_FAILED, NULL);
+		return;
+	}
+	dial_arm_stagger(d);
+}
+
+static void
+dial_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	dial_finish(arg, EGRESS_ERR_TIMEOUT, NULL);
+}
+
+static void
+dial_tls_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct dial *d = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		d->bev = NULL;
+		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+		(void)bufferevent_disable(bev, EV_READ | EV_WRITE);
+		dial_finish(d, 0, bev);
+		return;
+	}
+	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))
+		dial_finish(d, EGRESS_ERR_TLS_FAILED, NULL);
+}
+
+/* The TCP connection to a->idx is up: TLS or done. */
+static void
+dial_won(struct dial *d, struct dial_attempt *a)
+{
+	struct bufferevent *bev;
+	SSL *ssl = NULL;
+	size_t i;
+	int fd = a->fd;
+
+	event_free(a->ev);
+	a->ev = NULL;
+	a->fd = -1;
+	d->nactive--;
+	d->used = a->idx;
+	for (i = 0; i < d->naddrs; i++)
+		dial_attempt_close(&d->att[i]);
+	(void)event_del(d->stagger);
+
+	if (d->ctx == NULL) {
+		bev = bufferevent_socket_new(d->base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
+		if (bev == NULL) {
+			(void)close(fd);
+			dial_finish(d, EGRESS_ERR_NOMEM, NULL);
+			return;
+		}
+		dial_finish(d, 0, bev);
+		return;
+	}
+	if ((ssl = SSL_new(d->ctx)) == NULL)
+		goto nomem;
+	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	if (d->host.kind == POLICY_HOST_NAME) {
+		if (SSL_set_tlsext_host_name(ssl, d->host.name) != 1 ||
+		    SSL_set1_host(ssl, d->host.name) != 1)
+			goto nomem;
+	} else if (X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl),
+	    d->host.addr, d->host.kind == POLICY_HOST_IPV4 ? 4 : 16) != 1)
+		goto nomem;
+	bev = bufferevent_openssl_socket_new(d->base, fd, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		/* libevent 2.1 may already have freed ssl: do not touch it. */
+		(void)close(fd);
+		dial_finish(d, EGRESS_ERR_NOMEM, NULL);
+		return;
+	}
+	d->bev = bev;
+	bufferevent_setcb(bev, NULL, NULL, dial_tls_event_cb, d);
+	(void)bufferevent_enable(bev, EV_READ | EV_WRITE);
+	return;
+nomem:
+	SSL_free(ssl);
+	(void)close(fd);
+	dial_finish(d, EGRESS_ERR_NOMEM, NULL);
+}
+
+static void
+dial_attempt_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dial_attempt *a = arg;
+	struct dial *d = a->d;
+	socklen_t len = sizeof(int);
+	int soerr = 0;
+
+	if (getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 &&
+	    soerr == 0) {
+		dial_won(d, a);
+		return;
+	}
+	dial_attempt_close(a);
+	/* A failure starts the next address at once. */
+	if (!dial_start_next(d) && d->nactive == 0) {
+		dial_finish(d, EGRESS_ERR_CONNECT_FAILED, NULL);
+		return;
+	}
+	dial_arm_stagger(d);
+}
+
+int
+dial_start(struct event_base *base, struct dial_tls *tls,
+    const struct dial_params *p, dial_cb cb, void *arg, struct dial **ret)
+{
+	struct dial *d;
+	struct timeval tv;
+	size_t i;
+	int ms;
+
+	if (base == NULL || p == NULL || cb == NULL || p->host == NULL ||
+	    p->addrs == NULL || p->naddrs == 0 ||
+	    p->naddrs > POLICY_ANSWERS_MAX || p->port == 0 ||
+	    p->timeout_ms < 0 ||
+	    strnlen(p->host->name, sizeof(p->host->name)) >=
+	    sizeof(p->host->name))
+		return EGRESS_ERR_INVALID;
+	for (i = 0; i < p->naddrs; i++)
+		if (p->addrs[i].family != 4 && p->addrs[i].family != 6)
+			return EGRESS_ERR_INVALID;
+	if ((d = calloc(1, sizeof(*d))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	d->base = base;
+	d->host = *p->host;
+	d->port = p->port;
+	d->naddrs = p->naddrs;
+	memcpy(d->addrs, p->addrs, p->naddrs * sizeof(p->addrs[0]));
+	for (i = 0; i < d->naddrs; i++) {
+		d->att[i].fd = -1;
+		d->att[i].d = d;
+	}
+	d->cb = cb;
+	d->arg = arg;
+	if (tls != NULL) {
+		if (SSL_CTX_up_ref(tls->ctx) != 1) {
+			free(d);
+			return EGRESS_ERR_NOMEM;
+		}
+		d->ctx = tls->ctx;
+	}
+	ms = p->timeout_ms > 0 ? p->timeout_ms : DIAL_TIMEOUT_DEFAULT_MS;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	if ((d->deadline = evtimer_new(base, dial_deadline_cb, d)) == NULL ||
+	    (d->stagger = evtimer_new(base, dial_stagger_cb, d)) == NULL ||
+	    evtimer_add(d->deadline, &tv) != 0) {
+		dial_free(d);
+		return EGRESS_ERR_NOMEM;
+	}
+	/* The first attempt starts from the loop: no callback in here. */
+	event_active(d->stagger, EV_TIMEOUT, 0);
+	if (ret != NULL)
+		*ret = d;
+	return 0;
+}
+
+void
+dial_cancel(struct dial *d)
+{
+	if (d == NULL || d->in_cb)
+		return;
+	dial_free(d);
+}

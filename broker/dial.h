@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * dial: connect to a validated, pinned address list and nothing else.
+ * The caller passes the addresses policy_check_answers() allowed; dial
+ * never resolves. Attempts follow the list order with a Happy Eyeballs
+ * stagger (the next address starts DIAL_STAGGER_MS after the previous
+ * one, or at once when it fails); the first TCP connection wins and the
+ * others are closed. For TLS, OpenSSL 3 runs on the winner through
+ * bufferevent_openssl with TLS 1.2 or later, SNI set to the host name
+ * (none for an IP literal), ALPN "http/1.1", and the certificate verified
+ * against the host name (or IP) from the system trust store or a CA
+ * file. One deadline covers every connect and the handshake.
+ */
+#ifndef EGRESS_BROKER_DIAL_H
+#define EGRESS_BROKER_DIAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+struct event_base;
+struct bufferevent;
+struct dial_tls;
+struct dial;
+
+#define DIAL_STAGGER_MS		250
+#define DIAL_TIMEOUT_DEFAULT_MS	10000
+
+/*
+ * Create the client TLS context: TLS 1.2 minimum, peer verification
+ * required, no renegotiation, trust from ca_file (PEM) when not NULL or
+ * else the system default paths. Return 0 and write *ret, or
+ * EGRESS_ERR_INVALID (ca_file unreadable or not PEM certificates) or
+ * EGRESS_ERR_NOMEM.
+ */
+int dial_tls_new(const char *ca_file, struct dial_tls **ret);
+
+/* Free the context; dials already started keep their own reference.
+ * NULL is a no-op. */
+void dial_tls_free(struct dial_tls *t);
+
+/* What to connect to. Everything is borrowed until dial_start returns. */
+struct dial_params {
+	const struct policy_host *host;	/* SNI and verification name */
+	uint16_t port;
+	const struct policy_addr *addrs; /* validated, in order */
+	size_t naddrs;			/* 1..POLICY_ANSWERS_MAX */
+	int timeout_ms;			/* 0: DIAL_TIMEOUT_DEFAULT_MS */
+};
+
+/*
+ * Completion. On err 0, bev is a connected bufferevent (TLS when a
+ * context was given; BEV_OPT_CLOSE_ON_FREE, the fd CLOEXEC and
+ * non-blocking, no callbacks set, reading and writing disabled) whose
+ * ownership moves to the callee, and used is the address connected to
+ * (borrowed for the call). Otherwise bev and used are NULL and err is
+ * EGRESS_ERR_CONNECT_FAILED (every address refused or unreachable),
+ * EGRESS_ERR_TLS_FAILED (handshake or certificate verification failed),
+ * EGRESS_ERR_TIMEOUT (the deadline passed) or EGRESS_ERR_NOMEM. The dial
+ * handle is freed after the callback returns.
+ */
+typedef void (*dial_cb)(void *arg, int err, struct bufferevent *bev,
+    const struct policy_addr *used);
+
+/*
+ * Start dialing on base. tls NULL means plain TCP. The callback runs
+ * exactly once, from the event loop (never inside dial_start), unless
+ * dial_cancel() runs first. If ret is not NULL write the handle (valid
+ * until the callback runs or dial_cancel()). Return 0, or
+ * EGRESS_ERR_INVALID (no address, a bad family, port 0, a host too long)
+ * or EGRESS_ERR_NOMEM.
+ */
+int dial_start(struct event_base *base, struct dial_tls *tls,
+    const struct dial_params *p, dial_cb cb, void *arg, struct dial **ret);
+
+/* Abort a dial whose callback has not run: close every socket, no
+ * callback. NULL is a no-op. */
+void dial_cancel(struct dial *d);
+
+#endif /* EGRESS_BROKER_DIAL_H */

@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for broker/dial, on loopback only: a test CA and server
+ * certificates are made with the openssl CLI at test time, and a TLS
+ * server runs in this process on the same event loop, recording the SNI
+ * it was sent. Covers dialing the pinned address whatever the host name
+ * (the name is never resolved), SNI, certificate name and IP checks,
+ * untrusted CAs, refused addresses with fallback to the next one, the
+ * deadline, cancellation and argument checks.
+ */
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "broker/dial.h"
+
+static char dir[64];
+
+static void
+make_certs(void)
+{
+	char cmd[4096];
+
+	/* A peer closing mid-handshake must not kill us (egressd ignores
+	 * SIGPIPE too). */
+	(void)signal(SIGPIPE, SIG_IGN);
+	snprintf(dir, sizeof(dir), "/tmp/egress-dial-XXXXXX");
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(cmd, sizeof(cmd),
+	    "(set -e; cd %s; "
+	    "gen() { openssl req -x509 -newkey ec "
+	    "-pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $1.key "
+	    "-out $1.pem -days 2 -subj /CN=$1 "
+	    "-addext basicConstraints=critical,CA:TRUE "
+	    "-addext keyUsage=critical,keyCertSign; }; "
+	    "leaf() { openssl req -newkey ec "
+	    "-pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $1.key "
+	    "-out $1.csr -subj /CN=$1; "
+	    "printf 'subjectAltName=%%s\\n' \"$2\" > $1.ext; "
+	    "openssl x509 -req -in $1.csr -CA ca.pem -CAkey ca.key "
+	    "-CAcreateserial -out $1.pem -days 2 -extfile $1.ext; }; "
+	    "gen ca; gen otherca; "
+	    "leaf name DNS:pinned.test; leaf ip IP:127.0.0.1) "
+	    ">/dev/null 2>&1", dir);
+	cr_assert_eq(system(cmd), 0, "openssl failed");
+}
+
+static void
+rm_certs(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	(void)system(cmd);
+}
+
+TestSuite(broker_dial, .init = make_certs, .fini = rm_certs);
+
+/* ---- in-process servers ----------------------------------------------- */
+
+struct server {
+	struct event_base *base;
+	SSL_CTX *ctx;		/* NULL: plain TCP, or silent if mute */
+	int mute;		/* accept nothing, speak nothing */
+	int lfd;
+	uint16_t port;
+	struct event *ev;
+	struct bufferevent *conn;
+	char sni[256];
+	int accepted;
+};
+
+static int
+sni_cb(SSL *ssl, int *al, void *arg)
+{
+	struct server *s = arg;
+	const char *n = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+
+	snprintf(s->sni, sizeof(s->sni), "%s", n != NULL ? n : "");
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static void
+server_accept_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+	int c = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (c == -1)
+		return;
+	s->accepted++;
+	if (s->conn != NULL)
+		bufferevent_free(s->conn);
+	if (s->ctx != NULL)
+		s->conn = bufferevent_openssl_socket_new(s->base, c,
+		    SSL_new(s->ctx), BUFFEREVENT_SSL_ACCEPTING,
+		    BEV_OPT_CLOSE_ON_FREE);
+	else
+		s->conn = bufferevent_socket_new(s->base, c,
+		    BEV_OPT_CLOSE_ON_FREE);
+	cr_assert(s->conn != NULL);
+	(void)bufferevent_enable(s->conn, EV_READ | EV_WRITE);
+}
+
+static void
+server_start(struct server *s, struct event_base *base, const char *cert,
+    int mute)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	char crt[128], key[128];
+
+	memset(s, 0, sizeof(*s));
+	s->base = base;
+	s->mute = mute;
+	if (cert != NULL) {
+		snprintf(crt, sizeof(crt), "%s/%s.pem", dir, cert);
+		snprintf(key, sizeof(key), "%s/%s.key", dir, cert);
+		s->ctx = SSL_CTX_new(TLS_server_method());
+		cr_assert(s->ctx != NULL);
+		cr_assert_eq(SSL_CTX_use_certificate_file(s->ctx, crt,
+		    SSL_FILETYPE_PEM), 1);
+		cr_assert_eq(SSL_CTX_use_PrivateKey_file(s->ctx, key,
+		    SSL_FILETYPE_PEM), 1);
+		SSL_CTX_set_tlsext_servername_callback(s->ctx, sni_cb);
+		SSL_CTX_set_tlsext_servername_arg(s->ctx, s);
+	}
+	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	cr_assert(s->lfd >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(s->lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	cr_assert(listen(s->lfd, 16) == 0);
+	cr_assert(getsockname(s->lfd, (struct sockaddr *)&sin, &sl) == 0);
+	s->port = ntohs(sin.sin_port);
+	if (!mute) {
+		s->ev = event_new(base, s->lfd, EV_READ | EV_PERSIST,
+		    server_accept_cb, s);
+		cr_assert(event_add(s->ev, NULL) == 0);
+	}
+}
+
+static void
+server_stop(struct server *s)
+{
+	if (s->conn != NULL)
+		bufferevent_free(s->conn);
+	if (s->ev != NULL)
+		event_free(s->ev);
+	close(s->lfd);
+	SSL_CTX_free(s->ctx);
+}
+
+/* A loopback port with nothing listening (bound, then closed). */
+static uint16_t
+closed_port(void)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	cr_assert(getsockname(fd, (struct sockaddr *)&sin, &sl) == 0);
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
+/* ---- dial harness ----------------------------------------------------- */
+
+struct outcome {
+	int calls;
+	int err;
+	struct bufferevent *bev;
+	char used[64];
+};
+
+static void
+outcome_cb(void *arg, int err, struct bufferevent *bev,
+    const struct policy_addr *used)
+{
+	struct outcome *o = arg;
+
+	o->calls++;
+	o->err = err;
+	o->bev = bev;
+	if (used != NULL)
+		cr_assert_eq(policy_addr_format(used, o->used,
+		    sizeof(o->used)), 0);
+	cr_assert((err == 0) == (bev != NULL));
+}
+
+static struct dial_tls *
+tls_with(const char *ca)
+{
+	struct dial_tls *t = NULL;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s.pem", dir, ca);
+	cr_assert_eq(dial_tls_new(path, &t), 0);
+	return t;
+}
+
+static void
+host_of(const char *name, struct policy_host *h)
+{
+	struct policy_err e;
+
+	cr_assert_eq(policy_host_parse(name, strlen(name), h, &e), 0);
+}
+
+static struct outcome
+dial_run(struct event_base *base, struct dial_tls *t, const char *host,
+    uint16_t port, const char *const *addrs, size_t n, int timeout_ms)
+{
+	struct policy_addr a[8];
+	struct policy_host h;
+	struct dial_params p;
+	struct outcome o;
+	size_t i;
+
+	memset(&o, 0, sizeof(o));
+	host_of(host, &h);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(policy_addr_parse(addrs[i], &a[i]), 0);
+	memset(&p, 0, sizeof(p));
+	p.host = &h;
+	p.port = port;
+	p.addrs = a;
+	p.naddrs = n;
+	p.timeout_ms = timeout_ms;
+	cr_assert_eq(dial_start(base, t, &p, outcome_cb, &o, NULL), 0);
+	cr_assert_eq(o.calls, 0, "callback inside dial_start");
+	while (o.calls == 0)
+		cr_assert(event_base_loop(base, EVLOOP_ONCE) == 0);
+	return o;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+Test(broker_dial, plain_tcp)
+{
+	struct event_base *base = event_base_new();
+	struct server s;
+	const char *addrs[] = { "127.0.0.1" };
+	struct outcome o;
+	int fl;
+
+	server_start(&s, base, NULL, 0);
+	o = dial_run(base, NULL, "pinned.test", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, 0);
+	cr_assert_str_eq(o.used, "127.0.0.1");
+	fl = fcntl(bufferevent_getfd(o.bev), F_GETFD);
+	cr_assert(fl & FD_CLOEXEC);
+	cr_assert(fcntl(bufferevent_getfd(o.bev), F_GETFL) & O_NONBLOCK);
+	bufferevent_free(o.bev);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+Test(broker_dial, tls_pinned_address_and_sni)
+{
+	struct event_base *base = event_base_new();
+	struct dial_tls *t = tls_with("ca");
+	struct server s;
+	const char *addrs[] = { "127.0.0.1" };
+	struct outcome o;
+	SSL *ssl;
+
+	/* pinned.test resolves nowhere; dial connects where it is told. */
+	server_start(&s, base, "name", 0);
+	o = dial_run(base, t, "pinned.test", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, 0);
+	cr_assert_str_eq(o.used, "127.0.0.1");
+	cr_assert_str_eq(s.sni, "pinned.test");
+	ssl = bufferevent_openssl_get_ssl(o.bev);
+	cr_assert(ssl != NULL);
+	cr_assert_eq(SSL_get_verify_result(ssl), X509_V_OK);
+	cr_assert(SSL_version(ssl) >= TLS1_2_VERSION);
+	bufferevent_free(o.bev);
+	dial_tls_free(t);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+Test(broker_dial, tls_wrong_name)
+{
+	struct event_base *base = event_base_new();
+	struct dial_tls *t = tls_with("ca");
+	struct server s;
+	const char *addrs[] = { "127.0.0.1" };
+	struct outcome o;
+
+	server_start(&s, base, "name", 0);
+	o = dial_run(base, t, "other.test", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, EGRESS_ERR_TLS_FAILED);
+	cr_assert_str_eq(s.sni, "other.test");
+	/* A sub-name does not match either. */
+	o = dial_run(base, t, "a.pinned.test", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, EGRESS_ERR_TLS_FAILED);
+	dial_tls_free(t);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+Test(broker_dial, tls_untrusted_ca)
+{
+	struct event_base *base = event_base_new();
+	struct dial_tls *t = tls_with("otherca");
+	struct server s;
+	const char *addrs[] = { "127.0.0.1" };
+	struct outcome o;
+
+	server_start(&s, base, "name", 0);
+	o = dial_run(base, t, "pinned.test", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, EGRESS_ERR_TLS_FAILED);
+	dial_tls_free(t);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+Test(broker_dial, tls_ip_literal)
+{
+	struct event_base *base = event_base_new();
+	struct dial_tls *t = tls_with("ca");
+	struct server s, s2;
+	const char *addrs[] = { "127.0.0.1" };
+	struct outcome o;
+
+	server_start(&s, base, "ip", 0);
+	strcpy(s.sni, "unset");
+	o = dial_run(base, t, "127.0.0.1", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, 0);
+	cr_assert_str_eq(s.sni, "", "SNI sent for an IP literal");
+	bufferevent_free(o.bev);
+	/* A name certificate does not cover the IP. */
+	server_start(&s2, base, "name", 0);
+	o = dial_run(base, t, "127.0.0.1", s2.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, EGRESS_ERR_TLS_FAILED);
+	/* Nor does an IP certificate cover a name. */
+	o = dial_run(base, t, "pinned.test", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, EGRESS_ERR_TLS_FAILED);
+	dial_tls_free(t);
+	server_stop(&s);
+	server_stop(&s2);
+	event_base_free(base);
+}
+
+Test(broker_dial, refused_then_next_address)
+{
+	struct event_base *base = event_base_new();
+	struct server s;
+	/* The server listens on 127.0.0.1 only: 127.0.0.2 refuses. */
+	const char *addrs[] = { "127.0.0.2", "127.0.0.1" };
+	struct outcome o;
+
+	server_start(&s, base, NULL, 0);
+	o = dial_run(base, NULL, "pinned.test", s.port, addrs, 2, 2000);
+	cr_assert_eq(o.err, 0);
+	cr_assert_str_eq(o.used, "127.0.0.1");
+	bufferevent_free(o.bev);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+Test(broker_dial, all_refused)
+{
+	struct event_base *base = event_base_new();
+	const char *addrs[] = { "127.0.0.1", "127.0.0.2" };
+	struct outcome o;
+
+	o = dial_run(base, NULL, "pinned.test", closed_port(), addrs, 2,
+	    2000);
+	cr_assert_eq(o.err, EGRESS_ERR_CONNECT_FAILED);
+	cr_assert_null(o.bev);
+	event_base_free(base);
+}
+
+Test(broker_dial, deadline_covers_handshake)
+{
+	struct event_base *base = event_base_new();
+	struct dial_tls *t = tls_with("ca");
+	struct server s;
+	const char *addrs[] = { "127.0.0.1" };
+	struct outcome o;
+
+	/* The kernel accepts the TCP connection; nobody answers TLS. */
+	server_start(&s, base, NULL, 1);
+	o = dial_run(base, t, "pinned.test", s.port, addrs, 1, 200);
+	cr_assert_eq(o.err, EGRESS_ERR_TIMEOUT);
+	dial_tls_free(t);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+static void
+never_cb(void *arg, int err, struct bufferevent *bev,
+    const struct policy_addr *used)
+{
+	cr_assert_fail("callback after cancel");
+}
+
+Test(broker_dial, cancel)
+{
+	struct event_base *base = event_base_new();
+	struct dial_tls *t = tls_with("ca");
+	struct server s;
+	struct policy_addr a;
+	struct policy_host h;
+	struct dial_params p;
+	struct dial *d = NULL;
+	int i;
+
+	server_start(&s, base, NULL, 1);
+	host_of("pinned.test", &h);
+	cr_assert_eq(policy_addr_parse("127.0.0.1", &a), 0);
+	memset(&p, 0, sizeof(p));
+	p.host = &h;
+	p.port = s.port;
+	p.addrs = &a;
+	p.naddrs = 1;
+	p.timeout_ms = 100;
+	/* Before the first attempt. */
+	cr_assert_eq(dial_start(base, t, &p, never_cb, NULL, &d), 0);
+	dial_cancel(d);
+	/* During the handshake (the mute server never answers). */
+	cr_assert_eq(dial_start(base, t, &p, never_cb, NULL, &d), 0);
+	for (i = 0; i < 5; i++)
+		(void)event_base_loop(base, EVLOOP_NONBLOCK);
+	dial_cancel(d);
+	/* Past the deadline: nothing fires. */
+	cr_assert_eq(event_base_loop(base, 0), 1, "events left behind");
+	dial_tls_free(t);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+Test(broker_dial, bad_params)
+{
+	struct event_base *base = event_base_new();
+	struct policy_addr a;
+	struct policy_host h;
+	struct dial_params p;
+
+	host_of("pinned.test", &h);
+	cr_assert_eq(policy_addr_parse("127.0.0.1", &a), 0);
+	memset(&p, 0, sizeof(p));
+	p.host = &h;
+	p.port = 443;
+	p.addrs = &a;
+	p.naddrs = 0;
+	cr_assert_eq(dial_start(base, NULL, &p, never_cb, NULL, NULL),
+	    EGRESS_ERR_INVALID);
+	p.naddrs = 1;
+	p.port = 0;
+	cr_assert_eq(dial_start(base, NULL, &p, never_cb, NULL, NULL),
+	    EGRESS_ERR_INVALID);
+	p.port = 443;
+	a.family = 5;
+	cr_assert_eq(dial_start(base, NULL, &p, never_cb, NULL, NULL),
+	    EGRESS_ERR_INVALID);
+	event_base_free(base);
+}
+
+Test(broker_dial, tls_new_bad_ca)
+{
+	struct dial_tls *t = NULL;
+	char path[128];
+
+	cr_assert_eq(dial_tls_new("/nonexistent/ca.pem", &t),
+	    EGRESS_ERR_INVALID);
+	snprintf(path, sizeof(path), "%s/ca.key", dir);
+	cr_assert_eq(dial_tls_new(path, &t), EGRESS_ERR_INVALID);
+	cr_assert_null(t);
+	cr_assert_eq(dial_tls_new(NULL, &t), 0);
+	dial_tls_free(t);
+}

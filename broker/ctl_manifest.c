@@ -406,8 +406,13 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 		json_object_set_new(o, "package", json_string(pkgdir));
 		json_object_set_new(o, "status", json_string(status));
 		json_object_set_new(o, "detail", json_string(why));
-		json_object_set_new(o, "key", fp[0] ? json_string(fp) :
-		    json_null());
+		if (fp[0] != '\0') {
+			char k[64];
+
+			(void)snprintf(k, sizeof(k), "sha256:%s", fp);
+			json_object_set_new(o, "key", json_string(k));
+		} else
+			json_object_set_new(o, "key", json_null());
 		s = json_dumps(o, JSON_COMPACT);
 		json_decref(o);
 		if (s != NULL)

@@ -455,6 +455,42 @@ section_find(const struct iniedit *d, const struct linfo *info,
 	return 0;
 }
 
+/* A growing string. */
+struct sbuf {
+	char *s;
+	size_t len, cap;
+	int oom;
+};
+
+static void
+sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 128;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		if ((p = realloc(b->s, cap)) == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->s = p;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void
+sb_str(struct sbuf *b, const char *s)
+{
+	sb_add(b, s, strlen(s));
+}
+
 /*
  * Replace the key's value lines with the rendered lines (text holds one or
  * more lines, each ending in d->nl). Every occurrence of key in section is
@@ -523,14 +559,34 @@ key_replace(struct iniedit *d, const char *section, const char *key,
 		goto out;
 	}
 	/* Delete, from the end, every line of every occurrence but keep the
-	 * comments and blanks inside their spans. */
+	 * comments and blanks inside their spans; an inline comment on a
+	 * removed line stays, on its own line where that line was. */
 	for (i = d->n; i-- > first;) {
 		const struct linfo *li = &info[i];
+		size_t t;
 
-		if ((li->kind == LK_KEY || li->kind == LK_CONT) &&
+		if (!((li->kind == LK_KEY || li->kind == LK_CONT) &&
 		    li->key != SIZE_MAX && info[li->key].sec != SIZE_MAX &&
 		    name_eq(d, &info[info[li->key].sec], info[li->key].sec,
-		    section) && name_eq(d, &info[li->key], li->key, key))
+		    section) && name_eq(d, &info[li->key], li->key, key)))
+			continue;
+		t = li->tail_off;
+		while (t < li->body_len && is_sp((unsigned char)d->v[i].s[t]))
+			t++;
+		if (i != first && t < li->body_len) {
+			struct sbuf c = { 0 };
+
+			sb_add(&c, d->v[i].s + t, li->body_len - t);
+			sb_str(&c, d->nl);
+			line_delete(d, i);
+			if (c.oom || line_insert(d, i, c.s, c.len) != 0) {
+				free(c.s);
+				free((char *)text);
+				rc = EGRESS_ERR_NOMEM;
+				goto out;
+			}
+			free(c.s);
+		} else
 			line_delete(d, i);
 	}
 	rc = line_insert(d, first, text, strlen(text));
@@ -540,42 +596,6 @@ out:
 	free(tail);
 	free(info);
 	return rc;
-}
-
-/* A growing string. */
-struct sbuf {
-	char *s;
-	size_t len, cap;
-	int oom;
-};
-
-static void
-sb_add(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 128;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if ((p = realloc(b->s, cap)) == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->s = p;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-static void
-sb_str(struct sbuf *b, const char *s)
-{
-	sb_add(b, s, strlen(s));
 }
 
 /* The prefix without trailing blanks ("key =" for an empty value). */

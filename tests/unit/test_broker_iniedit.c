@@ -61,7 +61,7 @@ static struct edit_case edit_cases[] = {
 	{ "list replaces continuation lines", OP_LIST, "s", "h", "x.example",
 	  0,
 	  "[s]\nh = a.example\n    b.example ; c\n  c.example\nz = 1\n",
-	  "[s]\nh = x.example\nz = 1\n" },
+	  "[s]\nh = x.example\n; c\nz = 1\n" },
 	{ "list keeps comments inside its span", OP_LIST, "s", "h",
 	  "a.example b.example", 0,
 	  "[s]\nh = a.example\n; note\n    c.example\nz = 1\n",

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
@@ -28,6 +29,7 @@
 #include <openssl/ssl.h>
 
 #include "broker/dial.h"
+#include "broker/http1.h"
 
 static char dir[64];
 
@@ -83,6 +85,7 @@ struct server {
 	struct bufferevent *conn;
 	char sni[256];
 	int accepted;
+	const char *reply;	/* sent once a request head arrived */
 };
 
 static int
@@ -93,6 +96,19 @@ sni_cb(SSL *ssl, int *al, void *arg)
 
 	snprintf(s->sni, sizeof(s->sni), "%s", n != NULL ? n : "");
 	return SSL_TLSEXT_ERR_OK;
+}
+
+static void
+server_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct server *s = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_ptr p = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+
+	if (p.pos < 0)
+		return;
+	(void)evbuffer_drain(in, evbuffer_get_length(in));
+	(void)bufferevent_write(bev, s->reply, strlen(s->reply));
 }
 
 static void
@@ -114,6 +130,8 @@ server_accept_cb(evutil_socket_t fd, short what, void *arg)
 		s->conn = bufferevent_socket_new(s->base, c,
 		    BEV_OPT_CLOSE_ON_FREE);
 	cr_assert(s->conn != NULL);
+	if (s->reply != NULL)
+		bufferevent_setcb(s->conn, server_read_cb, NULL, NULL, s);
 	(void)bufferevent_enable(s->conn, EV_READ | EV_WRITE);
 }
 
@@ -493,4 +511,85 @@ Test(broker_dial, tls_new_bad_ca)
 	cr_assert_null(t);
 	cr_assert_eq(dial_tls_new(NULL, &t), 0);
 	dial_tls_free(t);
+}
+
+/* ---- dial + http1 over TLS -------------------------------------------- */
+
+struct fetch {
+	int done, err, status;
+	char body[64];
+	size_t n;
+};
+
+static void
+fetch_head(void *arg, const struct http1_response *r)
+{
+	((struct fetch *)arg)->status = r->status;
+}
+
+static void
+fetch_data(void *arg, const char *p, size_t n)
+{
+	struct fetch *f = arg;
+
+	if (f->n + n < sizeof(f->body)) {
+		memcpy(f->body + f->n, p, n);
+		f->n += n;
+	}
+}
+
+static void
+fetch_end(void *arg, int err, const struct http1_header *t, size_t n)
+{
+	struct fetch *f = arg;
+
+	f->done = 1;
+	f->err = err;
+}
+
+Test(broker_dial, https_exchange)
+{
+	static const struct http1_callbacks cbs = {
+		fetch_head, fetch_data, fetch_end, NULL,
+	};
+	struct event_base *base = event_base_new();
+	struct dial_tls *t = tls_with("ca");
+	struct http1_exchange *x = NULL;
+	struct http1_head head;
+	struct policy_dest d;
+	struct policy_err e;
+	struct server s;
+	const char *addrs[] = { "127.0.0.1" };
+	char url[64];
+	struct outcome o;
+	struct fetch f;
+
+	server_start(&s, base, "name", 0);
+	s.reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "4\r\npong\r\n0\r\n\r\n";
+	o = dial_run(base, t, "pinned.test", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, 0);
+	snprintf(url, sizeof(url), "https://pinned.test:%u/ping",
+	    (unsigned)s.port);
+	cr_assert_eq(policy_url_parse(url, strlen(url), &d, &e), 0);
+	memset(&head, 0, sizeof(head));
+	head.method = "GET";
+	head.method_len = 3;
+	head.path = "/ping";
+	head.path_len = 5;
+	memset(&f, 0, sizeof(f));
+	cr_assert_eq(http1_exchange_new(o.bev, &d, &head, 1, NULL, &cbs, &f,
+	    &x), 0);
+	while (!f.done)
+		cr_assert(event_base_loop(base, EVLOOP_ONCE) == 0);
+	cr_assert_eq(f.err, 0);
+	cr_assert_eq(f.status, 200);
+	cr_assert_eq(f.n, 4);
+	cr_assert(memcmp(f.body, "pong", 4) == 0);
+	cr_assert(http1_is_reusable(x));
+	http1_exchange_free(x);
+	bufferevent_free(o.bev);
+	dial_tls_free(t);
+	server_stop(&s);
+	event_base_free(base);
 }

@@ -167,6 +167,10 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 		if (strchr(h.name, '.') == NULL)
 			return entry_fail(reterr, "a wildcard over a single "
 			    "label (as in '*.com') is too broad");
+		/* "a." and the suffix must still fit in a name. */
+		if (n > POLICY_NAME_MAX - 2)
+			return entry_fail(reterr, "a suffix longer than 251 "
+			    "bytes has no subdomain a request could name");
 		/* Any answer but a clear "no" counts as public: fail closed. */
 		if (psl(psl_ctx, h.name) != 0) {
 			if (reterr != NULL)

@@ -53,7 +53,10 @@ check_match(const struct policy_entry *e)
 		abort();
 	if (e->host.kind == POLICY_HOST_NAME) {
 		r = snprintf(buf, sizeof(buf), "x.%s", e->host.name);
-		if ((size_t)r <= POLICY_NAME_MAX) {
+		/* Every suffix pattern has a subdomain a request can name. */
+		if (e->kind == POLICY_ENTRY_SUFFIX && r > POLICY_NAME_MAX)
+			abort();
+		if (r <= POLICY_NAME_MAX) {
 			if (policy_host_parse(buf, (size_t)r, &h, NULL) != 0)
 				abort();
 			if (policy_grant_matches(g, &h) !=

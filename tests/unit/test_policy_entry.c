@@ -282,15 +282,22 @@ Test(entry, length_limits)
 	    EGRESS_ERR_INVALID);
 	cr_assert(strstr(err.msg, "253") != NULL, "%s", err.msg);
 
-	/* "*." and a 253-byte suffix. */
+	/* "*." and a 251-byte suffix: "a." and it make a 253-byte name. */
 	buf[0] = '*';
 	buf[1] = '.';
+	for (size_t i = 0; i < 251; i++)
+		buf[i + 2] = (i % 2) ? '.' : 'b';
+	buf[253] = '\0';
+	cr_assert_eq(policy_entry_parse(buf, 253, fake_psl, NULL, &e, &err),
+	    0, "%s", err.msg);
+	cr_assert_eq(policy_entry_format(&e, buf, sizeof(buf)), 253);
+	/* A 253-byte suffix has no subdomain that fits in a name. */
 	for (size_t i = 0; i < 253; i++)
 		buf[i + 2] = (i % 2) ? '.' : 'b';
 	buf[255] = '\0';
 	cr_assert_eq(policy_entry_parse(buf, 255, fake_psl, NULL, &e, &err),
-	    0, "%s", err.msg);
-	cr_assert_eq(policy_entry_format(&e, buf, sizeof(buf)), 255);
+	    EGRESS_ERR_INVALID);
+	cr_assert(strstr(err.msg, "251") != NULL, "%s", err.msg);
 
 	/* A long non-canonical name still gets a useful message. */
 	for (size_t i = 0; i < 253; i++)

@@ -1,17 +1,26 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * Unit tests for broker/lease: the per-instance budget is immediate,
- * per instance, survives a change of limit (a reload), is freed when the
- * last lease goes, and scales past the initial hash size.
+ * Unit tests for broker/lease and broker/pool: the per-instance budget
+ * is immediate, per instance, survives a change of limit (a reload), is
+ * freed when the last lease goes, and scales past the initial hash size;
+ * pooled connections keep their lease, are reused only under the exact
+ * key and validated address, and are closed (lease released) when the
+ * upstream closes, when idle too long, or when the pool is full.
  */
+#include <sys/socket.h>
+
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <egress/error.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 
 #include "broker/lease.h"
+#include "broker/pool.h"
 
 Test(broker_lease, budget_per_instance)
 {
@@ -129,4 +138,150 @@ Test(broker_lease, many_instances)
 	}
 	cr_assert_eq(lease_total(t), 0);
 	lease_table_free(t);
+}
+
+/* ---- pool ------------------------------------------------------------- */
+
+struct pooltest {
+	struct event_base *base;
+	struct lease_table *t;
+	struct pool *p;
+	struct policy_host host;
+	struct policy_addr a1, a2;
+};
+
+static void
+pt_init(struct pooltest *pt, size_t max_idle, int idle_ms)
+{
+	struct policy_err e;
+
+	pt->base = event_base_new();
+	pt->t = lease_table_new();
+	pt->p = pool_new(pt->base, max_idle, idle_ms);
+	cr_assert(pt->base != NULL && pt->t != NULL && pt->p != NULL);
+	cr_assert_eq(policy_host_parse("api.example.com", 15, &pt->host, &e),
+	    0);
+	cr_assert_eq(policy_addr_parse("192.0.2.1", &pt->a1), 0);
+	cr_assert_eq(policy_addr_parse("2001:db8::1", &pt->a2), 0);
+}
+
+static void
+pt_done(struct pooltest *pt)
+{
+	pool_free(pt->p);
+	cr_assert_eq(lease_total(pt->t), 0, "pool kept a lease");
+	lease_table_free(pt->t);
+	event_base_free(pt->base);
+}
+
+/* Park one connection for inst at addr; return the upstream's fd. */
+static int
+pt_put(struct pooltest *pt, const char *inst, const struct policy_addr *a,
+    struct bufferevent **ret_bev)
+{
+	struct pool_key k = { inst, &pt->host, 443, 1 };
+	struct bufferevent *bev;
+	struct lease *l = NULL;
+	int sv[2];
+
+	cr_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	cr_assert(evutil_make_socket_nonblocking(sv[0]) == 0);
+	bev = bufferevent_socket_new(pt->base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+	cr_assert_eq(lease_acquire(pt->t, inst, 8, &l), 0);
+	cr_assert_eq(pool_put(pt->p, &k, a, bev, l), 0);
+	if (ret_bev != NULL)
+		*ret_bev = bev;
+	return sv[1];
+}
+
+Test(broker_lease, pool_exact_key_and_address)
+{
+	struct pooltest pt;
+	struct pool_key k;
+	struct policy_host other;
+	struct policy_err e;
+	struct policy_addr used, set[2];
+	struct bufferevent *bev = NULL, *got;
+	struct lease *l = NULL;
+	int fd;
+
+	pt_init(&pt, 0, 0);
+	fd = pt_put(&pt, "a", &pt.a1, &bev);
+	cr_assert_eq(lease_count(pt.t, "a"), 1, "pooled conn holds a lease");
+	cr_assert_eq(pool_idle(pt.p, "a"), 1);
+	cr_assert_eq(policy_host_parse("api2.example.com", 16, &other, &e),
+	    0);
+	set[0] = pt.a2;
+	set[1] = pt.a1;
+	/* Wrong instance, port, TLS, host: no reuse. */
+	k = (struct pool_key){ "b", &pt.host, 443, 1 };
+	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
+	k = (struct pool_key){ "a", &pt.host, 8443, 1 };
+	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
+	k = (struct pool_key){ "a", &pt.host, 443, 0 };
+	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
+	k = (struct pool_key){ "a", &other, 443, 1 };
+	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
+	/* The new verdict no longer allows the pooled address: no reuse. */
+	k = (struct pool_key){ "a", &pt.host, 443, 1 };
+	cr_assert_null(pool_take(pt.p, &k, set, 1, &l, &used));
+	/* Exact key, address in the validated set: reuse. */
+	got = pool_take(pt.p, &k, set, 2, &l, &used);
+	cr_assert_eq(got, bev);
+	cr_assert(l != NULL);
+	cr_assert_eq(used.family, 4);
+	cr_assert_eq(pool_idle(pt.p, NULL), 0);
+	cr_assert_eq(lease_count(pt.t, "a"), 1);
+	bufferevent_free(got);
+	lease_release(l);
+	close(fd);
+	pt_done(&pt);
+}
+
+Test(broker_lease, pool_upstream_close_releases)
+{
+	struct pooltest pt;
+	int fd, fd2;
+
+	pt_init(&pt, 0, 0);
+	fd = pt_put(&pt, "a", &pt.a1, NULL);
+	fd2 = pt_put(&pt, "a", &pt.a2, NULL);
+	cr_assert_eq(lease_count(pt.t, "a"), 2);
+	close(fd);
+	cr_assert_eq(write(fd2, "x", 1), 1);	/* unsolicited byte */
+	while (pool_idle(pt.p, NULL) > 0)
+		cr_assert(event_base_loop(pt.base, EVLOOP_ONCE) == 0);
+	cr_assert_eq(lease_count(pt.t, "a"), 0);
+	close(fd2);
+	pt_done(&pt);
+}
+
+Test(broker_lease, pool_cap_and_idle_timeout)
+{
+	struct pooltest pt;
+	int fd[3], i;
+
+	pt_init(&pt, 2, 50);
+	for (i = 0; i < 3; i++)
+		fd[i] = pt_put(&pt, "a", &pt.a1, NULL);
+	cr_assert_eq(pool_idle(pt.p, NULL), 2, "cap not enforced");
+	cr_assert_eq(lease_count(pt.t, "a"), 2, "evicted lease kept");
+	while (pool_idle(pt.p, NULL) > 0)
+		cr_assert(event_base_loop(pt.base, EVLOOP_ONCE) == 0);
+	cr_assert_eq(lease_count(pt.t, "a"), 0);
+	for (i = 0; i < 3; i++)
+		close(fd[i]);
+	pt_done(&pt);
+}
+
+Test(broker_lease, pool_free_releases)
+{
+	struct pooltest pt;
+	int fd;
+
+	pt_init(&pt, 0, 0);
+	fd = pt_put(&pt, "a", &pt.a1, NULL);
+	cr_assert_eq(lease_total(pt.t), 1);
+	pt_done(&pt);	/* asserts every lease came back */
+	close(fd);
 }

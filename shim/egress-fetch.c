@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * egress-fetch: a curl-like client of egressd over libegress. It sends one
+ * request through an instance socket (--socket PATH, or the inherited
+ * connection named by EGRESS_FD), streams the response body to stdout or
+ * a file, and with -L follows redirects itself: each hop is a new request
+ * on the same broker connection, so it passes the whole policy again.
+ * Exit status: 0 when a response arrived (whatever its status), 10..19
+ * for the guest-visible error codes (docs/shim.md), 2 for usage errors,
+ * 1 for any other local failure. Errors print "egress-fetch: CODE:
+ * message" on stderr, with the broker's masked message.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <egress/egress.h>
+
+#include "proto/proto.h"
+#include "shim/shim.h"
+#include "shim/url.h"
+
+#define EXIT_LOCAL	1
+#define EXIT_USAGE	2
+#define BODY_MAX	(256UL * 1024 * 1024)	/* request body in memory */
+#define DRAIN_MAX	(64 * 1024)	/* redirect body read, at most */
+
+struct opts {
+	const char *socket;
+	const char *method;
+	struct egress_header headers[EGRESS_HEADERS_MAX];
+	size_t nheaders;
+	char *body;
+	size_t body_len;
+	int has_body;
+	int include;
+	const char *output;
+	int follow;
+	long max_redirs;
+	uint64_t timeout_ms;
+	const char *url;
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: egress-fetch --socket PATH [-X METHOD] "
+	    "[-H 'Name: value']...\n"
+	    "           [-d DATA | --data-binary @FILE] [-i] [-o FILE] "
+	    "[-L [--max-redirs N]]\n"
+	    "           [--timeout SECONDS] URL\n"
+	    "       (EGRESS_FD=N may replace --socket)\n");
+	exit(EXIT_USAGE);
+}
+
+static void
+die_usage(const char *what, const char *arg)
+{
+	fprintf(stderr, "egress-fetch: %s%s%s\n", what, arg ? ": " : "",
+	    arg ? arg : "");
+	exit(EXIT_USAGE);
+}
+
+/* The exit status of an error value. */
+static int
+exit_code(int err)
+{
+	switch (err) {
+	case EGRESS_ERR_DENIED:			return 10;
+	case EGRESS_ERR_BUDGET_EXHAUSTED:	return 11;
+	case EGRESS_ERR_DNS_FAILED:		return 12;
+	case EGRESS_ERR_CONNECT_FAILED:		return 13;
+	case EGRESS_ERR_TLS_FAILED:		return 14;
+	case EGRESS_ERR_TIMEOUT:		return 15;
+	case EGRESS_ERR_UPSTREAM_PROTOCOL:	return 16;
+	case EGRESS_ERR_INVALID_REQUEST:	return 17;
+	case EGRESS_ERR_UNAVAILABLE:		return 18;
+	case EGRESS_ERR_CANCELLED:		return 19;
+	default:				return EXIT_LOCAL;
+	}
+}
+
+/* Print "egress-fetch: CODE: message" and exit with the code's status. */
+static void
+die_err(int err, const char *msg)
+{
+	const char *code = egress_err_code(err);
+
+	if (code == NULL)
+		code = err == EGRESS_ERR_PROTOCOL ? "protocol-error" : "error";
+	if (msg == NULL || msg[0] == '\0')
+		msg = egress_err_code(err) != NULL || err == EGRESS_ERR_PROTOCOL
+		    ? proto_code_message(proto_err_to_wire(err))
+		    : egress_strerror(err);
+	fprintf(stderr, "egress-fetch: %s: %s\n", code, msg);
+	exit(exit_code(err));
+}
+
+static void
+die_local(const char *what, const char *detail)
+{
+	fprintf(stderr, "egress-fetch: error: %s%s%s\n", what,
+	    detail ? ": " : "", detail ? detail : "");
+	exit(EXIT_LOCAL);
+}
+
+static void
+add_header(struct opts *o, const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+	const char *v;
+
+	if (colon == NULL || colon == arg)
+		die_usage("-H wants 'Name: value'", arg);
+	if (o->nheaders >= EGRESS_HEADERS_MAX)
+		die_usage("too many -H options", NULL);
+	v = colon + 1;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	o->headers[o->nheaders].name = arg;
+	o->headers[o->nheaders].name_len = (size_t)(colon - arg);
+	o->headers[o->nheaders].value = v;
+	o->headers[o->nheaders].value_len = strlen(v);
+	o->nheaders++;
+}
+
+static void
+append_body(struct opts *o, const char *p, size_t n, int sep)
+{
+	size_t need = o->body_len + n + (sep ? 1 : 0);
+	char *b;
+
+	if (need > BODY_MAX)
+		die_local("request body too large", NULL);
+	b = realloc(o->body, need + 1);
+	if (b == NULL)
+		die_local("out of memory", NULL);
+	o->body = b;
+	if (sep)
+		o->body[o->body_len++] = '&';
+	memcpy(o->body + o->body_len, p, n);
+	o->body_len += n;
+	o->has_body = 1;
+}
+
+static void
+read_body_file(struct opts *o, const char *path)
+{
+	char buf[65536];
+	ssize_t n;
+	int fd;
+
+	if (strcmp(path, "-") == 0)
+		fd = STDIN_FILENO;
+	else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		die_local(path, strerror(errno));
+	o->has_body = 1;
+	for (;;) {
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die_local(path, strerror(errno));
+		if (n == 0)
+			break;
+		append_body(o, buf, (size_t)n, 0);
+	}
+	if (fd != STDIN_FILENO)
+		(void)close(fd);
+}
+
+static long
+parse_long(const char *s, long min, long max, const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		die_usage(what, s);
+	return v;
+}
+
+static uint64_t
+parse_seconds(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v > 0) ||
+	    v > 86400.0 * 365)
+		die_usage("--timeout wants a positive number of seconds", s);
+	return (uint64_t)(v * 1000.0 + 0.999);
+}
+
+static void
+parse_args(int argc, char **argv, struct opts *o)
+{
+	enum { OPT_SOCKET = 256, OPT_DATA_BINARY, OPT_MAX_REDIRS, OPT_TIMEOUT };
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "request", required_argument, NULL, 'X' },
+		{ "header", required_argument, NULL, 'H' },
+		{ "data", required_argument, NULL, 'd' },
+		{ "data-binary", required_argument, NULL, OPT_DATA_BINARY },
+		{ "include", no_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "location", no_argument, NULL, 'L' },
+		{ "max-redirs", required_argument, NULL, OPT_MAX_REDIRS },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch, data_kind = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->max_redirs = 10;
+	while ((ch = getopt_long(argc, argv, "X:H:d:io:Lh", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case OPT_SOCKET:
+			o->socket = optarg;
+			break;
+		case 'X':
+			o->method = optarg;
+			break;
+		case 'H':
+			add_header(o, optarg);
+			break;
+		case 'd':
+			if (data_kind == 2)
+				die_usage("-d and --data-binary exclude each "
+				    "other", NULL);
+			append_body(o, optarg, strlen(optarg), data_kind == 1);
+			data_kind = 1;
+			break;
+		case OPT_DATA_BINARY:
+			if (data_kind != 0)
+				die_usage("one -d or --data-binary only",
+				    NULL);
+			data_kind = 2;
+			if (optarg[0] == '@')
+				read_body_file(o, optarg + 1);
+			else
+				append_body(o, optarg, strlen(optarg), 0);
+			break;
+		case 'i':
+			o->include = 1;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'L':
+			o->follow = 1;
+			break;
+		case OPT_MAX_REDIRS:
+			o->max_redirs = parse_long(optarg, 0, 1000,
+			    "--max-redirs wants 0..1000");
+			break;
+		case OPT_TIMEOUT:
+			o->timeout_ms = parse_seconds(optarg);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc - 1)
+		usage();
+	o->url = argv[optind];
+	if (o->method == NULL)
+		o->method = o->has_body ? "POST" : "GET";
+	if (o->socket == NULL && getenv(EGRESS_FD_ENV) == NULL)
+		die_usage("--socket PATH (or EGRESS_FD) is required", NULL);
+}
+
+static int
+has_header(const struct egress_header *h, size_t n, const char *name)
+{
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < n; i++)
+		if (h[i].name_len == len &&
+		    strncasecmp(h[i].name, name, len) == 0)
+			return 1;
+	return 0;
+}
+
+static const char *
+find_header(const struct egress_header *h, size_t n, const char *name)
+{
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < n; i++)
+		if (h[i].name_len == len &&
+		    strncasecmp(h[i].name, name, len) == 0)
+			return h[i].value;
+	return NULL;
+}
+
+static void
+write_all(int fd, const void *p, size_t n)
+{
+	const char *s = p;
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			die_local("write", strerror(errno));
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static void
+print_head(int fd, int status, const struct egress_header *h, size_t n)
+{
+	char line[64];
+	size_t i;
+	int len;
+
+	len = snprintf(line, sizeof(line), "HTTP/1.1 %d\r\n", status);
+	write_all(fd, line, (size_t)len);
+	for (i = 0; i < n; i++) {
+		write_all(fd, h[i].name, h[i].name_len);
+		write_all(fd, ": ", 2);
+		write_all(fd, h[i].value, h[i].value_len);
+		write_all(fd, "\r\n", 2);
+	}
+	write_all(fd, "\r\n", 2);
+}
+
+static int
+is_redirect(int status)
+{
+	return status == 301 || status == 302 || status == 303 ||
+	    status == 307 || status == 308;
+}
+
+/* The state of one hop: what to send. */
+struct hop {
+	char *url;
+	const char *method;
+	int send_body;
+	int same_origin;	/* user headers naming credentials kept */
+};
+
+/*
+ * Build the header list of a hop: the user's, minus credentials and Host
+ * after an origin change, minus the body's headers when the body was
+ * dropped, plus Content-Length and a default Content-Type for a body.
+ */
+static size_t
+hop_headers(const struct opts *o, const struct hop *h,
+    struct egress_header *out, char *clen, size_t clen_size)
+{
+	static const char *const cred[] = {
+		"authorization", "cookie", "proxy-authorization", "host",
+	};
+	static const char *const bodyhdr[] = {
+		"content-type", "content-length", "content-encoding",
+	};
+	size_t i, j, n = 0;
+	int drop;
+
+	for (i = 0; i < o->nheaders; i++) {
+		drop = 0;
+		for (j = 0; !h->same_origin && j < 4; j++)
+			drop |= has_header(&o->headers[i], 1, cred[j]);
+		for (j = 0; !h->send_body && o->has_body && j < 3; j++)
+			drop |= has_header(&o->headers[i], 1, bodyhdr[j]);
+		if (!drop && n < EGRESS_HEADERS_MAX)
+			out[n++] = o->headers[i];
+	}
+	if (h->send_body && n + 2 <= EGRESS_HEADERS_MAX) {
+		if (!has_header(out, n, "content-length")) {
+			(void)snprintf(clen, clen_size, "%zu", o->body_len);
+			out[n++] = (struct egress_header){ "Content-Length",
+			    14, clen, strlen(clen) };
+		}
+		if (!has_header(out, n, "content-type"))
+			out[n++] = (struct egress_header){ "Content-Type", 12,
+			    "application/x-www-form-urlencoded", 33 };
+	}
+	return n;
+}
+
+static int
+origin_eq(const struct url *a, const struct url *b)
+{
+	return strcmp(a->scheme, b->scheme) == 0 &&
+	    strcasecmp(a->authority, b->authority) == 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct egress_header hdrs[EGRESS_HEADERS_MAX];
+	static char buf[65536];
+	struct egress_client *c = NULL;
+	struct egress_request *req;
+	struct egress_request_head head;
+	const struct egress_header *rh;
+	const char *loc;
+	struct url u, first;
+	struct opts o;
+	struct hop h;
+	char clen[32], *next;
+	uint64_t deadline = 0, now;
+	size_t nrh, drained;
+	long redirs = 0;
+	int rv, out_fd = STDOUT_FILENO, status;
+
+	parse_args(argc, argv, &o);
+	if (url_parse(o.url, &first) != 0)
+		die_usage("not an absolute http(s) URL", o.url);
+	if (o.timeout_ms > 0)
+		deadline = shim_now_ms() + o.timeout_ms;
+	if (o.socket != NULL)
+		rv = egress_client_connect(o.socket, &c);
+	else
+		rv = egress_client_from_env(&c);
+	if (rv < 0)
+		die_err(rv == EGRESS_ERR_INVALID || rv == EGRESS_ERR_NOT_FOUND ?
+		    EGRESS_ERR_UNAVAILABLE : rv, NULL);
+	if (o.output != NULL) {
+		out_fd = open(o.output, O_WRONLY | O_CREAT | O_TRUNC |
+		    O_CLOEXEC, 0666);
+		if (out_fd < 0)
+			die_local(o.output, strerror(errno));
+	}
+
+	h.url = strdup(o.url);
+	if (h.url == NULL)
+		die_local("out of memory", NULL);
+	h.method = o.method;
+	h.send_body = o.has_body;
+	h.same_origin = 1;
+	u = first;
+	for (;;) {
+		memset(&head, 0, sizeof(head));
+		head.method = h.method;
+		head.scheme = u.scheme;
+		head.authority = u.authority;
+		head.path = u.target;
+		head.headers = hdrs;
+		head.nheaders = hop_headers(&o, &h, hdrs, clen, sizeof(clen));
+		if (deadline != 0) {
+			now = shim_now_ms();
+			if (now >= deadline)
+				die_err(EGRESS_ERR_TIMEOUT, NULL);
+			head.timeouts.total_ms = (uint32_t)(deadline - now >
+			    UINT32_MAX ? UINT32_MAX : deadline - now);
+		}
+		rv = egress_request_start(c, &head, NULL, NULL, &req);
+		if (rv < 0)
+			die_err(rv, NULL);
+		if (h.send_body && o.body_len > 0 &&
+		    (rv = egress_request_write(req, o.body, o.body_len, 0)) < 0)
+			die_err(rv, egress_request_message(req));
+		rv = egress_request_finish(req, NULL, 0);
+		if (rv < 0)
+			die_err(rv, egress_request_message(req));
+		status = egress_response_wait(req, 0);
+		if (status < 0)
+			die_err(status, egress_request_message(req));
+		rh = egress_response_headers(req, &nrh);
+		loc = find_header(rh, nrh, "location");
+		if (o.include)
+			print_head(out_fd, status, rh, nrh);
+		if (!o.follow || !is_redirect(status) || loc == NULL)
+			break;
+
+		/* Chase it: a new request for the resolved Location. */
+		if (redirs >= o.max_redirs) {
+			fprintf(stderr, "egress-fetch: error: maximum (%ld) "
+			    "redirects followed\n", o.max_redirs);
+			exit(EXIT_LOCAL);
+		}
+		redirs++;
+		if (url_resolve(h.url, loc, &next) != 0)
+			die_local("redirect with an invalid Location", NULL);
+		for (drained = 0; drained < DRAIN_MAX; drained += (size_t)rv) {
+			rv = egress_response_read(req, buf, sizeof(buf), 0);
+			if (rv <= 0)
+				break;
+		}
+		egress_request_free(req);
+		free(h.url);
+		h.url = next;
+		if (u.scheme != first.scheme)
+			url_done(&u);
+		{
+			struct url nu;
+
+			if (url_parse(h.url, &nu) != 0)
+				die_local("redirect to a URL without an "
+				    "authority", NULL);
+			h.same_origin = h.same_origin && origin_eq(&first, &nu);
+			u = nu;
+		}
+		if (status != 307 && status != 308 &&
+		    strcmp(h.method, "GET") != 0 &&
+		    strcmp(h.method, "HEAD") != 0) {
+			h.method = "GET";
+			h.send_body = 0;
+		}
+	}
+
+	for (;;) {
+		rv = egress_response_read(req, buf, sizeof(buf), 0);
+		if (rv < 0)
+			die_err(rv, egress_request_message(req));
+		if (rv == 0)
+			break;
+		write_all(out_fd, buf, (size_t)rv);
+	}
+	if (out_fd != STDOUT_FILENO && close(out_fd) != 0)
+		die_local(o.output, strerror(errno));
+	egress_request_free(req);
+	egress_client_free(c);
+	return 0;
+}

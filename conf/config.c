@@ -928,8 +928,9 @@ load_buffer(const char *path, const char *buf, size_t len,
 	if (errs.n > 0)
 		goto out;
 
-	qsort(s->instances, s->ninstances, sizeof(*s->instances),
-	    instance_cmp);
+	if (s->ninstances > 1)
+		qsort(s->instances, s->ninstances, sizeof(*s->instances),
+		    instance_cmp);
 	for (i = 0; i < s->ninstances; i++) {
 		if ((rc = load_manifest(s, &s->instances[i])) != 0)
 			goto out;

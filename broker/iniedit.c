@@ -480,7 +480,8 @@ sb_add(struct sbuf *b, const char *s, size_t n)
 		b->s = p;
 		b->cap = cap;
 	}
-	memcpy(b->s + b->len, s, n);
+	if (n > 0)
+		memcpy(b->s + b->len, s, n);
 	b->len += n;
 	b->s[b->len] = '\0';
 }

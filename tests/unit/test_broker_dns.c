@@ -82,6 +82,8 @@ respond(const uint8_t *q, size_t qlen, size_t qend, const char *name,
 			rdata[0][0] = 127;
 			rdata[0][3] = 9;
 		}
+	} else if (strcmp(name, "empty.test") == 0) {
+		count = 0;	/* NOERROR, no answer: NODATA */
 	} else if (strcmp(name, "many.test") == 0) {
 		count = 0;	/* handled below: 40 per family */
 	} else
@@ -282,6 +284,7 @@ ParameterizedTestParameters(broker_dns, status_mapping)
 		{ "both.test", 2000, DNS_OK, 0, 3 },
 		{ "v4.test", 2000, DNS_OK, 0, 1 },
 		{ "nx.test", 2000, DNS_NXDOMAIN, EGRESS_ERR_NOT_FOUND, 0 },
+		{ "empty.test", 2000, DNS_NODATA, EGRESS_ERR_NOT_FOUND, 0 },
 		{ "unknown.test", 2000, DNS_NXDOMAIN, EGRESS_ERR_NOT_FOUND, 0 },
 		{ "fail.test", 2000, DNS_SERVFAIL, EGRESS_ERR_DNS_FAILED, 0 },
 		{ "refused.test", 2000, DNS_REFUSED, EGRESS_ERR_DNS_FAILED, 0 },

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The current configuration snapshot, its change detection and its
+ * reloads. See confstate.h for the rules (never serve an old policy after
+ * a broken edit; log the errors once per failed parse).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include <egress/error.h>
+
+#include "broker/confstate.h"
+#include "broker/log.h"
+
+static struct confref *
+confref_new(struct conf_snapshot *s)
+{
+	struct confref *r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->snap = s;
+	r->refs = 1;
+	return r;
+}
+
+struct confref *
+confref_ref(struct confref *r)
+{
+	if (r != NULL)
+		r->refs++;
+	return r;
+}
+
+void
+confref_unref(struct confref *r)
+{
+	if (r == NULL || --r->refs > 0)
+		return;
+	conf_snapshot_free(r->snap);
+	free(r);
+}
+
+static int64_t
+ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* Record the configuration file's identity at a failed parse. */
+static void
+confstate_note_broken(struct confstate *cs)
+{
+	struct stat st;
+
+	if (stat(cs->path, &st) != 0) {
+		cs->broken_exists = 0;
+		return;
+	}
+	cs->broken_exists = 1;
+	cs->broken_dev = st.st_dev;
+	cs->broken_ino = st.st_ino;
+	cs->broken_size = st.st_size;
+	cs->broken_mtime_ns = ts_ns(&st.st_mtim);
+	cs->broken_ctime_ns = ts_ns(&st.st_ctim);
+}
+
+static int
+confstate_broken_changed(const struct confstate *cs)
+{
+	struct stat st;
+
+	if (stat(cs->path, &st) != 0)
+		return cs->broken_exists;
+	return !cs->broken_exists || st.st_dev != cs->broken_dev ||
+	    st.st_ino != cs->broken_ino || st.st_size != cs->broken_size ||
+	    ts_ns(&st.st_mtim) != cs->broken_mtime_ns ||
+	    ts_ns(&st.st_ctim) != cs->broken_ctime_ns;
+}
+
+static void
+confstate_log_errors(const struct confstate *cs, int err,
+    const struct conf_errors *e)
+{
+	json_t *o, *a;
+	size_t i;
+
+	if ((o = json_object()) == NULL)
+		return;
+	if ((a = json_array()) == NULL) {
+		json_decref(o);
+		return;
+	}
+	for (i = 0; i < e->n; i++)
+		(void)json_array_append_new(a,
+		    log_bounded_string(e->msgs[i], strlen(e->msgs[i])));
+	if (e->n == 0)
+		(void)json_array_append_new(a,
+		    json_string(egress_strerror(err)));
+	(void)json_object_set_new(o, "status", json_string("invalid"));
+	(void)json_object_set_new(o, "file",
+	    log_bounded_string(cs->path, strlen(cs->path)));
+	(void)json_object_set_new(o, "errors", a);
+	log_event("egress.config", o);
+}
+
+static void
+confstate_log_loaded(const struct confstate *cs)
+{
+	const struct conf_snapshot *s = cs->cur->snap;
+	json_t *o;
+
+	o = json_pack("{s:s, s:I, s:I}", "status", "loaded",
+	    "generation", (json_int_t)s->generation,
+	    "instances", (json_int_t)s->ninstances);
+	if (o != NULL)
+		log_event("egress.config", o);
+}
+
+int
+confstate_init(struct confstate *cs, const char *path,
+    confstate_reload_cb cb, void *arg, struct conf_errors *reterr)
+{
+	struct conf_snapshot *s = NULL;
+	int err;
+
+	memset(cs, 0, sizeof(*cs));
+	if ((cs->path = strdup(path)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	err = conf_load(path, &s, reterr);
+	if (err != 0)
+		goto fail;
+	s->generation = 1;
+	if ((cs->cur = confref_new(s)) == NULL) {
+		conf_snapshot_free(s);
+		err = EGRESS_ERR_NOMEM;
+		goto fail;
+	}
+	cs->generation = 1;
+	cs->cb = cb;
+	cs->cb_arg = arg;
+	return 0;
+fail:
+	free(cs->path);
+	cs->path = NULL;
+	return err;
+}
+
+void
+confstate_done(struct confstate *cs)
+{
+	confref_unref(cs->cur);
+	cs->cur = NULL;
+	free(cs->path);
+	cs->path = NULL;
+}
+
+void
+confstate_reload(struct confstate *cs)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors errs = { 0, NULL };
+	struct confref *r;
+	int err;
+
+	err = conf_load(cs->path, &s, &errs);
+	if (err == 0) {
+		s->generation = cs->generation + 1;
+		if ((r = confref_new(s)) == NULL) {
+			conf_snapshot_free(s);
+			err = EGRESS_ERR_NOMEM;
+		}
+	}
+	if (err != 0) {
+		/* Never keep serving the old policy. */
+		confref_unref(cs->cur);
+		cs->cur = NULL;
+		cs->failures++;
+		confstate_note_broken(cs);
+		confstate_log_errors(cs, err, &errs);
+		conf_errors_done(&errs);
+		return;
+	}
+	conf_errors_done(&errs);
+	confref_unref(cs->cur);
+	cs->cur = r;
+	cs->generation = s->generation;
+	cs->reloads++;
+	confstate_log_loaded(cs);
+	if (cs->cb != NULL)
+		cs->cb(cs->cb_arg, s);
+}
+
+struct confref *
+confstate_get(struct confstate *cs)
+{
+	if (cs->cur != NULL) {
+		if (conf_snapshot_is_stale(cs->cur->snap))
+			confstate_reload(cs);
+	} else if (confstate_broken_changed(cs))
+		confstate_reload(cs);
+	return confref_ref(cs->cur);
+}

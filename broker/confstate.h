@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * confstate: the broker's current configuration. It holds the one
+ * snapshot new requests decide with, checks before each decision whether
+ * any file the snapshot was built from changed (conf_snapshot_is_stale(),
+ * a few stat() calls) and re-parses only then. A re-parse that fails
+ * leaves NO current snapshot: every new request then fails with
+ * policy-unavailable until the file is fixed (the old, possibly wider
+ * policy is never served again); its file:line errors are logged once, as
+ * one egress.config event. While broken, only the configuration file's
+ * own identity is watched (and SIGHUP forces a re-read). Snapshots are
+ * reference-counted so that a request in flight keeps the one it decided
+ * with, however many reloads happen meanwhile.
+ */
+#ifndef EGRESS_BROKER_CONFSTATE_H
+#define EGRESS_BROKER_CONFSTATE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf/conf.h"
+
+/* A counted reference to one immutable snapshot. */
+struct confref {
+	struct conf_snapshot *snap;
+	unsigned refs;
+};
+
+/*
+ * Called after a new snapshot was swapped in (at a reload, not at
+ * confstate_init), with that snapshot (borrowed for the call). The
+ * callback reconciles what follows the configuration (instance sockets,
+ * resolver, TLS trust) against its own state.
+ */
+typedef void (*confstate_reload_cb)(void *arg,
+    const struct conf_snapshot *next);
+
+struct confstate {
+	char *path;
+	struct confref *cur;		/* NULL: the configuration is broken */
+	uint64_t generation;		/* of the last snapshot swapped in */
+	confstate_reload_cb cb;
+	void *cb_arg;
+	/* The configuration file's identity at the failed parse. */
+	int broken_exists;
+	dev_t broken_dev;
+	ino_t broken_ino;
+	off_t broken_size;
+	int64_t broken_mtime_ns;
+	int64_t broken_ctime_ns;
+	uint64_t reloads;		/* successful re-parses */
+	uint64_t failures;		/* failed re-parses */
+};
+
+/*
+ * Load the configuration at path as the first snapshot (generation 1).
+ * cb (may be NULL) is called after each later successful reload. Return 0,
+ * or the conf_load() error with every message in reterr (nothing is
+ * logged: the caller prints them and exits).
+ */
+int confstate_init(struct confstate *cs, const char *path,
+    confstate_reload_cb cb, void *arg, struct conf_errors *reterr);
+
+/* Drop the current snapshot reference and free everything. */
+void confstate_done(struct confstate *cs);
+
+/*
+ * Return a new reference to the snapshot to decide with now, or NULL when
+ * the configuration is broken (policy-unavailable). First re-parse when a
+ * file changed (current snapshot stale, or, while broken, the
+ * configuration file's identity changed). Release the reference with
+ * confref_unref().
+ */
+struct confref *confstate_get(struct confstate *cs);
+
+/* Re-read the configuration now (SIGHUP), whether or not it changed. */
+void confstate_reload(struct confstate *cs);
+
+/* Take another reference; NULL is passed through. */
+struct confref *confref_ref(struct confref *r);
+
+/* Release a reference; the last one frees the snapshot. NULL is a no-op. */
+void confref_unref(struct confref *r);
+
+#endif /* EGRESS_BROKER_CONFSTATE_H */

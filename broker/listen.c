@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Instance sockets and the control socket of egressd: creation with a
+ * safe mode from the first moment (bound under umask 0177, then chmod and
+ * chown), reconciliation against each new snapshot, and the placeholder
+ * control protocol. See listen.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <jansson.h>
+
+#include <egress/error.h>
+
+#include "broker/listen.h"
+#include "broker/log.h"
+
+#define LISTEN_CONTROL_OUT_MAX	(64 * 1024)
+#define LISTEN_RETRY_MS		100	/* after accept() fails (EMFILE) */
+
+struct lsock {
+	struct lsock *next;
+	struct listen_ctx *ctx;
+	char *instance;			/* NULL for the control socket */
+	char *path;
+	struct evconnlistener *lev;
+	struct event *retry;
+	int seen;			/* reconcile mark */
+};
+
+struct ctlconn {
+	struct ctlconn *next, *prev;
+	struct listen_ctx *ctx;
+	struct bufferevent *bev;
+};
+
+struct listen_ctx {
+	struct event_base *base;
+	listen_accept_cb cb;
+	void *cb_arg;
+	struct lsock *socks;		/* instance sockets */
+	struct lsock *control;
+	struct ctlconn *ctls;
+	size_t nctls;
+	size_t nsocks;
+};
+
+static void
+listen_log(const char *what, const char *instance, const char *path,
+    int errnum)
+{
+	json_t *o;
+
+	o = json_object();
+	if (o == NULL)
+		return;
+	(void)json_object_set_new(o, "status", json_string("error"));
+	(void)json_object_set_new(o, "what", json_string(what));
+	if (instance != NULL)
+		(void)json_object_set_new(o, "instance",
+		    log_bounded_string(instance, strlen(instance)));
+	if (path != NULL)
+		(void)json_object_set_new(o, "path",
+		    log_bounded_string(path, strlen(path)));
+	if (errnum != 0)
+		(void)json_object_set_new(o, "errno",
+		    json_string(strerror(errnum)));
+	log_event("egress.listen", o);
+}
+
+/* Parse a user (or group) as a decimal id or a name. */
+static int
+listen_resolve_uid(const char *s, uid_t *ret)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096], *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s >= '0' && *s <= '9' && *end == '\0' && errno == 0 &&
+	    v < (unsigned long)(uid_t)-1) {
+		*ret = (uid_t)v;
+		return 0;
+	}
+	if (getpwnam_r(s, &pw, buf, sizeof(buf), &res) != 0 || res == NULL)
+		return EGRESS_ERR_NOT_FOUND;
+	*ret = pw.pw_uid;
+	return 0;
+}
+
+static int
+listen_resolve_gid(const char *s, gid_t *ret)
+{
+	struct group gr, *res = NULL;
+	char buf[4096], *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s >= '0' && *s <= '9' && *end == '\0' && errno == 0 &&
+	    v < (unsigned long)(gid_t)-1) {
+		*ret = (gid_t)v;
+		return 0;
+	}
+	if (getgrnam_r(s, &gr, buf, sizeof(buf), &res) != 0 || res == NULL)
+		return EGRESS_ERR_NOT_FOUND;
+	*ret = gr.gr_gid;
+	return 0;
+}
+
+/*
+ * Create a listening Unix socket at path with mode. A stale socket file
+ * is replaced; anything else in the way is EGRESS_ERR_EXISTS.
+ */
+static int
+listen_unix(const char *path, mode_t mode, int *ret_fd)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	mode_t old;
+	int fd = -1, err = EGRESS_ERR_IO;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return EGRESS_ERR_TOO_BIG;
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			errno = EEXIST;
+			return EGRESS_ERR_EXISTS;
+		}
+		if (unlink(path) != 0)
+			return EGRESS_ERR_IO;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return EGRESS_ERR_IO;
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		(void)umask(old);
+		goto out;
+	}
+	(void)umask(old);
+	if (chmod(path, mode) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
+		(void)unlink(path);
+		goto out;
+	}
+	*ret_fd = fd;
+	fd = -1;
+	err = 0;
+out:
+	if (fd >= 0)
+		(void)close(fd);
+	return err;
+}
+
+static void
+listen_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lsock *ls = arg;
+
+	if (ls->lev != NULL)
+		(void)evconnlistener_enable(ls->lev);
+}
+
+static void
+listen_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct lsock *ls = arg;
+	struct timeval tv = { 0, LISTEN_RETRY_MS * 1000 };
+
+	/* Out of descriptors or memory: back off instead of spinning. */
+	listen_log("accept", ls->instance, ls->path, EVUTIL_SOCKET_ERROR());
+	(void)evconnlistener_disable(lev);
+	if (ls->retry != NULL)
+		(void)event_add(ls->retry, &tv);
+}
+
+static void
+listen_instance_cb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct lsock *ls = arg;
+
+	ls->ctx->cb(ls->ctx->cb_arg, fd, ls->instance);
+}
+
+static void
+ctlconn_free(struct ctlconn *c)
+{
+	struct listen_ctx *l = c->ctx;
+
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		l->ctls = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	l->nctls--;
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+static void
+ctlconn_read_cb(struct bufferevent *bev, void *arg)
+{
+	static const char reply[] = "{\"error\":\"unknown command\"}\n";
+	struct ctlconn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *out = bufferevent_get_output(bev);
+	struct evbuffer_ptr p;
+
+	for (;;) {
+		p = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
+		if (p.pos < 0)
+			break;
+		if ((size_t)p.pos + 1 > LISTEN_LINE_MAX ||
+		    evbuffer_drain(in, (size_t)p.pos + 1) != 0 ||
+		    evbuffer_add(out, reply, sizeof(reply) - 1) != 0) {
+			ctlconn_free(c);
+			return;
+		}
+	}
+	if (evbuffer_get_length(in) > LISTEN_LINE_MAX ||
+	    evbuffer_get_length(out) > LISTEN_CONTROL_OUT_MAX)
+		ctlconn_free(c);
+}
+
+static void
+ctlconn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		ctlconn_free(arg);
+}
+
+static void
+listen_control_cb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct lsock *ls = arg;
+	struct listen_ctx *l = ls->ctx;
+	struct ctlconn *c;
+
+	if (l->nctls >= LISTEN_CONTROL_MAX ||
+	    (c = calloc(1, sizeof(*c))) == NULL) {
+		(void)close(fd);
+		return;
+	}
+	c->ctx = l;
+	c->bev = bufferevent_socket_new(l->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL) {
+		(void)close(fd);
+		free(c);
+		return;
+	}
+	bufferevent_setcb(c->bev, ctlconn_read_cb, NULL, ctlconn_event_cb, c);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, LISTEN_LINE_MAX + 1);
+	if (bufferevent_enable(c->bev, EV_READ) != 0) {
+		bufferevent_free(c->bev);
+		free(c);
+		return;
+	}
+	c->next = l->ctls;
+	if (l->ctls != NULL)
+		l->ctls->prev = c;
+	l->ctls = c;
+	l->nctls++;
+}
+
+static void
+lsock_free(struct lsock *ls)
+{
+	if (ls == NULL)
+		return;
+	if (ls->lev != NULL) {
+		evconnlistener_free(ls->lev);
+		(void)unlink(ls->path);
+	}
+	if (ls->retry != NULL)
+		event_free(ls->retry);
+	free(ls->instance);
+	free(ls->path);
+	free(ls);
+}
+
+static int
+lsock_open(struct listen_ctx *l, const char *instance, const char *path,
+    mode_t mode, evconnlistener_cb cb, struct lsock **ret)
+{
+	struct lsock *ls;
+	int fd = -1, err;
+
+	if ((ls = calloc(1, sizeof(*ls))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	ls->ctx = l;
+	if ((ls->path = strdup(path)) == NULL ||
+	    (instance != NULL && (ls->instance = strdup(instance)) == NULL) ||
+	    (ls->retry = evtimer_new(l->base, listen_retry_cb, ls)) == NULL) {
+		lsock_free(ls);
+		return EGRESS_ERR_NOMEM;
+	}
+	err = listen_unix(path, mode, &fd);
+	if (err != 0) {
+		lsock_free(ls);
+		return err;
+	}
+	ls->lev = evconnlistener_new(l->base, cb, ls,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	if (ls->lev == NULL) {
+		(void)close(fd);
+		(void)unlink(path);
+		lsock_free(ls);
+		return EGRESS_ERR_NOMEM;
+	}
+	evconnlistener_set_error_cb(ls->lev, listen_error_cb);
+	*ret = ls;
+	return 0;
+}
+
+int
+listen_new(struct event_base *base, listen_accept_cb cb, void *arg,
+    struct listen_ctx **ret)
+{
+	struct listen_ctx *l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	l->base = base;
+	l->cb = cb;
+	l->cb_arg = arg;
+	*ret = l;
+	return 0;
+}
+
+/* Apply owner, group and mode to an instance socket. */
+static int
+listen_apply_owner(const struct conf_instance *ci, const char *path)
+{
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
+
+	if (ci->socket_owner != NULL &&
+	    listen_resolve_uid(ci->socket_owner, &uid) != 0) {
+		listen_log("unknown socket_owner", ci->name, path, 0);
+		return -1;
+	}
+	if (ci->socket_group != NULL &&
+	    listen_resolve_gid(ci->socket_group, &gid) != 0) {
+		listen_log("unknown socket_group", ci->name, path, 0);
+		return -1;
+	}
+	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
+	    fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+		listen_log("chown", ci->name, path, errno);
+		return -1;
+	}
+	if (chmod(path, 0660) != 0) {
+		listen_log("chmod", ci->name, path, errno);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+listen_name_ok(const char *name)
+{
+	return name[0] != '\0' && name[0] != '.' &&
+	    strchr(name, '/') == NULL;
+}
+
+int
+listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
+{
+	struct lsock *ls, **pp;
+	char path[PATH_MAX];
+	size_t i;
+	int bad = 0, err;
+
+	if (mkdir(s->instance_socket_dir, 0755) != 0 && errno != EEXIST)
+		listen_log("mkdir", NULL, s->instance_socket_dir, errno);
+	for (ls = l->socks; ls != NULL; ls = ls->next)
+		ls->seen = 0;
+	for (i = 0; i < s->ninstances; i++) {
+		const struct conf_instance *ci = &s->instances[i];
+
+		if (!listen_name_ok(ci->name) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s.sock",
+		    s->instance_socket_dir, ci->name) >= sizeof(path)) {
+			listen_log("bad socket path", ci->name, NULL, 0);
+			bad++;
+			continue;
+		}
+		for (ls = l->socks; ls != NULL; ls = ls->next)
+			if (strcmp(ls->instance, ci->name) == 0 &&
+			    strcmp(ls->path, path) == 0)
+				break;
+		if (ls == NULL) {
+			err = lsock_open(l, ci->name, path, 0600,
+			    listen_instance_cb, &ls);
+			if (err != 0) {
+				listen_log("socket", ci->name, path,
+				    err == EGRESS_ERR_TOO_BIG ? ENAMETOOLONG :
+				    errno);
+				bad++;
+				continue;
+			}
+			ls->next = l->socks;
+			l->socks = ls;
+			l->nsocks++;
+		}
+		ls->seen = 1;
+		if (listen_apply_owner(ci, path) != 0)
+			bad++;
+	}
+	for (pp = &l->socks; *pp != NULL;) {
+		ls = *pp;
+		if (ls->seen) {
+			pp = &ls->next;
+			continue;
+		}
+		*pp = ls->next;
+		l->nsocks--;
+		lsock_free(ls);
+	}
+	return bad;
+}
+
+int
+listen_control_open(struct listen_ctx *l, const char *path)
+{
+	struct lsock *ls;
+	int err;
+
+	if (l->control != NULL && strcmp(l->control->path, path) == 0)
+		return 0;
+	err = lsock_open(l, NULL, path, 0600, listen_control_cb, &ls);
+	if (err != 0)
+		return err;
+	lsock_free(l->control);
+	l->control = ls;
+	return 0;
+}
+
+void
+listen_stop(struct listen_ctx *l)
+{
+	struct lsock *ls;
+
+	while ((ls = l->socks) != NULL) {
+		l->socks = ls->next;
+		lsock_free(ls);
+	}
+	l->nsocks = 0;
+	lsock_free(l->control);
+	l->control = NULL;
+}
+
+void
+listen_free(struct listen_ctx *l)
+{
+	if (l == NULL)
+		return;
+	listen_stop(l);
+	while (l->ctls != NULL)
+		ctlconn_free(l->ctls);
+	free(l);
+}
+
+size_t
+listen_count(const struct listen_ctx *l)
+{
+	return l->nsocks;
+}

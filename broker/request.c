@@ -1,0 +1,1114 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The per-stream pipeline of egressd (see request.h): head validation,
+ * the two policy calls around exactly one resolution, the connection
+ * lease, the pinned dial under one deadline, the HTTP/1.1 exchange and
+ * the response streamed back under flow control, with one decision and
+ * one close event per request. Also the broker-wide resolver and TLS
+ * holders (kept alive while requests use them) and the per-instance
+ * connection leases.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <jansson.h>
+
+#include <egress/error.h>
+
+#include "broker/dial.h"
+#include "broker/dns.h"
+#include "broker/http1.h"
+#include "broker/lease.h"
+#include "broker/localaddr.h"
+#include "broker/log.h"
+#include "broker/request.h"
+#include "broker/session.h"
+#include "conf/conf.h"
+#include "policy/policy.h"
+#include "proto/proto.h"
+
+#define LOCAL_REFRESH_MS	1000	/* re-read interface addresses */
+
+/* A resolver shared by the requests that use it. */
+struct broker_dns {
+	struct broker *b;
+	struct dns_resolver *r;
+	unsigned refs;			/* the broker's, plus one per query */
+	char *key;			/* servers and timeout, for comparing */
+};
+
+enum request_phase {
+	PHASE_NEW = 0,
+	PHASE_RESOLVING,
+	PHASE_DIALING,
+	PHASE_EXCHANGE,
+	PHASE_FLUSHING,		/* upstream done, tail waits for window */
+	PHASE_DONE,		/* logged; waits for the guest to end */
+};
+
+struct request {
+	struct request *next, *prev;	/* session's list (session.c) */
+	struct broker *b;
+	struct session *sess;
+	struct proto_stream st;
+	enum request_phase phase;
+	char id[40];
+
+	struct confref *conf;		/* the snapshot decided with */
+	const struct conf_instance *ci;
+	struct policy_dest dest;
+	int https;
+	struct policy_verdict verdict;
+
+	/* The filtered head, copied into one block (head_mem). */
+	struct http1_head head;
+	void *head_mem;
+
+	struct broker_dns *dns;
+	struct dns_query *q;
+	struct dial *dial;
+	struct bufferevent *up;
+	struct http1_exchange *x;
+	struct lease *lease;		/* held while upstream lives */
+	struct policy_addr connected;
+	int has_connected;
+
+	uint64_t start_ms;
+	uint64_t deadline_ms;		/* resolution + connect + TLS */
+	struct event *timer;		/* the deadline, then the total */
+	uint64_t total_ms;		/* guest total timeout, 0: none */
+	int first_byte_ms;
+	int between_bytes_ms;
+
+	struct evbuffer *body;		/* guest DATA not yet upstream */
+	int body_ended;			/* the guest ended its body */
+	int body_finished;		/* http1_finish_body() done */
+	struct evbuffer *resp;		/* response body for the guest */
+	int paused;			/* upstream reads paused */
+	struct evbuffer *tail;		/* encoded last frame, when ready */
+	uint8_t tail_type;
+
+	int status;
+	uint64_t bytes_in, bytes_out;
+	int logged_close;
+};
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- Resolver and TLS holders ------------------------------------------ */
+
+static void
+broker_dns_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct broker_dns *d = arg;
+
+	dns_resolver_free(d->r);
+	free(d->key);
+	free(d);
+}
+
+static void
+broker_dns_unref(struct broker_dns *d)
+{
+	struct timeval zero = { 0, 0 };
+
+	if (d == NULL || --d->refs > 0)
+		return;
+	/* Never free a resolver from inside its own callback. */
+	if (event_base_once(d->b->base, -1, EV_TIMEOUT, broker_dns_free_cb, d,
+	    &zero) != 0)
+		broker_dns_free_cb(-1, 0, d);
+}
+
+static char *
+dns_key(const struct conf_snapshot *s)
+{
+	size_t i, n = 32;
+	char *k;
+
+	for (i = 0; i < s->nresolver_servers; i++)
+		n += strlen(s->resolver_servers[i]) + 1;
+	if ((k = malloc(n)) == NULL)
+		return NULL;
+	(void)snprintf(k, n, "%u;", s->resolver_timeout_ms);
+	for (i = 0; i < s->nresolver_servers; i++) {
+		strcat(k, s->resolver_servers[i]);
+		strcat(k, ",");
+	}
+	return k;
+}
+
+static void
+broker_log_problem(const char *what, const char *detail)
+{
+	json_t *o;
+
+	o = json_pack("{s:s, s:s, s:s}", "status", "error", "what", what,
+	    "detail", detail);
+	if (o != NULL)
+		log_event("egress.broker", o);
+}
+
+int
+broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
+{
+	struct broker_dns *d = NULL;
+	struct dial_tls *t = NULL;
+	char *key, *ca = NULL;
+	int err, ret = 0;
+
+	if ((key = dns_key(s)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	if (b->dns != NULL && strcmp(b->dns->key, key) == 0) {
+		free(key);
+	} else if ((d = calloc(1, sizeof(*d))) == NULL) {
+		free(key);
+		ret = EGRESS_ERR_NOMEM;
+	} else {
+		d->b = b;
+		d->key = key;
+		d->refs = 1;
+		err = dns_resolver_new(b->base,
+		    (const char *const *)s->resolver_servers,
+		    s->nresolver_servers, (int)s->resolver_timeout_ms, &d->r);
+		if (err != 0) {
+			broker_log_problem("resolver", egress_strerror(err));
+			free(d->key);
+			free(d);
+			ret = err;
+		} else {
+			broker_dns_unref(b->dns);
+			b->dns = d;
+		}
+	}
+
+	if (b->tls == NULL || !b->tls_ok || (s->ca_file == NULL) !=
+	    (b->tls_ca == NULL) || (s->ca_file != NULL &&
+	    strcmp(s->ca_file, b->tls_ca) != 0)) {
+		if (s->ca_file != NULL && (ca = strdup(s->ca_file)) == NULL)
+			return EGRESS_ERR_NOMEM;
+		err = dial_tls_new(s->ca_file, &t);
+		dial_tls_free(b->tls);
+		free(b->tls_ca);
+		b->tls = t;
+		b->tls_ca = ca;
+		b->tls_ok = err == 0;
+		if (err != 0) {
+			broker_log_problem("tls trust", egress_strerror(err));
+			if (ret == 0)
+				ret = err;
+		}
+	}
+	return ret;
+}
+
+void
+broker_release(struct broker *b)
+{
+	if (b->dns != NULL) {
+		/* At exit: free now, callbacks are gone with the sessions. */
+		dns_resolver_free(b->dns->r);
+		free(b->dns->key);
+		free(b->dns);
+		b->dns = NULL;
+	}
+	dial_tls_free(b->tls);
+	b->tls = NULL;
+	free(b->tls_ca);
+	b->tls_ca = NULL;
+	lease_table_free(b->leases);
+	b->leases = NULL;
+	free(b->local);
+	b->local = NULL;
+	b->nlocal = 0;
+}
+
+static void
+broker_local_refresh(struct broker *b)
+{
+	struct policy_addr *a = NULL;
+	size_t n = 0;
+	uint64_t t = now_ms();
+
+	if (b->local_read_ms != 0 && t - b->local_read_ms < LOCAL_REFRESH_MS)
+		return;
+	if (localaddr_read(&a, &n) != 0)
+		return;		/* keep the previous list */
+	free(b->local);
+	b->local = a;
+	b->nlocal = n;
+	b->local_read_ms = t;
+}
+
+/* ---- Request life ------------------------------------------------------ */
+
+struct request *
+request_new(struct broker *b, struct session *sess, uint32_t id)
+{
+	struct request *r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->b = b;
+	r->sess = sess;
+	proto_stream_init(&r->st, id);
+	if ((r->body = evbuffer_new()) == NULL ||
+	    (r->resp = evbuffer_new()) == NULL) {
+		evbuffer_free(r->body);
+		free(r);
+		return NULL;
+	}
+	r->start_ms = now_ms();
+	b->request_seq++;
+	(void)snprintf(r->id, sizeof(r->id), "%s-%llu", b->id_prefix,
+	    (unsigned long long)b->request_seq);
+	b->nrequests++;
+	return r;
+}
+
+struct proto_stream *
+request_stream(struct request *r)
+{
+	return &r->st;
+}
+
+uint32_t
+request_id(const struct request *r)
+{
+	return r->st.id;
+}
+
+struct evbuffer *
+request_body_buffer(struct request *r)
+{
+	return r->body;
+}
+
+int
+request_is_active(const struct request *r)
+{
+	return r->phase != PHASE_DONE;
+}
+
+static const struct timeval zero_tv = { 0, 0 };
+
+static void
+up_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	bufferevent_free(arg);
+}
+
+/* Close the upstream side: no more callbacks from it; lease released. */
+static void
+request_upstream_done(struct request *r)
+{
+	if (r->q != NULL) {
+		dns_query_cancel(r->q);
+		r->q = NULL;
+	}
+	broker_dns_unref(r->dns);
+	r->dns = NULL;
+	if (r->dial != NULL) {
+		dial_cancel(r->dial);
+		r->dial = NULL;
+	}
+	if (r->x != NULL) {
+		http1_exchange_free(r->x);
+		r->x = NULL;
+	}
+	if (r->up != NULL) {
+		/* Possibly inside one of its callbacks: free it later. */
+		bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
+		(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+		if (event_base_once(r->b->base, -1, EV_TIMEOUT, up_free_cb,
+		    r->up, &zero_tv) != 0)
+			bufferevent_free(r->up);
+		r->up = NULL;
+	}
+	lease_release(r->lease);
+	r->lease = NULL;
+	if (r->timer != NULL) {
+		event_free(r->timer);
+		r->timer = NULL;
+	}
+}
+
+static void
+request_log_close(struct request *r, const char *error)
+{
+	struct log_close c;
+
+	if (r->logged_close)
+		return;
+	r->logged_close = 1;
+	memset(&c, 0, sizeof(c));
+	c.request_id = r->id;
+	c.instance = session_instance(r->sess);
+	c.connected = r->has_connected ? &r->connected : NULL;
+	c.status = r->status;
+	c.error = error;
+	c.bytes_in = r->bytes_in;
+	c.bytes_out = r->bytes_out;
+	c.duration_ms = now_ms() - r->start_ms;
+	log_close_event(&c);
+}
+
+static void
+request_free(struct request *r)
+{
+	request_upstream_done(r);
+	confref_unref(r->conf);
+	evbuffer_free(r->body);
+	evbuffer_free(r->resp);
+	if (r->tail != NULL)
+		evbuffer_free(r->tail);
+	free(r->head_mem);
+	r->b->nrequests--;
+	free(r);
+}
+
+/* Finish r when its stream is closed; else wait for the guest. */
+static void
+request_settle(struct request *r)
+{
+	if (r->st.state == PROTO_STREAM_CLOSED) {
+		session_request_done(r->sess, r);
+		request_free(r);
+		return;
+	}
+	r->phase = PHASE_DONE;
+	/* Body the guest still sends is discarded and credited. */
+	if (evbuffer_get_length(r->body) > 0) {
+		size_t n = evbuffer_get_length(r->body);
+
+		(void)evbuffer_drain(r->body, n);
+		session_consumed(r->sess, &r->st, n);
+	}
+}
+
+/*
+ * Fail r with a guest-visible error (EGRESS_ERR_*): ERROR frame on the
+ * stream, close event, free.
+ */
+static void
+request_fail(struct request *r, int err)
+{
+	uint32_t code = proto_err_to_wire(err);
+
+	request_upstream_done(r);
+	request_log_close(r, proto_code_name(code));
+	if (r->st.state != PROTO_STREAM_CLOSED)
+		(void)session_send_error(r->sess, &r->st, code);
+	/* ERROR closes the stream for both sides. */
+	r->st.state = PROTO_STREAM_CLOSED;
+	request_settle(r);
+}
+
+void
+request_abort(struct request *r)
+{
+	if (r == NULL)
+		return;
+	request_upstream_done(r);
+	request_log_close(r, "cancelled");
+	request_free(r);
+}
+
+void
+request_on_reset(struct request *r)
+{
+	request_upstream_done(r);
+	request_log_close(r, "cancelled");
+	r->st.state = PROTO_STREAM_CLOSED;
+	request_settle(r);
+}
+
+/* ---- Decision ---------------------------------------------------------- */
+
+static const char *
+request_plugin(const struct request *r)
+{
+	return r->ci != NULL ? r->ci->plugin : NULL;
+}
+
+static void
+request_log_decision(struct request *r, const char *host, size_t host_len,
+    unsigned port, int allow, const char *reason)
+{
+	struct log_decision d;
+
+	memset(&d, 0, sizeof(d));
+	d.request_id = r->id;
+	d.instance = session_instance(r->sess);
+	d.plugin = request_plugin(r);
+	d.transport = "http";
+	d.host = host;
+	d.host_len = host_len;
+	d.port = port;
+	d.allow = allow;
+	d.reason = reason;
+	d.addrs = r->verdict.addrs;
+	d.naddrs = r->verdict.naddrs;
+	log_decision(&d);
+}
+
+/* A deny before any address was validated. */
+static void
+request_deny(struct request *r, const char *reason, int err)
+{
+	const char *host = r->dest.host.name;
+
+	r->verdict.naddrs = 0;
+	request_log_decision(r, host, strlen(host), r->dest.port, 0, reason);
+	request_fail(r, err);
+}
+
+/* The guest-visible error of a policy deny. */
+static int
+request_deny_error(enum policy_reason reason)
+{
+	return reason == POLICY_REASON_UNRESOLVABLE ? EGRESS_ERR_DNS_FAILED :
+	    EGRESS_ERR_DENIED;
+}
+
+static void request_connect(struct request *r);
+
+static void
+request_answers(struct request *r, const struct policy_addr *addrs,
+    size_t n)
+{
+	const struct conf_snapshot *s = r->conf->snap;
+	struct policy_classify_ctx ctx;
+	const struct policy_instance *pi = r->ci != NULL ? &r->ci->policy :
+	    NULL;
+	int err;
+
+	broker_local_refresh(r->b);
+	ctx.nat64 = &s->nat64;
+	ctx.local = r->b->local;
+	ctx.nlocal = r->b->nlocal;
+	err = policy_check_answers(pi, &r->dest, addrs, n, &ctx, &r->verdict);
+	if (err != 0) {
+		/* More answers than considered: no verdict, no reach. */
+		request_deny(r, policy_reason_str(POLICY_REASON_UNRESOLVABLE),
+		    EGRESS_ERR_DNS_FAILED);
+		return;
+	}
+	if (r->verdict.reason != POLICY_REASON_ALLOW) {
+		request_log_decision(r, r->dest.host.name,
+		    strlen(r->dest.host.name), r->dest.port, 0,
+		    policy_reason_str(r->verdict.reason));
+		request_fail(r, request_deny_error(r->verdict.reason));
+		return;
+	}
+	err = lease_acquire(r->b->leases, session_instance(r->sess),
+	    s->max_connections_per_instance, &r->lease);
+	if (err != 0) {
+		request_log_decision(r, r->dest.host.name,
+		    strlen(r->dest.host.name), r->dest.port, 0,
+		    err == EGRESS_ERR_BUDGET_EXHAUSTED ? "budget-exhausted" :
+		    "policy-unavailable");
+		request_fail(r, err == EGRESS_ERR_BUDGET_EXHAUSTED ? err :
+		    EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+	request_log_decision(r, r->dest.host.name, strlen(r->dest.host.name),
+	    r->dest.port, 1, NULL);
+	request_connect(r);
+}
+
+static void
+request_dns_cb(void *arg, enum dns_status status,
+    const struct policy_addr *addrs, size_t n)
+{
+	struct request *r = arg;
+
+	r->q = NULL;
+	broker_dns_unref(r->dns);
+	r->dns = NULL;
+	if (status != DNS_OK) {
+		/* No answer: unresolvable, shown as dns-failed. */
+		n = 0;
+		addrs = NULL;
+	}
+	request_answers(r, addrs, n);
+}
+
+static void
+request_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct request *r = arg;
+
+	if (r->phase == PHASE_RESOLVING) {
+		/* The deadline passed before an answer: no verdict. */
+		r->verdict.naddrs = 0;
+		request_log_decision(r, r->dest.host.name,
+		    strlen(r->dest.host.name), r->dest.port, 0,
+		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
+	}
+	request_fail(r, EGRESS_ERR_TIMEOUT);
+}
+
+static int
+request_arm(struct request *r, uint64_t at_ms)
+{
+	struct timeval tv;
+	uint64_t t = now_ms(), d = at_ms > t ? at_ms - t : 0;
+
+	if (r->timer == NULL &&
+	    (r->timer = evtimer_new(r->b->base, request_timer_cb, r)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	tv.tv_sec = (time_t)(d / 1000);
+	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
+	return evtimer_add(r->timer, &tv) == 0 ? 0 : EGRESS_ERR_NOMEM;
+}
+
+/* The guest's timeout may lower a limit, never raise it (0: default). */
+static unsigned
+lower(unsigned conf, uint32_t guest)
+{
+	if (guest != 0 && (conf == 0 || guest < conf))
+		return guest;
+	return conf;
+}
+
+/* Copy the filtered head out of the frame buffer into one block. */
+static int
+request_copy_head(struct request *r, const struct http1_head *h)
+{
+	size_t i, n = h->method_len + h->path_len;
+	struct http1_header *hv;
+	char *p;
+
+	for (i = 0; i < h->nheaders; i++)
+		n += h->headers[i].name_len + h->headers[i].value_len;
+	r->head_mem = malloc(h->nheaders * sizeof(*hv) + n + 1);
+	if (r->head_mem == NULL)
+		return EGRESS_ERR_NOMEM;
+	hv = r->head_mem;
+	p = (char *)(hv + h->nheaders);
+#define COPY(dst, src, len) do {		\
+	memcpy(p, (src), (len));		\
+	(dst) = p;				\
+	p += (len);				\
+} while (0)
+	r->head = *h;
+	COPY(r->head.method, h->method, h->method_len);
+	COPY(r->head.path, h->path, h->path_len);
+	for (i = 0; i < h->nheaders; i++) {
+		hv[i].name_len = h->headers[i].name_len;
+		hv[i].value_len = h->headers[i].value_len;
+		COPY(hv[i].name, h->headers[i].name, hv[i].name_len);
+		COPY(hv[i].value, h->headers[i].value, hv[i].value_len);
+	}
+#undef COPY
+	r->head.headers = hv;
+	return 0;
+}
+
+static int
+str_is(const struct proto_str *s, const char *lit)
+{
+	return s->len == strlen(lit) && memcmp(s->ptr, lit, s->len) == 0;
+}
+
+void
+request_start(struct request *r, const struct proto_msg *m)
+{
+	static struct http1_header in[PROTO_HEADERS_MAX];
+	static struct http1_header kept[PROTO_HEADERS_MAX];
+	const struct proto_request *rq = &m->request;
+	const struct conf_snapshot *s;
+	const struct policy_instance *pi;
+	struct http1_head head, out;
+	struct policy_err perr;
+	size_t i;
+	int err;
+
+	/* The host as the guest wrote it, until it parses. */
+	(void)snprintf(r->dest.host.name, sizeof(r->dest.host.name), "%.*s",
+	    (int)(rq->authority.len < POLICY_NAME_MAX ? rq->authority.len :
+	    POLICY_NAME_MAX), rq->authority.ptr != NULL ? rq->authority.ptr :
+	    "");
+
+	/* 1. The head. Only the http transport exists in this release. */
+	if (rq->transport != PROTO_TRANSPORT_HTTP ||
+	    !(str_is(&rq->scheme, "http") || str_is(&rq->scheme, "https"))) {
+		r->dest.host.name[0] = '\0';
+		request_log_decision(r, rq->authority.ptr, rq->authority.len,
+		    0, 0, "invalid-request");
+		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
+		return;
+	}
+	r->https = str_is(&rq->scheme, "https");
+	if (rq->authority.len == 0 || policy_authority_parse(rq->authority.ptr,
+	    rq->authority.len, r->https ? 443 : 80, &r->dest, &perr) != 0) {
+		request_log_decision(r, rq->authority.ptr, rq->authority.len,
+		    0, 0, "invalid-request");
+		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
+		return;
+	}
+	(void)snprintf(r->dest.scheme, sizeof(r->dest.scheme), "%s",
+	    r->https ? "https" : "http");
+	for (i = 0; i < m->nheaders; i++) {
+		in[i].name = m->headers[i].name.ptr;
+		in[i].name_len = m->headers[i].name.len;
+		in[i].value = m->headers[i].value.ptr;
+		in[i].value_len = m->headers[i].value.len;
+	}
+	memset(&head, 0, sizeof(head));
+	head.method = rq->method.ptr;
+	head.method_len = rq->method.len;
+	head.path = rq->path.ptr;
+	head.path_len = rq->path.len;
+	head.headers = in;
+	head.nheaders = m->nheaders;
+	if (head.method == NULL || head.path == NULL ||
+	    http1_request_check(&r->dest, &head, kept, PROTO_HEADERS_MAX,
+	    &out, &perr) != 0) {
+		request_deny(r, "invalid-request", EGRESS_ERR_INVALID_REQUEST);
+		return;
+	}
+	if (m->flags & PROTO_FLAG_END_STREAM) {
+		r->body_ended = 1;
+		if (out.body_length > 0) {
+			/* A Content-Length the body cannot match. */
+			request_deny(r, "invalid-request",
+			    EGRESS_ERR_INVALID_REQUEST);
+			return;
+		}
+		out.body_length = 0;
+	}
+	if (request_copy_head(r, &out) != 0) {
+		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+
+	/* 2. The current snapshot, re-read if a file changed. */
+	if ((r->conf = confstate_get(&r->b->conf)) == NULL) {
+		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+	s = r->conf->snap;
+	r->ci = conf_instance_find(s, session_instance(r->sess));
+	pi = r->ci != NULL ? &r->ci->policy : NULL;
+	err = policy_check_destination(pi, POLICY_TRANSPORT_HTTP, &r->dest,
+	    &r->verdict);
+	if (err != 0) {
+		request_deny(r, "invalid-request", EGRESS_ERR_INVALID_REQUEST);
+		return;
+	}
+	if (r->verdict.reason != POLICY_REASON_ALLOW) {
+		request_deny(r, policy_reason_str(r->verdict.reason),
+		    request_deny_error(r->verdict.reason));
+		return;
+	}
+
+	/* Limits: the guest may lower each, never raise it. */
+	r->deadline_ms = r->start_ms + lower(s->connect_timeout_ms,
+	    rq->timeouts.connect_ms);
+	r->first_byte_ms = (int)lower(s->first_byte_timeout_ms,
+	    rq->timeouts.first_byte_ms);
+	r->between_bytes_ms = (int)lower(s->between_bytes_timeout_ms,
+	    rq->timeouts.between_bytes_ms);
+	if (rq->timeouts.total_ms != 0)
+		r->total_ms = r->start_ms + rq->timeouts.total_ms;
+
+	/* 3. Resolution, exactly once; an IP literal is its own answer. */
+	if (!r->verdict.need_resolve) {
+		struct policy_addr a;
+
+		memset(&a, 0, sizeof(a));
+		a.family = r->dest.host.kind == POLICY_HOST_IPV4 ? 4 : 6;
+		memcpy(a.bytes, r->dest.host.addr, a.family == 4 ? 4 : 16);
+		request_answers(r, &a, 1);
+		return;
+	}
+	if (r->b->dns == NULL) {
+		request_deny(r, policy_reason_str(POLICY_REASON_UNRESOLVABLE),
+		    EGRESS_ERR_DNS_FAILED);
+		return;
+	}
+	r->phase = PHASE_RESOLVING;
+	if (request_arm(r, r->deadline_ms) != 0) {
+		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+	r->dns = r->b->dns;
+	r->dns->refs++;
+	err = dns_resolve(r->dns->r, r->dest.host.name, request_dns_cb, r,
+	    &r->q);
+	if (err != 0) {
+		r->q = NULL;
+		/* Too many lookups pending, or no memory: no answer. */
+		request_deny(r, policy_reason_str(POLICY_REASON_UNRESOLVABLE),
+		    EGRESS_ERR_DNS_FAILED);
+		return;
+	}
+}
+
+/* ---- Upstream ---------------------------------------------------------- */
+
+static void request_pump_body(struct request *r);
+static void request_push(struct request *r);
+
+static int
+hdr_is(const struct http1_header *h, const char *name)
+{
+	return h->name_len == strlen(name) &&
+	    strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+/* Does the comma-separated list v name token? */
+static int
+list_has(const char *v, size_t n, const char *tok, size_t tl)
+{
+	size_t i = 0, a, e;
+
+	while (i < n) {
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		a = i;
+		while (i < n && v[i] != ',')
+			i++;
+		e = i;
+		while (e > a && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		if (e - a == tl && strncasecmp(v + a, tok, tl) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Hop-by-hop response headers belong to the broker's connection. */
+static int
+resp_is_hop(const struct http1_response *resp, const struct http1_header *h)
+{
+	static const char *const hop[] = {
+		"connection", "keep-alive", "proxy-connection",
+		"transfer-encoding", "te", "trailer", "upgrade",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+		if (hdr_is(h, hop[i]))
+			return 1;
+	for (i = 0; i < resp->nheaders; i++)
+		if (hdr_is(&resp->headers[i], "connection") &&
+		    list_has(resp->headers[i].value,
+		    resp->headers[i].value_len, h->name, h->name_len))
+			return 1;
+	return 0;
+}
+
+/* Fill m's header list from hs; 0, or -1 over the protocol's bounds. */
+static int
+fill_headers(struct proto_msg *m, const struct http1_header *hs, size_t n,
+    const struct http1_response *resp)
+{
+	size_t i, bytes = 0;
+
+	m->nheaders = 0;
+	for (i = 0; i < n; i++) {
+		if (resp != NULL && resp_is_hop(resp, &hs[i]))
+			continue;
+		if (m->nheaders == PROTO_HEADERS_MAX ||
+		    hs[i].name_len == 0 || hs[i].name_len > PROTO_NAME_MAX ||
+		    hs[i].value_len > PROTO_VALUE_MAX)
+			return -1;
+		bytes += hs[i].name_len + hs[i].value_len;
+		if (bytes > PROTO_HEADER_BYTES_MAX)
+			return -1;
+		m->headers[m->nheaders].name.ptr = hs[i].name;
+		m->headers[m->nheaders].name.len = hs[i].name_len;
+		m->headers[m->nheaders].value.ptr = hs[i].value;
+		m->headers[m->nheaders].value.len = hs[i].value_len;
+		m->nheaders++;
+	}
+	return 0;
+}
+
+static struct proto_msg request_msg;	/* scratch: single-threaded */
+
+static void
+up_on_head(void *arg, const struct http1_response *resp)
+{
+	struct request *r = arg;
+	struct proto_msg *m = &request_msg;
+
+	memset(m, 0, offsetof(struct proto_msg, headers));
+	m->type = PROTO_MSG_RESPONSE;
+	m->stream = r->st.id;
+	m->response.status = (uint16_t)resp->status;
+	if (fill_headers(m, resp->headers, resp->nheaders, resp) != 0) {
+		request_fail(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
+		return;
+	}
+	if (session_send(r->sess, &r->st, m) != 0) {
+		request_fail(r, EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+	r->status = resp->status;
+}
+
+static void
+up_on_data(void *arg, const char *p, size_t n)
+{
+	struct request *r = arg;
+
+	if (evbuffer_add(r->resp, p, n) != 0) {
+		request_fail(r, EGRESS_ERR_NOMEM);
+		return;
+	}
+	r->bytes_in += n;
+	if (!r->paused && evbuffer_get_length(r->resp) >= REQUEST_RESP_HIGH) {
+		http1_pause_read(r->x);
+		r->paused = 1;
+	}
+	request_push(r);
+}
+
+static void
+up_on_end(void *arg, int err, const struct http1_header *trailers,
+    size_t ntrailers)
+{
+	struct request *r = arg;
+	struct proto_msg *m = &request_msg;
+	uint8_t buf[PROTO_FRAME_MAX];
+	int n;
+
+	if (err != 0) {
+		request_fail(r, err);
+		return;
+	}
+	memset(m, 0, offsetof(struct proto_msg, headers));
+	m->flags = PROTO_FLAG_END_STREAM;
+	m->stream = r->st.id;
+	if (ntrailers > 0) {
+		m->type = PROTO_MSG_TRAILERS;
+		if (fill_headers(m, trailers, ntrailers, NULL) != 0) {
+			request_fail(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
+			return;
+		}
+	} else
+		m->type = PROTO_MSG_DATA;
+	n = proto_encode(m, buf, sizeof(buf), NULL);
+	if (n < 0 || (r->tail = evbuffer_new()) == NULL ||
+	    evbuffer_add(r->tail, buf, (size_t)n) != 0) {
+		request_fail(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
+		return;
+	}
+	r->tail_type = m->type;
+	/* The upstream is finished: close it and release the lease now. */
+	request_upstream_done(r);
+	r->phase = PHASE_FLUSHING;
+	request_push(r);
+}
+
+static void
+up_on_writable(void *arg)
+{
+	request_pump_body(arg);
+}
+
+static const struct http1_callbacks up_callbacks = {
+	.on_head = up_on_head,
+	.on_data = up_on_data,
+	.on_end = up_on_end,
+	.on_writable = up_on_writable,
+};
+
+/* Move guest body towards the upstream, and grant the guest window. */
+static void
+request_pump_body(struct request *r)
+{
+	size_t n;
+	int err;
+
+	if (r->x == NULL)
+		return;
+	n = evbuffer_get_length(r->body);
+	if (n > 0 && http1_output_pending(r->x) < REQUEST_UP_HIGH) {
+		err = http1_write_body_buffer(r->x, r->body);
+		if (err != 0) {
+			request_fail(r, err == EGRESS_ERR_CLOSED ?
+			    EGRESS_ERR_INVALID_REQUEST : err);
+			return;
+		}
+		r->bytes_out += n;
+		session_consumed(r->sess, &r->st, n);
+	}
+	if (r->body_ended && !r->body_finished &&
+	    evbuffer_get_length(r->body) == 0) {
+		r->body_finished = 1;
+		if (r->head.body_length != 0) {
+			err = http1_finish_body(r->x);
+			if (err != 0) {
+				request_fail(r, err == EGRESS_ERR_CLOSED ?
+				    EGRESS_ERR_INVALID_REQUEST : err);
+				return;
+			}
+		}
+	}
+}
+
+static void
+request_dial_cb(void *arg, int err, struct bufferevent *bev,
+    const struct policy_addr *used)
+{
+	struct request *r = arg;
+	struct http1_timeouts t;
+
+	r->dial = NULL;		/* freed by dial after we return */
+	if (err != 0) {
+		request_fail(r, err);
+		return;
+	}
+	r->up = bev;
+	r->connected = *used;
+	r->has_connected = 1;
+	r->phase = PHASE_EXCHANGE;
+	if (r->timer != NULL)
+		(void)evtimer_del(r->timer);
+	if (r->total_ms != 0 && request_arm(r, r->total_ms) != 0) {
+		request_fail(r, EGRESS_ERR_NOMEM);
+		return;
+	}
+	t.first_byte_ms = r->first_byte_ms;
+	t.between_bytes_ms = r->between_bytes_ms;
+	err = http1_exchange_new(bev, &r->dest, &r->head, 0, &t,
+	    &up_callbacks, r, &r->x);
+	if (err != 0) {
+		r->x = NULL;
+		request_fail(r, err == EGRESS_ERR_NOMEM ? err :
+		    EGRESS_ERR_INVALID_REQUEST);
+		return;
+	}
+	request_pump_body(r);
+}
+
+static void
+request_connect(struct request *r)
+{
+	struct dial_params p;
+	uint64_t t = now_ms();
+	uint64_t until = r->deadline_ms;
+	int err;
+
+	if (r->total_ms != 0 && r->total_ms < until)
+		until = r->total_ms;
+	if (t >= until) {
+		request_fail(r, EGRESS_ERR_TIMEOUT);
+		return;
+	}
+	if (r->https && !r->b->tls_ok) {
+		request_fail(r, EGRESS_ERR_TLS_FAILED);
+		return;
+	}
+	if (r->timer != NULL)
+		(void)evtimer_del(r->timer);
+	r->phase = PHASE_DIALING;
+	memset(&p, 0, sizeof(p));
+	p.host = &r->dest.host;
+	p.port = r->dest.port;
+	p.addrs = r->verdict.addrs;
+	p.naddrs = r->verdict.naddrs;
+	p.timeout_ms = (int)(until - t);
+	err = dial_start(r->b->base, r->https ? r->b->tls : NULL, &p,
+	    request_dial_cb, r, &r->dial);
+	if (err != 0) {
+		r->dial = NULL;
+		request_fail(r, err == EGRESS_ERR_NOMEM ?
+		    EGRESS_ERR_UNAVAILABLE : EGRESS_ERR_CONNECT_FAILED);
+	}
+}
+
+/* ---- Towards the guest ------------------------------------------------- */
+
+/* Send buffered response DATA within the windows, then the last frame. */
+static void
+request_push(struct request *r)
+{
+	struct proto_msg m;
+	size_t len;
+	uint32_t n;
+
+	while ((len = evbuffer_get_length(r->resp)) > 0 &&
+	    session_can_write(r->sess)) {
+		n = proto_conn_sendable(session_proto(r->sess), &r->st);
+		if (n == 0)
+			break;
+		if (n > len)
+			n = (uint32_t)len;
+		if (session_send_data(r->sess, &r->st, r->resp, n, 0) != 0) {
+			request_fail(r, EGRESS_ERR_UNAVAILABLE);
+			return;
+		}
+	}
+	if (r->paused && r->x != NULL &&
+	    evbuffer_get_length(r->resp) <= REQUEST_RESP_LOW) {
+		r->paused = 0;
+		http1_resume_read(r->x);
+	}
+	if (r->phase != PHASE_FLUSHING || r->tail == NULL ||
+	    evbuffer_get_length(r->resp) > 0)
+		return;
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = r->tail_type;
+	m.flags = PROTO_FLAG_END_STREAM;
+	m.stream = r->st.id;
+	if (proto_conn_send(session_proto(r->sess), &r->st, &m, NULL) != 0) {
+		request_fail(r, EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+	(void)session_send_data(r->sess, NULL, r->tail,
+	    evbuffer_get_length(r->tail), 0);
+	evbuffer_free(r->tail);
+	r->tail = NULL;
+	request_log_close(r, NULL);
+	request_settle(r);
+}
+
+void
+request_flush(struct request *r)
+{
+	if (r->phase == PHASE_EXCHANGE || r->phase == PHASE_FLUSHING)
+		request_push(r);
+}
+
+void
+request_on_body(struct request *r, size_t len, int end)
+{
+	if (end)
+		r->body_ended = 1;
+	if (r->phase == PHASE_DONE || r->phase == PHASE_FLUSHING) {
+		/* The response is over: discard, and credit it back. */
+		size_t n = evbuffer_get_length(r->body);
+
+		(void)evbuffer_drain(r->body, n);
+		session_consumed(r->sess, &r->st, n);
+		if (r->phase == PHASE_DONE &&
+		    r->st.state == PROTO_STREAM_CLOSED) {
+			session_request_done(r->sess, r);
+			request_free(r);
+		}
+		return;
+	}
+	if (r->phase == PHASE_EXCHANGE)
+		request_pump_body(r);
+	/* Before the exchange, body waits (uncredited) in r->body. */
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * request: one plugin request (one protocol stream) through the pinned
+ * send path, and the broker-wide state it needs (struct broker). The
+ * pipeline: validate the head with http1_request_check() -> decide with
+ * policy_check_destination() on the CURRENT snapshot -> dns_resolve()
+ * exactly once -> policy_check_answers() -> acquire the instance's
+ * connection lease (refused at once when exhausted) -> dial only the
+ * validated addresses under one deadline covering resolution, connect and
+ * TLS -> one HTTP/1.1 exchange -> stream the response back under flow
+ * control (RESPONSE, DATA, TRAILERS or an empty END_STREAM DATA) ->
+ * release the lease -> log. Nothing here decides reachability: every rule
+ * is policy/'s, every setting conf/'s. Exactly one egress.decision and
+ * one egress.close event is logged per request. Guest-visible failures
+ * are ERROR frames with a wire code and its fixed masked message.
+ */
+#ifndef EGRESS_BROKER_REQUEST_H
+#define EGRESS_BROKER_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/confstate.h"
+#include "policy/policy.h"
+#include "proto/proto.h"
+
+struct event_base;
+struct listen_ctx;
+struct dial_tls;
+struct session;
+struct request;
+struct broker_dns;
+struct lease_table;
+
+/* Bytes of response body held per stream before upstream reads pause,
+ * and the level at which they resume. */
+#define REQUEST_RESP_HIGH	(256 * 1024)
+#define REQUEST_RESP_LOW	(64 * 1024)
+/* Bytes of request body queued towards the upstream before the broker
+ * stops moving guest DATA (and so stops granting window). */
+#define REQUEST_UP_HIGH		(64 * 1024)
+
+/* The whole daemon's state; one instance, owned by egressd.c. */
+struct broker {
+	struct event_base *base;
+	struct confstate conf;
+	struct listen_ctx *listen;
+
+	struct broker_dns *dns;		/* current resolver */
+	struct dial_tls *tls;		/* current TLS client context */
+	char *tls_ca;			/* its ca_file (NULL: system) */
+	int tls_ok;			/* 0: TLS trust failed to load */
+
+	struct lease_table *leases;	/* per-instance upstream counts */
+
+	struct policy_addr *local;	/* own interface addresses */
+	size_t nlocal;
+	uint64_t local_read_ms;		/* monotonic time of last read */
+
+	struct session *sessions;
+	size_t nsessions;
+	size_t nrequests;		/* streams being served */
+	uint64_t request_seq;
+	char id_prefix[12];
+	int draining;
+	struct event *drain_timer;
+};
+
+/*
+ * Allocate a request for stream id on sess (the stream is idle until
+ * session passes the REQUEST frame to proto_conn_recv()). Return NULL on
+ * out-of-memory.
+ */
+struct request *request_new(struct broker *b, struct session *sess,
+    uint32_t id);
+
+/* Return the protocol stream of r (owned by r). */
+struct proto_stream *request_stream(struct request *r);
+
+/* Return the stream id of r. */
+uint32_t request_id(const struct request *r);
+
+/*
+ * Start serving r for the REQUEST frame m (already accepted by
+ * proto_conn_recv(); m's strings borrowed for the call only). May finish
+ * and free r before returning (a deny); the caller must not use r after.
+ */
+void request_start(struct request *r, const struct proto_msg *m);
+
+/*
+ * The guest sent len bytes of request body, already moved into the
+ * buffer request_body_buffer(r) returned (flow control recv already
+ * applied); end is set when the guest ended its body (DATA with
+ * END_STREAM, or TRAILERS: request trailers are not forwarded). May free
+ * r.
+ */
+void request_on_body(struct request *r, size_t len, int end);
+
+/* Return the buffer guest DATA for r is moved into (owned by r). */
+struct evbuffer *request_body_buffer(struct request *r);
+
+/* The guest granted window on r's stream or the connection: send what
+ * is now allowed. May free r. */
+void request_flush(struct request *r);
+
+/* The guest reset r's stream (already applied to the stream state):
+ * cancel everything, log, free r. */
+void request_on_reset(struct request *r);
+
+/*
+ * Free r because its connection is going away: cancel every pending
+ * operation, release the lease, log egress.close (error "cancelled" if it
+ * had not ended) and free. Sends nothing. NULL is a no-op.
+ */
+void request_abort(struct request *r);
+
+/* Answer whether r still has work (1) or only waits for the guest (0). */
+int request_is_active(const struct request *r);
+
+/*
+ * Broker-wide helpers used by egressd.c at start and after each reload:
+ * make the resolver and TLS context follow snapshot s (a resolver or TLS
+ * context in use by requests in flight stays alive until they finish).
+ * Return 0, or a negative error when the resolver could not be created
+ * (the old one is kept) or the TLS trust failed to load (HTTPS requests
+ * then fail with tls-failed until fixed); both are logged.
+ */
+int broker_apply_conf(struct broker *b, const struct conf_snapshot *s);
+
+/* Release the resolver, TLS context, leases and local-address cache. */
+void broker_release(struct broker *b);
+
+#endif /* EGRESS_BROKER_REQUEST_H */

@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * One plugin connection of egressd: recvmsg() input with descriptor
+ * detection, frame decoding with proto/, the per-connection state table,
+ * stream dispatch to request.c, flow-control credit, PING/PONG, GOAWAY
+ * draining, and the output bufferevent. See session.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include <egress/error.h>
+
+#include "broker/log.h"
+#include "broker/request.h"
+#include "broker/session.h"
+#include "conf/conf.h"
+#include "proto/proto.h"
+
+#define SESSION_FDS_MAX		16	/* descriptors one cmsg can carry */
+
+/* Session list and request list links live in the structs below; the
+ * request's first two members are its list links (see request.c). */
+struct request_links {
+	struct request *next, *prev;
+};
+
+struct session {
+	struct session *next, *prev;
+	struct broker *b;
+	int fd;
+	struct bufferevent *bev;	/* output only */
+	struct event *rev;		/* input: recvmsg() */
+	struct event *hello_timer;
+	struct event *defer;		/* re-check closing from the loop */
+	struct evbuffer *in;
+	struct proto_conn pc;
+	char instance[CONF_NAME_MAX + 1];
+	struct request *reqs;
+	size_t nreqs;
+	int read_paused;		/* output over SESSION_OUT_HIGH */
+	int closing;			/* free once output is flushed */
+	int goaway_sent;
+};
+
+static struct proto_msg session_msg;	/* decode scratch (one thread) */
+
+static struct request_links *
+links(struct request *r)
+{
+	return (struct request_links *)(void *)r;
+}
+
+static void session_free(struct session *s);
+static void session_maybe_close(struct session *s);
+
+const char *
+session_instance(const struct session *s)
+{
+	return s->instance;
+}
+
+struct proto_conn *
+session_proto(struct session *s)
+{
+	return &s->pc;
+}
+
+static struct evbuffer *
+session_out(const struct session *s)
+{
+	return bufferevent_get_output(s->bev);
+}
+
+int
+session_can_write(const struct session *s)
+{
+	return !s->closing &&
+	    evbuffer_get_length(session_out(s)) < SESSION_OUT_HIGH;
+}
+
+int
+session_send(struct session *s, struct proto_stream *st,
+    const struct proto_msg *m)
+{
+	struct evbuffer_iovec v;
+	enum proto_fault f;
+	int n, err;
+
+	n = proto_encode_size(m, &f);
+	if (n < 0)
+		return n;
+	if (evbuffer_reserve_space(session_out(s), n, &v, 1) < 1 ||
+	    v.iov_len < (size_t)n)
+		return EGRESS_ERR_NOMEM;
+	err = proto_conn_send(&s->pc, st, m, &f);
+	if (err != 0)
+		return err;
+	n = proto_encode(m, v.iov_base, (size_t)n, &f);
+	if (n < 0)
+		return n;	/* cannot happen after encode_size */
+	v.iov_len = (size_t)n;
+	return evbuffer_commit_space(session_out(s), &v, 1) == 0 ? 0 :
+	    EGRESS_ERR_NOMEM;
+}
+
+int
+session_send_data(struct session *s, struct proto_stream *st,
+    struct evbuffer *buf, size_t n, uint8_t flags)
+{
+	struct proto_msg m;
+	uint8_t hdr[PROTO_HDR_SIZE];
+	int err;
+
+	if (st == NULL) {
+		/* An already applied, already encoded frame (the tail). */
+		return evbuffer_remove_buffer(buf, session_out(s), n) ==
+		    (int)n ? 0 : EGRESS_ERR_NOMEM;
+	}
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_DATA;
+	m.flags = flags;
+	m.stream = st->id;
+	m.data.len = n;
+	if (proto_hdr_encode(hdr, PROTO_MSG_DATA, flags, st->id,
+	    (uint32_t)n, NULL) < 0)
+		return EGRESS_ERR_INVALID;
+	err = proto_conn_send(&s->pc, st, &m, NULL);
+	if (err != 0)
+		return err;
+	if (evbuffer_add(session_out(s), hdr, sizeof(hdr)) != 0 ||
+	    evbuffer_remove_buffer(buf, session_out(s), n) != (int)n)
+		return EGRESS_ERR_NOMEM;
+	return 0;
+}
+
+int
+session_send_error(struct session *s, struct proto_stream *st,
+    uint32_t code)
+{
+	struct proto_msg m;
+
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	if (proto_error_init(&m, st != NULL ? st->id : 0, code) != 0)
+		return EGRESS_ERR_INVALID;
+	return session_send(s, st, &m);
+}
+
+static void
+session_window_update(struct session *s, struct proto_stream *st,
+    uint32_t inc)
+{
+	struct proto_msg m;
+
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_WINDOW_UPDATE;
+	m.stream = st != NULL ? st->id : 0;
+	m.window_update.increment = inc;
+	(void)session_send(s, st, &m);
+}
+
+void
+session_consumed(struct session *s, struct proto_stream *st, size_t n)
+{
+	uint32_t ci = 0, si = 0;
+
+	if (proto_conn_consumed(&s->pc, st, (uint32_t)n, &ci, &si) != 0)
+		return;
+	if (ci != 0)
+		session_window_update(s, NULL, ci);
+	if (si != 0)
+		session_window_update(s, st, si);
+}
+
+static struct request *
+session_find(struct session *s, uint32_t id)
+{
+	struct request *r;
+
+	for (r = s->reqs; r != NULL; r = links(r)->next)
+		if (request_id(r) == id)
+			return r;
+	return NULL;
+}
+
+static void
+session_link(struct session *s, struct request *r)
+{
+	links(r)->prev = NULL;
+	links(r)->next = s->reqs;
+	if (s->reqs != NULL)
+		links(s->reqs)->prev = r;
+	s->reqs = r;
+	s->nreqs++;
+}
+
+void
+session_request_done(struct session *s, struct request *r)
+{
+	if (links(r)->prev != NULL)
+		links(links(r)->prev)->next = links(r)->next;
+	else if (s->reqs == r)
+		s->reqs = links(r)->next;
+	else
+		return;		/* never linked */
+	if (links(r)->next != NULL)
+		links(links(r)->next)->prev = links(r)->prev;
+	links(r)->next = links(r)->prev = NULL;
+	s->nreqs--;
+	/* Never free the session under a caller: check from the loop. */
+	if (s->b->draining && s->defer != NULL)
+		event_active(s->defer, EV_TIMEOUT, 1);
+}
+
+/* Give every stream a chance to send (window or output room grew). */
+static void
+session_flush_all(struct session *s)
+{
+	struct request *r, *next;
+
+	for (r = s->reqs; r != NULL && session_can_write(s); r = next) {
+		next = links(r)->next;
+		request_flush(r);	/* may free r, never next */
+	}
+}
+
+static void
+session_send_goaway(struct session *s)
+{
+	struct proto_msg m;
+
+	if (s->goaway_sent || s->pc.state != PROTO_CONN_OPEN)
+		return;
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_GOAWAY;
+	m.goaway.last_stream = s->pc.last_stream;
+	if (session_send(s, NULL, &m) == 0)
+		s->goaway_sent = 1;
+}
+
+static void
+session_maybe_close(struct session *s)
+{
+	struct request *r;
+
+	for (r = s->reqs; r != NULL; r = links(r)->next)
+		if (request_is_active(r))
+			return;
+	s->closing = 1;
+	(void)event_del(s->rev);
+	if (evbuffer_get_length(session_out(s)) == 0)
+		session_free(s);
+	/* else the write callback frees it once flushed */
+}
+
+/* ---- Input ------------------------------------------------------------- */
+
+/* Handle one decoded non-DATA frame. Return -1 to drop the connection. */
+static int
+session_frame(struct session *s, struct proto_msg *m)
+{
+	struct request *r = NULL;
+	struct proto_msg reply;
+	enum proto_fault f = PROTO_FAULT_NONE;
+	uint16_t v;
+	int rv;
+
+	if (m->type == PROTO_MSG_REQUEST) {
+		if ((r = request_new(s->b, s, m->stream)) == NULL)
+			return -1;
+		rv = proto_conn_recv(&s->pc, request_stream(r), m, &f);
+		if (rv != PROTO_ACCEPT) {
+			request_abort(r);
+			return rv == PROTO_IGNORE ? 0 : -1;
+		}
+		session_link(s, r);
+		request_start(r, m);	/* may free r */
+		return 0;
+	}
+	if (m->stream != 0)
+		r = session_find(s, m->stream);
+	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL, m,
+	    &f);
+	if (rv < 0)
+		return -1;
+	if (rv == PROTO_IGNORE)
+		return 0;
+	switch (m->type) {
+	case PROTO_MSG_HELLO:
+		if (s->hello_timer != NULL) {
+			event_free(s->hello_timer);
+			s->hello_timer = NULL;
+		}
+		v = proto_version_choose(m->hello.version);
+		memset(&reply, 0, offsetof(struct proto_msg, headers));
+		if (v == 0) {
+			(void)session_send_error(s, NULL,
+			    PROTO_CODE_UNAVAILABLE);
+			s->closing = 1;
+			return 0;
+		}
+		reply.type = PROTO_MSG_HELLO;
+		reply.hello.version = v;
+		if (session_send(s, NULL, &reply) != 0)
+			return -1;
+		if (s->b->draining)
+			session_send_goaway(s);
+		return 0;
+	case PROTO_MSG_PING:
+		memset(&reply, 0, offsetof(struct proto_msg, headers));
+		reply.type = PROTO_MSG_PONG;
+		memcpy(reply.ping.opaque, m->ping.opaque, PROTO_PING_SIZE);
+		return session_send(s, NULL, &reply) == 0 ? 0 : -1;
+	case PROTO_MSG_PONG:
+		return 0;
+	case PROTO_MSG_WINDOW_UPDATE:
+		if (r != NULL)
+			request_flush(r);
+		else
+			session_flush_all(s);
+		return 0;
+	case PROTO_MSG_RESET:
+		if (r != NULL)
+			request_on_reset(r);
+		return 0;
+	case PROTO_MSG_TRAILERS:
+		/* Request trailers end the body; they are not forwarded. */
+		if (r != NULL)
+			request_on_body(r, 0, 1);
+		return 0;
+	default:
+		return -1;	/* the table refuses every other type */
+	}
+}
+
+/* Handle one DATA frame whose payload is still in s->in. */
+static int
+session_data(struct session *s, const struct proto_hdr *h)
+{
+	struct proto_msg m;
+	struct request *r;
+	enum proto_fault f;
+	int rv;
+
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_DATA;
+	m.flags = h->flags;
+	m.stream = h->stream;
+	m.data.len = h->length;
+	r = session_find(s, h->stream);
+	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL,
+	    &m, &f);
+	if (rv < 0)
+		return -1;
+	(void)evbuffer_drain(s->in, PROTO_HDR_SIZE);
+	if (rv == PROTO_IGNORE) {
+		(void)evbuffer_drain(s->in, h->length);
+		/* Counted and credited by proto: send the update due. */
+		session_consumed(s, NULL, 0);
+		return 0;
+	}
+	if (evbuffer_remove_buffer(s->in, request_body_buffer(r),
+	    h->length) != (int)h->length)
+		return -1;
+	request_on_body(r, h->length, (h->flags & PROTO_FLAG_END_STREAM) != 0);
+	return 0;
+}
+
+/* Decode and handle every complete frame in s->in. */
+static int
+session_process(struct session *s)
+{
+	uint8_t hb[PROTO_HDR_SIZE];
+	struct proto_hdr h;
+	enum proto_fault f;
+	size_t avail, total;
+	unsigned char *p;
+	int rv;
+
+	while (!s->closing) {
+		avail = evbuffer_get_length(s->in);
+		if (avail < PROTO_HDR_SIZE)
+			return 0;
+		if (evbuffer_copyout(s->in, hb, sizeof(hb)) != sizeof(hb))
+			return -1;
+		rv = proto_hdr_decode(hb, sizeof(hb), &h, &f);
+		if (rv <= 0)
+			return -1;
+		total = PROTO_HDR_SIZE + (size_t)h.length;
+		if (avail < total)
+			return 0;
+		if (h.type == PROTO_MSG_DATA) {
+			if (session_data(s, &h) != 0)
+				return -1;
+			continue;
+		}
+		if ((p = evbuffer_pullup(s->in, (ssize_t)total)) == NULL)
+			return -1;
+		rv = proto_frame_decode(p, total, &session_msg, &f);
+		if (rv != (int)total)
+			return -1;
+		rv = session_frame(s, &session_msg);
+		(void)evbuffer_drain(s->in, total);
+		if (rv != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Close every descriptor in the control messages of msg. */
+static int
+session_close_fds(struct msghdr *msg)
+{
+	struct cmsghdr *c;
+	int found = 0;
+	size_t i, n;
+	int fd;
+
+	for (c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
+		found = 1;
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int),
+			    sizeof(int));
+			(void)close(fd);
+		}
+	}
+	return found;
+}
+
+static void
+session_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(SESSION_FDS_MAX * sizeof(int))];
+	} cbuf;
+	struct session *s = arg;
+	struct evbuffer_iovec v[2];
+	struct msghdr msg;
+	struct iovec iov[2];
+	ssize_t n;
+	int nv, i;
+
+	nv = evbuffer_reserve_space(s->in, SESSION_READ_MAX, v, 2);
+	if (nv < 1) {
+		session_free(s);
+		return;
+	}
+	for (i = 0; i < nv; i++) {
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = v[i].iov_len;
+	}
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = iov;
+	msg.msg_iovlen = (size_t)nv;
+	msg.msg_control = cbuf.buf;
+	msg.msg_controllen = sizeof(cbuf.buf);
+	n = recvmsg(s->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR))
+		return;
+	/* The broker accepts no descriptors and no credentials. */
+	if (session_close_fds(&msg) || (msg.msg_flags & MSG_CTRUNC) ||
+	    n <= 0) {
+		session_free(s);
+		return;
+	}
+	for (i = 0; i < nv && n > 0; i++) {
+		size_t k = (size_t)n < v[i].iov_len ? (size_t)n :
+		    v[i].iov_len;
+
+		v[i].iov_len = k;
+		n -= (ssize_t)k;
+	}
+	if (evbuffer_commit_space(s->in, v, i) != 0 ||
+	    session_process(s) != 0) {
+		session_free(s);
+		return;
+	}
+	if (s->closing) {
+		session_maybe_close(s);
+		return;
+	}
+	if (evbuffer_get_length(session_out(s)) >= SESSION_OUT_HIGH) {
+		s->read_paused = 1;
+		(void)event_del(s->rev);
+	}
+}
+
+static void
+session_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+
+	if (s->closing) {
+		if (evbuffer_get_length(session_out(s)) == 0)
+			session_free(s);
+		return;
+	}
+	session_flush_all(s);
+	if (s->read_paused &&
+	    evbuffer_get_length(session_out(s)) < SESSION_OUT_HIGH) {
+		s->read_paused = 0;
+		(void)event_add(s->rev, NULL);
+	}
+}
+
+static void
+session_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))
+		session_free(arg);
+}
+
+static void
+session_defer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	session_maybe_close(arg);
+}
+
+static void
+session_hello_cb(evutil_socket_t fd, short what, void *arg)
+{
+	session_free(arg);	/* no HELLO in time */
+}
+
+static void
+session_free(struct session *s)
+{
+	struct broker *b = s->b;
+	struct request *r;
+
+	while ((r = s->reqs) != NULL) {
+		s->reqs = links(r)->next;
+		request_abort(r);
+	}
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		b->sessions = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	b->nsessions--;
+	if (s->hello_timer != NULL)
+		event_free(s->hello_timer);
+	if (s->defer != NULL)
+		event_free(s->defer);
+	if (s->rev != NULL)
+		event_free(s->rev);
+	if (s->bev != NULL)
+		bufferevent_free(s->bev);	/* closes fd */
+	else
+		(void)close(s->fd);
+	evbuffer_free(s->in);
+	free(s);
+	if (b->draining && b->nsessions == 0)
+		(void)event_base_loopexit(b->base, NULL);
+}
+
+int
+session_accept(struct broker *b, int fd, const char *instance)
+{
+	struct timeval hello = { SESSION_HELLO_MS / 1000, 0 };
+	struct session *s, *o;
+	size_t same = 0;
+
+	for (o = b->sessions; o != NULL; o = o->next)
+		if (strcmp(o->instance, instance) == 0)
+			same++;
+	if (b->draining || b->nsessions >= SESSIONS_MAX ||
+	    same >= SESSIONS_PER_INSTANCE ||
+	    strlen(instance) > CONF_NAME_MAX ||
+	    (s = calloc(1, sizeof(*s))) == NULL) {
+		(void)close(fd);
+		return EGRESS_ERR_AGAIN;
+	}
+	s->b = b;
+	s->fd = fd;
+	memcpy(s->instance, instance, strlen(instance) + 1);
+	proto_conn_init(&s->pc, PROTO_ROLE_BROKER);
+	s->in = evbuffer_new();
+	s->bev = bufferevent_socket_new(b->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	s->rev = event_new(b->base, fd, EV_READ | EV_PERSIST, session_read_cb,
+	    s);
+	s->hello_timer = evtimer_new(b->base, session_hello_cb, s);
+	s->defer = event_new(b->base, -1, 0, session_defer_cb, s);
+	s->next = b->sessions;
+	if (b->sessions != NULL)
+		b->sessions->prev = s;
+	b->sessions = s;
+	b->nsessions++;
+	if (s->in == NULL || s->bev == NULL || s->rev == NULL ||
+	    s->hello_timer == NULL || s->defer == NULL) {
+		session_free(s);
+		return EGRESS_ERR_NOMEM;
+	}
+	bufferevent_setcb(s->bev, NULL, session_write_cb, session_event_cb, s);
+	bufferevent_setwatermark(s->bev, EV_WRITE, SESSION_OUT_LOW, 0);
+	if (bufferevent_enable(s->bev, EV_WRITE) != 0 ||
+	    event_add(s->rev, NULL) != 0 ||
+	    evtimer_add(s->hello_timer, &hello) != 0) {
+		session_free(s);
+		return EGRESS_ERR_NOMEM;
+	}
+	return 0;
+}
+
+size_t
+session_drain_all(struct broker *b)
+{
+	struct session *s, *next;
+
+	for (s = b->sessions; s != NULL; s = next) {
+		next = s->next;
+		if (s->pc.state != PROTO_CONN_OPEN) {
+			session_free(s);
+			continue;
+		}
+		session_send_goaway(s);
+		session_maybe_close(s);	/* may free s */
+	}
+	return b->nsessions;
+}
+
+void
+session_free_all(struct broker *b)
+{
+	while (b->sessions != NULL)
+		session_free(b->sessions);
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * session: one plugin connection on an instance socket. Input is read
+ * with recvmsg() and a control buffer, so that any file descriptor a
+ * client passes (SCM_RIGHTS) is seen, closed and the connection dropped:
+ * the broker accepts no descriptors. Output goes through a bufferevent on
+ * the same fd. The connection opens with HELLO, then carries many
+ * concurrent request streams, each checked against proto's state table
+ * (proto_conn_recv / proto_conn_send) and flow control; a protocol
+ * violation drops this connection only. The session is bound to the
+ * instance of the socket it was accepted on for its whole life.
+ * Memory per connection is bounded: unread input at most one frame, and
+ * output to the guest stops being produced above SESSION_OUT_HIGH (the
+ * guest not reading pauses response DATA, and above it no more input is
+ * read either, so PINGs cannot queue PONGs without bound).
+ */
+#ifndef EGRESS_BROKER_SESSION_H
+#define EGRESS_BROKER_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/request.h"
+#include "proto/proto.h"
+
+struct evbuffer;
+
+#define SESSIONS_MAX		1024	/* plugin connections, in total */
+#define SESSIONS_PER_INSTANCE	64	/* plugin connections per instance */
+#define SESSION_OUT_HIGH	(2 * 1024 * 1024)	/* queued to guest */
+#define SESSION_OUT_LOW		(512 * 1024)
+#define SESSION_READ_MAX	(64 * 1024)	/* bytes per recvmsg() */
+#define SESSION_HELLO_MS	10000	/* HELLO must arrive by then */
+
+/*
+ * Serve a connection accepted on instance's socket. Takes ownership of fd.
+ * Refuses (closes fd) over SESSIONS_MAX, SESSIONS_PER_INSTANCE or while
+ * draining. Return 0 or a negative error (fd closed either way on error).
+ */
+int session_accept(struct broker *b, int fd, const char *instance);
+
+/* Return the instance name sess is bound to (borrowed). */
+const char *session_instance(const struct session *sess);
+
+/* Return the protocol state of sess (borrowed). */
+struct proto_conn *session_proto(struct session *sess);
+
+/*
+ * Encode m (a frame on stream s, or NULL for stream 0), apply it to the
+ * state table with proto_conn_send() and queue it. Return 0, or the
+ * proto_conn_send()/proto_encode() error (nothing queued).
+ */
+int session_send(struct session *sess, struct proto_stream *s,
+    const struct proto_msg *m);
+
+/*
+ * Queue one DATA frame of n bytes moved from buf (no copy) on s, with
+ * flags. n must not exceed proto_conn_sendable(). Return 0 or an error.
+ */
+int session_send_data(struct session *sess, struct proto_stream *s,
+    struct evbuffer *buf, size_t n, uint8_t flags);
+
+/* Send ERROR with code on s (stream-level), closing the stream. */
+int session_send_error(struct session *sess, struct proto_stream *s,
+    uint32_t code);
+
+/*
+ * Record that n guest DATA bytes on s (NULL: a freed stream) were
+ * consumed, and send the WINDOW_UPDATEs now due.
+ */
+void session_consumed(struct session *sess, struct proto_stream *s,
+    size_t n);
+
+/* Answer whether the guest's output queue has room for more DATA. */
+int session_can_write(const struct session *sess);
+
+/* r finished (its stream is closed): unlink and free it. */
+void session_request_done(struct session *sess, struct request *r);
+
+/*
+ * Begin draining every session: send GOAWAY, close sessions without
+ * active requests once their output is flushed. Return the number of
+ * sessions still open.
+ */
+size_t session_drain_all(struct broker *b);
+
+/* Drop every session at once (drain timeout or exit). */
+void session_free_all(struct broker *b);
+
+#endif /* EGRESS_BROKER_SESSION_H */

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for broker/log: the bounding of guest-controlled strings
+ * (printable ASCII kept, every other byte as \xNN, cut at LOG_STR_MAX on
+ * a character boundary with the truncation marker), and the two request
+ * events written to a pipe and parsed back with jansson: every field of
+ * egress.decision and egress.close, "reason" only on a deny, JSON nulls
+ * for unknown values, one line per event, hostile host bytes escaped.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <jansson.h>
+
+#include "broker/log.h"
+#include "policy/policy.h"
+
+/* ---- log_bound --------------------------------------------------------- */
+
+struct bound_case {
+	char in[600];
+	size_t in_len;		/* 0: strlen(in) */
+	size_t repeat;		/* >0: in[0] repeated this many times */
+	char want[400];		/* "": check want_len and the marker only */
+	size_t want_len;
+	int truncated;
+};
+
+static struct bound_case bound_cases[] = {
+	{ "api.weather.example", 0, 0, "api.weather.example", 19, 0 },
+	{ "", 0, 0, "", 0, 0 },
+	{ "a\r\nb", 0, 0, "a\\x0d\\x0ab", 10, 0 },
+	{ "nul\0x", 5, 0, "nul\\x00x", 8, 0 },
+	{ "\xff\xfe", 0, 0, "\\xff\\xfe", 8, 0 },
+	{ "q\"\\", 0, 0, "q\"\\", 3, 0 },
+	{ "a", 0, LOG_STR_MAX, "", LOG_STR_MAX, 0 },
+	{ "a", 0, LOG_STR_MAX + 1, "",
+	    LOG_STR_MAX + sizeof(LOG_TRUNC_MARK) - 1, 1 },
+	/* 64 escapes fill 256 bytes exactly; a 65th is cut whole. */
+	{ "\x01", 0, 64, "", LOG_STR_MAX, 0 },
+	{ "\x01", 0, 65, "", LOG_STR_MAX + sizeof(LOG_TRUNC_MARK) - 1, 1 },
+};
+
+ParameterizedTestParameters(log, bound)
+{
+	return cr_make_param_array(struct bound_case, bound_cases,
+	    sizeof(bound_cases) / sizeof(bound_cases[0]));
+}
+
+ParameterizedTest(struct bound_case *c, log, bound)
+{
+	char in[2048], out[LOG_STR_MAX + sizeof(LOG_TRUNC_MARK)];
+	size_t n, i;
+	int len;
+
+	if (c->repeat > 0) {
+		for (i = 0; i < c->repeat; i++)
+			in[i] = c->in[0];
+		n = c->repeat;
+	} else {
+		n = c->in_len != 0 ? c->in_len : strlen(c->in);
+		memcpy(in, c->in, n);
+	}
+	len = log_bound(in, n, out, sizeof(out));
+	cr_assert_eq(len, (int)c->want_len, "length %d, want %zu", len,
+	    c->want_len);
+	cr_assert_eq(strlen(out), (size_t)len);
+	if (c->want[0] != '\0' || c->want_len == 0)
+		cr_assert_str_eq(out, c->want);
+	for (i = 0; i < (size_t)len; i++)
+		cr_assert(out[i] >= 0x20 && out[i] <= 0x7e,
+		    "unprintable byte at %zu", i);
+	if (c->truncated)
+		cr_assert_str_eq(out + len - (sizeof(LOG_TRUNC_MARK) - 1),
+		    LOG_TRUNC_MARK);
+	else
+		cr_assert_null(strstr(out, LOG_TRUNC_MARK));
+}
+
+Test(log, bound_small_buffer)
+{
+	char out[16];
+
+	cr_assert_lt(log_bound("x", 1, out, sizeof(out)), 0);
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+/* Run fn with the log on a pipe; return the lines it wrote (malloc'd). */
+static char *
+capture(void (*fn)(const void *), const void *arg)
+{
+	static char buf[1 << 16];
+	int p[2];
+	ssize_t n;
+
+	cr_assert_eq(pipe(p), 0);
+	log_set_fd(p[1]);
+	fn(arg);
+	log_set_fd(-1);
+	(void)close(p[1]);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	(void)close(p[0]);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+static json_t *
+parse_one(const char *text)
+{
+	json_error_t e;
+	json_t *o;
+	const char *nl = strchr(text, '\n');
+
+	cr_assert_not_null(nl, "no newline");
+	cr_assert_eq(nl[1], '\0', "more than one line: %s", text);
+	o = json_loadb(text, (size_t)(nl - text), 0, &e);
+	cr_assert_not_null(o, "not JSON: %s (%s)", text, e.text);
+	return o;
+}
+
+static void
+emit_decision(const void *arg)
+{
+	log_decision(arg);
+}
+
+static void
+emit_close(const void *arg)
+{
+	log_close_event(arg);
+}
+
+struct decision_case {
+	char host[300];
+	int allow;
+	char reason[32];
+	unsigned port;
+	char want_host[300];
+	int naddrs;
+};
+
+static struct decision_case decision_cases[] = {
+	{ "api.weather.example", 1, "", 443, "api.weather.example", 2 },
+	{ "api.weather.example", 0, "not-granted", 80, "api.weather.example",
+	    0 },
+	{ "evil\r\n{\"x\":1}", 0, "invalid-request", 0,
+	    "evil\\x0d\\x0a{\"x\":1}", 0 },
+};
+
+ParameterizedTestParameters(log, decision)
+{
+	return cr_make_param_array(struct decision_case, decision_cases,
+	    sizeof(decision_cases) / sizeof(decision_cases[0]));
+}
+
+ParameterizedTest(struct decision_case *c, log, decision)
+{
+	struct policy_addr a[2];
+	struct log_decision d;
+	json_t *o, *addrs;
+	char *text;
+
+	cr_assert_eq(policy_addr_parse("93.184.216.34", &a[0]), 0);
+	cr_assert_eq(policy_addr_parse("2001:db8::1", &a[1]), 0);
+	memset(&d, 0, sizeof(d));
+	d.request_id = "abcd-1";
+	d.instance = "weather";
+	d.plugin = c->allow ? "weather" : NULL;
+	d.transport = "http";
+	d.host = c->host;
+	d.host_len = strlen(c->host);
+	d.port = c->port;
+	d.allow = c->allow;
+	d.reason = c->reason;
+	d.addrs = a;
+	d.naddrs = (size_t)c->naddrs;
+	text = capture(emit_decision, &d);
+	o = parse_one(text);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "event")),
+	    "egress.decision");
+	cr_assert(json_is_string(json_object_get(o, "ts")));
+	cr_assert_str_eq(json_string_value(json_object_get(o, "request_id")),
+	    "abcd-1");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "instance")),
+	    "weather");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "transport")),
+	    "http");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "host")),
+	    c->want_host);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "verdict")),
+	    c->allow ? "allow" : "deny");
+	if (c->allow) {
+		cr_assert_null(json_object_get(o, "reason"));
+		cr_assert_str_eq(json_string_value(json_object_get(o,
+		    "plugin")), "weather");
+	} else {
+		cr_assert_str_eq(json_string_value(json_object_get(o,
+		    "reason")), c->reason);
+		cr_assert(json_is_null(json_object_get(o, "plugin")));
+	}
+	if (c->port != 0)
+		cr_assert_eq(json_integer_value(json_object_get(o, "port")),
+		    c->port);
+	else
+		cr_assert(json_is_null(json_object_get(o, "port")));
+	addrs = json_object_get(o, "addresses");
+	cr_assert(json_is_array(addrs));
+	cr_assert_eq(json_array_size(addrs), (size_t)c->naddrs);
+	if (c->naddrs == 2) {
+		cr_assert_str_eq(json_string_value(json_array_get(addrs, 0)),
+		    "93.184.216.34");
+		cr_assert_str_eq(json_string_value(json_array_get(addrs, 1)),
+		    "2001:db8::1");
+	}
+	json_decref(o);
+	free(text);
+}
+
+Test(log, close_fields)
+{
+	struct policy_addr a;
+	struct log_close c;
+	json_t *o;
+	char *text;
+
+	cr_assert_eq(policy_addr_parse("10.0.0.7", &a), 0);
+	memset(&c, 0, sizeof(c));
+	c.request_id = "abcd-2";
+	c.instance = "radar";
+	c.connected = &a;
+	c.status = 200;
+	c.bytes_in = 52428800;
+	c.bytes_out = 7;
+	c.duration_ms = 1234;
+	text = capture(emit_close, &c);
+	o = parse_one(text);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "event")),
+	    "egress.close");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "connected")),
+	    "10.0.0.7");
+	cr_assert_eq(json_integer_value(json_object_get(o, "status")), 200);
+	cr_assert(json_is_null(json_object_get(o, "error")));
+	cr_assert_eq(json_integer_value(json_object_get(o, "bytes_in")),
+	    52428800);
+	cr_assert_eq(json_integer_value(json_object_get(o, "bytes_out")), 7);
+	cr_assert_eq(json_integer_value(json_object_get(o, "duration_ms")),
+	    1234);
+	json_decref(o);
+	free(text);
+}
+
+Test(log, close_failed)
+{
+	struct log_close c;
+	json_t *o;
+	char *text;
+
+	memset(&c, 0, sizeof(c));
+	c.request_id = "abcd-3";
+	c.instance = "radar";
+	c.error = "tls-failed";
+	text = capture(emit_close, &c);
+	o = parse_one(text);
+	cr_assert(json_is_null(json_object_get(o, "connected")));
+	cr_assert(json_is_null(json_object_get(o, "status")));
+	cr_assert_str_eq(json_string_value(json_object_get(o, "error")),
+	    "tls-failed");
+	json_decref(o);
+	free(text);
+}
+
+Test(log, reopen_file)
+{
+	char path[] = "/tmp/test_broker_log.XXXXXX", buf[4096];
+	json_t *o;
+	ssize_t n;
+	int fd;
+
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	(void)close(fd);
+	cr_assert_eq(log_open(path), 0);
+	log_event("egress.test", json_pack("{s:i}", "n", 1));
+	/* Rotate: the old name goes away, a reopen creates it again. */
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(log_reopen(), 0);
+	log_event("egress.test", json_pack("{s:i}", "n", 2));
+	log_close();
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	(void)unlink(path);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	o = parse_one(buf);
+	cr_assert_eq(json_integer_value(json_object_get(o, "n")), 2);
+	json_decref(o);
+}

@@ -884,7 +884,15 @@ load_buffer(const char *path, const char *buf, size_t len,
 	}
 	cp.dir = s->dir;
 	if (self != NULL) {
-		if ((self->path = strdup(path)) == NULL) {
+		/* Absolute, so that a later chdir cannot break the check. */
+		const char *base = strrchr(path, '/');
+
+		if (path[0] == '/')
+			self->path = strdup(path);
+		else if (asprintf(&self->path, "%s/%s", s->dir,
+		    base != NULL ? base + 1 : path) < 0)
+			self->path = NULL;
+		if (self->path == NULL) {
 			rc = EGRESS_ERR_NOMEM;
 			goto out;
 		}

@@ -899,3 +899,18 @@ Test(conf_config, bundled_example_loads)
 	cr_expect_gt(s->ninstances, 0);
 	conf_snapshot_free(s);
 }
+
+Test(conf_stale, relative_config_path_is_recorded_absolute)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+
+	write_config("permissive", "", "bad");
+	cr_assert_eq(chdir(ct_dir), 0);
+	cr_assert_eq(conf_load("egressd.ini", &s, &e), 0, "%s", ct_errors(&e));
+	cr_expect_str_eq(s->path, "egressd.ini");
+	cr_expect_str_eq(s->files[0].path, ct_path("egressd.ini"));
+	cr_assert_eq(chdir("/"), 0);
+	cr_expect_eq(conf_snapshot_is_stale(s), 0);
+	conf_snapshot_free(s);
+}

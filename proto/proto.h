@@ -103,7 +103,7 @@ enum proto_fault {
 	PROTO_FAULT_TOO_BIG,		/* length over the cap of its type */
 	PROTO_FAULT_VERSION,		/* unknown header version */
 	PROTO_FAULT_TYPE,		/* unknown message type */
-	PROTO_FAULT_FLAGS,		/* undefined flag, or required missing */
+	PROTO_FAULT_FLAGS,		/* undefined or missing flag */
 	PROTO_FAULT_RESERVED,		/* reserved header byte not zero */
 	PROTO_FAULT_STREAM_ID,		/* stream id not valid for the type */
 	PROTO_FAULT_LENGTH,		/* payload length not valid for type */

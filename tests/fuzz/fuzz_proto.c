@@ -4,7 +4,8 @@
  * Every decoded message is re-encoded (the bytes must be identical: each
  * message has one encoding) and re-decoded (the message must be equal),
  * then fed to the state machine of a broker and of a client that sent its
- * HELLO, with a small stream table, as egressd and the shim would. The
+ * HELLO, with a small stream table, as egressd and the shim would (the
+ * client sends each REQUEST it sees instead of receiving it). The
  * broker answers each accepted REQUEST with a RESPONSE and returns flow
  * control credit, so the send side runs too. Invariants (stream counts,
  * window bounds, no change on a refused frame) abort on violation.
@@ -137,6 +138,23 @@ feed(struct side *sd, const struct proto_msg *m)
 
 	if (sd->dead)
 		return;
+	if (sd->conn.role == PROTO_ROLE_CLIENT &&
+	    m->type == PROTO_MSG_REQUEST) {
+		/* The client never receives REQUEST: it sends it instead. */
+		slot = free_slot(sd);
+		if (slot < 0)
+			return;
+		s = &sd->slot[slot];
+		proto_stream_init(s, m->stream);
+		before_c = sd->conn;
+		rc = proto_conn_send(&sd->conn, s, m, &f);
+		if (rc < 0)
+			check(memcmp(&before_c, &sd->conn,
+			    sizeof(before_c)) == 0);
+		sd->used[slot] = rc == 0;
+		invariants(sd);
+		return;
+	}
 	if (m->stream != 0) {
 		if (m->type == PROTO_MSG_REQUEST) {
 			slot = free_slot(sd);

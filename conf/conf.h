@@ -121,6 +121,7 @@ int conf_manifest_parse(const char *path, const char *buf, size_t len,
     const struct conf_keyring *keys, struct conf_manifest **ret,
     struct conf_errors *reterr);
 
+/* Free the manifest. NULL is a no-op. */
 void conf_manifest_free(struct conf_manifest *m);
 
 /* One [plugins.entries.NAME] section. */
@@ -218,6 +219,7 @@ int conf_load(const char *path, struct conf_snapshot **ret,
 int conf_load_buffer(const char *path, const char *buf, size_t len,
     struct conf_snapshot **ret, struct conf_errors *reterr);
 
+/* Free the snapshot and everything it owns. NULL is a no-op. */
 void conf_snapshot_free(struct conf_snapshot *s);
 
 /* Find an instance by name (binary search). Return NULL when absent. */

@@ -60,6 +60,7 @@ struct conf_list {
 int conf_list_add_value(struct conf_list *l, const char *value, int line,
     char *reterr, size_t errlen);
 
+/* Free the items and reset to empty. */
 void conf_list_done(struct conf_list *l);
 
 /* ---- Schema and reader ------------------------------------------------- */
@@ -89,9 +90,11 @@ struct conf_sec {
 /* Initialise sec for keys (copying name). Return 0 or EGRESS_ERR_NOMEM. */
 int conf_sec_init(struct conf_sec *sec, const char *name, int line,
     const struct conf_keydef *keys);
+/* Free what conf_sec_init made. A zeroed sec is a no-op. */
 void conf_sec_done(struct conf_sec *sec);
 
-/* Return the value slot of key in sec (key must be in its table). */
+/* Return the value slot of key in sec, or NULL when key is not in its
+ * table. */
 struct conf_val *conf_sec_val(struct conf_sec *sec, const char *key);
 const struct conf_val *conf_sec_cval(const struct conf_sec *sec,
     const char *key);

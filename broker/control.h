@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * control: the broker's control protocol, for people (`socat -
+ * UNIX-CONNECT:/run/egressd/control.sock`) and tools (egressctl status,
+ * ...). One text command per line (LF, an optional CR before it), words
+ * separated by spaces or tabs; one reply per command: a JSON document on
+ * one line, except `show metrics`, whose reply is Prometheus text
+ * exposition ending with the line "# EOF" (raw text reads better through
+ * socat, as HAProxy's stats socket does). Commands:
+ *
+ *   show status | show instances | show instance NAME | show grants NAME
+ *   show metrics | check INSTANCE DESTINATION | reload | attach INSTANCE
+ *   help
+ *
+ * Every failure is {"error":"MESSAGE","code":"CODE"} (codes: usage,
+ * unknown-command, not-found, unavailable, failed). The reply to `attach`
+ * carries one file descriptor by SCM_RIGHTS. Two layers: control_dispatch()
+ * turns one line into one reply, reading the broker only through struct
+ * control_ops (so it can be tested and fuzzed without a daemon), and
+ * control_server serves connections on a libevent base: SO_PEERCRED
+ * check against [broker] control_uids / control_gids (a refused peer gets
+ * one error line and is closed), bounded lines, bounded output, one
+ * command in flight per connection.
+ */
+#ifndef EGRESS_BROKER_CONTROL_H
+#define EGRESS_BROKER_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf/conf.h"
+#include "policy/policy.h"
+
+struct event_base;
+struct metrics;
+struct control_server;
+
+#define CONTROL_LINE_MAX	4096		/* bytes of one command */
+#define CONTROL_CONNS_MAX	16		/* connections at once */
+#define CONTROL_OUT_MAX		(4 * 1024 * 1024)	/* queued replies */
+
+/* Runtime facts for `show status`; every pointer borrowed for the call. */
+struct control_status {
+	const char *version;
+	uint64_t uptime_s;
+	const char *config_path;
+	uint64_t generation;		/* of the current snapshot */
+	int64_t loaded_unix;		/* when it was loaded (0: unknown) */
+	const char *config_error;	/* NULL: the configuration is fine */
+	uint64_t reloads;
+	uint64_t reload_failures;
+	size_t connections;		/* plugin connections open */
+	size_t requests;		/* streams being served */
+	size_t leases;			/* upstream leases held, in total */
+	const struct policy_addr *local;	/* host addresses (netaddr) */
+	size_t nlocal;
+	uint64_t local_generation;
+	const char *nat64_warning;	/* NULL: none (nat64disc) */
+	const char *nat64_suggestion;	/* the nat64_prefixes line, or NULL */
+};
+
+/* The outcome of a dry run; pointers borrowed for the call. */
+struct control_check_result {
+	int error;			/* 0, or the EGRESS_ERR_* that stopped it */
+	int allow;
+	const char *reason;		/* policy_reason_str() or a broker one */
+	const struct policy_addr *addrs;	/* validated (allow) */
+	size_t naddrs;
+	const struct policy_addr *answers;	/* what the resolver said */
+	size_t nanswers;
+};
+
+/*
+ * Completion of ops->check. Call exactly once per check that returned 0,
+ * from inside ops->check or later from the event loop.
+ */
+typedef void (*control_check_done)(void *arg,
+    const struct control_check_result *res);
+
+/* What control asks the broker. Every callback is required. */
+struct control_ops {
+	/* The current snapshot (borrowed for the call), NULL when broken. */
+	const struct conf_snapshot *(*snapshot)(void *broker);
+	/* Fill *ret; strings borrowed until the call returns. */
+	void (*status)(void *broker, struct control_status *ret);
+	/* Upstream leases instance holds now. */
+	unsigned (*leases)(void *broker, const char *instance);
+	/* The broker's counters (borrowed), or NULL. */
+	const struct metrics *(*metrics)(void *broker);
+	/*
+	 * Dry-run destination for instance through the live resolver and
+	 * policy. Return 0 (done will be called) or a negative error (it
+	 * will not).
+	 */
+	int (*check)(void *broker, const char *instance,
+	    const char *destination, control_check_done done, void *arg);
+	/* Re-read the configuration now. Return 0 or a negative error. */
+	int (*reload)(void *broker);
+	/*
+	 * Create a connection bound to instance, served like one accepted
+	 * on <instance>.sock, and write the peer's end (CLOEXEC, owned by
+	 * the caller) to *ret_fd. Return 0, EGRESS_ERR_NOT_FOUND (no such
+	 * instance), or another negative error.
+	 */
+	int (*attach)(void *broker, const char *instance, int *ret_fd);
+};
+
+/* One reply. text is malloc'd (ends with "\n"); fd is -1 or owned. */
+struct control_reply {
+	char *text;
+	size_t len;
+	int fd;
+};
+
+/* Free text and close fd. NULL is a no-op. */
+void control_reply_done(struct control_reply *r);
+
+/*
+ * Receive a reply; takes ownership of *reply's text and fd (the struct
+ * itself is borrowed for the call).
+ */
+typedef void (*control_reply_fn)(void *arg, struct control_reply *reply);
+
+/*
+ * Run one command line (len bytes, without its LF; a trailing CR is
+ * ignored; NUL bytes make it invalid) and hand exactly one reply to
+ * reply(arg, ...). Return 0 when the reply was delivered before
+ * returning, 1 when it will be delivered later (a check in flight), or
+ * EGRESS_ERR_NOMEM when no reply could be built (none is delivered).
+ */
+int control_dispatch(const struct control_ops *ops, void *broker,
+    const char *line, size_t len, control_reply_fn reply, void *arg);
+
+/*
+ * Answer whether a peer with uid and primary gid may use the control
+ * socket under snapshot s: its uid is in control_uids or its gid in
+ * control_gids. s NULL (configuration broken) allows root only. Return 1
+ * or 0.
+ */
+int control_peer_allowed(const struct conf_snapshot *s, uid_t uid, gid_t gid);
+
+/*
+ * Serve control connections on base (borrowed) with ops and broker
+ * (borrowed; they must outlive the server). Return 0 and write *ret, or
+ * EGRESS_ERR_NOMEM.
+ */
+int control_server_new(struct event_base *base, const struct control_ops *ops,
+    void *broker, struct control_server **ret);
+
+/*
+ * Serve one accepted connection. Takes ownership of fd. Over
+ * CONTROL_CONNS_MAX, or when the SO_PEERCRED peer is not allowed
+ * (control_peer_allowed with ops->snapshot()), write one error line and
+ * close it. Return 0 when served, or a negative error (fd closed).
+ */
+int control_server_accept(struct control_server *cs, int fd);
+
+/* Return the number of connections being served. */
+size_t control_server_count(const struct control_server *cs);
+
+/*
+ * Close every connection and free the server. A connection with a check
+ * in flight is freed when its done callback arrives (or never, if the
+ * broker drops it). NULL is a no-op.
+ */
+void control_server_free(struct control_server *cs);
+
+#endif /* EGRESS_BROKER_CONTROL_H */

@@ -229,8 +229,9 @@ policy_nat64_parse_list(const char *const *items, size_t n,
 			bad++;
 			nat64_quote(items[i] != NULL ? items[i] : "", quoted,
 			    sizeof(quoted));
-			w = snprintf(piece, sizeof(piece), "%sitem %zu '%s': %s",
-			    used > 0 ? "; " : "", i + 1, quoted, why);
+			w = snprintf(piece, sizeof(piece),
+			    "%sitem %zu '%s': %s", used > 0 ? "; " : "", i + 1,
+			    quoted, why);
 			/* Once one is left out, the rest are too, so the
 			 * message lists a prefix of the bad items. */
 			if (omitted == 0 && w > 0 &&

@@ -176,7 +176,7 @@ policy_check_answers(const struct policy_instance *inst,
 		reason = POLICY_REASON_MIXED_ZONES;
 	else if ((mask & ~(POLICY_CLASS_PUBLIC | POLICY_CLASS_PRIVATE)) != 0 ||
 	    mask == 0)
-		reason = POLICY_REASON_RESERVED_ADDRESS;	/* unknown bit */
+		reason = POLICY_REASON_RESERVED_ADDRESS; /* unknown bit */
 	else
 		reason = POLICY_REASON_ALLOW;
 	verdict_set(ret, reason);

@@ -142,6 +142,7 @@ static struct cls_case v6_cases[] = {
 	{ "2001::5601:ffff", MET }, { "2001::9b9b:9b37", MET },
 	{ "2001::57c0:7eef", MET }, { "2001::57c0:7eee", RSV },
 	{ "2001::5601:5600", MET }, { "2001::5602:0", RSV },
+	{ "2001::5601:5601", MET },	/* the example of docs/policy.md */
 	/* 6to4 2002::/16: embedded bits 16-47. */
 	{ "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
 	{ "2002::", RSV }, { "2002:808:808::", RSV },

@@ -46,11 +46,12 @@ fail()
 eq() { [ "$2" = "$3" ] || fail "$1: want '$2', got '$3'"; ok "$1"; }
 
 # Free loopback ports from the kernel.
-read -r DNS_PORT HTTP_PORT < <(python3 -c '
+read -r DNS_PORT HTTP_PORT TLS_PORT < <(python3 -c '
 import socket
 a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(("127.0.0.1", 0))
 b = socket.socket(); b.bind(("127.0.0.1", 0))
-print(a.getsockname()[1], b.getsockname()[1])')
+c = socket.socket(); c.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1], c.getsockname()[1])')
 
 # ---- the upstream ---------------------------------------------------------
 cat >"$T/upstream.py" <<'EOF'
@@ -102,9 +103,26 @@ class H(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(n)
         self.send(200, body)
 s = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+if len(sys.argv) > 3:
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
 s.serve_forever()
 EOF
-python3 "$T/upstream.py" "$HTTP_PORT" "$T/hits.log" &
+python3 "$T/upstream.py" "$HTTP_PORT" "$T/hits.log" 2>/dev/null &
+PIDS+=($!)
+
+# A test CA and a certificate naming api.smoke.test only.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=smoke-ca \
+    -keyout "$T/ca.key" -out "$T/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=api.smoke.test \
+    -keyout "$T/srv.key" -out "$T/srv.csr" 2>/dev/null
+printf 'subjectAltName=DNS:api.smoke.test\n' >"$T/ext"
+openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.crt" -CAkey "$T/ca.key" \
+    -CAcreateserial -days 2 -extfile "$T/ext" -out "$T/srv.crt" 2>/dev/null
+python3 "$T/upstream.py" "$TLS_PORT" "$T/hits.log" "$T/srv.crt" \
+    "$T/srv.key" 2>/dev/null &
 PIDS+=($!)
 
 # ---- the client -----------------------------------------------------------
@@ -247,6 +265,7 @@ def main():
         # completed; argv[3] waits for a file to exist in between.
         c = Conn(path); c.hello()
         a = fetch(c, 1, "GET", sys.argv[4])
+        open(sys.argv[3] + ".first", "w").close()
         while not os.path.exists(sys.argv[3]):
             time.sleep(0.05)
         b = fetch(c, 3, "GET", sys.argv[4])
@@ -291,6 +310,13 @@ def main():
         except (TimeoutError, ConnectionResetError):
             closed = False
         print(json.dumps({"closed": closed}))
+    elif mode == "stall":
+        # Ask for a large body and never grant window: the broker must
+        # stop reading the upstream.
+        c = Conn(path); c.hello()
+        c.send(request(1, "GET", sys.argv[3]))
+        time.sleep(float(sys.argv[4]))
+        print(json.dumps({"stalled": True}))
     elif mode == "ping":
         c = Conn(path); c.hello()
         c.send(frame(PING, b"abcdefgh"))
@@ -336,6 +362,9 @@ control_socket = $T/run/control.sock
 log = $T/egressd.log
 drain_timeout_ms = 3000
 
+[tls]
+ca_file = $T/ca.crt
+
 [resolver]
 servers = 127.0.0.1:$DNS_PORT
 timeout_ms = 2000
@@ -368,7 +397,8 @@ ${2:-}
 EOF
 }
 install_config() { cat >"$T/etc/egressd.ini.new"; mv -f "$T/etc/egressd.ini.new" "$T/etc/egressd.ini"; }
-config "api.smoke.test" | install_config
+GRANT="api.smoke.test, other.smoke.test"
+config "$GRANT" | install_config
 C=$T/etc/egressd.ini
 S=$T/run/instances
 U=http://api.smoke.test:$HTTP_PORT
@@ -455,6 +485,33 @@ print(h.hexdigest())")
 r=$(client "$S/smoke.sock" get "$U/large?n=$SZ")
 eq "8 MiB body intact under flow control" "$want" "$(jq -r .sha256 <<<"$r")"
 
+# ---- TLS ----------------------------------------------------------------------
+UT=https://api.smoke.test:$TLS_PORT
+r=$(client "$S/smoke.sock" get "$UT/small")
+eq "HTTPS with the right certificate" 200 "$(jq -r .status <<<"$r")"
+mark
+r=$(client "$S/smoke.sock" get "https://other.smoke.test:$TLS_PORT/small")
+eq "HTTPS to a name the certificate does not cover" tls-failed \
+    "$(jq -r .error <<<"$r")"
+waitev egress.close 1
+eq "close error tls-failed" tls-failed "$(last egress.close | jq -r .error)"
+
+# ---- slow guest -----------------------------------------------------------------
+rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$EPID/status"; }
+r=$(client "$S/smoke.sock" get "$U/large?n=$SZ")
+base=$(rss)
+client "$S/smoke.sock" stall "$U/large?n=$((64 * 1024 * 1024))" 4 >/dev/null &
+STALL=$!
+sleep 2
+grow=$(( $(rss) - base ))
+r=$(client "$S/other.sock" get "$U/small")
+eq "other instances are answered while a guest stalls" denied "$(jq -r .error <<<"$r")"
+r=$(client "$S/smoke.sock" get "$U/small")
+eq "the same instance is served while a guest stalls" 200 "$(jq -r .status <<<"$r")"
+wait "$STALL" || true
+[ "$grow" -lt 16384 ] || fail "broker RSS grew by $grow KiB for a stalled guest"
+ok "a stalled 64 MiB download grew the broker by $grow KiB only"
+
 # ---- budget -------------------------------------------------------------------
 r=$(client "$S/smoke.sock" parallel 3 "$U/slow")
 eq "budget: 2 served, the third refused at once" \
@@ -466,8 +523,7 @@ eq "budget released after the requests" 200 "$(jq -r .status <<<"$r")"
 rm -f "$T/go"
 client "$S/smoke.sock" two "$T/go" "$U/small" >"$T/two.out" &
 TWO=$!
-for _ in $(seq 50); do [ "$(grep -c 'GET /small' "$T/hits.log")" -ge 4 ] && break; sleep 0.1; done
-sleep 0.2
+for _ in $(seq 100); do [ -e "$T/go.first" ] && break; sleep 0.05; done
 config "" | install_config
 touch "$T/go"
 wait "$TWO" || fail "two-request client failed"
@@ -526,9 +582,17 @@ bad=$(jq -cR 'fromjson? // "BAD" | if type == "object" and has("event") then emp
 ok "the log is JSON lines"
 [ ! -s "$T/egressd.err" ] || fail "egressd wrote to stderr: $(cat "$T/egressd.err")"
 ok "no warnings on stderr"
+client "$S/smoke.sock" get "$U/slow" >"$T/drain.out" &
+DR=$!
+for _ in $(seq 50); do tail -n 1 "$T/hits.log" | grep -q 'GET /slow' && break; sleep 0.05; done
 kill -TERM "$EPID"
+sleep 0.3
+[ ! -e "$S/smoke.sock" ] || fail "still accepting while draining"
+ok "SIGTERM: stopped accepting"
 rc=0; wait "$EPID" || rc=$?
 eq "SIGTERM exit status" 0 "$rc"
+wait "$DR" || true
+eq "the in-flight request finished during the drain" 200 "$(jq -r .status <"$T/drain.out")"
 [ ! -e "$S/smoke.sock" ] || fail "instance socket left behind"
 ok "sockets removed at exit"
 echo "1..$N"

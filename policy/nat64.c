@@ -108,7 +108,7 @@ nat64_quote(const char *s, char *buf, size_t n)
 	for (i = 0; i < len && i < NAT64_ITEM_SHOW && i + 1 < n; i++)
 		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
 	buf[i] = '\0';
-	if (len > NAT64_ITEM_SHOW && i + 4 < n)
+	if (len > NAT64_ITEM_SHOW && i + 4 <= n)
 		(void)strcat(buf, "...");
 }
 

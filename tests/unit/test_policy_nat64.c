@@ -209,6 +209,20 @@ Test(nat64, long_item)
 	cr_expect(strlen(err.msg) < 120, "item quoted in full: %s", err.msg);
 }
 
+/* A quoted item cut to its first bytes says so (review finding: the
+ * marker was dropped exactly at the buffer's edge). */
+Test(nat64, cut_item_is_marked)
+{
+	const char *items[] = {
+		"2001:db8:1234:5678:9abc:def0:1234:5678:ffff:ffff/96x" };
+	struct policy_nat64_list list;
+	struct policy_err err;
+
+	cr_assert_eq(policy_nat64_parse_list(items, 1, &list, &err),
+	    EGRESS_ERR_INVALID);
+	cr_expect(strstr(err.msg, "...'") != NULL, "%s", err.msg);
+}
+
 Test(nat64, bounds)
 {
 	const char *items[POLICY_NAT64_MAX + 1];

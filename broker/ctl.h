@@ -30,4 +30,8 @@ int ctl_plugin_main(struct ctl_ctx *ctx, int argc, char **argv);
 /* `egressctl diagnose`: what an operator has to act on; 1 if anything. */
 int ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv);
 
+/* `egressctl status|instances|instance|grants|metrics|attach`: front-ends
+ * of the broker's control socket (broker/ctl_status.c). */
+int ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv);
+
 #endif

@@ -24,6 +24,12 @@ static const struct ctl_command commands[] = {
 	{ "plugin", ctl_plugin_main,
 	    "plugin install|bind|upgrade|grant|revoke|remove|list ..." },
 	{ "diagnose", ctl_diagnose_main, "diagnose [--log FILE] [--json]" },
+	{ "status", ctl_status_main, "status [--socket PATH] [--json]" },
+	{ "instances", ctl_status_main, "instances [--socket PATH] [--json]" },
+	{ "instance", ctl_status_main, "instance [--json] NAME" },
+	{ "grants", ctl_status_main, "grants [--json] NAME" },
+	{ "metrics", ctl_status_main, "metrics [--socket PATH]" },
+	{ "attach", ctl_status_main, "attach NAME [-- COMMAND [ARG...]]" },
 };
 
 static void

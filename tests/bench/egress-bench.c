@@ -320,6 +320,19 @@ can_issue(const struct bench *b)
 	    b->issued < b->warmup + b->count;
 }
 
+/* Start the measured part: the duration counts from here. */
+static void
+arm_stop(struct bench *b)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)b->duration;
+	tv.tv_usec = (suseconds_t)((b->duration - (double)tv.tv_sec) * 1e6);
+	(void)evtimer_add(b->stop_timer, &tv);
+	tv.tv_sec += BENCH_GRACE_S;
+	(void)evtimer_add(b->grace_timer, &tv);
+}
+
 /* One request ended: ok says whether a response arrived whole. */
 static void
 record(struct slot *s, int ok)
@@ -330,6 +343,7 @@ record(struct slot *s, int ok)
 	b->finished++;
 	if (b->finished <= b->warmup) {
 		if (b->finished == b->warmup) {
+			arm_stop(b);
 			b->t_start = now_ns();
 			b->requests = b->errors = b->non2xx = 0;
 			b->bytes = 0;
@@ -1115,11 +1129,14 @@ main(int argc, char *argv[])
 	b.grace_timer = evtimer_new(b.base, grace_cb, &b);
 	if (b.stop_timer == NULL || b.grace_timer == NULL)
 		return 2;
-	tv.tv_sec = (time_t)b.duration;
-	tv.tv_usec = (suseconds_t)((b.duration - (double)tv.tv_sec) * 1e6);
-	(void)evtimer_add(b.stop_timer, &tv);
-	tv.tv_sec += BENCH_GRACE_S;
-	(void)evtimer_add(b.grace_timer, &tv);
+	/* The warm-up is bounded too: by the duration plus the grace. */
+	arm_stop(&b);
+	if (b.warmup > 0) {
+		tv.tv_sec = (time_t)b.duration + BENCH_GRACE_S;
+		tv.tv_usec = 0;
+		(void)evtimer_add(b.grace_timer, &tv);
+		(void)evtimer_del(b.stop_timer);
+	}
 
 	b.t_start = now_ns();
 	for (i = 0; i < b.conc && can_issue(&b); i++)

@@ -1,0 +1,119 @@
+#!/bin/bash
+# SPDX-License-Identifier: ISC
+#
+# Smoke test of the benchmark tool: egress-bench, for a tiny bounded count,
+# in each mode against a loopback nginx (tests/bench/lab.sh): direct over
+# HTTP, HTTPS with keep-alive and HTTPS with a new connection per request;
+# shim through a real egressd over HTTP and HTTPS (and the broker's log
+# shows one allowed decision per request); forward-proxy requests in
+# absolute form (nginx itself answers them; through tinyproxy too, with
+# CONNECT for HTTPS, when it is installed). Each run must report zero
+# errors, every request answered and every body byte counted. Two negative
+# runs show that failures are counted: a destination the instance was not
+# granted (every request denied) and a port nothing listens on. Speed is
+# not asserted. Loopback only; every process is stopped by pid.
+#
+# Usage: bench_smoke.sh EGRESS_BENCH EGRESSD
+set -euo pipefail
+
+BENCH=${1:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD}
+EGRESSD=${2:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD}
+for p in nginx openssl python3 jq; do
+	command -v "$p" >/dev/null 2>&1 ||
+	    { echo "SKIP: $p not installed"; exit 77; }
+done
+source "$(dirname "$0")/lab.sh"
+lab_init
+N=0
+ok() { N=$((N + 1)); echo "ok $N - $*"; }
+fail()
+{
+	echo "not ok - $*"
+	echo "# --- egressd stderr"; cat "$T/egressd/stderr.log" 2>/dev/null
+	echo "# --- nginx errors"; tail -n 5 "$T/nginx/error.log" 2>/dev/null
+	exit 1
+}
+
+lab_certs
+lab_nginx 1 || fail "nginx did not start: $(cat "$T/nginx/error.log")"
+lab_egressd "$EGRESSD" || fail "egressd did not start"
+U=http://127.0.0.1:$HTTP_PORT
+S=https://127.0.0.1:$HTTPS_PORT
+K=https://127.0.0.1:$CLOSE_PORT
+COUNT=20
+
+# expect_ok NAME SIZE ARGS...: COUNT requests, all answered whole.
+expect_ok()
+{
+	local name=$1 size=$2 line rc=0
+	shift 2
+	line=$(timeout 60 "$BENCH" -n "$COUNT" "$@" 2>"$T/err") || rc=$?
+	[ "$rc" = 0 ] || fail "$name: exit $rc: $(cat "$T/err") $line"
+	jq -e --argjson n "$COUNT" --argjson sz "$size" \
+	    '.errors == 0 and .requests == $n and .non2xx == 0 and
+	     .bytes == $n * $sz and .rps > 0 and .p50_us > 0 and
+	     .p99_us >= .p50_us' <<<"$line" >/dev/null ||
+	    fail "$name: $line"
+	ok "$name: $COUNT requests, $((COUNT * size)) body bytes, 0 errors"
+}
+
+# expect_errors NAME ARGS...: every request fails, and the tool says so.
+expect_errors()
+{
+	local name=$1 line rc=0
+	shift
+	line=$(timeout 60 "$BENCH" -n "$COUNT" "$@" 2>"$T/err") || rc=$?
+	[ "$rc" = 1 ] || fail "$name: exit $rc, want 1: $line"
+	jq -e --argjson n "$COUNT" '.errors == $n and .requests == $n' \
+	    <<<"$line" >/dev/null || fail "$name: $line"
+	ok "$name: all $COUNT requests counted as errors"
+}
+
+CA=(--cacert "$T/ca.crt")
+expect_ok "direct http /small, 1 stream" 100 -m direct -c 1 "$U/small"
+expect_ok "direct http /large, 4 streams" 1048576 -m direct -c 4 "$U/large"
+expect_ok "direct https /small" 100 -m direct -c 4 "${CA[@]}" "$S/small"
+expect_ok "direct https, new connection per request" 100 -m direct -c 4 \
+    -k "${CA[@]}" "$K/small"
+expect_ok "direct with warm-up and a duration" 100 -m direct -c 2 -w 5 \
+    -t 30 "$U/small"
+
+before=$(grep -c '"egress.decision"' "$T/egressd/egressd.log" || true)
+expect_ok "shim http /small, 8 streams" 100 -m shim -s "$EGRESS_SOCK" -c 8 \
+    "$U/small"
+expect_ok "shim http /large, 4 streams" 1048576 -m shim -s "$EGRESS_SOCK" \
+    -c 4 "$U/large"
+expect_ok "shim https /small" 100 -m shim -s "$EGRESS_SOCK" -c 4 "$S/small"
+expect_ok "shim, 2 clients" 100 -m shim -s "$EGRESS_SOCK" -c 4 -C 2 \
+    "$U/small"
+for _ in $(seq 50); do
+	got=$(jq -c 'select(.event == "egress.decision" and
+	    .instance == "bench" and .verdict == "allow")' \
+	    "$T/egressd/egressd.log" | wc -l)
+	[ "$((got - before))" -ge $((4 * COUNT)) ] && break
+	sleep 0.1
+done
+[ "$((got - before))" = $((4 * COUNT)) ] ||
+    fail "broker logged $((got - before)) allowed decisions, want $((4 * COUNT))"
+ok "the broker decided every shim request (allow, instance bench)"
+
+expect_ok "proxy mode (absolute form) to nginx" 100 -m proxy \
+    -x "127.0.0.1:$HTTP_PORT" -c 2 "$U/small"
+if command -v tinyproxy >/dev/null 2>&1; then
+	lab_tinyproxy || fail "tinyproxy did not start"
+	expect_ok "proxy mode through tinyproxy" 100 -m proxy \
+	    -x "127.0.0.1:$TINY_PORT" -c 4 "$U/small"
+	expect_ok "proxy mode through tinyproxy, CONNECT for https" 100 \
+	    -m proxy -x "127.0.0.1:$TINY_PORT" -c 4 "${CA[@]}" "$S/small"
+else
+	echo "# tinyproxy not installed: CONNECT not exercised"
+fi
+
+expect_errors "shim to a destination not granted" -m shim \
+    -s "$EGRESS_SOCK" -c 2 "http://127.0.0.2:$HTTP_PORT/small"
+expect_errors "direct to a closed port" -m direct -c 2 \
+    "http://127.0.0.1:$DNS_PORT/small"
+rc=0; "$BENCH" -m direct -n 1 http://192.0.2.1/ 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "a non-loopback target was not refused (exit $rc)"
+ok "non-loopback targets are refused"
+echo "1..$N"

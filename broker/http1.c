@@ -4,11 +4,16 @@
  * is parsed by http-parser straight out of the bufferevent's input chain
  * (evbuffer_peek, no pull-up); head and trailer bytes are collected into
  * one bounded buffer; body pieces are handed to the caller as they are
- * parsed. Flow control pauses the parser and disables reading, so the
- * input buffer never grows past the read-high watermark. All callback
- * entry points hold a busy count, so the caller may free the exchange
- * from inside any callback.
+ * parsed. A Content-Length body is not parsed at all: once the head is
+ * complete the parser is told the message has no body, and the announced
+ * number of bytes is handed over straight from the input chain ("raw"
+ * mode), moved without a copy when the caller takes an evbuffer. Flow
+ * control pauses the parser and disables reading, so the input buffer
+ * never grows past the read-high watermark. All callback entry points
+ * hold a busy count, so the caller may free the exchange from inside any
+ * callback.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -319,6 +324,11 @@ struct http1_exchange {
 	int in_value;		/* last callback was a header value */
 	size_t reason_off, reason_len;
 	int headers_done;	/* final head delivered */
+	http1_body_buffer_cb on_data_buffer;	/* replaces cb.on_data */
+	int64_t raw_left;	/* Content-Length body bytes still to come */
+	int raw;		/* raw mode: the body bypasses the parser */
+	const char *iov_base;	/* the input segment being parsed */
+	size_t iov_taken;	/* its bytes already removed from the input */
 
 	int got_byte;
 	int paused;
@@ -530,6 +540,7 @@ http1_on_headers_complete(http_parser *p)
 	struct http1_header h[HTTP1_HEADERS_MAX];
 	struct http1_response resp;
 	size_t i;
+	int nobody;
 
 	if (p->status_code == 101) {
 		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
@@ -562,6 +573,11 @@ http1_on_headers_complete(http_parser *p)
 	x->reusable = http_should_keep_alive(p) &&
 	    (resp.content_length >= 0 || resp.chunked || x->head_method ||
 	    resp.status == 204 || resp.status == 304);
+	/* A length-delimited body is taken raw, past the parser; 204 and
+	 * 304 never have a body, whatever their headers say. */
+	nobody = x->head_method || resp.status == 204 || resp.status == 304;
+	if (!nobody && resp.content_length > 0)
+		x->raw_left = resp.content_length;
 	if (x->cb.on_head != NULL)
 		x->cb.on_head(x->arg, &resp);
 	http1_hreset(x);	/* the buffer now collects trailers */
@@ -569,15 +585,68 @@ http1_on_headers_complete(http_parser *p)
 		return -1;
 	if (x->paused)
 		http_parser_pause(p, 1);
-	return x->head_method ? 1 : 0;
+	return nobody || x->raw_left > 0 ? 1 : 0;
+}
+
+/*
+ * Hand up to n body bytes at the front of the input to the caller: all n
+ * moved at once (on_data_buffer; bytes it left in place are discarded),
+ * or borrowed segment by segment (on_data), stopping when the caller
+ * pauses. Return the count handed over (meaningless once x is a zombie).
+ */
+static size_t
+http1_deliver(struct http1_exchange *x, struct evbuffer *in, size_t n)
+{
+	struct evbuffer_iovec v;
+	size_t before, gone, m, done = 0;
+
+	if (x->on_data_buffer != NULL) {
+		before = evbuffer_get_length(in);
+		x->on_data_buffer(x->arg, in, n);
+		if (x->zombie)
+			return n;
+		gone = before - evbuffer_get_length(in);
+		assert(gone <= n);
+		if (gone < n)
+			(void)evbuffer_drain(in, n - gone);
+		return n;
+	}
+	while (done < n && !x->paused) {
+		if (evbuffer_peek(in, (ev_ssize_t)(n - done), NULL, &v, 1) < 1)
+			break;
+		m = v.iov_len < n - done ? v.iov_len : n - done;
+		if (x->cb.on_data != NULL)
+			x->cb.on_data(x->arg, v.iov_base, m);
+		if (x->zombie)
+			return done + m;
+		(void)evbuffer_drain(in, m);
+		done += m;
+	}
+	return done;
 }
 
 static int
 http1_on_body(http_parser *p, const char *at, size_t n)
 {
 	struct http1_exchange *x = p->data;
+	struct evbuffer *in;
+	size_t skip;
 
-	if (x->cb.on_data != NULL)
+	if (x->on_data_buffer != NULL) {
+		/*
+		 * Chunked or read-until-close: the piece sits in the segment
+		 * being parsed. Drop what precedes it (framing already
+		 * parsed), then move it; http1_process() drains the rest.
+		 * Every body callback of http-parser returns a count that
+		 * covers the piece, so the accounting stays exact.
+		 */
+		in = bufferevent_get_input(x->bev);
+		skip = (size_t)(at - x->iov_base) - x->iov_taken;
+		if (skip > 0)
+			(void)evbuffer_drain(in, skip);
+		x->iov_taken += skip + n;
+		(void)http1_deliver(x, in, n);
+	} else if (x->cb.on_data != NULL)
 		x->cb.on_data(x->arg, at, n);
 	if (x->zombie)
 		return -1;
@@ -644,6 +713,23 @@ http1_process(struct http1_exchange *x)
 	enum http_errno e;
 
 	while (!x->ended && !x->zombie && !x->paused) {
+		if (x->raw) {
+			n = evbuffer_get_length(in);
+			if (n > (uint64_t)x->raw_left)
+				n = (size_t)x->raw_left;
+			if (n == 0 && x->raw_left > 0)
+				break;		/* wait for more */
+			n = http1_deliver(x, in, n);
+			if (x->zombie)
+				return;
+			x->raw_left -= (int64_t)n;
+			if (x->raw_left > 0)
+				continue;	/* paused, or more to come */
+			x->raw = 0;
+			if (http1_message_done(x))
+				return;
+			continue;
+		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 ||
 		    v.iov_len == 0)
 			break;
@@ -651,13 +737,24 @@ http1_process(struct http1_exchange *x)
 			x->got_byte = 1;
 			http1_arm(x);
 		}
+		x->iov_base = v.iov_base;
+		x->iov_taken = 0;
 		n = http_parser_execute(&x->parser, &http1_settings,
 		    v.iov_base, v.iov_len);
 		if (x->zombie)
 			return;
-		(void)evbuffer_drain(in, n);
+		assert(n >= x->iov_taken);
+		(void)evbuffer_drain(in, n - x->iov_taken);
 		e = HTTP_PARSER_ERRNO(&x->parser);
 		if (x->msg_complete) {
+			if (x->raw_left > 0) {
+				/* The head is done; the body comes raw.
+				 * The parser stays paused: nothing
+				 * follows this message on this exchange. */
+				x->msg_complete = 0;
+				x->raw = 1;
+				continue;
+			}
 			if (http1_message_done(x))
 				return;
 			continue;
@@ -680,6 +777,10 @@ http1_process(struct http1_exchange *x)
 	if (x->ended || x->zombie || x->paused)
 		return;
 	if (x->eof && evbuffer_get_length(in) == 0) {
+		if (x->raw) {
+			http1_end(x, EGRESS_ERR_UPSTREAM_PROTOCOL);
+			return;	/* cut short */
+		}
 		/* Signal EOF: completes a read-until-close body only. */
 		(void)http_parser_execute(&x->parser, &http1_settings, NULL, 0);
 		if (x->zombie)
@@ -901,6 +1002,12 @@ out:
 		http1_final_free(x);
 	}
 	return rc;
+}
+
+void
+http1_set_body_buffer(struct http1_exchange *x, http1_body_buffer_cb cb)
+{
+	x->on_data_buffer = cb;
 }
 
 void

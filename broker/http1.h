@@ -109,9 +109,11 @@ struct http1_response {
  * http1_exchange_free() on its own exchange. After on_end nothing else is
  * called.
  * on_head: the final response head (1xx interim responses are consumed;
- *   101 is an error).
+ *   101 is an error). A response to HEAD, a 204 and a 304 have no body,
+ *   whatever their headers announce.
  * on_data: a piece of the decoded body (chunk framing removed), borrowed
  *   for the call.
+ *   (http1_set_body_buffer() replaces it with a moving variant.)
  * on_end: err 0 means the response completed; trailers (borrowed for the
  *   call) are those of a chunked body. Otherwise err is
  *   EGRESS_ERR_UPSTREAM_PROTOCOL (malformed response, CL with TE, bad
@@ -129,6 +131,19 @@ struct http1_callbacks {
 	    size_t ntrailers);
 	void (*on_writable)(void *arg);
 };
+
+/*
+ * A body callback that moves bytes instead of borrowing them: the next
+ * piece of decoded body is the first n bytes of in (the connection's
+ * input, borrowed for the call). Move them out with
+ * evbuffer_remove_buffer() (whole chunks of a Content-Length body then
+ * move without a copy); bytes left in place are discarded, and removing
+ * more than n is a bug. A piece is at most what was read ahead
+ * (HTTP1_READ_HIGH plus one socket read). Same rules as on_data
+ * otherwise (pausing, freeing the exchange).
+ */
+typedef void (*http1_body_buffer_cb)(void *arg, struct evbuffer *in,
+    size_t n);
 
 /*
  * Start one exchange on bev (borrowed: it stays the caller's, and must
@@ -149,6 +164,13 @@ int http1_exchange_new(struct bufferevent *bev,
     int keep_alive, const struct http1_timeouts *t,
     const struct http1_callbacks *cb, void *arg,
     struct http1_exchange **ret);
+
+/*
+ * Deliver the response body of x through cb (with the exchange's arg)
+ * instead of on_data. Call it right after http1_exchange_new(), before
+ * the event loop runs again; cb NULL restores on_data.
+ */
+void http1_set_body_buffer(struct http1_exchange *x, http1_body_buffer_cb cb);
 
 /*
  * Detach from the bufferevent (callbacks cleared, reading disabled) and
@@ -181,10 +203,10 @@ int http1_finish_body(struct http1_exchange *x);
 size_t http1_output_pending(const struct http1_exchange *x);
 
 /*
- * Stop reading the response: no on_data or on_end runs and nothing more
- * is read from the socket until http1_resume_read(); the between-bytes
- * timer is suspended. At most HTTP1_READ_HIGH bytes (plus one socket
- * read) stay buffered. Idempotent.
+ * Stop reading the response: no on_data, on_data_buffer or on_end runs
+ * and nothing more is read from the socket until http1_resume_read();
+ * the between-bytes timer is suspended. At most HTTP1_READ_HIGH bytes
+ * (plus one socket read) stay buffered. Idempotent.
  */
 void http1_pause_read(struct http1_exchange *x);
 

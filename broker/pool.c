@@ -225,6 +225,47 @@ pool_take(struct pool *p, const struct pool_key *k,
 }
 
 size_t
+pool_evict(struct pool *p, const char *instance, size_t n)
+{
+	struct pool_conn *c, *prev;
+	size_t done = 0;
+
+	if (p == NULL || instance == NULL)
+		return 0;
+	for (c = p->tail; c != NULL && done < n; c = prev) {
+		prev = c->prev;
+		if (strcmp(c->instance, instance) != 0)
+			continue;
+		pool_drop(c);
+		done++;
+	}
+	return done;
+}
+
+size_t
+pool_drop_if(struct pool *p, pool_match_fn match, void *arg)
+{
+	struct pool_conn *c, *prev;
+	struct pool_key k;
+	size_t done = 0;
+
+	if (p == NULL || match == NULL)
+		return 0;
+	for (c = p->tail; c != NULL; c = prev) {
+		prev = c->prev;
+		k.instance = c->instance;
+		k.host = &c->host;
+		k.port = c->port;
+		k.tls = c->tls;
+		if (match(arg, &k)) {
+			pool_drop(c);
+			done++;
+		}
+	}
+	return done;
+}
+
+size_t
 pool_idle(const struct pool *p, const char *instance)
 {
 	const struct pool_conn *c;

@@ -67,6 +67,24 @@ struct bufferevent *pool_take(struct pool *p, const struct pool_key *k,
     const struct policy_addr *addrs, size_t naddrs, struct lease **ret_lease,
     struct policy_addr *ret_used);
 
+/*
+ * Close up to n idle connections of instance, oldest first, releasing
+ * their leases (a new request of that instance needs a lease and the
+ * budget is full). Return the number closed.
+ */
+size_t pool_evict(struct pool *p, const char *instance, size_t n);
+
+/* Decide about one idle connection; k and its strings borrowed for the
+ * call. Return nonzero to close it. */
+typedef int (*pool_match_fn)(void *arg, const struct pool_key *k);
+
+/*
+ * Ask match about every idle connection, oldest first, and close each it
+ * picks (releasing its lease) before asking about the next, so match may
+ * look at lease counts. Return the number closed.
+ */
+size_t pool_drop_if(struct pool *p, pool_match_fn match, void *arg);
+
 /* Return the number of idle connections (all, or for instance if not
  * NULL). */
 size_t pool_idle(const struct pool *p, const char *instance);

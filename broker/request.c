@@ -5,8 +5,10 @@
  * lease, the pinned dial under one deadline, the HTTP/1.1 exchange and
  * the response streamed back under flow control, with one decision and
  * one close event per request. Also the broker-wide resolver and TLS
- * holders (kept alive while requests use them) and the per-instance
- * connection leases.
+ * holders (kept alive while requests use them), the per-instance
+ * connection leases and the keep-alive pool. Response body moves from the
+ * upstream's input into the per-stream buffer and on to the guest's
+ * output as evbuffer chains, without a copy where whole chains allow.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@
 #include "broker/lease.h"
 #include "broker/localaddr.h"
 #include "broker/log.h"
+#include "broker/pool.h"
 #include "broker/request.h"
 #include "broker/session.h"
 #include "conf/conf.h"
@@ -79,6 +82,8 @@ struct request {
 	struct lease *lease;		/* held while upstream lives */
 	struct policy_addr connected;
 	int has_connected;
+	int reused;			/* exchange on a pooled connection */
+	int retried;			/* the one fresh retry was used */
 
 	uint64_t start_ms;
 	uint64_t deadline_ms;		/* resolution + connect + TLS */
@@ -163,13 +168,53 @@ broker_log_problem(const char *what, const char *detail)
 		log_event("egress.broker", o);
 }
 
+struct pool_prune {
+	struct broker *b;
+	const struct conf_snapshot *s;
+	int tls_changed;
+};
+
+/* Should an idle pooled connection go at this reload? */
+static int
+pool_prune_cb(void *arg, const struct pool_key *k)
+{
+	static struct policy_verdict v;	/* large; single-threaded */
+	struct pool_prune *pr = arg;
+	const struct conf_instance *ci;
+	struct policy_dest d;
+
+	if (k->tls && pr->tls_changed)
+		return 1;	/* verified under the old trust */
+	if ((ci = conf_instance_find(pr->s, k->instance)) == NULL)
+		return 1;	/* the instance is gone */
+	if (lease_count(pr->b->leases, k->instance) >
+	    pr->s->max_connections_per_instance)
+		return 1;	/* over a lowered budget */
+	/* The host is no longer granted (the next request would be denied
+	 * anyway: free the connection and its lease now). */
+	memset(&d, 0, sizeof(d));
+	(void)snprintf(d.scheme, sizeof(d.scheme), "%s",
+	    k->tls ? "https" : "http");
+	d.host = *k->host;
+	d.port = k->port;
+	return policy_check_destination(&ci->policy, POLICY_TRANSPORT_HTTP,
+	    &d, &v) != 0 || v.reason != POLICY_REASON_ALLOW;
+}
+
 int
 broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 {
 	struct broker_dns *d = NULL;
 	struct dial_tls *t = NULL;
+	struct pool_prune pr;
 	char *key, *ca = NULL;
 	int err, ret = 0;
+
+	memset(&pr, 0, sizeof(pr));
+	pr.b = b;
+	pr.s = s;
+	if (b->pool == NULL)
+		b->pool = pool_new(b->base, 0, 0);	/* NULL: no reuse */
 
 	if ((key = dns_key(s)) == NULL)
 		return EGRESS_ERR_NOMEM;
@@ -202,6 +247,7 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 		if (s->ca_file != NULL && (ca = strdup(s->ca_file)) == NULL)
 			return EGRESS_ERR_NOMEM;
 		err = dial_tls_new(s->ca_file, &t);
+		pr.tls_changed = 1;
 		dial_tls_free(b->tls);
 		free(b->tls_ca);
 		b->tls = t;
@@ -213,12 +259,15 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 				ret = err;
 		}
 	}
+	(void)pool_drop_if(b->pool, pool_prune_cb, &pr);
 	return ret;
 }
 
 void
 broker_release(struct broker *b)
 {
+	pool_free(b->pool);		/* gives its leases back */
+	b->pool = NULL;
 	if (b->dns != NULL) {
 		/* At exit: free now, callbacks are gone with the sessions. */
 		dns_resolver_free(b->dns->r);
@@ -312,6 +361,21 @@ up_free_cb(evutil_socket_t fd, short what, void *arg)
 	bufferevent_free(arg);
 }
 
+/* Close the upstream connection (the lease stays). */
+static void
+request_close_up(struct request *r)
+{
+	if (r->up == NULL)
+		return;
+	/* Possibly inside one of its callbacks: free it later. */
+	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
+	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+	if (event_base_once(r->b->base, -1, EV_TIMEOUT, up_free_cb, r->up,
+	    &zero_tv) != 0)
+		bufferevent_free(r->up);
+	r->up = NULL;
+}
+
 /* Close the upstream side: no more callbacks from it; lease released. */
 static void
 request_upstream_done(struct request *r)
@@ -330,15 +394,7 @@ request_upstream_done(struct request *r)
 		http1_exchange_free(r->x);
 		r->x = NULL;
 	}
-	if (r->up != NULL) {
-		/* Possibly inside one of its callbacks: free it later. */
-		bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
-		(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
-		if (event_base_once(r->b->base, -1, EV_TIMEOUT, up_free_cb,
-		    r->up, &zero_tv) != 0)
-			bufferevent_free(r->up);
-		r->up = NULL;
-	}
+	request_close_up(r);
 	lease_release(r->lease);
 	r->lease = NULL;
 	if (r->timer != NULL) {
@@ -486,6 +542,36 @@ request_deny_error(enum policy_reason reason)
 }
 
 static void request_connect(struct request *r);
+static void request_begin_exchange(struct request *r,
+    struct bufferevent *bev, const struct policy_addr *used);
+
+static void
+request_pool_key(const struct request *r, struct pool_key *k)
+{
+	k->instance = session_instance(r->sess);
+	k->host = &r->dest.host;
+	k->port = r->dest.port;
+	k->tls = r->https;
+}
+
+/*
+ * Take a lease for r's instance; when the budget is full, close the
+ * instance's own idle pooled connections (oldest first) rather than
+ * refuse: they hold leases nobody is using.
+ */
+static int
+request_lease(struct request *r, unsigned max)
+{
+	const char *inst = session_instance(r->sess);
+	int err;
+
+	for (;;) {
+		err = lease_acquire(r->b->leases, inst, max, &r->lease);
+		if (err != EGRESS_ERR_BUDGET_EXHAUSTED ||
+		    pool_evict(r->b->pool, inst, 1) == 0)
+			return err;
+	}
+}
 
 static void
 request_answers(struct request *r, const struct policy_addr *addrs,
@@ -495,6 +581,9 @@ request_answers(struct request *r, const struct policy_addr *addrs,
 	struct policy_classify_ctx ctx;
 	const struct policy_instance *pi = r->ci != NULL ? &r->ci->policy :
 	    NULL;
+	struct bufferevent *bev = NULL;
+	struct policy_addr used;
+	struct pool_key k;
 	int err;
 
 	broker_local_refresh(r->b);
@@ -515,8 +604,24 @@ request_answers(struct request *r, const struct policy_addr *addrs,
 		request_fail(r, request_deny_error(r->verdict.reason));
 		return;
 	}
-	err = lease_acquire(r->b->leases, session_instance(r->sess),
-	    s->max_connections_per_instance, &r->lease);
+	/*
+	 * The whole policy passed. Reuse only a connection under the exact
+	 * key whose address is in THIS verdict's validated set; it brings
+	 * the lease it holds.
+	 */
+	if (!r->https || r->b->tls_ok) {
+		request_pool_key(r, &k);
+		bev = pool_take(r->b->pool, &k, r->verdict.addrs,
+		    r->verdict.naddrs, &r->lease, &used);
+	}
+	if (bev != NULL) {
+		request_log_decision(r, r->dest.host.name,
+		    strlen(r->dest.host.name), r->dest.port, 1, NULL);
+		r->reused = 1;
+		request_begin_exchange(r, bev, &used);
+		return;
+	}
+	err = request_lease(r, s->max_connections_per_instance);
 	if (err != 0) {
 		request_log_decision(r, r->dest.host.name,
 		    strlen(r->dest.host.name), r->dest.port, 0,
@@ -866,11 +971,12 @@ up_on_head(void *arg, const struct http1_response *resp)
 }
 
 static void
-up_on_data(void *arg, const char *p, size_t n)
+up_on_data(void *arg, struct evbuffer *in, size_t n)
 {
 	struct request *r = arg;
 
-	if (evbuffer_add(r->resp, p, n) != 0) {
+	/* Moved, not copied: whole chains change hands. */
+	if (evbuffer_remove_buffer(in, r->resp, n) != (int)n) {
 		request_fail(r, EGRESS_ERR_NOMEM);
 		return;
 	}
@@ -880,6 +986,74 @@ up_on_data(void *arg, const char *p, size_t n)
 		r->paused = 1;
 	}
 	request_push(r);
+}
+
+/* Park r's upstream connection with its lease if it can carry more. */
+static void
+request_park(struct request *r)
+{
+	const struct conf_snapshot *s = r->conf->snap;
+	struct pool_key k;
+
+	if (r->b->pool == NULL || r->b->draining || r->x == NULL ||
+	    r->up == NULL || r->lease == NULL || !r->has_connected ||
+	    !http1_is_reusable(r->x))
+		return;
+	request_pool_key(r, &k);
+	if (lease_count(r->b->leases, k.instance) >
+	    s->max_connections_per_instance)
+		return;		/* over a lowered budget: close it */
+	http1_exchange_free(r->x);
+	r->x = NULL;
+	/* Takes the connection and the lease, even on failure. */
+	(void)pool_put(r->b->pool, &k, &r->connected, r->up, r->lease);
+	r->up = NULL;
+	r->lease = NULL;
+}
+
+static int
+method_is(const struct http1_head *h, const char *m)
+{
+	return h->method_len == strlen(m) &&
+	    memcmp(h->method, m, h->method_len) == 0;
+}
+
+/*
+ * A reused connection failed: may r go again on a fresh one? Only once,
+ * only when no response byte arrived (the upstream had closed the idle
+ * connection, or closed it as the request went out), and only for an
+ * idempotent method (RFC 9110, 9.2.2) with no body, so that repeating
+ * it is safe whatever the upstream did with the first copy.
+ */
+static int
+request_may_retry(const struct request *r, int err)
+{
+	const struct http1_head *h = &r->head;
+
+	if (!r->reused || r->retried || r->x == NULL ||
+	    http1_response_started(r->x) || h->body_length != 0 ||
+	    r->bytes_out != 0)
+		return 0;
+	if (err != EGRESS_ERR_UPSTREAM_PROTOCOL &&
+	    err != EGRESS_ERR_TLS_FAILED)
+		return 0;	/* a timeout may mean it is being served */
+	return method_is(h, "GET") || method_is(h, "HEAD") ||
+	    method_is(h, "OPTIONS") || method_is(h, "TRACE") ||
+	    method_is(h, "PUT") || method_is(h, "DELETE");
+}
+
+/* Drop the stale connection, keep the lease, dial afresh (once). */
+static void
+request_retry(struct request *r)
+{
+	http1_exchange_free(r->x);
+	r->x = NULL;
+	request_close_up(r);
+	r->reused = 0;
+	r->retried = 1;
+	r->has_connected = 0;
+	r->status = 0;
+	request_connect(r);
 }
 
 static void
@@ -892,6 +1066,10 @@ up_on_end(void *arg, int err, const struct http1_header *trailers,
 	int n;
 
 	if (err != 0) {
+		if (request_may_retry(r, err)) {
+			request_retry(r);
+			return;
+		}
 		request_fail(r, err);
 		return;
 	}
@@ -913,7 +1091,9 @@ up_on_end(void *arg, int err, const struct http1_header *trailers,
 		return;
 	}
 	r->tail_type = m->type;
-	/* The upstream is finished: close it and release the lease now. */
+	/* The upstream is finished: pool it or close it, and release the
+	 * lease now (a pooled connection keeps it). */
+	request_park(r);
 	request_upstream_done(r);
 	r->phase = PHASE_FLUSHING;
 	request_push(r);
@@ -927,7 +1107,6 @@ up_on_writable(void *arg)
 
 static const struct http1_callbacks up_callbacks = {
 	.on_head = up_on_head,
-	.on_data = up_on_data,
 	.on_end = up_on_end,
 	.on_writable = up_on_writable,
 };
@@ -971,13 +1150,24 @@ request_dial_cb(void *arg, int err, struct bufferevent *bev,
     const struct policy_addr *used)
 {
 	struct request *r = arg;
-	struct http1_timeouts t;
 
 	r->dial = NULL;		/* freed by dial after we return */
 	if (err != 0) {
 		request_fail(r, err);
 		return;
 	}
+	request_begin_exchange(r, bev, used);
+}
+
+/* Start the exchange on bev (dialed or pooled; now r's), connected to
+ * used. */
+static void
+request_begin_exchange(struct request *r, struct bufferevent *bev,
+    const struct policy_addr *used)
+{
+	struct http1_timeouts t;
+	int err;
+
 	r->up = bev;
 	r->connected = *used;
 	r->has_connected = 1;
@@ -990,14 +1180,17 @@ request_dial_cb(void *arg, int err, struct bufferevent *bev,
 	}
 	t.first_byte_ms = r->first_byte_ms;
 	t.between_bytes_ms = r->between_bytes_ms;
-	err = http1_exchange_new(bev, &r->dest, &r->head, 0, &t,
-	    &up_callbacks, r, &r->x);
+	/* Keep-alive only when the pool can take the connection back. */
+	err = http1_exchange_new(bev, &r->dest, &r->head,
+	    r->b->pool != NULL && !r->b->draining, &t, &up_callbacks, r,
+	    &r->x);
 	if (err != 0) {
 		r->x = NULL;
 		request_fail(r, err == EGRESS_ERR_NOMEM ? err :
 		    EGRESS_ERR_INVALID_REQUEST);
 		return;
 	}
+	http1_set_body_buffer(r->x, up_on_data);
 	request_pump_body(r);
 }
 

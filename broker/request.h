@@ -9,7 +9,15 @@
  * validated addresses under one deadline covering resolution, connect and
  * TLS -> one HTTP/1.1 exchange -> stream the response back under flow
  * control (RESPONSE, DATA, TRAILERS or an empty END_STREAM DATA) ->
- * release the lease -> log. Nothing here decides reachability: every rule
+ * release the lease -> log. Keep-alive: a request that passed the whole
+ * policy first looks for an idle pooled connection (pool.h) under its
+ * exact key (instance, host, port, TLS) connected to one of ITS validated
+ * addresses, which brings its lease; else it takes a lease, evicting the
+ * instance's own idle connections when the budget is full, and dials. A
+ * reusable connection goes back to the pool with its lease. A reused
+ * connection that fails before any response byte (the upstream closed it
+ * meanwhile) is retried once on a fresh connection, for an idempotent
+ * method without a body only. Nothing here decides reachability: every rule
  * is policy/'s, every setting conf/'s. Exactly one egress.decision and
  * one egress.close event is logged per request. Guest-visible failures
  * are ERROR frames with a wire code and its fixed masked message.
@@ -31,6 +39,7 @@ struct session;
 struct request;
 struct broker_dns;
 struct lease_table;
+struct pool;
 
 /* Bytes of response body held per stream before upstream reads pause,
  * and the level at which they resume. */
@@ -52,6 +61,8 @@ struct broker {
 	int tls_ok;			/* 0: TLS trust failed to load */
 
 	struct lease_table *leases;	/* per-instance upstream counts */
+	struct pool *pool;		/* idle keep-alive upstreams; NULL:
+					   no reuse (Connection: close) */
 
 	struct policy_addr *local;	/* own interface addresses */
 	size_t nlocal;
@@ -121,13 +132,18 @@ int request_is_active(const struct request *r);
  * Broker-wide helpers used by egressd.c at start and after each reload:
  * make the resolver and TLS context follow snapshot s (a resolver or TLS
  * context in use by requests in flight stays alive until they finish).
+ * Also create the connection pool on the first call (none: no reuse) and
+ * close the idle pooled connections s no longer allows: those of removed
+ * instances, those whose host s no longer grants, those over the
+ * instance's new budget, and every TLS one when the trust changed.
  * Return 0, or a negative error when the resolver could not be created
  * (the old one is kept) or the TLS trust failed to load (HTTPS requests
  * then fail with tls-failed until fixed); both are logged.
  */
 int broker_apply_conf(struct broker *b, const struct conf_snapshot *s);
 
-/* Release the resolver, TLS context, leases and local-address cache. */
+/* Release the pool, resolver, TLS context, leases and local-address
+ * cache. */
 void broker_release(struct broker *b);
 
 #endif /* EGRESS_BROKER_REQUEST_H */

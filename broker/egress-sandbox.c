@@ -171,9 +171,12 @@ attach(const char *path, const char *instance)
 	doc = json_loads(line, 0, NULL);
 	if (doc == NULL || json_object_get(doc, "attached") == NULL) {
 		json_t *e = doc != NULL ? json_object_get(doc, "error") : NULL;
+		char msg[256];
 
-		die(EXIT_ATTACH, "attach refused",
-		    json_is_string(e) ? json_string_value(e) : line);
+		(void)snprintf(msg, sizeof(msg), "%.200s", json_is_string(e) ?
+		    json_string_value(e) : line);
+		json_decref(doc);
+		die(EXIT_ATTACH, "attach refused", msg);
 	}
 	json_decref(doc);
 	if (got < 0)

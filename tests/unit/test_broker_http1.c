@@ -6,7 +6,9 @@
  * end plays a scripted upstream: content-length and chunked bodies,
  * trailers, CL+TE and bad lengths refused, oversized heads refused, cut
  * bodies reported as errors, 3xx returned untouched, interim responses,
- * keep-alive reporting, request framing, flow control and timeouts.
+ * keep-alive reporting, request framing, flow control and timeouts. The
+ * response table runs twice: with borrowed body pieces (on_data) and with
+ * moved ones (http1_set_body_buffer), which must agree byte for byte.
  */
 #include <sys/socket.h>
 
@@ -302,6 +304,7 @@ struct ex {
 	char trailers[256];
 	int err;
 	int pause_on_data;
+	int leave_in_place;	/* buffer callback removes nothing */
 	int free_on_head;
 	int writable;
 };
@@ -337,6 +340,30 @@ ex_on_data(void *arg, const char *p, size_t n)
 		e->body_len += n;
 	}
 	e->total_body += n;
+	if (e->pause_on_data)
+		http1_pause_read(e->x);
+}
+
+/* The moving variant: take n bytes out of in as the broker does. */
+static void
+ex_on_data_buffer(void *arg, struct evbuffer *in, size_t n)
+{
+	struct ex *e = arg;
+	struct evbuffer *dst;
+	size_t room;
+
+	e->datas++;
+	cr_assert_geq(evbuffer_get_length(in), n);
+	e->total_body += n;
+	if (!e->leave_in_place) {
+		dst = evbuffer_new();
+		cr_assert(dst != NULL);
+		cr_assert_eq(evbuffer_remove_buffer(in, dst, n), (int)n);
+		room = sizeof(e->body) - e->body_len;
+		e->body_len += (size_t)evbuffer_remove(dst,
+		    e->body + e->body_len, n < room ? n : room);
+		evbuffer_free(dst);
+	}
 	if (e->pause_on_data)
 		http1_pause_read(e->x);
 }
@@ -467,9 +494,7 @@ struct resp_case {
 	char trailers[64];
 };
 
-ParameterizedTestParameters(broker_http1, response)
-{
-	static struct resp_case cases[] = {
+static struct resp_case resp_cases[] = {
 		{ "content-length", "GET",
 		    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 0, 0,
 		    200, "hello", 1, "" },
@@ -549,18 +574,46 @@ ParameterizedTestParameters(broker_http1, response)
 		{ "bare-lf-in-header", "GET",
 		    "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n",
 		    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-	};
+		/* 204 and 304 never carry a body, whatever they announce. */
+		{ "304-with-length", "GET",
+		    "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+		    0, 0, 304, "", 1, "" },
+		{ "204-with-length-and-bytes", "GET",
+		    "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc",
+		    0, 0, 204, "", 0, "" },
+		{ "chunked-many", "GET",
+		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "1\r\na\r\n2\r\nbc\r\n3;ext=1\r\ndef\r\n0\r\n\r\n", 0, 0,
+		    200, "abcdef", 1, "" },
+		{ "chunked-stray", "GET",
+		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "2\r\nok\r\n0\r\n\r\nX", 0, 0, 200, "ok", 0, "" },
+		{ "until-eof-moved", "GET",
+		    "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n0123456789",
+		    1, 0, 200, "0123456789", 0, "" },
+};
 
-	return cr_make_param_array(struct resp_case, cases,
-	    sizeof(cases) / sizeof(cases[0]));
+ParameterizedTestParameters(broker_http1, response)
+{
+	return cr_make_param_array(struct resp_case, resp_cases,
+	    sizeof(resp_cases) / sizeof(resp_cases[0]));
 }
 
-ParameterizedTest(struct resp_case *c, broker_http1, response)
+ParameterizedTestParameters(broker_http1, response_moved)
+{
+	return cr_make_param_array(struct resp_case, resp_cases,
+	    sizeof(resp_cases) / sizeof(resp_cases[0]));
+}
+
+static void
+run_resp_case(const struct resp_case *c, int moved)
 {
 	static struct ex e;
 	char req[1024];
 
 	ex_start(&e, c->method, 0, "", 1, NULL);
+	if (moved)
+		http1_set_body_buffer(e.x, ex_on_data_buffer);
 	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
 	ex_send(&e, c->response, strlen(c->response));
 	if (c->close_after)
@@ -580,6 +633,109 @@ ParameterizedTest(struct resp_case *c, broker_http1, response)
 	cr_assert_str_eq(e.trailers, c->trailers);
 	if (strcmp(c->name, "redirect") == 0)
 		cr_assert_str_eq(e.location, "http://169.254.169.254/");
+	ex_done(&e);
+}
+
+ParameterizedTest(struct resp_case *c, broker_http1, response)
+{
+	run_resp_case(c, 0);
+}
+
+ParameterizedTest(struct resp_case *c, broker_http1, response_moved)
+{
+	run_resp_case(c, 1);
+}
+
+/* Bytes a buffer callback leaves in place are discarded, and framing
+ * after them still parses. */
+Test(broker_http1, moved_left_in_place_is_discarded)
+{
+	static struct ex e;
+	char req[1024];
+	const char *r = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "5\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
+	const char *r2 = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody";
+
+	ex_start(&e, "GET", 0, "", 1, NULL);
+	http1_set_body_buffer(e.x, ex_on_data_buffer);
+	e.leave_in_place = 1;
+	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
+	ex_send(&e, r, strlen(r));
+	ex_run(&e);
+	cr_assert_eq(e.err, 0);
+	cr_assert_eq(e.total_body, 11);
+	cr_assert_eq(e.body_len, 0);
+	cr_assert_str_eq(e.trailers, "X-T=1;");
+	cr_assert(http1_is_reusable(e.x));
+	ex_done(&e);
+
+	ex_start(&e, "GET", 0, "", 1, NULL);
+	http1_set_body_buffer(e.x, ex_on_data_buffer);
+	e.leave_in_place = 1;
+	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
+	ex_send(&e, r2, strlen(r2));
+	ex_run(&e);
+	cr_assert_eq(e.err, 0);
+	cr_assert_eq(e.total_body, 4);
+	cr_assert(http1_is_reusable(e.x));
+	ex_done(&e);
+}
+
+/* A connection a reusable exchange leaves behind carries the next one
+ * (what the pool relies on); the second request goes out keep-alive. */
+Test(broker_http1, second_exchange_on_same_connection)
+{
+	static struct ex e;
+	struct http1_header kept[1];
+	struct http1_head head = { "GET", 3, "/two", 4, kept, 0, 0 };
+	struct policy_dest d;
+	char req[1024];
+	const char *r1 = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none";
+	const char *r2 = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntwo";
+
+	ex_start(&e, "GET", 0, "", 1, NULL);
+	http1_set_body_buffer(e.x, ex_on_data_buffer);
+	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
+	cr_assert_null(strstr(req, "Connection"));
+	ex_send(&e, r1, strlen(r1));
+	ex_run(&e);
+	cr_assert_eq(e.err, 0);
+	cr_assert(http1_is_reusable(e.x));
+	http1_exchange_free(e.x);
+	e.x = NULL;
+	e.ends = 0;
+	e.body_len = 0;
+	dest_parse("http://api.example.com/", &d);
+	cr_assert_eq(http1_exchange_new(e.bev, &d, &head, 1, NULL, &ex_cbs,
+	    &e, &e.x), 0);
+	http1_set_body_buffer(e.x, ex_on_data_buffer);
+	cr_assert_not(http1_response_started(e.x));
+	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
+	cr_assert_str_eq(req, "GET /two HTTP/1.1\r\nHost: api.example.com\r\n"
+	    "\r\n");
+	ex_send(&e, r2, strlen(r2));
+	ex_run(&e);
+	cr_assert_eq(e.err, 0);
+	cr_assert_eq(e.body_len, 3);
+	cr_assert(memcmp(e.body, "two", 3) == 0);
+	cr_assert(http1_is_reusable(e.x));
+	ex_done(&e);
+}
+
+/* A pooled connection the upstream closed: the next exchange fails
+ * before any response byte, which is what lets the caller retry. */
+Test(broker_http1, closed_connection_fails_before_any_byte)
+{
+	static struct ex e;
+	char req[1024];
+
+	ex_start(&e, "GET", 0, "", 1, NULL);
+	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
+	cr_assert(shutdown(e.fd, SHUT_WR) == 0);
+	ex_run(&e);
+	cr_assert_eq(e.err, EGRESS_ERR_UPSTREAM_PROTOCOL);
+	cr_assert_not(http1_response_started(e.x));
+	cr_assert_not(http1_is_reusable(e.x));
 	ex_done(&e);
 }
 
@@ -762,33 +918,65 @@ Test(broker_http1, early_response_not_reusable)
 	ex_done(&e);
 }
 
-Test(broker_http1, flow_control_bounds_buffer)
+struct flow_case {
+	char name[16];
+	int moved;
+	int chunked;
+};
+
+ParameterizedTestParameters(broker_http1, flow_control_bounds_buffer)
+{
+	static struct flow_case cases[] = {
+		{ "borrowed-cl", 0, 0 },
+		{ "moved-cl", 1, 0 },
+		{ "borrowed-chunked", 0, 1 },
+		{ "moved-chunked", 1, 1 },
+	};
+
+	return cr_make_param_array(struct flow_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct flow_case *c, broker_http1, flow_control_bounds_buffer)
 {
 	static struct ex e;
-	static char chunk[16384];
+	static char chunk[16384 + 16];
 	char req[1024];
-	size_t sent = 0, want = 4 << 20;
-	const char *hd = "HTTP/1.1 200 OK\r\nContent-Length: 4194304\r\n\r\n";
-	int fl, i, before;
+	size_t sent = 0, body = 4 << 20, want = body, clen = 16384, off;
+	const char *hd = c->chunked ?
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" :
+	    "HTTP/1.1 200 OK\r\nContent-Length: 4194304\r\n\r\n";
+	int fl, i, before, ended = !c->chunked;
 
 	ex_start(&e, "GET", 0, "", 1, NULL);
+	if (c->moved)
+		http1_set_body_buffer(e.x, ex_on_data_buffer);
 	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
 	e.pause_on_data = 1;
 	ex_send(&e, hd, strlen(hd));
 	memset(chunk, 'b', sizeof(chunk));
+	if (c->chunked) {
+		/* The wire repeats one 16 KiB chunk, then the last chunk. */
+		i = snprintf(chunk, sizeof(chunk), "%zx\r\n", clen);
+		memset(chunk + i, 'b', clen);
+		memcpy(chunk + i + clen, "\r\n", 2);
+		clen += (size_t)i + 2;
+		want = (body / 16384) * clen;
+	}
 	fl = fcntl(e.fd, F_GETFL);
 	(void)fcntl(e.fd, F_SETFL, fl | O_NONBLOCK);
 	while (e.ends == 0) {
 		/* Push as much as the socket takes, spin the loop. */
 		while (sent < want) {
-			size_t n = want - sent < sizeof(chunk) ?
-			    want - sent : sizeof(chunk);
-			ssize_t r = write(e.fd, chunk, n);
+			off = sent % clen;
+			ssize_t r = write(e.fd, chunk + off, clen - off);
 
 			if (r <= 0)
 				break;
 			sent += (size_t)r;
 		}
+		if (sent == want && !ended)
+			ended = write(e.fd, "0\r\n\r\n", 5) == 5;
 		before = e.datas;
 		for (i = 0; i < 8; i++)
 			(void)event_base_loop(e.base, EVLOOP_NONBLOCK);
@@ -798,8 +986,9 @@ Test(broker_http1, flow_control_bounds_buffer)
 		    (size_t)HTTP1_READ_HIGH + 65536);
 		http1_resume_read(e.x);
 	}
-	cr_assert_eq(e.err, 0);
-	cr_assert_eq(e.total_body, want);
+	cr_assert_eq(e.err, 0, "%s", c->name);
+	cr_assert_eq(e.total_body, body, "%s", c->name);
+	cr_assert(http1_is_reusable(e.x), "%s", c->name);
 	ex_done(&e);
 }
 

@@ -5,7 +5,9 @@
  * freed when the last lease goes, and scales past the initial hash size;
  * pooled connections keep their lease, are reused only under the exact
  * key and validated address, and are closed (lease released) when the
- * upstream closes, when idle too long, or when the pool is full.
+ * upstream closes, when idle too long, when the pool is full, when their
+ * instance needs the lease (evicted, oldest first, own instance only) and
+ * when a reload's predicate picks them.
  */
 #include <sys/socket.h>
 
@@ -284,4 +286,113 @@ Test(broker_lease, pool_free_releases)
 	cr_assert_eq(lease_total(pt.t), 1);
 	pt_done(&pt);	/* asserts every lease came back */
 	close(fd);
+}
+
+/* A full budget evicts the instance's own idle connections, oldest
+ * first, and never another instance's. */
+Test(broker_lease, pool_evict_own_oldest_first)
+{
+	struct pooltest pt;
+	struct pool_key k = { "a", NULL, 443, 1 };
+	struct policy_addr used;
+	struct bufferevent *newer = NULL, *got;
+	struct lease *l = NULL;
+	int fd[3];
+
+	pt_init(&pt, 0, 0);
+	k.host = &pt.host;
+	fd[0] = pt_put(&pt, "a", &pt.a1, NULL);
+	fd[1] = pt_put(&pt, "b", &pt.a1, NULL);
+	fd[2] = pt_put(&pt, "a", &pt.a2, &newer);
+	cr_assert_eq(pool_evict(pt.p, "c", 1), 0);
+	cr_assert_eq(pool_evict(pt.p, "a", 1), 1);
+	cr_assert_eq(lease_count(pt.t, "a"), 1, "evicted lease kept");
+	cr_assert_eq(lease_count(pt.t, "b"), 1, "other instance evicted");
+	/* The survivor is the newer one (a2); a1's is gone. */
+	cr_assert_null(pool_take(pt.p, &k, &pt.a1, 1, &l, &used));
+	got = pool_take(pt.p, &k, &pt.a2, 1, &l, &used);
+	cr_assert_eq(got, newer);
+	bufferevent_free(got);
+	lease_release(l);
+	cr_assert_eq(pool_evict(pt.p, "a", 5), 0);
+	cr_assert_eq(pool_idle(pt.p, "b"), 1);
+	close(fd[0]);
+	close(fd[1]);
+	close(fd[2]);
+	pt_done(&pt);
+}
+
+/* Reload pruning: which idle connections a predicate closes. */
+struct prune_case {
+	char name[24];
+	char drop_instance[8];	/* "" : none by name */
+	int drop_tls;
+	unsigned max_a;		/* drop a's over this many leases */
+	unsigned left_a, left_b;
+};
+
+struct prune_arg {
+	const struct prune_case *c;
+	struct lease_table *t;
+	int asked;
+};
+
+static int
+prune_match(void *arg, const struct pool_key *k)
+{
+	struct prune_arg *pa = arg;
+
+	pa->asked++;
+	if (pa->c->drop_instance[0] != '\0' &&
+	    strcmp(k->instance, pa->c->drop_instance) == 0)
+		return 1;
+	if (pa->c->drop_tls && k->tls)
+		return 1;
+	return strcmp(k->instance, "a") == 0 &&
+	    lease_count(pa->t, "a") > pa->c->max_a;
+}
+
+ParameterizedTestParameters(broker_lease, pool_drop_if)
+{
+	static struct prune_case cases[] = {
+		{ "nothing", "", 0, 8, 2, 1 },
+		{ "removed-instance", "a", 0, 8, 0, 1 },
+		{ "other-instance", "b", 0, 8, 2, 0 },
+		{ "trust-changed", "", 1, 8, 0, 0 },
+		/* Leases are re-counted after each close: stops at 1. */
+		{ "budget-lowered", "", 0, 1, 1, 1 },
+		{ "budget-zero", "", 0, 0, 0, 1 },
+	};
+
+	return cr_make_param_array(struct prune_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct prune_case *c, broker_lease, pool_drop_if)
+{
+	struct pooltest pt;
+	struct prune_arg pa;
+	size_t n;
+	int fd[3], i;
+
+	pt_init(&pt, 0, 0);
+	fd[0] = pt_put(&pt, "a", &pt.a1, NULL);
+	fd[1] = pt_put(&pt, "a", &pt.a2, NULL);
+	fd[2] = pt_put(&pt, "b", &pt.a1, NULL);
+	pa.c = c;
+	pa.t = pt.t;
+	pa.asked = 0;
+	n = pool_drop_if(pt.p, prune_match, &pa);
+	cr_assert_eq(pa.asked, 3, "%s: every connection asked about", c->name);
+	cr_assert_eq(n, 3 - c->left_a - c->left_b, "%s: closed %zu", c->name,
+	    n);
+	cr_assert_eq(pool_idle(pt.p, "a"), c->left_a, "%s", c->name);
+	cr_assert_eq(pool_idle(pt.p, "b"), c->left_b, "%s", c->name);
+	cr_assert_eq(lease_count(pt.t, "a"), c->left_a, "%s: a's leases",
+	    c->name);
+	cr_assert_eq(lease_count(pt.t, "b"), c->left_b, "%s: b's leases",
+	    c->name);
+	for (i = 0; i < 3; i++)
+		close(fd[i]);
+	pt_done(&pt);
 }

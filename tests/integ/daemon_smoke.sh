@@ -13,6 +13,13 @@
 # budget, live reload (grant removed, file broken, fixed), SIGHUP socket
 # reconciliation, the control socket, protocol violations and passed file
 # descriptors dropping one connection only, and SIGTERM exiting 0.
+# Keep-alive (the upstream logs each TCP connection, each request with
+# its connection's port, and each close): sequential requests reuse one
+# upstream connection; a revoked grant denies the next request although a
+# pooled connection exists (and the reload closes it); with a budget of 1
+# an idle pooled connection is evicted for a new destination of the same
+# instance rather than refusing; a pooled connection the upstream closed
+# is retried transparently for a GET, never for a POST.
 #
 # Usage: daemon_smoke.sh EGRESSD
 set -euo pipefail
@@ -58,10 +65,30 @@ cat >"$T/upstream.py" <<'EOF'
 import http.server, sys, threading, time
 hits = {}
 lock = threading.Lock()
+def conn_log(what):
+    with lock:
+        with open(sys.argv[2] + ".conn", "a") as f:
+            f.write(what + "\n")
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *a):
         pass
+    def setup(self):
+        super().setup()
+        self.kill_next = False
+        conn_log("CONN %d" % self.client_address[1])
+    def finish(self):
+        conn_log("CLOSE %d" % self.client_address[1])
+        super().finish()
+    def killed(self):
+        # /close-next armed it: close this connection without answering,
+        # as an upstream whose idle timeout fired just then would.
+        if not self.kill_next:
+            conn_log("REQ %d %s" % (self.client_address[1], self.path))
+            return False
+        conn_log("KILL %d %s" % (self.client_address[1], self.path))
+        self.close_connection = True
+        return True
     def count(self):
         with lock:
             hits[self.path] = hits.get(self.path, 0) + 1
@@ -76,9 +103,16 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
     def do_GET(self):
+        if self.killed():
+            return
         self.count()
         if self.path == "/small":
             self.send(200, b"egressd-smoke-small\n")
+        elif self.path.startswith("/ka/"):
+            self.send(200, b"keep-alive\n")
+        elif self.path == "/close-next":
+            self.send(200, b"armed\n")
+            self.kill_next = True
         elif self.path.startswith("/large"):
             n = int(self.path.split("=")[1])
             self.send_response(200)
@@ -98,6 +132,8 @@ class H(http.server.BaseHTTPRequestHandler):
         else:
             self.send(404, b"no\n")
     def do_POST(self):
+        if self.killed():
+            return
         self.count()
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
@@ -270,6 +306,11 @@ def main():
             time.sleep(0.05)
         b = fetch(c, 3, "GET", sys.argv[4])
         print(json.dumps([a, b]))
+    elif mode == "seq":
+        # Sequential GETs on one connection, one stream each.
+        c = Conn(path); c.hello()
+        print(json.dumps([fetch(c, 2 * i + 1, "GET", u)
+            for i, u in enumerate(sys.argv[3:])]))
     elif mode == "parallel":
         # Open N streams at once on one connection; report each outcome.
         n, url = int(sys.argv[3]), sys.argv[4]
@@ -519,6 +560,84 @@ eq "budget: 2 served, the third refused at once" \
 r=$(client "$S/smoke.sock" get "$U/small")
 eq "budget released after the requests" 200 "$(jq -r .status <<<"$r")"
 
+# ---- keep-alive -------------------------------------------------------------------
+CL=$T/hits.log.conn
+reqport() { awk -v p="$1" '$1 == "REQ" && $3 == p { print $2 }' "$CL" | tail -n 1; }
+nconns() { grep -c '^CONN ' "$CL" || true; }
+waitclose() { for _ in $(seq 50); do grep -qx "CLOSE $1" "$CL" && return 0; sleep 0.1; done; return 1; }
+c0=$(nconns)
+r=$(client "$S/smoke.sock" seq "$U/ka/1" "$U/ka/2")
+eq "keep-alive: two sequential requests answered" "200 200" \
+    "$(jq -r 'map(.status)|map(tostring)|join(" ")' <<<"$r")"
+p1=$(reqport /ka/1); p2=$(reqport /ka/2)
+[ -n "$p1" ] && [ "$p1" = "$p2" ] ||
+    fail "keep-alive: the requests came on upstream ports '$p1' and '$p2'"
+ok "keep-alive: both requests on one upstream connection (port $p1)"
+[ $(( $(nconns) - c0 )) -le 1 ] ||
+    fail "keep-alive: $(( $(nconns) - c0 )) upstream connections for 2 requests"
+ok "keep-alive: at most one new upstream connection"
+r=$(client "$S/smoke.sock" get "$U/ka/3")
+eq "keep-alive: a new guest connection reuses it too" "$p1" "$(reqport /ka/3)"
+
+# A revoked grant denies the next request although a connection to that
+# very destination is pooled; the reload closes that connection.
+mark
+config "" | install_config
+r=$(client "$S/smoke.sock" get "$U/ka/4")
+eq "pooled connection present, grant revoked: denied" denied "$(jq -r .error <<<"$r")"
+eq "the upstream never saw the denied request" "" "$(reqport /ka/4)"
+waitev egress.decision 1
+eq "deny logged as not-granted" "smoke deny not-granted" \
+    "$(last egress.decision | jq -r '[.instance,.verdict,.reason]|join(" ")')"
+waitclose "$p1" || fail "the reload kept the pooled connection of a revoked host"
+ok "the reload closed the pooled connection of the revoked host"
+config "$GRANT" | install_config
+r=$(client "$S/smoke.sock" get "$U/ka/5")
+eq "grant restored: served" 200 "$(jq -r .status <<<"$r")"
+[ "$(reqport /ka/5)" != "$p1" ] || fail "a closed connection was reused"
+ok "grant restored: on a fresh connection"
+
+# Budget 1: the instance's idle pooled connection holds its one lease; a
+# request to another destination evicts it instead of being refused.
+MAX_CONN=1
+config "$GRANT" | install_config
+r=$(client "$S/smoke.sock" get "$U/ka/6")
+eq "budget 1: served" 200 "$(jq -r .status <<<"$r")"
+p6=$(reqport /ka/6)
+r=$(client "$S/smoke.sock" get "http://other.smoke.test:$HTTP_PORT/ka/7")
+eq "budget 1, idle pooled connection: another host is served" 200 \
+    "$(jq -r .status <<<"$r")"
+waitclose "$p6" || fail "budget 1: the idle connection was not evicted"
+ok "budget 1: the idle pooled connection (holding the lease) was evicted"
+r=$(client "$S/smoke.sock" seq "http://other.smoke.test:$HTTP_PORT/ka/8" \
+    "http://other.smoke.test:$HTTP_PORT/ka/9")
+eq "budget 1: reuse within the budget" "200 200 $(reqport /ka/7) $(reqport /ka/7)" \
+    "$(jq -r 'map(.status)|map(tostring)|join(" ")' <<<"$r") $(reqport /ka/8) $(reqport /ka/9)"
+
+# Stale: the upstream closes a pooled connection as the next request
+# arrives. A GET is retried once on a fresh connection; a POST is not.
+r=$(client "$S/smoke.sock" get "$U/close-next")
+eq "stale: arming request served" 200 "$(jq -r .status <<<"$r")"
+pk=$(reqport /close-next)
+mark
+r=$(client "$S/smoke.sock" get "$U/ka/10")
+eq "stale pooled connection: the GET is answered transparently" 200 \
+    "$(jq -r .status <<<"$r")"
+grep -qx "KILL $pk /ka/10" "$CL" || fail "stale: the upstream did not close port $pk"
+ok "stale: the first attempt went to the closed connection"
+[ -n "$(reqport /ka/10)" ] && [ "$(reqport /ka/10)" != "$pk" ] ||
+    fail "stale: the retry did not use a fresh connection"
+ok "stale: retried on a fresh connection"
+waitev egress.close 1
+eq "stale: one decision and a clean close" "1 200 null" \
+    "$(events egress.decision | wc -l) $(last egress.close | jq -r '[.status,.error]|map(tostring)|join(" ")')"
+r=$(client "$S/smoke.sock" get "$U/close-next")
+r=$(client "$S/smoke.sock" post "$U/echo" 1000)
+eq "stale pooled connection: a POST is not retried" upstream-protocol-error \
+    "$(jq -r .error <<<"$r")"
+MAX_CONN=2
+config "$GRANT" | install_config
+
 # ---- live configuration -------------------------------------------------------
 rm -f "$T/go"
 client "$S/smoke.sock" two "$T/go" "$U/small" >"$T/two.out" &
@@ -550,13 +669,16 @@ kill -HUP "$EPID"
 for _ in $(seq 50); do [ -S "$S/third.sock" ] && break; sleep 0.1; done
 [ -S "$S/third.sock" ] || fail "no socket for an added instance"
 ok "SIGHUP: an added instance got its socket"
-r=$(client "$S/third.sock" get "$U/small")
+r=$(client "$S/third.sock" get "$U/ka/third")
 eq "the new instance is served" 200 "$(jq -r .status <<<"$r")"
+p3=$(reqport /ka/third)
 config "api.smoke.test" | install_config
 kill -HUP "$EPID"
 for _ in $(seq 50); do [ ! -e "$S/third.sock" ] && break; sleep 0.1; done
 [ ! -e "$S/third.sock" ] || fail "socket of a removed instance remains"
 ok "SIGHUP: a removed instance lost its socket"
+waitclose "$p3" || fail "a removed instance's pooled connection remains"
+ok "SIGHUP: a removed instance's pooled connection was closed"
 
 # ---- control socket -------------------------------------------------------------
 r=$(python3 -c '

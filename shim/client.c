@@ -46,6 +46,7 @@ struct egress_request {
 	struct egress_client *c;
 	struct egress_request *prev, *next;
 	struct proto_stream ps;
+	int held;			/* head not released for sending */
 	int started;			/* REQUEST sent: ps is live */
 	uint8_t *head_frame;		/* encoded REQUEST, until sent */
 	size_t head_len;
@@ -405,7 +406,7 @@ send_heads(struct egress_client *c)
 	if (c->err != 0 || c->pc.state != PROTO_CONN_OPEN)
 		return;
 	for (r = c->head; r != NULL; r = r->next) {
-		if (r->started || r->head_frame == NULL)
+		if (r->started || r->head_frame == NULL || r->held)
 			continue;
 		if (buf_size(&c->out) >= SHIM_OUT_HIGH)
 			return;
@@ -681,7 +682,8 @@ progress_locked(struct egress_client *c)
 	expire_locked(c);
 	flush_locked(c);
 	for (r = c->head; r != NULL; r = r->next) {
-		if (r->cb != NULL && r->want_writable && can_write(r)) {
+		if (r->cb != NULL && r->want_writable && !r->finished &&
+		    r->err == 0 && (r->held || can_write(r))) {
 			r->want_writable = 0;
 			r->events |= EGRESS_EV_WRITABLE;
 		}
@@ -1125,6 +1127,7 @@ egress_request_start(struct egress_client *c,
 	r->cb = cb;
 	r->arg = arg;
 	r->want_writable = 1;
+	r->held = 1;
 	if (head->timeouts.total_ms > 0)
 		r->deadline = shim_now_ms() + head->timeouts.total_ms;
 
@@ -1154,6 +1157,22 @@ out:
 		req_destroy(r);
 	free(m);
 	return rv;
+}
+
+/*
+ * Let a request's head go out: it is held from egress_request_start() to
+ * the first write, finish, wait or read, so that a request finished
+ * before any body carries END_STREAM on its REQUEST frame (the broker then
+ * knows the body is empty). A held request with a callback gets its first
+ * EGRESS_EV_WRITABLE at once, so that its first write releases it.
+ */
+static void
+release_head(struct egress_request *r)
+{
+	if (!r->held)
+		return;
+	r->held = 0;
+	send_heads(r->c);
 }
 
 /* Queue as much of buf as fits now; return the count. */
@@ -1205,6 +1224,7 @@ egress_request_write(struct egress_request *r, const void *buf, size_t len,
 		return EGRESS_ERR_TOO_BIG;
 	c = r->c;
 	(void)pthread_mutex_lock(&c->mu);
+	release_head(r);
 	for (;;) {
 		if (r->err != 0 || c->err != 0) {
 			rv = r->err != 0 ? r->err : c->err;
@@ -1299,6 +1319,7 @@ egress_request_finish(struct egress_request *r,
 			goto out;
 	}
 	r->finished = 1;
+	release_head(r);
 	flush_locked(c);
 	notify_locked(c);
 	rv = 0;
@@ -1318,6 +1339,7 @@ egress_response_wait(struct egress_request *r, int flags)
 		return EGRESS_ERR_INVALID;
 	c = r->c;
 	(void)pthread_mutex_lock(&c->mu);
+	release_head(r);
 	if (!(flags & EGRESS_NONBLOCK))
 		wait_locked(r, WAIT_HEAD);
 	if (r->resp)
@@ -1359,6 +1381,7 @@ egress_response_read(struct egress_request *r, void *buf, size_t len,
 		len = INT_MAX;
 	c = r->c;
 	(void)pthread_mutex_lock(&c->mu);
+	release_head(r);
 	if (!(flags & EGRESS_NONBLOCK))
 		wait_locked(r, WAIT_READ);
 	n = buf_size(&r->in);

@@ -37,7 +37,8 @@ dpkg -x "$deb" "$work/x"
 for f in usr/sbin/egressd usr/bin/egressctl usr/bin/egress-sandbox \
 	usr/bin/egress-fetch lib/systemd/system/egressd.service \
 	etc/egressd/egressd.ini usr/share/egressd/seccomp-egress-worker.json \
-	usr/share/doc/egressd/deployment.md usr/share/man/man8/egressd.8.gz; do
+	usr/share/doc/egressd/deployment.md.gz usr/share/man/man8/egressd.8.gz \
+	usr/share/man/man1/egress-sandbox.1.gz; do
 	[ -e "$work/x/$f" ] || fail "$f missing from the package"
 done
 [ -d "$work/x/var/lib/egressd/packages" ] || fail "/var/lib/egressd/packages"
@@ -55,16 +56,20 @@ grep -q '^Type=notify' "$work/x/lib/systemd/system/egressd.service" ||
 root="$work/root"
 mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
 touch "$root/var/lib/dpkg/status"
-dpkg --root="$root" --force-depends --force-script-chrootless \
+dpkg --root="$root" --force-depends \
 	--no-triggers --force-not-root --force-unsafe-io \
 	--instdir="$root" --admindir="$root/var/lib/dpkg" \
 	--no-force-overwrite --unpack "$work"/*.deb > "$work/dpkg.log" 2>&1 ||
 	{ cat "$work/dpkg.log"; fail "dpkg --root --unpack"; }
-for f in usr/sbin/egressd etc/egressd/egressd.ini usr/include/egress/egress.h \
-	usr/lib/x86_64-linux-gnu/pkgconfig/egress.pc; do
+# Unpacked, not configured (maintainer scripts would run on this host):
+# the conffile waits as .dpkg-new and dpkg records it as a conffile.
+for f in usr/sbin/egressd etc/egressd/egressd.ini.dpkg-new \
+	usr/include/egress/egress.h usr/lib/x86_64-linux-gnu/pkgconfig/egress.pc; do
 	[ -e "$root/$f" ] || fail "$f not laid out by dpkg --root"
 done
 ls "$root"/usr/lib/*/libegress.so.0 >/dev/null || fail "libegress.so.0"
 dpkg --root="$root" --admindir="$root/var/lib/dpkg" -L egressd |
 	grep -qx /etc/egressd/egressd.ini || fail "dpkg -L egressd"
+dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Conffiles}\n' egressd |
+	grep -q '^ /etc/egressd/egressd.ini ' || fail "not a conffile in dpkg"
 echo "ok: .deb builds, lintian has no errors, layout checked"

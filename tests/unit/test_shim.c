@@ -1124,7 +1124,8 @@ Test(shim, step_api)
 		rv = egress_client_step(c);
 		/* The broker closes once it sent the end: that step may see
 		 * both. */
-		cr_assert(rv == 0 || (s.end && rv == EGRESS_ERR_UNAVAILABLE), "step: %s (body %zu, end %d, fb %d %s)",
+		cr_assert(rv == 0 || (s.end && rv == EGRESS_ERR_UNAVAILABLE),
+		    "step: %s (body %zu, end %d, fb %d %s)",
 		    egress_strerror(rv), s.blen, s.end, fb->fail, fb->why);
 	}
 	cr_expect_eq(s.errs, 0);

@@ -318,7 +318,7 @@ struct http1_exchange {
 
 	/* Head and trailer collection. */
 	char *hbuf;
-	size_t hlen;
+	size_t hlen, hcap;
 	struct http1_hoff hoff[HTTP1_HEADERS_MAX];
 	size_t nh;
 	int in_value;		/* last callback was a header value */
@@ -410,18 +410,33 @@ http1_end(struct http1_exchange *x, int err)
 		x->cb.on_end(x->arg, err, n > 0 ? th : NULL, n);
 }
 
-/* Append to the head buffer; refuse past HTTP1_HEAD_MAX. */
+/*
+ * Append to the head buffer; refuse past HTTP1_HEAD_MAX. The buffer
+ * starts small and doubles (a typical head is a few hundred bytes, so
+ * no exchange pays for 64 KiB); headers are kept as offsets, so moving
+ * it is safe.
+ */
 static int
 http1_hadd(struct http1_exchange *x, const char *p, size_t n)
 {
+	size_t cap;
+	char *nb;
+
 	if (n > HTTP1_HEAD_MAX - x->hlen) {
 		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
 		return -1;
 	}
-	if (x->hbuf == NULL &&
-	    (x->hbuf = malloc(HTTP1_HEAD_MAX)) == NULL) {
-		x->err = EGRESS_ERR_NOMEM;
-		return -1;
+	if (x->hlen + n > x->hcap) {
+		for (cap = x->hcap > 0 ? x->hcap : 1024; cap < x->hlen + n;)
+			cap *= 2;
+		if (cap > HTTP1_HEAD_MAX)
+			cap = HTTP1_HEAD_MAX;
+		if ((nb = realloc(x->hbuf, cap)) == NULL) {
+			x->err = EGRESS_ERR_NOMEM;
+			return -1;
+		}
+		x->hbuf = nb;
+		x->hcap = cap;
 	}
 	memcpy(x->hbuf + x->hlen, p, n);
 	x->hlen += n;

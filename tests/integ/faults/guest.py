@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""A raw client of an egressd instance socket for the fault scenarios and
+the protocol-level fuzzer, speaking docs/protocol.md directly (frame
+header: u32 length, u8 version 1, u8 type, u8 flags, u8 reserved, u32
+stream, big-endian). Modes (argv[1]):
+
+  upload SOCK AUTHORITY PATH TOTAL SENT
+      HELLO, a POST REQUEST announcing Content-Length TOTAL, SENT body
+      bytes in DATA frames (no END_STREAM); print "sent", then wait until
+      killed (or print "closed" and exit 0 if the broker closes).
+  conns SOCK N
+      Open N connections (non-blocking connect; HELLO on each), wait until
+      no new HELLO answer came for 1 s (at most 20 s) and print
+      "answered K". Then close the K answered connections and wait (at
+      most 20 s) until every remaining one got its HELLO answer or was
+      closed by the broker: print "resumed M" (answers after the close)
+      and "dropped D" (closed without an answer). Exit 0.
+  fuzz SOCK SEED ITERATIONS
+      ITERATIONS connections, each sending a random mix of garbage,
+      truncated, oversized, reordered and field-mutated frames (seeded,
+      so a failing run can be replayed with the same SEED), then reading
+      until the broker closes or 0.3 s pass without input. Prints a
+      summary line. Exit 0 unless a connect fails (broker gone).
+  ctl SOCK LINE
+      Send LINE to the control socket and print the reply line."""
+
+import errno
+import os
+import random
+import select
+import socket
+import struct
+import sys
+import time
+
+VERSION = 1
+(HELLO, REQUEST, RESPONSE, DATA, TRAILERS, WINDOW_UPDATE, RESET, ERROR,
+ GOAWAY, PING, PONG) = range(1, 12)
+END_STREAM = 1
+PAYLOAD_MAX = 98304
+
+
+def frame(ftype, payload=b"", stream=0, flags=0, length=None, version=1,
+          reserved=0):
+    n = len(payload) if length is None else length
+    return struct.pack("!IBBBBI", n, version, ftype, flags, reserved,
+                       stream) + payload
+
+
+def hello(v=VERSION):
+    return frame(HELLO, struct.pack("!H", v))
+
+
+def pstr(b):
+    return struct.pack("!H", len(b)) + b
+
+
+def headers(hs):
+    out = struct.pack("!H", len(hs))
+    for k, v in hs:
+        out += pstr(k) + pstr(v)
+    return out
+
+
+def request(stream, method, authority, path, hs, end=True,
+            scheme=b"http", transport=1, timeouts=(0, 0, 0, 0)):
+    p = struct.pack("!BIIII", transport, *timeouts) + pstr(method) + \
+        pstr(scheme) + pstr(authority) + pstr(path) + headers(hs)
+    return frame(REQUEST, p, stream, END_STREAM if end else 0)
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+
+
+def read_some(s, timeout):
+    r, _, _ = select.select([s], [], [], timeout)
+    if not r:
+        return None
+    try:
+        return s.recv(65536)
+    except OSError:
+        return b""
+
+
+def mode_upload(sock, authority, path, total, sent):
+    s = connect(sock)
+    s.sendall(hello())
+    hs = [(b"Host", authority.encode()), (b"Content-Length",
+          str(total).encode()), (b"Content-Type", b"application/x-test")]
+    s.sendall(request(1, b"POST", authority.encode(), path.encode(), hs,
+                      end=False))
+    left = sent
+    while left > 0:
+        n = min(left, 65536)
+        s.sendall(frame(DATA, b"u" * n, 1))
+        left -= n
+    print("sent", flush=True)
+    while True:
+        b = read_some(s, 60)
+        if b == b"":
+            print("closed", flush=True)
+            return 0
+
+
+def mode_conns(sock, n):
+    socks, pending = [], {}
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(sock)
+        except BlockingIOError:
+            pass
+        except OSError as e:
+            if e.errno != errno.EAGAIN:
+                raise
+            s.close()
+            continue
+        socks.append(s)
+    for s in socks:
+        try:
+            s.send(hello())
+        except BlockingIOError:
+            pass
+        pending[s] = b""
+    answered = set()
+    dropped = set()
+
+    def pump(deadline, quiet):
+        last = time.monotonic()
+        while time.monotonic() < deadline:
+            live = [s for s in socks if s not in answered and
+                    s not in dropped]
+            if not live:
+                return
+            if quiet and time.monotonic() - last > quiet:
+                return
+            r, _, _ = select.select(live, [], [], 0.05)
+            for s in r:
+                try:
+                    b = s.recv(4096)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    b = b""
+                if not b:
+                    dropped.add(s)
+                    continue
+                pending[s] += b
+                if len(pending[s]) >= 14:
+                    answered.add(s)
+                    last = time.monotonic()
+    pump(time.monotonic() + 20, 1.0)
+    k = len(answered)
+    print("answered %d" % k, flush=True)
+    for s in list(answered):
+        s.close()
+        socks.remove(s)
+    answered.clear()
+    pump(time.monotonic() + 20, None)
+    print("resumed %d" % len(answered), flush=True)
+    print("dropped %d" % len(dropped), flush=True)
+    return 0
+
+
+def rand_bytes(rng, n):
+    return bytes(rng.getrandbits(8) for _ in range(n))
+
+
+def fuzz_frames(rng):
+    """A list of byte strings to send on one connection."""
+    out = []
+    valid_start = rng.random() < 0.8
+    if valid_start:
+        out.append(hello())
+    for _ in range(rng.randint(1, 6)):
+        k = rng.randint(0, 13)
+        sid = rng.choice([0, 1, 2, 3, 0x7fffffff, 0x80000001])
+        if k == 0:
+            out.append(rand_bytes(rng, rng.randint(1, 300)))
+        elif k == 1:	# truncated frame
+            f = request(sid or 1, b"GET", b"ok.weather.example:8081",
+                        b"/ok", [(b"Host", b"ok.weather.example:8081")])
+            out.append(f[:rng.randint(1, len(f) - 1)])
+        elif k == 2:	# oversized length
+            out.append(frame(DATA, b"", sid, length=rng.choice(
+                [PAYLOAD_MAX + 1, 1 << 20, 0xffffffff, 65537])))
+        elif k == 3:	# bad version / reserved / type / flags
+            out.append(frame(rng.randint(0, 255), b"\0" * 4, sid,
+                             flags=rng.randint(0, 255),
+                             version=rng.choice([0, 1, 2, 255]),
+                             reserved=rng.choice([0, 0, 1])))
+        elif k == 4:	# data before request / on an idle stream
+            out.append(frame(DATA, b"x" * rng.randint(0, 64), sid,
+                             rng.choice([0, 1])))
+        elif k == 5:	# window update 0 or huge
+            out.append(frame(WINDOW_UPDATE, struct.pack(
+                "!I", rng.choice([0, 1, 0x7fffffff, 0xffffffff])), sid))
+        elif k == 6:	# a second HELLO or a HELLO of another version
+            out.append(hello(rng.choice([0, 1, 2, 65535])))
+        elif k == 7:	# a REQUEST with mutated bytes
+            f = bytearray(request(rng.randint(1, 9), b"GET",
+                                  b"ok.weather.example:8081", b"/ok",
+                                  [(b"Host", b"ok.weather.example:8081")]))
+            for _ in range(rng.randint(1, 4)):
+                i = rng.randrange(12, len(f))
+                f[i] = rng.getrandbits(8)
+            out.append(bytes(f))
+        elif k == 8:	# a frame of a broker-only type
+            out.append(frame(rng.choice([RESPONSE, ERROR, GOAWAY]),
+                             b"\0" * 6, sid))
+        elif k == 9:	# reset, ping, pong with wrong lengths
+            out.append(frame(rng.choice([RESET, PING, PONG]),
+                             rand_bytes(rng, rng.randint(0, 12)), sid))
+        elif k == 10:	# trailers without head / without END_STREAM
+            out.append(frame(TRAILERS, headers([]), sid,
+                             rng.choice([0, 1])))
+        elif k == 11:	# reused stream id
+            f = request(1, b"GET", b"ok.weather.example:8081", b"/ok",
+                        [(b"Host", b"ok.weather.example:8081")])
+            out += [f, f]
+        elif k == 12:	# header list lying about its count
+            p = struct.pack("!BIIII", 1, 0, 0, 0, 0) + pstr(b"GET") + \
+                pstr(b"http") + pstr(b"a") + pstr(b"/") + \
+                struct.pack("!H", rng.choice([257, 2, 65535])) + \
+                pstr(b"Host") + pstr(b"a")
+            out.append(frame(REQUEST, p, 1, END_STREAM))
+        else:		# a valid PING
+            out.append(frame(PING, rand_bytes(rng, 8)))
+    if rng.random() < 0.3:
+        rng.shuffle(out)
+    return out
+
+
+def mode_fuzz(sock, seed, iterations):
+    rng = random.Random(seed)
+    stats = {"closed": 0, "open": 0, "bytes": 0}
+    for _ in range(iterations):
+        try:
+            s = connect(sock)
+        except OSError as e:
+            print("connect failed: %s" % e, flush=True)
+            return 1
+        for f in fuzz_frames(rng):
+            try:
+                s.sendall(f)
+            except OSError:
+                break
+            stats["bytes"] += len(f)
+        closed = False
+        while True:
+            b = read_some(s, 0.3)
+            if b is None:
+                break
+            if b == b"":
+                closed = True
+                break
+        stats["closed" if closed else "open"] += 1
+        s.close()
+    print("fuzz seed %d: %d connections, %d closed by the broker, %d left "
+          "open, %d bytes sent" % (seed, iterations, stats["closed"],
+                                   stats["open"], stats["bytes"]),
+          flush=True)
+    return 0
+
+
+def mode_ctl(sock, line):
+    s = connect(sock)
+    s.sendall(line.encode() + b"\n")
+    buf = b""
+    s.settimeout(10)
+    while b"\n" not in buf:
+        b = s.recv(65536)
+        if not b:
+            break
+        buf += b
+    sys.stdout.write(buf.split(b"\n", 1)[0].decode() + "\n")
+    return 0
+
+
+def main():
+    m = sys.argv[1]
+    if m == "upload":
+        return mode_upload(sys.argv[2], sys.argv[3], sys.argv[4],
+                           int(sys.argv[5]), int(sys.argv[6]))
+    if m == "conns":
+        return mode_conns(sys.argv[2], int(sys.argv[3]))
+    if m == "fuzz":
+        return mode_fuzz(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if m == "ctl":
+        return mode_ctl(sys.argv[2], sys.argv[3])
+    print("unknown mode", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -426,6 +426,8 @@ http1_hadd(struct http1_exchange *x, const char *p, size_t n)
 		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
 		return -1;
 	}
+	if (n == 0)
+		return 0;
 	if (x->hlen + n > x->hcap) {
 		for (cap = x->hcap > 0 ? x->hcap : 1024; cap < x->hlen + n;)
 			cap *= 2;
@@ -562,7 +564,7 @@ http1_on_headers_complete(http_parser *p)
 		return -1;
 	}
 	if (p->status_code >= 100 && p->status_code < 200)
-		return 0;	/* interim: no body, message completes */
+		return 1;	/* interim: never a body, whatever it says */
 	if (p->status_code < 200 || p->status_code > 599) {
 		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
 		return -1;
@@ -758,7 +760,13 @@ http1_process(struct http1_exchange *x)
 		    v.iov_base, v.iov_len);
 		if (x->zombie)
 			return;
-		assert(n >= x->iov_taken);
+		if (n < x->iov_taken) {
+			/* Moved bytes the parser did not count: cannot
+			 * happen with the states we let it reach; never
+			 * trust the stream again if it does. */
+			http1_end(x, EGRESS_ERR_UPSTREAM_PROTOCOL);
+			return;
+		}
 		(void)evbuffer_drain(in, n - x->iov_taken);
 		e = HTTP_PARSER_ERRNO(&x->parser);
 		if (x->msg_complete) {

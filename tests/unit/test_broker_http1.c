@@ -581,6 +581,12 @@ static struct resp_case resp_cases[] = {
 		{ "204-with-length-and-bytes", "GET",
 		    "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc",
 		    0, 0, 204, "", 0, "" },
+		/* Nor does a 1xx: its Content-Length must not eat the
+		 * final response (found by fuzzing the moved path). */
+		{ "interim-with-length", "GET",
+		    "HTTP/1.1 104 Upload\r\nContent-Length: 4\r\n\r\n"
+		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0,
+		    200, "ok", 1, "" },
 		{ "chunked-many", "GET",
 		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 		    "1\r\na\r\n2\r\nbc\r\n3;ext=1\r\ndef\r\n0\r\n\r\n", 0, 0,

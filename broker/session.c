@@ -43,6 +43,7 @@ struct session {
 	struct proto_conn pc;
 	char instance[CONF_NAME_MAX + 1];
 	struct request *reqs;
+	struct request *rr;	/* next stream session_flush_all serves */
 	size_t nreqs;
 	int read_paused;		/* output over SESSION_OUT_HIGH */
 	int closing;			/* free once output is flushed */
@@ -203,6 +204,8 @@ session_link(struct session *s, struct request *r)
 void
 session_request_done(struct session *s, struct request *r)
 {
+	if (s->rr == r)
+		s->rr = links(r)->next;
 	if (links(r)->prev != NULL)
 		links(links(r)->prev)->next = links(r)->next;
 	else if (s->reqs == r)
@@ -218,15 +221,25 @@ session_request_done(struct session *s, struct request *r)
 		event_active(s->defer, EV_TIMEOUT, 1);
 }
 
-/* Give every stream a chance to send (window or output room grew). */
+/*
+ * Give every stream a chance to send (window or output room grew), round
+ * robin: the walk starts where the previous one stopped, so when the
+ * connection window reopens the oldest streams are not starved by the
+ * newest (which sit at the head of the list).
+ */
 static void
 session_flush_all(struct session *s)
 {
 	struct request *r, *next;
+	size_t i, n = s->nreqs;
 
-	for (r = s->reqs; r != NULL && session_can_write(s); r = next) {
-		next = links(r)->next;
+	r = s->rr != NULL ? s->rr : s->reqs;
+	for (i = 0; i < n && r != NULL && session_can_write(s); i++, r = next) {
+		next = links(r)->next != NULL ? links(r)->next : s->reqs;
+		if (next == r)
+			next = NULL;	/* the only stream */
 		request_flush(r);	/* may free r, never next */
+		s->rr = next;
 	}
 }
 

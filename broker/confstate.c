@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -141,6 +142,7 @@ confstate_init(struct confstate *cs, const char *path,
 		goto fail;
 	}
 	cs->generation = 1;
+	cs->loaded_unix = (int64_t)time(NULL);
 	cs->cb = cb;
 	cs->cb_arg = arg;
 	return 0;
@@ -157,6 +159,29 @@ confstate_done(struct confstate *cs)
 	cs->cur = NULL;
 	free(cs->path);
 	cs->path = NULL;
+	free(cs->error);
+	cs->error = NULL;
+}
+
+const char *
+confstate_error(const struct confstate *cs)
+{
+	return cs->cur == NULL ? (cs->error != NULL ? cs->error :
+	    "configuration unavailable") : NULL;
+}
+
+/* Keep the first error message of a failed parse, bounded. */
+static void
+confstate_note_error(struct confstate *cs, int err,
+    const struct conf_errors *e)
+{
+	char buf[LOG_STR_MAX + sizeof(LOG_TRUNC_MARK)];
+	const char *m = e->n > 0 ? e->msgs[0] : egress_strerror(err);
+
+	free(cs->error);
+	cs->error = NULL;
+	if (log_bound(m, strlen(m), buf, sizeof(buf)) >= 0)
+		cs->error = strdup(buf);
 }
 
 void
@@ -181,6 +206,7 @@ confstate_reload(struct confstate *cs)
 		cs->cur = NULL;
 		cs->failures++;
 		confstate_note_broken(cs);
+		confstate_note_error(cs, err, &errs);
 		confstate_log_errors(cs, err, &errs);
 		conf_errors_done(&errs);
 		return;
@@ -189,6 +215,9 @@ confstate_reload(struct confstate *cs)
 	confref_unref(cs->cur);
 	cs->cur = r;
 	cs->generation = s->generation;
+	cs->loaded_unix = (int64_t)time(NULL);
+	free(cs->error);
+	cs->error = NULL;
 	cs->reloads++;
 	confstate_log_loaded(cs);
 	if (cs->cb != NULL)

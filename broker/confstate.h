@@ -50,6 +50,9 @@ struct confstate {
 	int64_t broken_ctime_ns;
 	uint64_t reloads;		/* successful re-parses */
 	uint64_t failures;		/* failed re-parses */
+	int64_t loaded_unix;		/* wall time of the last swap-in */
+	char *error;			/* first error of the failed parse
+					   (bounded), NULL when not broken */
 };
 
 /*
@@ -72,6 +75,13 @@ void confstate_done(struct confstate *cs);
  * confref_unref().
  */
 struct confref *confstate_get(struct confstate *cs);
+
+/*
+ * Return the current configuration error (the first message of the
+ * failed parse, bounded; borrowed until the next reload), or NULL when
+ * the configuration is fine.
+ */
+const char *confstate_error(const struct confstate *cs);
 
 /* Re-read the configuration now (SIGHUP), whether or not it changed. */
 void confstate_reload(struct confstate *cs);

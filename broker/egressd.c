@@ -5,7 +5,12 @@
  * and the control socket (listen.c), serves plugin connections
  * (session.c) whose requests go through the pinned send path
  * (request.c), re-reads the configuration per request when a file
- * changed (confstate.c), and logs JSON lines (log.c). Signals via
+ * changed (confstate.c), and logs JSON lines (log.c). It also runs the
+ * sidecar pieces: this host's addresses from netlink (netaddr.c), the
+ * counters of `show metrics` (metrics.c), the control protocol on the
+ * control socket (control.c, served through the control_ops below), NAT64
+ * prefix discovery as a warning at start and after each reload
+ * (nat64disc.c) and the service-manager notifications (notify.c). Signals via
  * libevent: SIGTERM/SIGINT drain and exit 0, SIGHUP re-reads now,
  * SIGUSR1 reopens the log file. `--check-config` validates the
  * configuration and every referenced manifest, prints each error with
@@ -19,25 +24,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <event2/util.h>
 #include <jansson.h>
-#include <systemd/sd-daemon.h>
 
 #include <egress/error.h>
 
 #include "broker/confstate.h"
+#include "broker/control.h"
 #include "broker/dial.h"
+#include "broker/dns.h"
 #include "broker/lease.h"
 #include "broker/listen.h"
+#include "broker/localaddr.h"
 #include "broker/log.h"
+#include "broker/metrics.h"
+#include "broker/nat64disc.h"
+#include "broker/netaddr.h"
+#include "broker/notify.h"
 #include "broker/request.h"
 #include "broker/session.h"
 #include "conf/conf.h"
+#include "policy/policy.h"
 
 static struct broker broker;
 static char *log_path_now;
+static struct broker_dns *nat64_dns;	/* held while nat64q runs */
+
+/* A control `check` waiting for its resolution. */
+struct ctl_check {
+	struct ctl_check *next, *prev;
+	struct broker *b;
+	struct confref *conf;		/* the snapshot decided with */
+	const struct conf_instance *ci;
+	struct policy_dest dest;
+	struct broker_dns *dns;
+	struct dns_query *q;
+	control_check_done done;
+	void *arg;
+	struct policy_verdict v;
+	struct policy_addr answers[POLICY_ANSWERS_MAX];
+	size_t nanswers;
+};
+static struct ctl_check *ctl_checks;	/* in flight */
 
 static void
 usage(FILE *f)
@@ -106,6 +139,347 @@ apply_log_path(const char *p)
 }
 
 static void
+log_simple(const char *event, const char *key, const char *val)
+{
+	json_t *o = json_pack("{s:s}", key, val);
+
+	if (o != NULL)
+		log_event(event, o);
+}
+
+/* ---- Host addresses ---------------------------------------------------- */
+
+/*
+ * The host's addresses now: netlink's current set, or (netlink
+ * unavailable) a fresh getifaddrs() read. Borrowed until the loop runs.
+ */
+static const struct policy_addr *
+broker_local_now(struct broker *b, size_t *ret_n)
+{
+	struct policy_addr *a = NULL;
+	size_t n = 0;
+
+	if (b->netaddr != NULL)
+		return netaddr_addrs(b->netaddr, ret_n);
+	if (localaddr_read(&a, &n) == 0) {
+		free(b->local);
+		b->local = a;
+		b->nlocal = n;
+	}
+	*ret_n = b->nlocal;
+	return b->local;
+}
+
+/* ---- NAT64 discovery --------------------------------------------------- */
+
+static void
+nat64_done(void *arg, const struct nat64disc_result *res)
+{
+	struct broker *b = arg;
+	json_t *o;
+
+	b->nat64q = NULL;
+	broker_dns_release(nat64_dns);
+	nat64_dns = NULL;
+	b->nat64 = *res;
+	if (res->nundeclared == 0)
+		return;
+	/* Abnormal: a translator the classifier cannot see through. */
+	o = json_pack("{s:s, s:s, s:s}", "status", "warning",
+	    "warning", res->warning, "suggestion", res->suggestion);
+	if (o != NULL)
+		log_event("egress.nat64", o);
+}
+
+static void
+nat64_stop(struct broker *b)
+{
+	nat64disc_cancel(b->nat64q);
+	b->nat64q = NULL;
+	broker_dns_release(nat64_dns);
+	nat64_dns = NULL;
+}
+
+/* Ask for ipv4only.arpa AAAA against s's declared prefixes. */
+static void
+nat64_start(struct broker *b, const struct conf_snapshot *s)
+{
+	nat64_stop(b);
+	memset(&b->nat64, 0, sizeof(b->nat64));
+	if ((nat64_dns = broker_dns_hold(b)) == NULL)
+		return;
+	if (nat64disc_start(broker_dns_resolver(nat64_dns), &s->nat64,
+	    nat64_done, b, &b->nat64q) != 0) {
+		b->nat64q = NULL;
+		broker_dns_release(nat64_dns);
+		nat64_dns = NULL;
+	}
+}
+
+/* ---- Control operations ------------------------------------------------ */
+
+static const struct conf_snapshot *
+ctl_snapshot(void *arg)
+{
+	struct broker *b = arg;
+
+	return b->conf.cur != NULL ? b->conf.cur->snap : NULL;
+}
+
+static void
+ctl_status(void *arg, struct control_status *st)
+{
+	struct broker *b = arg;
+	time_t now = time(NULL);
+
+	memset(st, 0, sizeof(*st));
+	st->version = EGRESSD_VERSION;
+	st->uptime_s = now > b->started ? (uint64_t)(now - b->started) : 0;
+	st->config_path = b->conf.path;
+	st->generation = b->conf.generation;
+	st->loaded_unix = b->conf.loaded_unix;
+	st->config_error = confstate_error(&b->conf);
+	st->reloads = b->conf.reloads;
+	st->reload_failures = b->conf.failures;
+	st->connections = b->nsessions;
+	st->requests = b->nrequests;
+	st->leases = lease_total(b->leases);
+	st->local = broker_local_now(b, &st->nlocal);
+	st->local_generation = netaddr_generation(b->netaddr);
+	if (b->nat64.nundeclared > 0) {
+		st->nat64_warning = b->nat64.warning;
+		st->nat64_suggestion = b->nat64.suggestion;
+	}
+}
+
+static unsigned
+ctl_leases(void *arg, const char *instance)
+{
+	struct broker *b = arg;
+
+	return lease_count(b->leases, instance);
+}
+
+static const struct metrics *
+ctl_metrics(void *arg)
+{
+	struct broker *b = arg;
+
+	return b->metrics;
+}
+
+static void
+ctl_check_free(struct ctl_check *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else if (ctl_checks == c)
+		ctl_checks = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	dns_query_cancel(c->q);
+	broker_dns_release(c->dns);
+	confref_unref(c->conf);
+	free(c);
+}
+
+/* Deliver a verdict (allow, or a deny with reason) or an error. */
+static void
+ctl_check_finish(struct ctl_check *c, int error, const char *reason)
+{
+	struct control_check_result res;
+
+	memset(&res, 0, sizeof(res));
+	res.error = error;
+	res.allow = error == 0 && reason == NULL;
+	res.reason = reason;
+	if (res.allow) {
+		res.addrs = c->v.addrs;
+		res.naddrs = c->v.naddrs;
+	}
+	res.answers = c->answers;
+	res.nanswers = c->nanswers;
+	c->done(c->arg, &res);
+	ctl_check_free(c);
+}
+
+/* Classify the answers exactly as a request does. */
+static void
+ctl_check_answers(struct ctl_check *c)
+{
+	const struct conf_snapshot *s = c->conf->snap;
+	struct policy_classify_ctx ctx;
+
+	ctx.nat64 = &s->nat64;
+	ctx.local = broker_local_now(c->b, &ctx.nlocal);
+	if (policy_check_answers(c->ci != NULL ? &c->ci->policy : NULL,
+	    &c->dest, c->answers, c->nanswers, &ctx, &c->v) != 0) {
+		ctl_check_finish(c, 0,
+		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
+		return;
+	}
+	ctl_check_finish(c, 0, c->v.reason == POLICY_REASON_ALLOW ? NULL :
+	    policy_reason_str(c->v.reason));
+}
+
+static void
+ctl_check_dns_cb(void *arg, enum dns_status status,
+    const struct policy_addr *addrs, size_t n)
+{
+	struct ctl_check *c = arg;
+
+	c->q = NULL;
+	if (status != DNS_OK)
+		n = 0;
+	if (n > POLICY_ANSWERS_MAX)
+		n = POLICY_ANSWERS_MAX;
+	if (n > 0)
+		memcpy(c->answers, addrs, n * sizeof(*addrs));
+	c->nanswers = n;
+	ctl_check_answers(c);
+}
+
+/* Parse a URL, or a bare HOST[:PORT] taken as https://HOST[:PORT]. */
+static int
+ctl_check_parse(const char *d, struct policy_dest *dest, int *transport)
+{
+	struct policy_err perr;
+
+	*transport = POLICY_TRANSPORT_HTTP;
+	if (strstr(d, "://") == NULL) {
+		if (policy_authority_parse(d, strlen(d), 443, dest,
+		    &perr) != 0)
+			return -1;
+		(void)snprintf(dest->scheme, sizeof(dest->scheme), "https");
+		return 0;
+	}
+	if (policy_url_parse(d, strlen(d), dest, &perr) != 0)
+		return -1;
+	if (strcmp(dest->scheme, "ws") == 0 || strcmp(dest->scheme, "wss") == 0)
+		*transport = POLICY_TRANSPORT_WEBSOCKET;
+	return 0;
+}
+
+static int
+ctl_check(void *arg, const char *instance, const char *destination,
+    control_check_done done, void *darg)
+{
+	struct broker *b = arg;
+	struct ctl_check *c;
+	int transport, err;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	c->b = b;
+	c->done = done;
+	c->arg = darg;
+	c->next = ctl_checks;
+	if (ctl_checks != NULL)
+		ctl_checks->prev = c;
+	ctl_checks = c;
+	if (ctl_check_parse(destination, &c->dest, &transport) != 0) {
+		ctl_check_finish(c, 0,
+		    policy_reason_str(POLICY_REASON_INVALID_DESTINATION));
+		return 0;
+	}
+	/* The snapshot a request would decide with now. */
+	if ((c->conf = confstate_get(&b->conf)) == NULL) {
+		ctl_check_finish(c, 0, "policy-unavailable");
+		return 0;
+	}
+	c->ci = conf_instance_find(c->conf->snap, instance);
+	if (policy_check_destination(c->ci != NULL ? &c->ci->policy : NULL,
+	    transport, &c->dest, &c->v) != 0) {
+		ctl_check_finish(c, EGRESS_ERR_INVALID, NULL);
+		return 0;
+	}
+	if (c->v.reason != POLICY_REASON_ALLOW) {
+		ctl_check_finish(c, 0, policy_reason_str(c->v.reason));
+		return 0;
+	}
+	if (!c->v.need_resolve) {
+		c->answers[0].family = c->dest.host.kind == POLICY_HOST_IPV4 ?
+		    4 : 6;
+		memcpy(c->answers[0].bytes, c->dest.host.addr,
+		    c->answers[0].family == 4 ? 4 : 16);
+		c->nanswers = 1;
+		ctl_check_answers(c);
+		return 0;
+	}
+	/* The live resolver, held until the answer arrives. */
+	if ((c->dns = broker_dns_hold(b)) == NULL) {
+		ctl_check_finish(c, 0,
+		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
+		return 0;
+	}
+	err = dns_resolve(broker_dns_resolver(c->dns), c->dest.host.name,
+	    ctl_check_dns_cb, c, &c->q);
+	if (err != 0) {
+		c->q = NULL;
+		ctl_check_finish(c, 0,
+		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
+	}
+	return 0;
+}
+
+/* At exit: answer every check in flight with an error. */
+static void
+ctl_checks_cancel(void)
+{
+	while (ctl_checks != NULL)
+		ctl_check_finish(ctl_checks, EGRESS_ERR_UNAVAILABLE, NULL);
+}
+
+static int
+ctl_reload(void *arg)
+{
+	struct broker *b = arg;
+
+	if (b->draining)
+		return EGRESS_ERR_UNAVAILABLE;
+	confstate_reload(&b->conf);
+	return 0;
+}
+
+static int
+ctl_attach(void *arg, const char *instance, int *ret_fd)
+{
+	struct broker *b = arg;
+	int sv[2], err;
+
+	if (b->conf.cur == NULL ||
+	    conf_instance_find(b->conf.cur->snap, instance) == NULL)
+		return EGRESS_ERR_NOT_FOUND;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return EGRESS_ERR_IO;
+	if (evutil_make_socket_nonblocking(sv[0]) != 0) {
+		(void)close(sv[0]);
+		(void)close(sv[1]);
+		return EGRESS_ERR_IO;
+	}
+	/* Served exactly like a connection on <instance>.sock. */
+	err = session_accept(b, sv[0], instance);
+	if (err != 0) {
+		(void)close(sv[1]);
+		return err;
+	}
+	*ret_fd = sv[1];
+	return 0;
+}
+
+static const struct control_ops ctl_ops = {
+	.snapshot = ctl_snapshot,
+	.status = ctl_status,
+	.leases = ctl_leases,
+	.metrics = ctl_metrics,
+	.check = ctl_check,
+	.reload = ctl_reload,
+	.attach = ctl_attach,
+};
+
+/* ---- Configuration and sockets ----------------------------------------- */
+
+static void
 on_reload(void *arg, const struct conf_snapshot *s)
 {
 	struct broker *b = arg;
@@ -114,9 +488,15 @@ on_reload(void *arg, const struct conf_snapshot *s)
 	if (b->draining)
 		return;
 	(void)broker_apply_conf(b, s);
-	if (listen_control_open(b->listen, s->control_socket) != 0)
-		(void)0;	/* logged below by reconcile's caller */
+	if (listen_control_open(b->listen, s) != 0) {
+		json_t *o = json_pack("{s:s, s:s, s:s}", "status", "error",
+		    "what", "control socket", "path", s->control_socket);
+
+		if (o != NULL)
+			log_event("egress.listen", o);
+	}
 	(void)listen_reconcile(b->listen, s);
+	nat64_start(b, s);
 }
 
 static void
@@ -126,12 +506,11 @@ on_accept(void *arg, int fd, const char *instance)
 }
 
 static void
-log_simple(const char *event, const char *key, const char *val)
+on_control(void *arg, int fd)
 {
-	json_t *o = json_pack("{s:s}", key, val);
+	struct broker *b = arg;
 
-	if (o != NULL)
-		log_event(event, o);
+	(void)control_server_accept(b->control, fd);
 }
 
 static void
@@ -164,6 +543,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 			return;
 		b->draining = 1;
 		log_simple("egress.stop", "status", "draining");
+		(void)notify_stopping();
 		listen_stop(b->listen);
 		if (session_drain_all(b) == 0) {
 			(void)event_base_loopexit(b->base, NULL);
@@ -264,18 +644,32 @@ main(int argc, char **argv)
 		}
 		log_path_now = strdup(s->log_path);
 	}
+	b->started = time(NULL);
 	if ((b->leases = lease_table_new()) == NULL ||
+	    (b->metrics = metrics_new()) == NULL ||
 	    (b->base = event_base_new()) == NULL) {
 		(void)fprintf(stderr, "egressd: cannot create event base\n");
 		goto out;
+	}
+	err = netaddr_new(b->base, NULL, NULL, &b->netaddr);
+	if (err != 0) {
+		/* Abnormal: fall back to reading getifaddrs() per request. */
+		json_t *o = json_pack("{s:s, s:s, s:s}", "status", "warning",
+		    "what", "netlink unavailable, reading interface addresses "
+		    "with getifaddrs", "error", egress_strerror(err));
+
+		b->netaddr = NULL;
+		if (o != NULL)
+			log_event("egress.netaddr", o);
 	}
 	if (broker_apply_conf(b, s) != 0 && b->dns == NULL) {
 		(void)fprintf(stderr, "egressd: cannot create the resolver\n");
 		goto out;
 	}
-	if (listen_new(b->base, on_accept, b, &b->listen) != 0)
+	if (control_server_new(b->base, &ctl_ops, b, &b->control) != 0 ||
+	    listen_new(b->base, on_accept, on_control, b, &b->listen) != 0)
 		goto out;
-	err = listen_control_open(b->listen, s->control_socket);
+	err = listen_control_open(b->listen, s);
 	if (err != 0) {
 		(void)fprintf(stderr, "egressd: %s: cannot create the control "
 		    "socket: %s\n", s->control_socket, egress_strerror(err));
@@ -294,7 +688,8 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!foreground && daemon(0, s->log_path != NULL ? 0 : 1) != 0) {
+	if (!foreground && (daemon(0, s->log_path != NULL ? 0 : 1) != 0 ||
+	    event_reinit(b->base) != 0)) {
 		(void)fprintf(stderr, "egressd: daemon: %s\n",
 		    strerror(errno));
 		goto out;
@@ -307,7 +702,8 @@ main(int argc, char **argv)
 		if (o != NULL)
 			log_event("egress.start", o);
 	}
-	(void)sd_notify(0, "READY=1");
+	nat64_start(b, s);
+	(void)notify_ready();
 	if (event_base_dispatch(b->base) < 0)
 		goto out;
 	log_simple("egress.stop", "status", "stopped");
@@ -316,15 +712,26 @@ out:
 	listen_free(b->listen);
 	b->listen = NULL;
 	session_free_all(b);
+	control_server_free(b->control);
+	b->control = NULL;
+	ctl_checks_cancel();	/* frees the connections they held */
+	nat64_stop(b);
 	for (i = 0; i < 4; i++)
 		if (sigs[i] != NULL)
 			event_free(sigs[i]);
 	if (b->drain_timer != NULL)
 		event_free(b->drain_timer);
+	netaddr_free(b->netaddr);
+	b->netaddr = NULL;
 	broker_release(b);
-	confstate_done(&b->conf);
-	if (b->base != NULL)
+	if (b->base != NULL) {
+		/* Run the deferred frees (resolvers, upstream buffers). */
+		(void)event_base_loop(b->base, EVLOOP_NONBLOCK);
 		event_base_free(b->base);
+	}
+	metrics_free(b->metrics);
+	b->metrics = NULL;
+	confstate_done(&b->conf);
 	log_close();
 	free(log_path_now);
 	return rc;

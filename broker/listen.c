@@ -2,8 +2,9 @@
 /*
  * Instance sockets and the control socket of egressd: creation with a
  * safe mode from the first moment (bound under umask 0177, then chmod and
- * chown), reconciliation against each new snapshot, and the placeholder
- * control protocol. See listen.h.
+ * chown), reconciliation against each new snapshot, and the control
+ * socket's permissions, which follow [broker] control_uids/control_gids.
+ * See listen.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +18,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <jansson.h>
@@ -28,7 +27,6 @@
 #include "broker/listen.h"
 #include "broker/log.h"
 
-#define LISTEN_CONTROL_OUT_MAX	(64 * 1024)
 #define LISTEN_RETRY_MS		100	/* after accept() fails (EMFILE) */
 
 struct lsock {
@@ -41,20 +39,13 @@ struct lsock {
 	int seen;			/* reconcile mark */
 };
 
-struct ctlconn {
-	struct ctlconn *next, *prev;
-	struct listen_ctx *ctx;
-	struct bufferevent *bev;
-};
-
 struct listen_ctx {
 	struct event_base *base;
 	listen_accept_cb cb;
+	listen_control_cb ccb;
 	void *cb_arg;
 	struct lsock *socks;		/* instance sockets */
 	struct lsock *control;
-	struct ctlconn *ctls;
-	size_t nctls;
 	size_t nsocks;
 };
 
@@ -201,85 +192,17 @@ listen_instance_cb(struct evconnlistener *lev, evutil_socket_t fd,
 }
 
 static void
-ctlconn_free(struct ctlconn *c)
-{
-	struct listen_ctx *l = c->ctx;
-
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		l->ctls = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	l->nctls--;
-	bufferevent_free(c->bev);
-	free(c);
-}
-
-static void
-ctlconn_read_cb(struct bufferevent *bev, void *arg)
-{
-	static const char reply[] = "{\"error\":\"unknown command\"}\n";
-	struct ctlconn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	struct evbuffer *out = bufferevent_get_output(bev);
-	struct evbuffer_ptr p;
-
-	for (;;) {
-		p = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
-		if (p.pos < 0)
-			break;
-		if ((size_t)p.pos + 1 > LISTEN_LINE_MAX ||
-		    evbuffer_drain(in, (size_t)p.pos + 1) != 0 ||
-		    evbuffer_add(out, reply, sizeof(reply) - 1) != 0) {
-			ctlconn_free(c);
-			return;
-		}
-	}
-	if (evbuffer_get_length(in) > LISTEN_LINE_MAX ||
-	    evbuffer_get_length(out) > LISTEN_CONTROL_OUT_MAX)
-		ctlconn_free(c);
-}
-
-static void
-ctlconn_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		ctlconn_free(arg);
-}
-
-static void
-listen_control_cb(struct evconnlistener *lev, evutil_socket_t fd,
+listen_control_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
 	struct lsock *ls = arg;
 	struct listen_ctx *l = ls->ctx;
-	struct ctlconn *c;
 
-	if (l->nctls >= LISTEN_CONTROL_MAX ||
-	    (c = calloc(1, sizeof(*c))) == NULL) {
+	if (l->ccb == NULL) {
 		(void)close(fd);
 		return;
 	}
-	c->ctx = l;
-	c->bev = bufferevent_socket_new(l->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		(void)close(fd);
-		free(c);
-		return;
-	}
-	bufferevent_setcb(c->bev, ctlconn_read_cb, NULL, ctlconn_event_cb, c);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, LISTEN_LINE_MAX + 1);
-	if (bufferevent_enable(c->bev, EV_READ) != 0) {
-		bufferevent_free(c->bev);
-		free(c);
-		return;
-	}
-	c->next = l->ctls;
-	if (l->ctls != NULL)
-		l->ctls->prev = c;
-	l->ctls = c;
-	l->nctls++;
+	l->ccb(l->cb_arg, fd);
 }
 
 static void
@@ -333,8 +256,8 @@ lsock_open(struct listen_ctx *l, const char *instance, const char *path,
 }
 
 int
-listen_new(struct event_base *base, listen_accept_cb cb, void *arg,
-    struct listen_ctx **ret)
+listen_new(struct event_base *base, listen_accept_cb cb,
+    listen_control_cb ccb, void *arg, struct listen_ctx **ret)
 {
 	struct listen_ctx *l;
 
@@ -342,6 +265,7 @@ listen_new(struct event_base *base, listen_accept_cb cb, void *arg,
 		return EGRESS_ERR_NOMEM;
 	l->base = base;
 	l->cb = cb;
+	l->ccb = ccb;
 	l->cb_arg = arg;
 	*ret = l;
 	return 0;
@@ -440,19 +364,66 @@ listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 	return bad;
 }
 
+void
+listen_control_mode(const struct conf_snapshot *s, mode_t *ret_mode,
+    gid_t *ret_gid)
+{
+	size_t i;
+
+	*ret_gid = (gid_t)-1;
+	for (i = 0; i < s->ncontrol_uids; i++)
+		if (s->control_uids[i] != 0) {
+			*ret_mode = 0666;
+			return;
+		}
+	if (s->ncontrol_gids > 0) {
+		*ret_mode = 0660;
+		*ret_gid = s->control_gids[0];
+		return;
+	}
+	*ret_mode = 0600;
+}
+
+/*
+ * Apply the control socket's group, then its mode. A group that cannot
+ * be set leaves the socket at 0600 (closed, never wider than meant).
+ */
+static int
+listen_control_perm(const struct conf_snapshot *s, const char *path)
+{
+	mode_t mode;
+	gid_t gid;
+
+	listen_control_mode(s, &mode, &gid);
+	if (gid != (gid_t)-1 &&
+	    fchownat(AT_FDCWD, path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+		listen_log("control socket group", NULL, path, errno);
+		(void)chmod(path, 0600);
+		return EGRESS_ERR_IO;
+	}
+	if (chmod(path, mode) != 0) {
+		listen_log("control socket mode", NULL, path, errno);
+		return EGRESS_ERR_IO;
+	}
+	return 0;
+}
+
 int
-listen_control_open(struct listen_ctx *l, const char *path)
+listen_control_open(struct listen_ctx *l, const struct conf_snapshot *s)
 {
 	struct lsock *ls;
 	int err;
 
-	if (l->control != NULL && strcmp(l->control->path, path) == 0)
-		return 0;
-	err = lsock_open(l, NULL, path, 0600, listen_control_cb, &ls);
-	if (err != 0)
-		return err;
-	lsock_free(l->control);
-	l->control = ls;
+	if (l->control == NULL || strcmp(l->control->path,
+	    s->control_socket) != 0) {
+		err = lsock_open(l, NULL, s->control_socket, 0600,
+		    listen_control_accept_cb, &ls);
+		if (err != 0)
+			return err;
+		lsock_free(l->control);
+		l->control = ls;
+	}
+	(void)listen_control_perm(s, l->control->path);
 	return 0;
 }
 
@@ -476,8 +447,6 @@ listen_free(struct listen_ctx *l)
 	if (l == NULL)
 		return;
 	listen_stop(l);
-	while (l->ctls != NULL)
-		ctlconn_free(l->ctls);
 	free(l);
 }
 

@@ -7,22 +7,24 @@
  * for its whole life (the instance comes from the socket, never from
  * anything the client sends). listen_reconcile() creates the sockets of
  * new instances and removes those of removed ones after each reload. The
- * control socket ([broker] control_socket, mode 0600) answers every line
- * with {"error":"unknown command"} until its commands arrive. Every fd is
- * CLOEXEC; connections are capped (LISTEN_CONTROL_MAX control clients,
- * LISTEN_LINE_MAX bytes per control line; plugin connections are capped
- * by the accept callback's owner).
+ * control socket ([broker] control_socket) hands each accepted connection
+ * to the control callback (broker/control.c checks the peer with
+ * SO_PEERCRED and serves it); its mode lets exactly the configured peers
+ * reach it: 0600 (root only, the default), 0660 with the group
+ * control_gids[0] when control_gids is set, 0666 when control_uids names a
+ * uid other than 0 (then SO_PEERCRED alone decides). Every fd is CLOEXEC;
+ * connections are capped by the callbacks' owners.
  */
 #ifndef EGRESS_BROKER_LISTEN_H
 #define EGRESS_BROKER_LISTEN_H
+
+#include <sys/types.h>
 
 #include "conf/conf.h"
 
 struct event_base;
 struct listen_ctx;
 
-#define LISTEN_CONTROL_MAX	16	/* control connections at once */
-#define LISTEN_LINE_MAX		4096	/* bytes of one control line */
 #define LISTEN_BACKLOG		128
 
 /*
@@ -33,11 +35,18 @@ struct listen_ctx;
 typedef void (*listen_accept_cb)(void *arg, int fd, const char *instance);
 
 /*
- * Create an empty set of listeners on base (borrowed). Return 0 and write
- * *ret, or EGRESS_ERR_NOMEM.
+ * Called for each connection accepted on the control socket. Takes
+ * ownership of fd (connected, non-blocking, CLOEXEC).
  */
-int listen_new(struct event_base *base, listen_accept_cb cb, void *arg,
-    struct listen_ctx **ret);
+typedef void (*listen_control_cb)(void *arg, int fd);
+
+/*
+ * Create an empty set of listeners on base (borrowed); cb and ccb (NULL:
+ * control connections are closed at once) are called with arg. Return 0
+ * and write *ret, or EGRESS_ERR_NOMEM.
+ */
+int listen_new(struct event_base *base, listen_accept_cb cb,
+    listen_control_cb ccb, void *arg, struct listen_ctx **ret);
 
 /*
  * Make the instance sockets match snapshot s: create s's instance socket
@@ -52,12 +61,24 @@ int listen_new(struct event_base *base, listen_accept_cb cb, void *arg,
 int listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s);
 
 /*
- * Create the control socket at path (mode 0600; a stale socket file there
- * is replaced). Return 0, or EGRESS_ERR_IO / EGRESS_ERR_EXISTS (a file
- * that is not a socket is in the way) / EGRESS_ERR_TOO_BIG (path too long
- * for sun_path).
+ * Write the control socket's mode and group (-1: unchanged) for snapshot
+ * s: 0666 when control_uids names a uid other than 0, else 0660 and
+ * control_gids[0] when control_gids is set, else 0600.
  */
-int listen_control_open(struct listen_ctx *l, const char *path);
+void listen_control_mode(const struct conf_snapshot *s, mode_t *ret_mode,
+    gid_t *ret_gid);
+
+/*
+ * Create the control socket at s->control_socket unless it already
+ * listens there (bound under umask 0177; a stale socket file there is
+ * replaced; a socket at an old path is closed and unlinked), then apply
+ * listen_control_mode(s). A group that cannot be set (the broker lacks
+ * CAP_CHOWN and is not a member of it) is logged and leaves the socket
+ * at 0600. Return 0, or EGRESS_ERR_IO / EGRESS_ERR_EXISTS (a file that is
+ * not a socket is in the way) / EGRESS_ERR_TOO_BIG (path too long for
+ * sun_path).
+ */
+int listen_control_open(struct listen_ctx *l, const struct conf_snapshot *s);
 
 /*
  * Stop accepting on every socket (instance and control), close the

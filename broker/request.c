@@ -30,6 +30,8 @@
 #include "broker/lease.h"
 #include "broker/localaddr.h"
 #include "broker/log.h"
+#include "broker/metrics.h"
+#include "broker/netaddr.h"
 #include "broker/pool.h"
 #include "broker/request.h"
 #include "broker/session.h"
@@ -86,6 +88,8 @@ struct request {
 	int retried;			/* the one fresh retry was used */
 
 	uint64_t start_ms;
+	uint64_t start_us, dial_us;	/* for the latency metrics */
+	int allowed;			/* the decision was allow */
 	uint64_t deadline_ms;		/* resolution + connect + TLS */
 	struct event *timer;		/* the deadline, then the total */
 	uint64_t total_ms;		/* guest total timeout, 0: none */
@@ -114,6 +118,15 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 /* ---- Resolver and TLS holders ------------------------------------------ */
 
 static void
@@ -137,6 +150,26 @@ broker_dns_unref(struct broker_dns *d)
 	if (event_base_once(d->b->base, -1, EV_TIMEOUT, broker_dns_free_cb, d,
 	    &zero) != 0)
 		broker_dns_free_cb(-1, 0, d);
+}
+
+struct broker_dns *
+broker_dns_hold(struct broker *b)
+{
+	if (b->dns != NULL)
+		b->dns->refs++;
+	return b->dns;
+}
+
+struct dns_resolver *
+broker_dns_resolver(const struct broker_dns *d)
+{
+	return d->r;
+}
+
+void
+broker_dns_release(struct broker_dns *d)
+{
+	broker_dns_unref(d);
 }
 
 static char *
@@ -322,6 +355,7 @@ request_new(struct broker *b, struct session *sess, uint32_t id)
 		return NULL;
 	}
 	r->start_ms = now_ms();
+	r->start_us = now_us();
 	b->request_seq++;
 	(void)snprintf(r->id, sizeof(r->id), "%s-%llu", b->id_prefix,
 	    (unsigned long long)b->request_seq);
@@ -421,6 +455,7 @@ request_log_close(struct request *r, const char *error)
 	c.bytes_out = r->bytes_out;
 	c.duration_ms = now_ms() - r->start_ms;
 	log_close_event(&c);
+	metrics_bytes(r->b->metrics, c.instance, r->bytes_in, r->bytes_out);
 }
 
 static void
@@ -466,6 +501,8 @@ request_fail(struct request *r, int err)
 	uint32_t code = proto_err_to_wire(err);
 
 	request_upstream_done(r);
+	if (r->allowed)
+		metrics_upstream_error(r->b->metrics, proto_code_name(code));
 	request_log_close(r, proto_code_name(code));
 	if (r->st.state != PROTO_STREAM_CLOSED)
 		(void)session_send_error(r->sess, &r->st, code);
@@ -520,6 +557,9 @@ request_log_decision(struct request *r, const char *host, size_t host_len,
 	d.addrs = r->verdict.addrs;
 	d.naddrs = r->verdict.naddrs;
 	log_decision(&d);
+	r->allowed = allow;
+	metrics_decision(r->b->metrics, d.instance, allow ? "allow" : reason,
+	    now_us() - r->start_us);
 }
 
 /* A deny before any address was validated. */
@@ -586,10 +626,14 @@ request_answers(struct request *r, const struct policy_addr *addrs,
 	struct pool_key k;
 	int err;
 
-	broker_local_refresh(r->b);
 	ctx.nat64 = &s->nat64;
-	ctx.local = r->b->local;
-	ctx.nlocal = r->b->nlocal;
+	if (r->b->netaddr != NULL)
+		ctx.local = netaddr_addrs(r->b->netaddr, &ctx.nlocal);
+	else {
+		broker_local_refresh(r->b);
+		ctx.local = r->b->local;
+		ctx.nlocal = r->b->nlocal;
+	}
 	err = policy_check_answers(pi, &r->dest, addrs, n, &ctx, &r->verdict);
 	if (err != 0) {
 		/* More answers than considered: no verdict, no reach. */
@@ -645,6 +689,8 @@ request_dns_cb(void *arg, enum dns_status status,
 	r->q = NULL;
 	broker_dns_unref(r->dns);
 	r->dns = NULL;
+	metrics_dns(r->b->metrics, dns_status_str(status),
+	    now_us() - r->start_us);
 	if (status != DNS_OK) {
 		/* No answer: unresolvable, shown as dns-failed. */
 		n = 0;
@@ -1156,6 +1202,7 @@ request_dial_cb(void *arg, int err, struct bufferevent *bev,
 		request_fail(r, err);
 		return;
 	}
+	metrics_connect(r->b->metrics, now_us() - r->dial_us);
 	request_begin_exchange(r, bev, used);
 }
 
@@ -1221,6 +1268,7 @@ request_connect(struct request *r)
 	p.addrs = r->verdict.addrs;
 	p.naddrs = r->verdict.naddrs;
 	p.timeout_ms = (int)(until - t);
+	r->dial_us = now_us();
 	err = dial_start(r->b->base, r->https ? r->b->tls : NULL, &p,
 	    request_dial_cb, r, &r->dial);
 	if (err != 0) {

@@ -27,8 +27,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "broker/confstate.h"
+#include "broker/nat64disc.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
 
@@ -40,6 +42,11 @@ struct request;
 struct broker_dns;
 struct lease_table;
 struct pool;
+struct dns_resolver;
+struct netaddr;
+struct metrics;
+struct control_server;
+struct nat64disc;
 
 /* Bytes of response body held per stream before upstream reads pause,
  * and the level at which they resume. */
@@ -64,9 +71,15 @@ struct broker {
 	struct pool *pool;		/* idle keep-alive upstreams; NULL:
 					   no reuse (Connection: close) */
 
-	struct policy_addr *local;	/* own interface addresses */
-	size_t nlocal;
+	struct policy_addr *local;	/* own interface addresses, when */
+	size_t nlocal;			/* netaddr is NULL (no netlink) */
 	uint64_t local_read_ms;		/* monotonic time of last read */
+	struct netaddr *netaddr;	/* host addresses from netlink */
+	struct metrics *metrics;	/* counters for `show metrics` */
+	struct control_server *control;
+	struct nat64disc *nat64q;	/* discovery in flight, or NULL */
+	struct nat64disc_result nat64;	/* the last discovery's outcome */
+	time_t started;
 
 	struct session *sessions;
 	size_t nsessions;
@@ -145,5 +158,16 @@ int broker_apply_conf(struct broker *b, const struct conf_snapshot *s);
 /* Release the pool, resolver, TLS context, leases and local-address
  * cache. */
 void broker_release(struct broker *b);
+
+/*
+ * Take a reference on the current resolver (NULL when there is none), so
+ * that a lookup outside a request (control `check`, NAT64 discovery)
+ * keeps it alive across reloads. Give it back with broker_dns_release()
+ * (NULL is a no-op; safe inside the resolver's own callback) before
+ * broker_release().
+ */
+struct broker_dns *broker_dns_hold(struct broker *b);
+struct dns_resolver *broker_dns_resolver(const struct broker_dns *d);
+void broker_dns_release(struct broker_dns *d);
 
 #endif /* EGRESS_BROKER_REQUEST_H */

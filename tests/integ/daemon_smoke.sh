@@ -683,9 +683,14 @@ ok "SIGHUP: a removed instance's pooled connection was closed"
 # ---- control socket -------------------------------------------------------------
 r=$(python3 -c '
 import socket,sys
-s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"status\n")
-print(s.recv(100).decode().strip())' "$T/run/control.sock")
-eq "control socket answers" '{"error":"unknown command"}' "$r"
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"status\nshow status\n"); f=s.makefile("rb")
+print(f.readline().decode().strip()); print(f.readline().decode().strip())
+' "$T/run/control.sock")
+eq "control socket: unknown command" unknown-command \
+    "$(head -n 1 <<<"$r" | jq -r .code)"
+eq "control socket: show status" "$T/etc/egressd.ini" \
+    "$(tail -n 1 <<<"$r" | jq -r .config.path)"
 
 # ---- violations -----------------------------------------------------------------
 npipes() { ls -l /proc/"$EPID"/fd 2>/dev/null | grep -c pipe || true; }

@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: ISC
+#
+# Fault group 3 (issue 6, section 3): the guest disconnects mid-request
+# (a raw client has sent part of an announced POST body, which the upstream
+# has received, and is killed) and mid-response (egress-fetch has received
+# part of a 64 MiB body the upstream keeps open, and is killed). Each time
+# the broker closes the upstream connection at once (the upstream sees EOF,
+# polled with a 2 s bound, no fixed sleep), releases the lease, logs
+# egress.close with error "cancelled", holds no more descriptors than
+# before, and a request of another instance at the same time succeeds.
+set -euo pipefail
+. "$(dirname "$0")/../lab/lab.sh"
+. "$(dirname "$0")/faults.sh"
+lab_init
+lab_need_bins
+lab_up
+
+lab_dns_set ok.weather.example="$LAB_PUB4"
+{
+	lab_config_base
+	lab_entry weather weather "$LAB_PUB4, ok.weather.example"
+	lab_entry radar radar ok.weather.example
+} | lab_config_install
+fault_badup_start
+lab_egressd_start weather radar
+
+lab_fetch weather "$FAULT_UP/ok"
+fault_expect_ok_body
+fault_other_ok
+fault_baseline
+fault_expect_clean "warm-up" weather radar
+
+# upstream_closed_soon PATH: the upstream connection of PATH's last
+# request saw EOF within 2 s.
+upstream_closed_soon()
+{
+	local n
+	n=$(fault_conn_of "$1")
+	lab_poll 2 fault__ev_has "^eof $n\$" ||
+	    lab_fail "$1: the upstream connection $n was not closed within 2 s"
+	lab_ok "$1: the upstream saw the close at once"
+}
+
+# Mid-request: 200000 of 1000000 announced body bytes, all received by the
+# upstream (within the 256 KiB stream window), then the guest dies.
+body_at_least()
+{
+	local n
+	n=$(fault_conn_of /sink)
+	[ -n "$n" ] && awk -v n="$n" -v w="$2" '$1 == "body" && $2 == n &&
+	    $3 >= w { f = 1 } END { exit !f }' "$LAB_DIR/badup/events"
+}
+fault_log_mark
+lab_spawn up-guest "$LAB_NS_B" "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" \
+    upload "$LAB_SOCK_DIR/weather.sock" "$LAB_PUB4:$FAULT_UP_PORT" /sink \
+    1000000 200000
+lab_poll 10 body_at_least /sink 200000 ||
+    lab_fail "the upstream did not receive the first 200000 body bytes"
+lab_ok "the upstream received part of the request body"
+fault_other_ok
+lab_stop up-guest KILL
+upstream_closed_soon /sink
+lab_expect_eq "mid-request: egress.close error" cancelled \
+    "$(fault_close_of weather | jq -r '.error // "none"')"
+fault_expect_clean "mid-request" weather radar
+
+# Mid-response: part of the body has reached egress-fetch, the upstream
+# still owes 63.5 MiB and waits; the guest dies.
+fault_log_mark
+fault_spawn_fetch down-guest weather -o "$LAB_DIR/drip.out" "$FAULT_UP/drip"
+fault_wait_ev "^sent [0-9]+ $((512 << 10))\$"
+lab_poll 10 test -s "$LAB_DIR/drip.out" ||
+    lab_fail "no body byte reached the guest"
+lab_ok "part of the response body reached the guest"
+fault_other_ok
+lab_stop down-guest KILL
+upstream_closed_soon /drip
+lab_expect_eq "mid-response: egress.close error" cancelled \
+    "$(fault_close_of weather | jq -r '.error // "none"')"
+fault_expect_clean "mid-response" weather radar
+
+# The instance itself is unaffected afterwards.
+lab_fetch weather "$FAULT_UP/ok"
+fault_expect_ok_body
+fault_expect_clean "after both" weather radar
+
+lab_finish

@@ -1,0 +1,120 @@
+#!/bin/bash
+# SPDX-License-Identifier: ISC
+#
+# Workers with no sockets, end to end through the real broker (issue 5,
+# section 2), in the netns lab: egress-sandbox attaches through the
+# control socket of a live egressd and execs the worker. A sandboxed
+# egress-fetch (EGRESS_FD) fetches a granted URL; a request for another
+# instance's host on that connection is denied for the attached instance;
+# sandbox_probe shows socket(AF_INET), socket(AF_UNIX), connect, sendto
+# with an address and sendmsg (SCM_RIGHTS) all fail with EPERM; a
+# sandboxed egress-fetch pointed at another instance's socket cannot open
+# it; and a client that does pass a descriptor over an attached connection
+# is dropped by the broker, which closes the descriptor. Needs root
+# (skips with 77 otherwise).
+set -euo pipefail
+. "$(dirname "$0")/lab/lab.sh"
+lab_init
+lab_need_bins
+for v in EGRESS_SANDBOX SANDBOX_PROBE; do
+	[ -x "${!v:-}" ] || lab_fail "set $v to the built binary"
+done
+lab_up
+
+CTL=$LAB_DIR/run/control.sock
+lab_dns_set api.weather.example="$LAB_PUB4" api.radar.example="$LAB_PUB4"
+{
+	lab_config_base
+	lab_entry weather weather "api.weather.example"
+	lab_entry radar radar "api.radar.example"
+} | lab_config_install
+lab_egressd_start weather radar
+
+# sandboxed INSTANCE OUT COMMAND...: run COMMAND under egress-sandbox,
+# attached to INSTANCE through the control socket; stdout to OUT.
+sandboxed()
+{
+	local inst=$1 out=$2
+	shift 2
+	SB_RC=0
+	lab_ns_b timeout -k 5 30 "$EGRESS_SANDBOX" --instance "$inst" \
+	    --control "$CTL" -- "$@" >"$out" 2>"$LAB_DIR/sandbox.err" ||
+	    SB_RC=$?
+}
+
+# ---- a granted fetch from a sandboxed worker ------------------------------
+lab_mark
+sandboxed weather "$LAB_DIR/sb.out" "$EGRESS_FETCH" \
+    http://api.weather.example/small
+lab_expect_eq "sandboxed egress-fetch exit status" 0 "$SB_RC"
+cmp -s "$LAB_DIR/www/small" "$LAB_DIR/sb.out" ||
+    lab_fail "sandboxed fetch: body differs"
+lab_ok "sandboxed fetch: body intact"
+lab_expect_decision weather allow - api.weather.example
+lab_expect_hits "$LAB_PUB4" 1 /small
+
+# ---- the attached connection is bound to its instance ---------------------
+lab_mark
+sandboxed weather "$LAB_DIR/sb.out" "$EGRESS_FETCH" \
+    http://api.radar.example/small
+lab_expect_eq "sandboxed fetch of radar's host: denied (exit 10)" 10 "$SB_RC"
+lab_expect_decision weather deny not-granted api.radar.example
+lab_expect_hits "$LAB_PUB4" 0
+
+# ---- no socket syscalls in the worker -------------------------------------
+sandboxed weather "$LAB_DIR/probe.out" "$SANDBOX_PROBE" socket socketpair \
+    connect bind listen accept accept4
+[ "$SB_RC" = 0 ] || lab_fail "sandbox_probe: $(grep -v '^ok' \
+    "$LAB_DIR/probe.out" | head -n 5)"
+for want in 'ok socket(AF_INET): EPERM' 'ok socket(AF_UNIX): EPERM' \
+    'ok connect(other instance socket): EPERM' 'ok sendto(addr): EPERM' \
+    'ok sendmsg(SCM_RIGHTS): EPERM' 'ok EGRESS_FD is set' \
+    'ok no other descriptor above 2'; do
+	grep -qxF "$want" "$LAB_DIR/probe.out" ||
+	    lab_fail "sandbox_probe did not report '$want'"
+	lab_ok "sandboxed worker: ${want#ok }"
+done
+
+# ---- another instance's socket is out of reach ---------------------------
+lab_mark
+sandboxed weather "$LAB_DIR/sb.out" "$EGRESS_FETCH" \
+    --socket "$LAB_SOCK_DIR/radar.sock" http://api.radar.example/small
+[ "$SB_RC" != 0 ] || lab_fail "a sandboxed worker reached radar.sock"
+# Its socket() failed (EPERM): the shim reports a failed system call.
+grep -q 'system call failed' "$LAB_DIR/sandbox.err" ||
+    lab_fail "unexpected failure: $(cat "$LAB_DIR/sandbox.err")"
+lab_ok "sandboxed worker cannot open radar.sock (exit $SB_RC)"
+[ "$(lab_count_events egress.decision)" = 0 ] ||
+    lab_fail "a request arrived from the sandbox on radar.sock"
+lab_ok "no request reached the broker through radar.sock"
+lab_expect_hits "$LAB_PUB4" 0
+
+# ---- a passed descriptor drops the connection and is closed ---------------
+lab_mark
+timeout 20 python3 - "$CTL" <<'EOF' || lab_fail "descriptor passing check"
+import os, select, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"attach weather\n")
+msg, fds, _, _ = socket.recv_fds(s, 4096, 4)
+assert b'"attached"' in msg and len(fds) == 1, (msg, fds)
+s.close()
+c = socket.socket(fileno=fds[0])
+r, w = os.pipe()
+socket.send_fds(c, [b"x"], [w])
+os.close(w)
+# The broker must drop the connection...
+c.settimeout(10)
+assert c.recv(64) == b"", "the broker kept the connection"
+# ...and close the descriptor it received: the pipe's last writer is gone.
+ready, _, _ = select.select([r], [], [], 10)
+assert ready and os.read(r, 1) == b"", "the broker kept the descriptor"
+print("dropped and closed")
+EOF
+lab_ok "a descriptor passed on an attached connection: dropped and closed"
+# The broker carries on.
+lab_fetch weather http://api.weather.example/small
+lab_expect_fetch_ok
+lab_expect_decision weather allow - api.weather.example
+
+lab_finish

@@ -22,6 +22,12 @@ stream, big-endian). Modes (argv[1]):
       so a failing run can be replayed with the same SEED), then reading
       until the broker closes or 0.3 s pass without input. Prints a
       summary line. Exit 0 unless a connect fails (broker gone).
+  drain SOCK AUTHORITY PATH1 PATH2
+      HELLO, a GET REQUEST for PATH1 on stream 1; on GOAWAY, a GET for
+      PATH2 on stream 3 (which the draining broker must ignore). Prints
+      one line per frame received ("goaway LAST", "response STREAM
+      STATUS", "data STREAM BYTES", "end STREAM", "error STREAM CODE")
+      until the broker closes (at most 30 s), then "closed".
   ctl SOCK LINE
       Send LINE to the control socket and print the reply line."""
 
@@ -268,6 +274,48 @@ def mode_fuzz(sock, seed, iterations):
     return 0
 
 
+def mode_drain(sock, authority, path1, path2):
+    s = connect(sock)
+    a = authority.encode()
+    s.sendall(hello() + request(1, b"GET", a, path1.encode(),
+                                [(b"Host", a)]))
+    buf = b""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        while len(buf) >= 12:
+            n, _, ftype, flags, _, sid = struct.unpack("!IBBBBI", buf[:12])
+            if len(buf) < 12 + n:
+                break
+            p, buf = buf[12:12 + n], buf[12 + n:]
+            if ftype == GOAWAY:
+                print("goaway %d" % struct.unpack("!I", p)[0], flush=True)
+                try:
+                    s.sendall(request(3, b"GET", a, path2.encode(),
+                                      [(b"Host", a)]))
+                except OSError:
+                    pass
+            elif ftype == RESPONSE:
+                print("response %d %d" % (sid, struct.unpack("!H", p[:2])[0]),
+                      flush=True)
+            elif ftype == DATA:
+                if n:
+                    print("data %d %d" % (sid, n), flush=True)
+                if n and not flags & END_STREAM:
+                    s.sendall(frame(WINDOW_UPDATE, struct.pack("!I", n), sid)
+                              + frame(WINDOW_UPDATE, struct.pack("!I", n)))
+            elif ftype == ERROR:
+                print("error %d %d" % (sid, struct.unpack("!I", p[:4])[0]),
+                      flush=True)
+            if ftype in (RESPONSE, DATA, TRAILERS) and flags & END_STREAM:
+                print("end %d" % sid, flush=True)
+        b = read_some(s, max(0.0, deadline - time.monotonic()))
+        if not b:
+            break
+        buf += b
+    print("closed", flush=True)
+    return 0
+
+
 def mode_ctl(sock, line):
     s = connect(sock)
     s.sendall(line.encode() + b"\n")
@@ -291,6 +339,8 @@ def main():
         return mode_conns(sys.argv[2], int(sys.argv[3]))
     if m == "fuzz":
         return mode_fuzz(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if m == "drain":
+        return mode_drain(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     if m == "ctl":
         return mode_ctl(sys.argv[2], sys.argv[3])
     print("unknown mode", file=sys.stderr)

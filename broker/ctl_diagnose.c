@@ -6,8 +6,13 @@
  * (ineffective), permissions requested but not granted, refused manifests,
  * signature problems and configuration warnings. With --log FILE it also
  * summarises the broker's egress.decision denials (JSON lines) per
- * instance, destination and reason. Exit 0 when nothing is listed, 1
- * otherwise, 2 for a usage or configuration error.
+ * instance, destination and reason. When [resolver] servers is set (or
+ * with --nat64, through /etc/resolv.conf) it asks that resolver for
+ * ipv4only.arpa AAAA (RFC 7050, bounded by DIAG_NAT64_TIMEOUT_MS) and, if
+ * the answers lie in a NAT64 prefix nat64_prefixes does not declare,
+ * prints the warning and the nat64_prefixes line to write; --no-nat64
+ * skips the lookup. Exit 0 when nothing is listed, 1 otherwise, 2 for a
+ * usage or configuration error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +24,7 @@
 #include <jansson.h>
 
 #include "broker/ctl.h"
+#include "broker/nat64disc.h"
 #include "broker/pkg.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -26,6 +32,7 @@
 #define LOG_LINE_MAX	(64 * 1024)
 #define LOG_KEYS_MAX	10000	/* distinct (instance, host, reason) */
 #define FIELD_MAX	256
+#define DIAG_NAT64_TIMEOUT_MS	3000	/* a diagnose never hangs */
 
 struct finding {
 	json_t *items;		/* array of objects */
@@ -364,8 +371,12 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "log", required_argument, NULL, 'l' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "nat64", no_argument, NULL, 'n' },
+		{ "no-nat64", no_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct nat64disc_result nr;
+	int nat64 = -1, tmo;
 	struct conf_snapshot *s = NULL;
 	struct conf_errors errs = { 0 };
 	struct finding f = { NULL, 0, 0 };
@@ -380,15 +391,17 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 			logpath = optarg;
 		else if (ch == 'j')
 			f.json = 1;
+		else if (ch == 'n' || ch == 'N')
+			nat64 = ch == 'n';
 		else {
 			fprintf(stderr, "usage: egressctl [-c FILE] diagnose "
-			    "[--log FILE] [--json]\n");
+			    "[--log FILE] [--json] [--nat64 | --no-nat64]\n");
 			return CTL_EXIT_ERROR;
 		}
 	}
 	if (optind != argc) {
 		fprintf(stderr, "usage: egressctl [-c FILE] diagnose "
-		    "[--log FILE] [--json]\n");
+		    "[--log FILE] [--json] [--nat64 | --no-nat64]\n");
 		return CTL_EXIT_ERROR;
 	}
 	if (conf_load(ctx->config_path, &s, &errs) != 0) {
@@ -415,6 +428,18 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 		diagnose_instance(ctx, &f, s, &s->instances[i]);
 	for (i = 0; i < nden; i++)
 		diagnose_denial(ctx, &f, s, &den[i]);
+	/* NAT64 through the broker's configured resolver only (unless
+	 * asked): a diagnose sends no query the broker would not. */
+	if (nat64 == -1)
+		nat64 = s->nresolver_servers > 0;
+	tmo = s->resolver_timeout_ms > 0 &&
+	    s->resolver_timeout_ms < DIAG_NAT64_TIMEOUT_MS ?
+	    (int)s->resolver_timeout_ms : DIAG_NAT64_TIMEOUT_MS;
+	if (nat64 && nat64disc_check_sync(
+	    (const char *const *)s->resolver_servers, s->nresolver_servers,
+	    tmo, &s->nat64, &nr) == 0 && nr.dns_ok && nr.nundeclared > 0)
+		add(&f, NULL, "nat64", "nat64_prefixes", nr.warning,
+		    nr.suggestion);
 	if (f.json) {
 		char *out = json_dumps(f.items, JSON_INDENT(2));
 

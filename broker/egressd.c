@@ -200,19 +200,22 @@ nat64_stop(struct broker *b)
 	nat64_dns = NULL;
 }
 
-/* Ask for ipv4only.arpa AAAA against s's declared prefixes. */
+/*
+ * Ask for ipv4only.arpa AAAA against s's declared prefixes. The last
+ * outcome stays in b->nat64 until the new one arrives; without a lookup
+ * it is cleared (nothing known).
+ */
 static void
 nat64_start(struct broker *b, const struct conf_snapshot *s)
 {
 	nat64_stop(b);
-	memset(&b->nat64, 0, sizeof(b->nat64));
-	if ((nat64_dns = broker_dns_hold(b)) == NULL)
-		return;
-	if (nat64disc_start(broker_dns_resolver(nat64_dns), &s->nat64,
+	if ((nat64_dns = broker_dns_hold(b)) == NULL ||
+	    nat64disc_start(broker_dns_resolver(nat64_dns), &s->nat64,
 	    nat64_done, b, &b->nat64q) != 0) {
 		b->nat64q = NULL;
 		broker_dns_release(nat64_dns);
 		nat64_dns = NULL;
+		memset(&b->nat64, 0, sizeof(b->nat64));
 	}
 }
 

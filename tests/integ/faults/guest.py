@@ -92,6 +92,14 @@ def read_some(s, timeout):
         return b""
 
 
+def send_quiet(s, data):
+    """Send; a broker that has already closed is not an error here."""
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+
+
 def mode_upload(sock, authority, path, total, sent):
     s = connect(sock)
     s.sendall(hello())
@@ -289,11 +297,8 @@ def mode_drain(sock, authority, path1, path2):
             p, buf = buf[12:12 + n], buf[12 + n:]
             if ftype == GOAWAY:
                 print("goaway %d" % struct.unpack("!I", p)[0], flush=True)
-                try:
-                    s.sendall(request(3, b"GET", a, path2.encode(),
+                send_quiet(s, request(3, b"GET", a, path2.encode(),
                                       [(b"Host", a)]))
-                except OSError:
-                    pass
             elif ftype == RESPONSE:
                 print("response %d %d" % (sid, struct.unpack("!H", p[:2])[0]),
                       flush=True)
@@ -301,8 +306,9 @@ def mode_drain(sock, authority, path1, path2):
                 if n:
                     print("data %d %d" % (sid, n), flush=True)
                 if n and not flags & END_STREAM:
-                    s.sendall(frame(WINDOW_UPDATE, struct.pack("!I", n), sid)
-                              + frame(WINDOW_UPDATE, struct.pack("!I", n)))
+                    send_quiet(s, frame(WINDOW_UPDATE, struct.pack("!I", n),
+                                        sid) +
+                               frame(WINDOW_UPDATE, struct.pack("!I", n)))
             elif ftype == ERROR:
                 print("error %d %d" % (sid, struct.unpack("!I", p[:4])[0]),
                       flush=True)

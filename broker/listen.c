@@ -28,6 +28,9 @@
 #include "broker/log.h"
 
 #define LISTEN_RETRY_MS		100	/* after accept() fails (EMFILE) */
+#define LISTEN_CHOWN_HINT	"chown: a group needs the broker in it " \
+	"(SupplementaryGroups=), an owner needs CAP_CHOWN; see " \
+	"docs/deployment.md"
 
 struct lsock {
 	struct lsock *next;
@@ -290,7 +293,9 @@ listen_apply_owner(const struct conf_instance *ci, const char *path)
 	}
 	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
 	    fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
-		listen_log("chown", ci->name, path, errno);
+		listen_log(errno == EPERM ? LISTEN_CHOWN_HINT : "chown",
+		    ci->name, path, errno);
+		(void)chmod(path, 0600);	/* closed, never the old group */
 		return -1;
 	}
 	if (chmod(path, 0660) != 0) {
@@ -397,7 +402,9 @@ listen_control_perm(const struct conf_snapshot *s, const char *path)
 	listen_control_mode(s, &mode, &gid);
 	if (gid != (gid_t)-1 &&
 	    fchownat(AT_FDCWD, path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) != 0) {
-		listen_log("control socket group", NULL, path, errno);
+		listen_log(errno == EPERM ? "control socket group: "
+		    LISTEN_CHOWN_HINT : "control socket group", NULL, path,
+		    errno);
 		(void)chmod(path, 0600);
 		return EGRESS_ERR_IO;
 	}

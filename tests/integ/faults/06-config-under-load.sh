@@ -34,36 +34,10 @@ fault_other_ok
 fault_baseline
 FAULT_LOG_FROM=$(($(lab__lines "$LAB_BROKER_LOG") + 1))
 
-# loader NAME INSTANCE: up to 2000 fetches until load/stop exists; one
-# result line per fetch in load/NAME: "RC ok|bad" (bad: a wrong body).
-mkdir -p "$LAB_DIR/load"
-loader()
-{
-	lab_spawn "load-$1" "$LAB_NS_B" bash -c '
-		fetch=$1 sock=$2 url=$3 want=$4 out=$5 stop=$6
-		i=0
-		while [ ! -e "$stop" ] && [ "$i" -lt 2000 ]; do
-			rc=0
-			timeout -k 5 30 "$fetch" --socket "$sock" "$url" \
-			    >"$out.body" 2>>"$out.err" || rc=$?
-			if [ "$rc" = 0 ] && [ "$(cat "$out.body")" = "$want" ]
-			then
-				echo "0 ok"
-			elif [ "$rc" = 0 ]; then
-				echo "0 bad"
-			else
-				echo "$rc -"
-			fi >>"$out"
-			i=$((i + 1))
-		done' loader "$EGRESS_FETCH" "$LAB_SOCK_DIR/$2.sock" "$3" \
-	    "$FAULT_OK_BODY" "$LAB_DIR/load/$1" "$LAB_DIR/load/stop"
-}
-touch "$LAB_DIR/load/w1" "$LAB_DIR/load/w2" "$LAB_DIR/load/r1" \
-    "$LAB_DIR/load/r2"
-loader w1 weather "$FAULT_UP/ok"
-loader w2 weather "$FAULT_UP/ok"
-loader r1 radar "$FAULT_OK_URL"
-loader r2 radar "$FAULT_OK_URL"
+fault_loader w1 weather "$FAULT_UP/ok"
+fault_loader w2 weather "$FAULT_UP/ok"
+fault_loader r1 radar "$FAULT_OK_URL"
+fault_loader r2 radar "$FAULT_OK_URL"
 LOADERS="w1 w2 r1 r2"
 
 results() { cat "$LAB_DIR"/load/w1 "$LAB_DIR"/load/w2 "$LAB_DIR"/load/r1 \

@@ -112,20 +112,25 @@ fault_ctl()
 	    "$LAB_DIR/run/control.sock" "$1"
 }
 
-# fault_open_requests INSTANCE: requests of INSTANCE with an
-# egress.decision but no egress.close in the broker log from line
-# FAULT_LOG_FROM on (default 1: the whole log). A request's lease is
-# released before its close event is logged.
+# fault_unpaired INSTANCE [EVENT]: request ids of INSTANCE with only one
+# of egress.decision and egress.close in the broker log from line
+# FAULT_LOG_FROM on (default 1: the whole log); with EVENT, only those
+# whose single event is EVENT. One per line.
 FAULT_LOG_FROM=1
-fault_open_requests()
+fault_unpaired()
 {
 	tail -n "+$FAULT_LOG_FROM" "$LAB_BROKER_LOG" | jq -rR --arg i "$1" '
 	    fromjson? | select(.instance == $i) |
 	    select(.event == "egress.decision" or .event == "egress.close") |
 	    "\(.request_id) \(.event)"' | sort -u |
-	    awk '{ n[$1]++ } END { c = 0; for (k in n) if (n[k] == 1) c++;
-		print c }'
+	    awk -v e="${2:-}" '{ n[$1]++; ev[$1] = $2 }
+		END { for (k in n) if (n[k] == 1 && (e == "" || ev[k] == e))
+			print k }'
 }
+
+# fault_open_requests INSTANCE: requests of INSTANCE decided but not
+# closed (a request's lease is released before its close is logged).
+fault_open_requests() { fault_unpaired "$1" egress.decision | wc -l; }
 
 # fault_leases INSTANCE: the leases INSTANCE holds now, from the control
 # socket's `show instance` when the broker serves it; else the requests
@@ -246,4 +251,34 @@ fault_wait_fetch()
 	cp "$LAB_DIR/log/$1.err" "$LAB_DIR/fetch.err"
 	LAB_FETCH_ERR=$(cat "$LAB_DIR/fetch.err")
 	LAB_FETCH_ARGS_URL=
+}
+
+# ---------------------------------------------------------------- load
+
+# fault_loader NAME INSTANCE URL: in the background (process load-NAME),
+# up to 2000 fetches of URL (whose body must be /ok's) until load/stop
+# exists; one result line per fetch in load/NAME: "0 ok", "0 bad" (a wrong
+# body) or "RC -" (egress-fetch's exit status).
+fault_loader()
+{
+	mkdir -p "$LAB_DIR/load"
+	: >"$LAB_DIR/load/$1"
+	lab_spawn "load-$1" "$LAB_NS_B" bash -c '
+		fetch=$1 sock=$2 url=$3 want=$4 out=$5 stop=$6
+		i=0
+		while [ ! -e "$stop" ] && [ "$i" -lt 2000 ]; do
+			rc=0
+			timeout -k 5 30 "$fetch" --socket "$sock" "$url" \
+			    >"$out.body" 2>>"$out.err" || rc=$?
+			if [ "$rc" = 0 ] && [ "$(cat "$out.body")" = "$want" ]
+			then
+				echo "0 ok"
+			elif [ "$rc" = 0 ]; then
+				echo "0 bad"
+			else
+				echo "$rc -"
+			fi >>"$out"
+			i=$((i + 1))
+		done' loader "$EGRESS_FETCH" "$LAB_SOCK_DIR/$2.sock" "$3" \
+	    "$FAULT_OK_BODY" "$LAB_DIR/load/$1" "$LAB_DIR/load/stop"
 }

@@ -28,6 +28,10 @@ stream, big-endian). Modes (argv[1]):
       one line per frame received ("goaway LAST", "response STREAM
       STATUS", "data STREAM BYTES", "end STREAM", "error STREAM CODE")
       until the broker closes (at most 30 s), then "closed".
+  reuse SOCK AUTHORITY PATH
+      HELLO, a GET REQUEST for PATH on stream 1; once its response has
+      ended, a second REQUEST on stream 1 (a violation: "stream reused").
+      Prints "done" and exits 0 when the broker closed the connection.
   ctl SOCK LINE
       Send LINE to the control socket and print the reply line."""
 
@@ -322,6 +326,35 @@ def mode_drain(sock, authority, path1, path2):
     return 0
 
 
+def mode_reuse(sock, authority, path):
+    s = connect(sock)
+    a = authority.encode()
+    req = request(1, b"GET", a, path.encode(), [(b"Host", a)])
+    s.sendall(hello() + req)
+    buf = b""
+    deadline = time.monotonic() + 10
+    ended = False
+    while time.monotonic() < deadline:
+        while len(buf) >= 12:
+            n, _, ftype, flags, _, sid = struct.unpack("!IBBBBI", buf[:12])
+            if len(buf) < 12 + n:
+                break
+            buf = buf[12 + n:]
+            if sid == 1 and ftype in (RESPONSE, DATA, TRAILERS, ERROR) and \
+                    (flags & END_STREAM or ftype == ERROR) and not ended:
+                ended = True
+                send_quiet(s, req)
+        b = read_some(s, max(0.0, deadline - time.monotonic()))
+        if not b:
+            if b == b"" and ended:
+                print("done", flush=True)
+                return 0
+            break
+        buf += b
+    print("the broker did not close after the reused stream", flush=True)
+    return 1
+
+
 def mode_ctl(sock, line):
     s = connect(sock)
     s.sendall(line.encode() + b"\n")
@@ -347,6 +380,8 @@ def main():
         return mode_fuzz(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     if m == "drain":
         return mode_drain(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    if m == "reuse":
+        return mode_reuse(sys.argv[2], sys.argv[3], sys.argv[4])
     if m == "ctl":
         return mode_ctl(sys.argv[2], sys.argv[3])
     print("unknown mode", file=sys.stderr)

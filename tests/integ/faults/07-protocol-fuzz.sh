@@ -23,7 +23,7 @@ ITER=${FAULT_FUZZ_ITERATIONS:-120}
 lab_log "fuzz seed $SEED (FAULT_FUZZ_SEED=$SEED replays), $ITER connections each"
 lab_dns_set ok.weather.example="$LAB_PUB4"
 {
-	lab_config_base
+	fault_config_base first_byte_timeout_ms=120000
 	lab_entry weather weather "$LAB_PUB4, ok.weather.example"
 	lab_entry radar radar ok.weather.example
 } | lab_config_install

@@ -154,6 +154,13 @@ int conf_permissions_parse(const char *path, const char *section,
  * "PATH:LINE: [section] key: 'item': message". Return 0 and write *ret
  * (caller frees), EGRESS_ERR_INVALID or EGRESS_ERR_NOMEM.
  */
+/*
+ * Write into buf the A-label spelling of an entry that holds non-ASCII
+ * bytes (keeping a leading "*."). Return 0, or -1 when item is ASCII or has
+ * no IDNA 2008 spelling. For messages only: it never makes an entry valid.
+ */
+int conf_idn_suggest(const char *item, char *buf, size_t n);
+
 int conf_grant_parse(const char *path, const char *section, const char *key,
     const struct conf_list *l, struct policy_grant **ret,
     struct conf_errors *errs);

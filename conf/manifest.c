@@ -133,9 +133,19 @@ conf_grant_parse(const char *path, const char *section, const char *key,
 		memset(&err, 0, sizeof(err));
 		if (policy_entry_parse(l->v[i].s, strlen(l->v[i].s),
 		    conf_psl_is_public_suffix, NULL, &e, &err) != 0) {
-			conf_errors_addf(errs, "%s:%d: [%s] %s: '%s': %s",
-			    path, l->v[i].line, section, key, l->v[i].s,
-			    err.msg[0] ? err.msg : "invalid entry");
+			char alabel[POLICY_NAME_MAX + 3];
+
+			if (conf_idn_suggest(l->v[i].s, alabel,
+			    sizeof(alabel)) == 0)
+				conf_errors_addf(errs, "%s:%d: [%s] %s: '%s': "
+				    "not an A-label name; write '%s'", path,
+				    l->v[i].line, section, key, l->v[i].s,
+				    alabel);
+			else
+				conf_errors_addf(errs, "%s:%d: [%s] %s: '%s': "
+				    "%s", path, l->v[i].line, section, key,
+				    l->v[i].s, err.msg[0] ? err.msg :
+				    "invalid entry");
 			bad = 1;
 			continue;
 		}

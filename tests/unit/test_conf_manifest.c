@@ -461,3 +461,27 @@ Test(conf_manifest, load_missing_and_oversized_files)
 	free(big);
 	ct_rmdir();
 }
+
+/* A U-label entry is refused, and the message shows the A-label to write
+ * (with a leading "*." kept). */
+Test(conf_manifest, idn_entry_shows_a_label)
+{
+	static const char text[] =
+	    "[plugin]\n"
+	    "name = weather\n"
+	    "version = 1.4.0\n"
+	    "[egress]\n"
+	    "hosts = b\xc3\xbc" "cher.example, *.m\xc3\xbcnchen.example\n";
+	struct conf_manifest *m = NULL;
+	struct conf_errors e = { 0 };
+
+	cr_assert_neq(parse(text, &m, &e), 0);
+	cr_assert_null(m);
+	cr_assert_eq(e.n, 2);
+	cr_expect(strstr(e.msgs[0], "m.ini:5") != NULL, "%s", e.msgs[0]);
+	cr_expect(strstr(e.msgs[0], "write 'xn--bcher-kva.example'") != NULL,
+	    "%s", e.msgs[0]);
+	cr_expect(strstr(e.msgs[1], "write '*.xn--mnchen-3ya.example'") !=
+	    NULL, "%s", e.msgs[1]);
+	conf_errors_done(&e);
+}

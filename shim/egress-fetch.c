@@ -532,5 +532,9 @@ main(int argc, char **argv)
 		die_local(o.output, strerror(errno));
 	egress_request_free(req);
 	egress_client_free(c);
+	free(h.url);
+	if (u.scheme != first.scheme)
+		url_done(&u);
+	url_done(&first);
 	return 0;
 }

@@ -107,6 +107,7 @@ struct request {
 	int status;
 	uint64_t bytes_in, bytes_out;
 	int logged_close;
+	int decided;			/* egress.decision logged */
 };
 
 static uint64_t
@@ -437,6 +438,9 @@ request_upstream_done(struct request *r)
 	}
 }
 
+static void request_log_decision(struct request *r, const char *host,
+    size_t host_len, unsigned port, int allow, const char *reason);
+
 static void
 request_log_close(struct request *r, const char *error)
 {
@@ -445,6 +449,15 @@ request_log_close(struct request *r, const char *error)
 	if (r->logged_close)
 		return;
 	r->logged_close = 1;
+	/* Every request has exactly one decision event: one the guest
+	 * cancelled (reset, disconnect, deadline) while its decision was
+	 * still pending, during resolution, is recorded as a deny: nothing
+	 * was connected. */
+	if (!r->decided) {
+		r->verdict.naddrs = 0;
+		request_log_decision(r, r->dest.host.name,
+		    strlen(r->dest.host.name), r->dest.port, 0, "cancelled");
+	}
 	memset(&c, 0, sizeof(c));
 	c.request_id = r->id;
 	c.instance = session_instance(r->sess);
@@ -522,6 +535,15 @@ request_abort(struct request *r)
 }
 
 void
+request_discard(struct request *r)
+{
+	if (r == NULL)
+		return;
+	r->logged_close = 1;	/* no decision was logged: no close either */
+	request_free(r);
+}
+
+void
 request_on_reset(struct request *r)
 {
 	request_upstream_done(r);
@@ -557,6 +579,7 @@ request_log_decision(struct request *r, const char *host, size_t host_len,
 	d.addrs = r->verdict.addrs;
 	d.naddrs = r->verdict.naddrs;
 	log_decision(&d);
+	r->decided = 1;
 	r->allowed = allow;
 	metrics_decision(r->b->metrics, d.instance, allow ? "allow" : reason,
 	    now_us() - r->start_us);

@@ -138,6 +138,14 @@ void request_on_reset(struct request *r);
  */
 void request_abort(struct request *r);
 
+/*
+ * Free r, made by request_new() for a REQUEST frame that the connection's
+ * state table then refused (a reused stream id, a stream after GOAWAY):
+ * it never became a request, so nothing is logged. Only valid before
+ * request_start(). NULL is a no-op.
+ */
+void request_discard(struct request *r);
+
 /* Answer whether r still has work (1) or only waits for the guest (0). */
 int request_is_active(const struct request *r);
 

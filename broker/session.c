@@ -289,7 +289,7 @@ session_frame(struct session *s, struct proto_msg *m)
 			return -1;
 		rv = proto_conn_recv(&s->pc, request_stream(r), m, &f);
 		if (rv != PROTO_ACCEPT) {
-			request_abort(r);
+			request_discard(r);
 			return rv == PROTO_IGNORE ? 0 : -1;
 		}
 		session_link(s, r);

@@ -51,6 +51,7 @@ struct dns_query {
 	int status[2];		/* ares status per family */
 	size_t n[2];
 	int overflow;
+	char tag[DNS_TAG_MAX + 1];	/* who asked ("" for nobody) */
 	struct policy_addr addrs[2][POLICY_ANSWERS_MAX];
 	struct policy_addr out[POLICY_ANSWERS_MAX];
 };
@@ -63,6 +64,7 @@ struct dns_resolver {
 	struct dns_sock *socks;
 	struct dns_query *queries;
 	size_t pending;		/* resolutions with a callback to run */
+	size_t outstanding;	/* dns_query objects not yet freed */
 	uint64_t nqueries;
 	int timeout_ms;
 	int destroying;
@@ -242,6 +244,7 @@ dns_query_unlink_free(struct dns_query *q)
 		q->next->prev = q->prev;
 	if (q->ev != NULL)
 		event_free(q->ev);
+	r->outstanding--;
 	free(q);
 }
 
@@ -415,22 +418,39 @@ int
 dns_resolve(struct dns_resolver *r, const char *name, dns_cb cb, void *arg,
     struct dns_query **ret_query)
 {
+	return dns_resolve_tagged(r, NULL, name, cb, arg, ret_query);
+}
+
+int
+dns_resolve_tagged(struct dns_resolver *r, const char *tag, const char *name,
+    dns_cb cb, void *arg, struct dns_query **ret_query)
+{
 	struct dns_query *q;
 	struct timeval tv;
-	size_t len;
+	size_t len, tlen = 0;
 
 	if (r == NULL || name == NULL || cb == NULL)
+		return EGRESS_ERR_INVALID;
+	if (tag != NULL && (tlen = strnlen(tag, DNS_TAG_MAX + 1)) >
+	    DNS_TAG_MAX)
 		return EGRESS_ERR_INVALID;
 	len = strnlen(name, POLICY_NAME_MAX + 2);
 	if (len > 0 && name[len - 1] == '.')
 		len--;
 	if (len == 0 || len > POLICY_NAME_MAX || name[0] == '.')
 		return EGRESS_ERR_INVALID;
-	if (r->pending >= DNS_PENDING_MAX)
+	/*
+	 * Count every lookup c-ares still works on, cancelled or timed out
+	 * or not: a cancel does not stop the packets, so it must not free
+	 * a slot before c-ares has finished both queries.
+	 */
+	if (r->outstanding >= DNS_PENDING_MAX)
 		return EGRESS_ERR_AGAIN;
 	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return EGRESS_ERR_NOMEM;
 	q->r = r;
+	memcpy(q->tag, tag != NULL ? tag : "", tlen);
+	q->tag[tlen] = '\0';
 	q->ev = evtimer_new(r->base, dns_query_ev_cb, q);
 	if (q->ev == NULL) {
 		free(q);
@@ -450,6 +470,7 @@ dns_resolve(struct dns_resolver *r, const char *name, dns_cb cb, void *arg,
 		r->queries->prev = q;
 	r->queries = q;
 	r->pending++;
+	r->outstanding++;
 	/* Callbacks can run inside ares_query(); delivery stays deferred. */
 	q->inflight = 2;
 	r->nqueries += 2;
@@ -483,6 +504,27 @@ size_t
 dns_resolver_pending(const struct dns_resolver *r)
 {
 	return r != NULL ? r->pending : 0;
+}
+
+size_t
+dns_resolver_outstanding(const struct dns_resolver *r)
+{
+	return r != NULL ? r->outstanding : 0;
+}
+
+size_t
+dns_resolver_outstanding_tag(const struct dns_resolver *r, const char *tag)
+{
+	const struct dns_query *q;
+	size_t n = 0;
+
+	if (r == NULL || tag == NULL || *tag == '\0')
+		return 0;
+	/* At most DNS_PENDING_MAX entries: a scan is cheap enough. */
+	for (q = r->queries; q != NULL; q = q->next)
+		if (strcmp(q->tag, tag) == 0)
+			n++;
+	return n;
 }
 
 /* ---- resolver --------------------------------------------------------- */

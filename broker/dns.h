@@ -23,8 +23,9 @@ struct dns_resolver;
 struct dns_query;
 
 #define DNS_SERVERS_MAX		16	/* entries of [resolver] servers */
-#define DNS_PENDING_MAX		1024	/* outstanding dns_resolve() calls */
+#define DNS_PENDING_MAX		1024	/* lookups c-ares still works on */
 #define DNS_TIMEOUT_DEFAULT_MS	5000
+#define DNS_TAG_MAX		64	/* bytes of a dns_resolve_tagged() tag */
 
 /*
  * Outcome of one resolution (both families). Only DNS_OK carries
@@ -89,11 +90,22 @@ void dns_resolver_free(struct dns_resolver *r);
  * unless dns_query_cancel() is called first. If ret_query is not NULL,
  * write the handle (borrowed; valid until cb runs or the query is
  * cancelled). Return 0, EGRESS_ERR_INVALID (empty or over-long name),
- * EGRESS_ERR_AGAIN (DNS_PENDING_MAX lookups outstanding) or
- * EGRESS_ERR_NOMEM.
+ * EGRESS_ERR_AGAIN (DNS_PENDING_MAX lookups outstanding, as counted by
+ * dns_resolver_outstanding(): a cancelled or timed-out lookup keeps its
+ * slot until c-ares has finished its queries) or EGRESS_ERR_NOMEM.
  */
 int dns_resolve(struct dns_resolver *r, const char *name, dns_cb cb,
     void *arg, struct dns_query **ret_query);
+
+/*
+ * As dns_resolve(), and record tag (at most DNS_TAG_MAX bytes, copied;
+ * NULL or "" for none) with the lookup for as long as c-ares works on it,
+ * cancelled or not, so that dns_resolver_outstanding_tag() can count it.
+ * The broker tags each lookup with its instance name. Return as
+ * dns_resolve(), or EGRESS_ERR_INVALID for an over-long tag.
+ */
+int dns_resolve_tagged(struct dns_resolver *r, const char *tag,
+    const char *name, dns_cb cb, void *arg, struct dns_query **ret_query);
 
 /*
  * Cancel a query whose callback has not run: the callback will not be
@@ -107,6 +119,22 @@ uint64_t dns_resolver_queries(const struct dns_resolver *r);
 
 /* Return the number of resolutions whose callback has not run yet. */
 size_t dns_resolver_pending(const struct dns_resolver *r);
+
+/*
+ * Return the number of lookups c-ares still works on: pending ones plus
+ * cancelled or timed-out ones whose queries have not finished. This is
+ * what DNS_PENDING_MAX caps.
+ */
+size_t dns_resolver_outstanding(const struct dns_resolver *r);
+
+/*
+ * Return the number of outstanding lookups (as dns_resolver_outstanding()
+ * counts them) made with dns_resolve_tagged() under tag. NULL or "" gives
+ * 0. Linear in the number of outstanding lookups (at most
+ * DNS_PENDING_MAX).
+ */
+size_t dns_resolver_outstanding_tag(const struct dns_resolver *r,
+    const char *tag);
 
 /* Return a stable lowercase name for status ("ok", "nxdomain", ...). */
 const char *dns_status_str(enum dns_status status);

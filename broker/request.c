@@ -922,10 +922,22 @@ request_start(struct request *r, const struct proto_msg *m)
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
+	/*
+	 * A fair share of the resolver: one instance may keep at most
+	 * REQUEST_DNS_PER_INSTANCE lookups outstanding (cancelled ones
+	 * count until c-ares is done with them), so it cannot exhaust
+	 * DNS_PENDING_MAX for the others.
+	 */
+	if (dns_resolver_outstanding_tag(r->b->dns->r,
+	    session_instance(r->sess)) >= REQUEST_DNS_PER_INSTANCE) {
+		request_deny(r, "budget-exhausted",
+		    EGRESS_ERR_BUDGET_EXHAUSTED);
+		return;
+	}
 	r->dns = r->b->dns;
 	r->dns->refs++;
-	err = dns_resolve(r->dns->r, r->dest.host.name, request_dns_cb, r,
-	    &r->q);
+	err = dns_resolve_tagged(r->dns->r, session_instance(r->sess),
+	    r->dest.host.name, request_dns_cb, r, &r->q);
 	if (err != 0) {
 		r->q = NULL;
 		/* Too many lookups pending, or no memory: no answer. */

@@ -55,6 +55,9 @@ struct nat64disc;
 /* Bytes of request body queued towards the upstream before the broker
  * stops moving guest DATA (and so stops granting window). */
 #define REQUEST_UP_HIGH		(64 * 1024)
+/* DNS lookups one instance may keep outstanding (of DNS_PENDING_MAX):
+ * a lookup counts until c-ares has finished it, cancelled or not. */
+#define REQUEST_DNS_PER_INSTANCE	128
 
 /* The whole daemon's state; one instance, owned by egressd.c. */
 struct broker {

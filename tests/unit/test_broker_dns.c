@@ -496,3 +496,75 @@ Test(broker_dns, resolver_new_rejects_bad_servers)
 	cr_assert_null(r);
 	event_base_free(base);
 }
+
+/*
+ * A cancelled lookup keeps its DNS_PENDING_MAX slot until c-ares has
+ * finished it: resolve-then-cancel in a loop (a guest's REQUEST + RESET)
+ * cannot keep more than DNS_PENDING_MAX lookups in flight. Tags count
+ * the same way, per tag.
+ */
+Test(broker_dns, cancel_keeps_slot_until_done)
+{
+	struct event_base *base = event_base_new();
+	struct dns_resolver *r = NULL;
+	struct dns_query *q = NULL;
+	struct result res;
+	char srv[64];
+	const char *servers[1] = { srv };
+	int i, again = 0;
+
+	memset(&res, 0, sizeof(res));
+	server_arg(srv, sizeof(srv));
+	cr_assert(dns_resolver_new(base, servers, 1, 200, &r) == 0);
+	for (i = 0; i < DNS_PENDING_MAX + 50; i++) {
+		int err = dns_resolve_tagged(r, i % 2 ? "odd" : "even",
+		    "drop.test", result_cb, &res, &q);
+
+		if (err == EGRESS_ERR_AGAIN) {
+			again++;
+			continue;
+		}
+		cr_assert_eq(err, 0);
+		dns_query_cancel(q);
+	}
+	cr_assert_eq(again, 50, "cancel freed the slot (%d refused)", again);
+	cr_assert_eq(dns_resolver_pending(r), 0);
+	cr_assert_eq(dns_resolver_outstanding(r), DNS_PENDING_MAX);
+	cr_assert_eq(dns_resolver_outstanding_tag(r, "odd"),
+	    DNS_PENDING_MAX / 2);
+	cr_assert_eq(dns_resolver_outstanding_tag(r, "even"),
+	    DNS_PENDING_MAX / 2);
+	cr_assert_eq(dns_resolver_outstanding_tag(r, "other"), 0);
+	cr_assert_eq(dns_resolver_queries(r), 2 * DNS_PENDING_MAX);
+	/* Once c-ares gives up on them, the slots come back. */
+	while (dns_resolver_outstanding(r) > 0)
+		cr_assert(event_base_loop(base, EVLOOP_ONCE) == 0);
+	cr_assert_eq(dns_resolver_outstanding_tag(r, "odd"), 0);
+	cr_assert(dns_resolve(r, "both.test", result_cb, &res, NULL) == 0);
+	run_until(base, &res);
+	cr_assert_eq(res.status, DNS_OK);
+	cr_assert_eq(res.calls, 1);
+	cr_assert_eq(dns_resolver_outstanding(r), 0);
+	dns_resolver_free(r);
+	event_base_free(base);
+}
+
+Test(broker_dns, tag_too_long)
+{
+	struct event_base *base = event_base_new();
+	struct dns_resolver *r = NULL;
+	struct result res;
+	char srv[64], tag[DNS_TAG_MAX + 2];
+	const char *servers[1] = { srv };
+
+	memset(&res, 0, sizeof(res));
+	memset(tag, 'a', sizeof(tag) - 1);
+	tag[sizeof(tag) - 1] = '\0';
+	server_arg(srv, sizeof(srv));
+	cr_assert(dns_resolver_new(base, servers, 1, 200, &r) == 0);
+	cr_assert_eq(dns_resolve_tagged(r, tag, "both.test", result_cb, &res,
+	    NULL), EGRESS_ERR_INVALID);
+	cr_assert_eq(dns_resolver_queries(r), 0);
+	dns_resolver_free(r);
+	event_base_free(base);
+}

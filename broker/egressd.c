@@ -509,6 +509,19 @@ on_accept(void *arg, int fd, const char *instance)
 }
 
 static void
+on_revoke(void *arg, const char *instance)
+{
+	json_t *o;
+
+	o = json_pack("{s:s, s:s, s:s}", "status", "revoked", "what",
+	    "socket owner or group changed: connections closed", "instance",
+	    instance);
+	if (o != NULL)
+		log_event("egress.listen", o);
+	session_revoke_instance(arg, instance);
+}
+
+static void
 on_control(void *arg, int fd)
 {
 	struct broker *b = arg;
@@ -672,6 +685,7 @@ main(int argc, char **argv)
 	if (control_server_new(b->base, &ctl_ops, b, &b->control) != 0 ||
 	    listen_new(b->base, on_accept, on_control, b, &b->listen) != 0)
 		goto out;
+	listen_set_revoke_cb(b->listen, on_revoke);
 	err = listen_control_open(b->listen, s);
 	if (err != 0) {
 		(void)fprintf(stderr, "egressd: %s: cannot create the control "

@@ -40,12 +40,16 @@ struct lsock {
 	struct evconnlistener *lev;
 	struct event *retry;
 	int seen;			/* reconcile mark */
+	int applied;			/* uid/gid below are in force */
+	uid_t uid;
+	gid_t gid;
 };
 
 struct listen_ctx {
 	struct event_base *base;
 	listen_accept_cb cb;
 	listen_control_cb ccb;
+	listen_revoke_cb rcb;
 	void *cb_arg;
 	struct lsock *socks;		/* instance sockets */
 	struct lsock *control;
@@ -274,35 +278,62 @@ listen_new(struct event_base *base, listen_accept_cb cb,
 	return 0;
 }
 
-/* Apply owner, group and mode to an instance socket. */
+/*
+ * Apply owner, group and mode to an instance socket. An unset
+ * socket_owner / socket_group is the broker's own euid / egid, so that
+ * removing the line takes the old owner's or group's access away (the
+ * broker may always chown a file it owns to itself and its own group).
+ * When the owner or group of a socket that was already set up changes
+ * (or can no longer be applied), the connections accepted under the old
+ * one are revoked through the revoke callback.
+ */
 static int
-listen_apply_owner(const struct conf_instance *ci, const char *path)
+listen_apply_owner(struct lsock *ls, const struct conf_instance *ci,
+    const char *path)
 {
-	uid_t uid = (uid_t)-1;
-	gid_t gid = (gid_t)-1;
+	struct listen_ctx *l = ls->ctx;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int was = ls->applied;
 
+	ls->applied = 0;
 	if (ci->socket_owner != NULL &&
 	    listen_resolve_uid(ci->socket_owner, &uid) != 0) {
 		listen_log("unknown socket_owner", ci->name, path, 0);
-		return -1;
+		goto closed;
 	}
 	if (ci->socket_group != NULL &&
 	    listen_resolve_gid(ci->socket_group, &gid) != 0) {
 		listen_log("unknown socket_group", ci->name, path, 0);
-		return -1;
+		goto closed;
 	}
-	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
-	    fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+	if (fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
 		listen_log(errno == EPERM ? LISTEN_CHOWN_HINT : "chown",
 		    ci->name, path, errno);
-		(void)chmod(path, 0600);	/* closed, never the old group */
-		return -1;
+		goto closed;
 	}
 	if (chmod(path, 0660) != 0) {
 		listen_log("chmod", ci->name, path, errno);
-		return -1;
+		goto closed;
 	}
+	if (was && (uid != ls->uid || gid != ls->gid) && l->rcb != NULL)
+		l->rcb(l->cb_arg, ci->name);
+	ls->applied = 1;
+	ls->uid = uid;
+	ls->gid = gid;
 	return 0;
+closed:
+	/* Closed, never the old owner or group. */
+	(void)chmod(path, 0600);
+	if (was && l->rcb != NULL)
+		l->rcb(l->cb_arg, ci->name);
+	return -1;
+}
+
+void
+listen_set_revoke_cb(struct listen_ctx *l, listen_revoke_cb rcb)
+{
+	l->rcb = rcb;
 }
 
 static int
@@ -353,7 +384,7 @@ listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 			l->nsocks++;
 		}
 		ls->seen = 1;
-		if (listen_apply_owner(ci, path) != 0)
+		if (listen_apply_owner(ls, ci, path) != 0)
 			bad++;
 	}
 	for (pp = &l->socks; *pp != NULL;) {

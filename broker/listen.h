@@ -41,6 +41,16 @@ typedef void (*listen_accept_cb)(void *arg, int fd, const char *instance);
 typedef void (*listen_control_cb)(void *arg, int fd);
 
 /*
+ * Called from listen_reconcile() when the owner or group of an existing
+ * instance socket changed (or could no longer be applied, leaving it at
+ * 0600): the connections accepted on it under the old permissions should
+ * be closed. instance is borrowed for the call. Called inside
+ * listen_reconcile(): the callee must not free sessions that may be on
+ * the call stack (defer the closing).
+ */
+typedef void (*listen_revoke_cb)(void *arg, const char *instance);
+
+/*
  * Create an empty set of listeners on base (borrowed); cb and ccb (NULL:
  * control connections are closed at once) are called with arg. Return 0
  * and write *ret, or EGRESS_ERR_NOMEM.
@@ -49,10 +59,19 @@ int listen_new(struct event_base *base, listen_accept_cb cb,
     listen_control_cb ccb, void *arg, struct listen_ctx **ret);
 
 /*
+ * Set the callback (NULL: none) that listen_reconcile() calls, with the
+ * arg of listen_new(), when an instance socket's owner or group changes.
+ */
+void listen_set_revoke_cb(struct listen_ctx *l, listen_revoke_cb rcb);
+
+/*
  * Make the instance sockets match snapshot s: create s's instance socket
  * folder if missing (mode 0755, one level), create a socket for every
- * instance that has none, apply socket_owner/socket_group and mode 0660
- * to every instance socket, and close and unlink the sockets of instances
+ * instance that has none, apply socket_owner/socket_group (unset: the
+ * broker's own euid/egid, so removing the line revokes the old owner's
+ * or group's access) and mode 0660 to every instance socket (0600 when
+ * they cannot be applied), call the revoke callback for each existing
+ * socket whose owner or group changed, and close and unlink the sockets of instances
  * no longer in s. A stale socket file at a path is replaced; any other
  * kind of file there is left alone and that instance gets no socket.
  * Problems are logged (egress.listen events) and counted. Return the

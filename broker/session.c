@@ -6,6 +6,7 @@
  * draining, and the output bufferevent. See session.h.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -649,4 +650,39 @@ session_free_all(struct broker *b)
 {
 	while (b->sessions != NULL)
 		session_free(b->sessions);
+}
+
+struct session_revoke {
+	struct broker *b;
+	char instance[CONF_NAME_MAX + 1];
+};
+
+static void
+session_revoke_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_revoke *rv = arg;
+	struct session *s, *next;
+
+	for (s = rv->b->sessions; s != NULL; s = next) {
+		next = s->next;
+		if (strcmp(s->instance, rv->instance) == 0)
+			session_free(s);
+	}
+	free(rv);
+}
+
+void
+session_revoke_instance(struct broker *b, const char *instance)
+{
+	struct session_revoke *rv;
+	struct timeval zero = { 0, 0 };
+
+	/* Out of memory: they stay open rather than free one in use. */
+	if ((rv = calloc(1, sizeof(*rv))) == NULL)
+		return;
+	rv->b = b;
+	(void)snprintf(rv->instance, sizeof(rv->instance), "%s", instance);
+	if (event_base_once(b->base, -1, EV_TIMEOUT, session_revoke_cb, rv,
+	    &zero) != 0)
+		free(rv);
 }

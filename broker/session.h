@@ -87,4 +87,12 @@ size_t session_drain_all(struct broker *b);
 /* Drop every session at once (drain timeout or exit). */
 void session_free_all(struct broker *b);
 
+/*
+ * Close every session bound to instance (its socket's owner or group
+ * changed: they were accepted under the old permissions), from the event
+ * loop soon after this call, never inside it, so it is safe from any
+ * callback. Their requests are aborted and logged as cancelled.
+ */
+void session_revoke_instance(struct broker *b, const char *instance);
+
 #endif /* EGRESS_BROKER_SESSION_H */

@@ -22,6 +22,7 @@ struct pool_conn {
 	struct policy_host host;
 	uint16_t port;
 	int tls;
+	uint64_t trust;
 	struct policy_addr addr;
 	struct bufferevent *bev;
 	struct lease *lease;
@@ -129,6 +130,7 @@ static int
 pool_key_eq(const struct pool_conn *c, const struct pool_key *k)
 {
 	return c->port == k->port && c->tls == (k->tls != 0) &&
+	    c->trust == k->trust &&
 	    c->host.kind == k->host->kind &&
 	    strcmp(c->host.name, k->host->name) == 0 &&
 	    strcmp(c->instance, k->instance) == 0;
@@ -157,6 +159,7 @@ pool_put(struct pool *p, const struct pool_key *k,
 	c->host = *k->host;
 	c->port = k->port;
 	c->tls = k->tls != 0;
+	c->trust = k->trust;
 	c->addr = *addr;
 	if ((c->timer = evtimer_new(p->base, pool_timer_cb, c)) == NULL)
 		goto nomem;
@@ -257,6 +260,7 @@ pool_drop_if(struct pool *p, pool_match_fn match, void *arg)
 		k.host = &c->host;
 		k.port = c->port;
 		k.tls = c->tls;
+		k.trust = c->trust;
 		if (match(arg, &k)) {
 			pool_drop(c);
 			done++;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * pool: idle keep-alive upstream connections, reusable only under the
- * exact key (instance, host, port, validated address, TLS) and only by a
+ * exact key (instance, host, port, validated address, TLS and the trust
+ * generation its certificate was verified under) and only by a
  * request that has already passed the whole policy: pool_take() is given
  * the new verdict's validated address set and returns a connection only
  * to one of those addresses. A pooled connection keeps its instance's
@@ -30,6 +31,9 @@ struct pool_key {
 	const struct policy_host *host;	/* the authorized host */
 	uint16_t port;
 	int tls;
+	uint64_t trust;			/* TLS trust generation the
+					   connection was verified under
+					   (0 for plain TCP) */
 };
 
 /*

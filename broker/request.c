@@ -85,6 +85,8 @@ struct request {
 	struct policy_addr connected;
 	int has_connected;
 	int reused;			/* exchange on a pooled connection */
+	uint64_t tls_gen;		/* trust the connection was verified
+					   under (b->tls_gen at dial) */
 	int retried;			/* the one fresh retry was used */
 
 	uint64_t start_ms;
@@ -282,6 +284,7 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 			return EGRESS_ERR_NOMEM;
 		err = dial_tls_new(s->ca_file, &t);
 		pr.tls_changed = 1;
+		b->tls_gen++;	/* connections verified before: never reused */
 		dial_tls_free(b->tls);
 		free(b->tls_ca);
 		b->tls = t;
@@ -615,6 +618,7 @@ request_pool_key(const struct request *r, struct pool_key *k)
 	k->host = &r->dest.host;
 	k->port = r->dest.port;
 	k->tls = r->https;
+	k->trust = r->https ? r->b->tls_gen : 0;
 }
 
 /*
@@ -680,6 +684,7 @@ request_answers(struct request *r, const struct policy_addr *addrs,
 		request_pool_key(r, &k);
 		bev = pool_take(r->b->pool, &k, r->verdict.addrs,
 		    r->verdict.naddrs, &r->lease, &used);
+		r->tls_gen = k.trust;	/* only current trust matches */
 	}
 	if (bev != NULL) {
 		request_log_decision(r, r->dest.host.name,
@@ -1081,6 +1086,8 @@ request_park(struct request *r)
 	    !http1_is_reusable(r->x))
 		return;
 	request_pool_key(r, &k);
+	if (r->https && r->tls_gen != r->b->tls_gen)
+		return;		/* verified under the old trust: close it */
 	if (lease_count(r->b->leases, k.instance) >
 	    s->max_connections_per_instance)
 		return;		/* over a lowered budget: close it */
@@ -1304,6 +1311,7 @@ request_connect(struct request *r)
 	p.naddrs = r->verdict.naddrs;
 	p.timeout_ms = (int)(until - t);
 	r->dial_us = now_us();
+	r->tls_gen = r->b->tls_gen;
 	err = dial_start(r->b->base, r->https ? r->b->tls : NULL, &p,
 	    request_dial_cb, r, &r->dial);
 	if (err != 0) {

@@ -69,6 +69,7 @@ struct broker {
 	struct dial_tls *tls;		/* current TLS client context */
 	char *tls_ca;			/* its ca_file (NULL: system) */
 	int tls_ok;			/* 0: TLS trust failed to load */
+	uint64_t tls_gen;		/* bumped whenever tls is rebuilt */
 
 	struct lease_table *leases;	/* per-instance upstream counts */
 	struct pool *pool;		/* idle keep-alive upstreams; NULL:

@@ -181,7 +181,7 @@ static int
 pt_put(struct pooltest *pt, const char *inst, const struct policy_addr *a,
     struct bufferevent **ret_bev)
 {
-	struct pool_key k = { inst, &pt->host, 443, 1 };
+	struct pool_key k = { inst, &pt->host, 443, 1, 7 };
 	struct bufferevent *bev;
 	struct lease *l = NULL;
 	int sv[2];
@@ -216,16 +216,19 @@ Test(broker_lease, pool_exact_key_and_address)
 	set[0] = pt.a2;
 	set[1] = pt.a1;
 	/* Wrong instance, port, TLS, host: no reuse. */
-	k = (struct pool_key){ "b", &pt.host, 443, 1 };
+	k = (struct pool_key){ "b", &pt.host, 443, 1, 7 };
 	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
-	k = (struct pool_key){ "a", &pt.host, 8443, 1 };
+	k = (struct pool_key){ "a", &pt.host, 8443, 1, 7 };
 	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
-	k = (struct pool_key){ "a", &pt.host, 443, 0 };
+	k = (struct pool_key){ "a", &pt.host, 443, 0, 0 };
 	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
-	k = (struct pool_key){ "a", &other, 443, 1 };
+	k = (struct pool_key){ "a", &other, 443, 1, 7 };
+	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
+	/* Verified under another TLS trust generation: no reuse. */
+	k = (struct pool_key){ "a", &pt.host, 443, 1, 8 };
 	cr_assert_null(pool_take(pt.p, &k, set, 2, &l, &used));
 	/* The new verdict no longer allows the pooled address: no reuse. */
-	k = (struct pool_key){ "a", &pt.host, 443, 1 };
+	k = (struct pool_key){ "a", &pt.host, 443, 1, 7 };
 	cr_assert_null(pool_take(pt.p, &k, set, 1, &l, &used));
 	/* Exact key, address in the validated set: reuse. */
 	got = pool_take(pt.p, &k, set, 2, &l, &used);
@@ -293,7 +296,7 @@ Test(broker_lease, pool_free_releases)
 Test(broker_lease, pool_evict_own_oldest_first)
 {
 	struct pooltest pt;
-	struct pool_key k = { "a", NULL, 443, 1 };
+	struct pool_key k = { "a", NULL, 443, 1, 7 };
 	struct policy_addr used;
 	struct bufferevent *newer = NULL, *got;
 	struct lease *l = NULL;

@@ -10,6 +10,8 @@
  * upstream's input into the per-stream buffer and on to the guest's
  * output as evbuffer chains, without a copy where whole chains allow.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,9 +239,37 @@ pool_prune_cb(void *arg, const struct pool_key *k)
 	    &d, &v) != 0 || v.reason != POLICY_REASON_ALLOW;
 }
 
+static void
+broker_file_id(const char *path, struct broker_file_id *ret)
+{
+	struct stat st;
+
+	memset(ret, 0, sizeof(*ret));
+	if (path == NULL || stat(path, &st) != 0)
+		return;
+	ret->ok = 1;
+	ret->dev = (uint64_t)st.st_dev;
+	ret->ino = (uint64_t)st.st_ino;
+	ret->size = (uint64_t)st.st_size;
+	ret->mtime = st.st_mtim;
+	ret->ctime = st.st_ctim;
+}
+
+static int
+broker_file_id_eq(const struct broker_file_id *a,
+    const struct broker_file_id *b)
+{
+	return a->ok && b->ok && a->dev == b->dev && a->ino == b->ino &&
+	    a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+	    a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	    a->ctime.tv_sec == b->ctime.tv_sec &&
+	    a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
 int
 broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 {
+	struct broker_file_id caid;
 	struct broker_dns *d = NULL;
 	struct dial_tls *t = NULL;
 	struct pool_prune pr;
@@ -277,9 +307,12 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 		}
 	}
 
+	/* Taken before loading: a rewrite during the load shows next time. */
+	broker_file_id(s->ca_file, &caid);
 	if (b->tls == NULL || !b->tls_ok || (s->ca_file == NULL) !=
 	    (b->tls_ca == NULL) || (s->ca_file != NULL &&
-	    strcmp(s->ca_file, b->tls_ca) != 0)) {
+	    (strcmp(s->ca_file, b->tls_ca) != 0 ||
+	    !broker_file_id_eq(&caid, &b->tls_ca_id)))) {
 		if (s->ca_file != NULL && (ca = strdup(s->ca_file)) == NULL)
 			return EGRESS_ERR_NOMEM;
 		err = dial_tls_new(s->ca_file, &t);
@@ -289,6 +322,7 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 		free(b->tls_ca);
 		b->tls = t;
 		b->tls_ca = ca;
+		b->tls_ca_id = caid;
 		b->tls_ok = err == 0;
 		if (err != 0) {
 			broker_log_problem("tls trust", egress_strerror(err));

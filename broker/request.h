@@ -59,6 +59,13 @@ struct nat64disc;
  * a lookup counts until c-ares has finished it, cancelled or not. */
 #define REQUEST_DNS_PER_INSTANCE	128
 
+/* A file's identity, to notice a file replaced or rewritten in place. */
+struct broker_file_id {
+	int ok;				/* 0: could not stat it */
+	uint64_t dev, ino, size;
+	struct timespec mtime, ctime;
+};
+
 /* The whole daemon's state; one instance, owned by egressd.c. */
 struct broker {
 	struct event_base *base;
@@ -70,6 +77,7 @@ struct broker {
 	char *tls_ca;			/* its ca_file (NULL: system) */
 	int tls_ok;			/* 0: TLS trust failed to load */
 	uint64_t tls_gen;		/* bumped whenever tls is rebuilt */
+	struct broker_file_id tls_ca_id; /* tls_ca's identity when loaded */
 
 	struct lease_table *leases;	/* per-instance upstream counts */
 	struct pool *pool;		/* idle keep-alive upstreams; NULL:
@@ -160,7 +168,11 @@ int request_is_active(const struct request *r);
  * Also create the connection pool on the first call (none: no reuse) and
  * close the idle pooled connections s no longer allows: those of removed
  * instances, those whose host s no longer grants, those over the
- * instance's new budget, and every TLS one when the trust changed.
+ * instance's new budget, and every TLS one when the trust changed. The
+ * trust changes when [tls] ca_file names another path, or the same path
+ * now holds another file or the file was rewritten (device, inode, size,
+ * mtime or ctime differ): a CA bundle replaced in place is reloaded at
+ * the next reload.
  * Return 0, or a negative error when the resolver could not be created
  * (the old one is kept) or the TLS trust failed to load (HTTPS requests
  * then fail with tls-failed until fixed); both are logged.

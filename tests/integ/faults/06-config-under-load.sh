@@ -95,4 +95,30 @@ lab_expect_eq "decisions of the run" "$total" \
     select(.event == "egress.decision") | .request_id' | wc -l)"
 fault_expect_clean "after the load" weather radar
 
+# Review #3 finding 4: a new CA bundle written over the same [tls] ca_file
+# path is loaded at the next reload, and the TLS connection pooled under
+# the old trust is not reused. The replacement CA does not sign the lab's
+# server certificate, so HTTPS must fail; restoring it must pass again.
+ca=$LAB_DIR/pki/ca.crt
+lab_fetch weather "https://$LAB_PUB4/small"
+lab_expect_fetch_ok
+cp "$ca" "$LAB_DIR/pki/ca.crt.orig"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+    -nodes -keyout "$LAB_DIR/pki/rogue.key" -out "$LAB_DIR/pki/rogue.crt" \
+    -days 2 -sha256 -subj "/CN=egressd lab rogue CA $$" \
+    -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+ino=$(stat -c %i "$ca")
+cat "$LAB_DIR/pki/rogue.crt" >"$ca"	# in place: same path, same inode
+lab_expect_eq "CA rewritten in place" "$ino" "$(stat -c %i "$ca")"
+config | lab_config_install		# the next request reloads
+lab_fetch weather "https://$LAB_PUB4/small"
+lab_expect_fetch_error tls-failed
+lab_expect_close error tls-failed
+cat "$LAB_DIR/pki/ca.crt.orig" >"$ca"
+config | lab_config_install
+lab_fetch weather "https://$LAB_PUB4/small"
+lab_expect_fetch_ok
+lab_expect_fetch_body_file "$LAB_DIR/www/small"
+
 lab_finish

@@ -522,6 +522,23 @@ request_free(struct request *r)
 	free(r);
 }
 
+/*
+ * The exchange is over (logged, upstream done): free what only the
+ * exchange reads, the request head (up to 64 KiB of headers and the
+ * path) and the snapshot reference, so a stream the guest never ends
+ * holds only the request itself.
+ */
+static void
+request_release_exchange(struct request *r)
+{
+	free(r->head_mem);
+	r->head_mem = NULL;
+	memset(&r->head, 0, sizeof(r->head));
+	r->ci = NULL;			/* points into the snapshot */
+	confref_unref(r->conf);
+	r->conf = NULL;
+}
+
 /* Finish r when its stream is closed; else wait for the guest. */
 static void
 request_settle(struct request *r)
@@ -554,6 +571,7 @@ request_fail(struct request *r, int err)
 	if (r->allowed)
 		metrics_upstream_error(r->b->metrics, proto_code_name(code));
 	request_log_close(r, proto_code_name(code));
+	request_release_exchange(r);
 	if (r->st.state != PROTO_STREAM_CLOSED)
 		(void)session_send_error(r->sess, &r->st, code);
 	/* ERROR closes the stream for both sides. */
@@ -1217,6 +1235,7 @@ up_on_end(void *arg, int err, const struct http1_header *trailers,
 	 * lease now (a pooled connection keeps it). */
 	request_park(r);
 	request_upstream_done(r);
+	request_release_exchange(r);
 	r->phase = PHASE_FLUSHING;
 	request_push(r);
 }

@@ -85,4 +85,27 @@ lab_fetch weather "$FAULT_UP/ok"
 fault_expect_ok_body
 fault_expect_clean "after both" weather radar
 
+# Review #3 finding 5: a guest that never ends its side of finished
+# streams. 4 connections x 240 streams, one after the other, each with
+# 60000 bytes of headers and a complete 1-byte body but no END_STREAM:
+# every exchange completes, every stream stays half-open. Once the
+# exchange is over the broker keeps no head or snapshot for it: egressd
+# grows by far less than the 4 x 240 x 60000 = 55 MiB of heads.
+rss0=$(lab_egressd_rss_kb)
+lab_spawn linger "$LAB_NS_B" "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" \
+    linger "$LAB_SOCK_DIR/weather.sock" "$LAB_PUB4:$FAULT_UP_PORT" /ok \
+    4 240 60000
+lab_poll 120 grep -q '^done' "$LAB_DIR/log/linger.out" ||
+    lab_fail "the lingering guest did not finish its requests"
+lab_expect_eq "lingering guest: responses" "done 960" \
+    "$(head -n 1 "$LAB_DIR/log/linger.out")"
+rss1=$(lab_egressd_rss_kb)
+lab_log "egressd RSS ${rss0} KiB -> ${rss1} KiB with 960 finished streams"
+[ $((rss1 - rss0)) -lt $((16 * 1024)) ] ||
+    lab_fail "finished streams hold their heads: +$((rss1 - rss0)) KiB"
+lab_ok "finished half-open streams hold no head (+$((rss1 - rss0)) KiB)"
+lab_stop linger KILL
+lab_fetch weather "$FAULT_UP/ok"
+fault_expect_ok_body
+
 lab_finish

@@ -32,6 +32,13 @@ stream, big-endian). Modes (argv[1]):
       HELLO, a GET REQUEST for PATH on stream 1; once its response has
       ended, a second REQUEST on stream 1 (a violation: "stream reused").
       Prints "done" and exits 0 when the broker closed the connection.
+  linger SOCK AUTHORITY PATH CONNS STREAMS PAD
+      CONNS connections; on each, STREAMS POST requests one after the
+      other, each with PAD bytes of extra headers, Content-Length 1 and
+      one body byte but no END_STREAM: the exchange completes, the guest
+      never ends its side of the stream. Waits for each response to end
+      before the next request. Prints "done K" (responses ended), then
+      waits until killed.
   ctl SOCK LINE
       Send LINE to the control socket and print the reply line."""
 
@@ -355,6 +362,54 @@ def mode_reuse(sock, authority, path):
     return 1
 
 
+def mode_linger(sock, authority, path, conns, streams, pad):
+    a = authority.encode()
+    hs = [(b"Host", a), (b"Content-Length", b"1")]
+    chunk = 4000
+    i = 0
+    while pad > 0:
+        n = min(pad, chunk)
+        hs.append((b"X-Pad-%d" % i, b"p" * n))
+        pad -= n
+        i += 1
+    socks = []
+    done = 0
+    for _ in range(conns):
+        s = connect(sock)
+        s.sendall(hello())
+        socks.append(s)
+        buf = b""
+        for k in range(streams):
+            sid = 2 * k + 1
+            s.sendall(request(sid, b"POST", a, path.encode(), hs, end=False)
+                      + frame(DATA, b"x", sid))
+            ended = False
+            deadline = time.monotonic() + 10
+            while not ended and time.monotonic() < deadline:
+                while len(buf) >= 12 and not ended:
+                    n, _, ftype, flags, _, fsid = struct.unpack(
+                        "!IBBBBI", buf[:12])
+                    if len(buf) < 12 + n:
+                        break
+                    buf = buf[12 + n:]
+                    if fsid == sid and (ftype == ERROR or (
+                            ftype in (RESPONSE, DATA, TRAILERS) and
+                            flags & END_STREAM)):
+                        ended = True
+                        done += ftype != ERROR
+                if ended:
+                    break
+                b = read_some(s, max(0.0, deadline - time.monotonic()))
+                if not b:
+                    print("done %d" % done, flush=True)
+                    print("stalled", flush=True)
+                    return 1
+                buf += b
+    print("done %d" % done, flush=True)
+    while True:
+        time.sleep(60)
+
+
 def mode_ctl(sock, line):
     s = connect(sock)
     s.sendall(line.encode() + b"\n")
@@ -382,6 +437,10 @@ def main():
         return mode_drain(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     if m == "reuse":
         return mode_reuse(sys.argv[2], sys.argv[3], sys.argv[4])
+    if m == "linger":
+        return mode_linger(sys.argv[2], sys.argv[3], sys.argv[4],
+                           int(sys.argv[5]), int(sys.argv[6]),
+                           int(sys.argv[7]))
     if m == "ctl":
         return mode_ctl(sys.argv[2], sys.argv[3])
     print("unknown mode", file=sys.stderr)

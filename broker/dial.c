@@ -290,7 +290,10 @@ dial_won(struct dial *d, struct dial_attempt *a)
 	}
 	if ((ssl = SSL_new(d->ctx)) == NULL)
 		goto nomem;
-	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	/* Names only from DNS SANs: a certificate without one is never
+	 * matched on its subject CN. */
+	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+	    X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
 	if (d->host.kind == POLICY_HOST_NAME) {
 		if (SSL_set_tlsext_host_name(ssl, d->host.name) != 1 ||
 		    SSL_set1_host(ssl, d->host.name) != 1)

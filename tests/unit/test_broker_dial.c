@@ -57,7 +57,8 @@ make_certs(void)
 	    "openssl x509 -req -in $1.csr -CA ca.pem -CAkey ca.key "
 	    "-CAcreateserial -out $1.pem -days 2 -extfile $1.ext; }; "
 	    "gen ca; gen otherca; "
-	    "leaf name DNS:pinned.test; leaf ip IP:127.0.0.1) "
+	    "leaf name DNS:pinned.test; leaf ip IP:127.0.0.1; "
+	    "leaf cn.test email:a@example.test) "
 	    ">/dev/null 2>&1", dir);
 	cr_assert_eq(system(cmd), 0, "openssl failed");
 }
@@ -335,6 +336,24 @@ Test(broker_dial, tls_wrong_name)
 	/* A sub-name does not match either. */
 	o = dial_run(base, t, "a.pinned.test", s.port, addrs, 1, 2000);
 	cr_assert_eq(o.err, EGRESS_ERR_TLS_FAILED);
+	dial_tls_free(t);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+/* A certificate without a DNS SAN is not matched on its subject CN. */
+Test(broker_dial, tls_cn_only_refused)
+{
+	struct event_base *base = event_base_new();
+	struct dial_tls *t = tls_with("ca");
+	struct server s;
+	const char *addrs[] = { "127.0.0.1" };
+	struct outcome o;
+
+	server_start(&s, base, "cn.test", 0);
+	o = dial_run(base, t, "cn.test", s.port, addrs, 1, 2000);
+	cr_assert_eq(o.err, EGRESS_ERR_TLS_FAILED, "matched on the CN");
+	cr_assert_str_eq(s.sni, "cn.test");
 	dial_tls_free(t);
 	server_stop(&s);
 	event_base_free(base);

@@ -6,11 +6,17 @@
  * reads: any byte or EOF from the upstream means it cannot be reused and
  * closes it, as does its idle timer.
  */
+#include <sys/socket.h>
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/ssl.h>
 
 #include "broker/lease.h"
 #include "broker/pool.h"
@@ -195,19 +201,47 @@ fail:
 	return EGRESS_ERR_INVALID;
 }
 
+/*
+ * Is the idle connection still quiet? Bytes (or EOF) that reached the
+ * kernel or TLS buffers but not yet the read callback would otherwise be
+ * parsed as the next request's response.
+ */
+static int
+pool_conn_is_quiet(struct pool_conn *c)
+{
+	struct bufferevent *bev = c->bev;
+	SSL *ssl;
+	evutil_socket_t fd;
+	ssize_t n;
+	char b;
+
+	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+		return 0;
+	if ((ssl = bufferevent_openssl_get_ssl(bev)) != NULL &&
+	    SSL_pending(ssl) > 0)
+		return 0;
+	if ((fd = bufferevent_getfd(bev)) < 0)
+		return 0;
+	n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	/* Anything there, EOF, or an error: not reusable. A TLS record
+	 * (even a late session ticket) counts: we drop rather than guess. */
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 struct bufferevent *
 pool_take(struct pool *p, const struct pool_key *k,
     const struct policy_addr *addrs, size_t naddrs, struct lease **ret_lease,
     struct policy_addr *ret_used)
 {
-	struct pool_conn *c;
+	struct pool_conn *c, *next;
 	struct bufferevent *bev;
 	size_t i;
 
 	if (p == NULL || k == NULL || k->instance == NULL ||
 	    k->host == NULL || ret_lease == NULL || ret_used == NULL)
 		return NULL;
-	for (c = p->head; c != NULL; c = c->next) {
+	for (c = p->head; c != NULL; c = next) {
+		next = c->next;
 		if (!pool_key_eq(c, k))
 			continue;
 		for (i = 0; i < naddrs; i++)
@@ -215,6 +249,10 @@ pool_take(struct pool *p, const struct pool_key *k,
 				break;
 		if (i == naddrs)
 			continue;
+		if (!pool_conn_is_quiet(c)) {
+			pool_drop(c);	/* closes it, releases its lease */
+			continue;
+		}
 		pool_unlink(c);
 		bev = c->bev;
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);

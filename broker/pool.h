@@ -62,7 +62,10 @@ int pool_put(struct pool *p, const struct pool_key *k,
 
 /*
  * Take the most recently parked connection under k whose address is one
- * of addrs[0..naddrs) (the new request's validated set). On a hit,
+ * of addrs[0..naddrs) (the new request's validated set) and that is
+ * still quiet: one with bytes or EOF waiting that the read callback has
+ * not seen yet (in the input buffer, TLS's buffer, or the kernel's:
+ * MSG_PEEK) is closed instead, with its lease, and the search goes on. On a hit,
  * ownership of the bufferevent and its lease moves to the caller, and
  * *ret_used is the connected address. Return the bufferevent, or NULL
  * (no match; nothing written).

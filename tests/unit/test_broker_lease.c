@@ -243,6 +243,48 @@ Test(broker_lease, pool_exact_key_and_address)
 	pt_done(&pt);
 }
 
+/*
+ * Bytes or EOF that reached the kernel buffer of an idle connection but
+ * not yet its read callback (the loop has not run) make it unusable:
+ * pool_take() closes it and releases its lease rather than hand the
+ * stale bytes to the next request as its response.
+ */
+Test(broker_lease, pool_take_refuses_unread_bytes)
+{
+	struct pooltest pt;
+	struct pool_key k;
+	struct policy_addr used;
+	struct bufferevent *bev = NULL, *got;
+	struct lease *l = NULL;
+	int fd, fd2, fd3;
+
+	pt_init(&pt, 0, 0);
+	k = (struct pool_key){ "a", &pt.host, 443, 1, 7 };
+	fd = pt_put(&pt, "a", &pt.a1, NULL);
+	cr_assert_eq(write(fd, "HTTP/1.1 200 OK\r\n\r\n", 19), 19);
+	cr_assert_null(pool_take(pt.p, &k, &pt.a1, 1, &l, &used),
+	    "a connection with unread bytes was reused");
+	cr_assert_eq(pool_idle(pt.p, NULL), 0);
+	cr_assert_eq(lease_count(pt.t, "a"), 0, "its lease was kept");
+	fd2 = pt_put(&pt, "a", &pt.a1, NULL);
+	close(fd2);	/* EOF, not yet seen */
+	cr_assert_null(pool_take(pt.p, &k, &pt.a1, 1, &l, &used));
+	cr_assert_eq(lease_count(pt.t, "a"), 0);
+	/* A quiet one under the same key is still found past a noisy one. */
+	fd3 = pt_put(&pt, "a", &pt.a1, &bev);
+	fd2 = pt_put(&pt, "a", &pt.a1, NULL);
+	cr_assert_eq(write(fd2, "x", 1), 1);
+	got = pool_take(pt.p, &k, &pt.a1, 1, &l, &used);
+	cr_assert_eq(got, bev);
+	cr_assert_eq(lease_count(pt.t, "a"), 1);
+	bufferevent_free(got);
+	lease_release(l);
+	close(fd);
+	close(fd2);
+	close(fd3);
+	pt_done(&pt);
+}
+
 Test(broker_lease, pool_upstream_close_releases)
 {
 	struct pooltest pt;

@@ -324,6 +324,7 @@ struct http1_exchange {
 	int in_value;		/* last callback was a header value */
 	size_t reason_off, reason_len;
 	int headers_done;	/* final head delivered */
+	unsigned ninterim;	/* 1xx responses seen */
 	http1_body_buffer_cb on_data_buffer;	/* replaces cb.on_data */
 	int64_t raw_left;	/* Content-Length body bytes still to come */
 	int raw;		/* raw mode: the body bypasses the parser */
@@ -563,8 +564,15 @@ http1_on_headers_complete(http_parser *p)
 		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
 		return -1;
 	}
-	if (p->status_code >= 100 && p->status_code < 200)
-		return 1;	/* interim: never a body, whatever it says */
+	if (p->status_code >= 100 && p->status_code < 200) {
+		/* Interim: never a body, whatever it says. Capped, so an
+		 * upstream cannot keep the exchange alive with them. */
+		if (++x->ninterim > HTTP1_INTERIM_MAX) {
+			x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
+			return -1;
+		}
+		return 1;
+	}
 	if (p->status_code < 200 || p->status_code > 599) {
 		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
 		return -1;

@@ -25,6 +25,8 @@ struct http1_exchange;
 #define HTTP1_HEADERS_MAX	512		/* response header lines */
 #define HTTP1_METHOD_MAX	32
 #define HTTP1_CONN_TOKENS_MAX	32		/* names listed in Connection */
+#define HTTP1_INTERIM_MAX	16	/* 1xx responses before the final one;
+					   more: upstream-protocol-error */
 #define HTTP1_READ_HIGH		(128 * 1024)	/* bytes read ahead, at most */
 #define HTTP1_WRITE_LOW		(32 * 1024)	/* on_writable threshold */
 

@@ -544,6 +544,29 @@ static struct resp_case resp_cases[] = {
 		    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early\r\n"
 		    "Link: x\r\n\r\nHTTP/1.1 201 Created\r\n"
 		    "Content-Length: 2\r\n\r\nok", 0, 0, 201, "ok", 1, "" },
+		{ "interim-16", "GET",
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0,
+		    200, "ok", 1, "" },
+		{ "interim-17", "GET",
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 100 X\r\n\r\n"
+		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0,
+		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
 		{ "switching", "GET",
 		    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
 		    "Connection: upgrade\r\n\r\n", 0,

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * Instance sockets and the control socket of egressd: creation with a
- * safe mode from the first moment (bound under umask 0177, then chmod and
- * chown), reconciliation against each new snapshot, and the control
+ * safe mode from the first moment (set on the socket before bind(), under
+ * a matching umask), then chown and chmod by path without following
+ * links, in a folder only the broker may write; reconciliation against
+ * each new snapshot, and the control
  * socket's permissions, which follow [broker] control_uids/control_gids.
  * See listen.h.
  */
@@ -121,8 +123,21 @@ listen_resolve_gid(const char *s, gid_t *ret)
 }
 
 /*
+ * chmod by path without following a symlink (someone may have swapped
+ * the socket for one): a link fails (EOPNOTSUPP) and nothing changes.
+ */
+static int
+listen_chmod(const char *path, mode_t mode)
+{
+	return fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW);
+}
+
+/*
  * Create a listening Unix socket at path with mode. A stale socket file
- * is replaced; anything else in the way is EGRESS_ERR_EXISTS.
+ * is replaced; anything else in the way is EGRESS_ERR_EXISTS. The mode
+ * is set on the socket before bind() (Linux creates the file with the
+ * socket inode's mode less the umask), so the file never needs a chmod
+ * by path and is never wider than mode.
  */
 static int
 listen_unix(const char *path, mode_t mode, int *ret_fd)
@@ -148,13 +163,15 @@ listen_unix(const char *path, mode_t mode, int *ret_fd)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return EGRESS_ERR_IO;
-	old = umask(0177);
+	if (fchmod(fd, mode) != 0)
+		goto out;
+	old = umask((mode_t)(~mode & 0777));
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
 		(void)umask(old);
 		goto out;
 	}
 	(void)umask(old);
-	if (chmod(path, mode) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
+	if (listen(fd, LISTEN_BACKLOG) != 0) {
 		(void)unlink(path);
 		goto out;
 	}
@@ -312,7 +329,7 @@ listen_apply_owner(struct lsock *ls, const struct conf_instance *ci,
 		    ci->name, path, errno);
 		goto closed;
 	}
-	if (chmod(path, 0660) != 0) {
+	if (listen_chmod(path, 0660) != 0) {
 		listen_log("chmod", ci->name, path, errno);
 		goto closed;
 	}
@@ -324,7 +341,7 @@ listen_apply_owner(struct lsock *ls, const struct conf_instance *ci,
 	return 0;
 closed:
 	/* Closed, never the old owner or group. */
-	(void)chmod(path, 0600);
+	(void)listen_chmod(path, 0600);
 	if (was && l->rcb != NULL)
 		l->rcb(l->cb_arg, ci->name);
 	return -1;
@@ -343,6 +360,33 @@ listen_name_ok(const char *name)
 	    strchr(name, '/') == NULL;
 }
 
+/*
+ * The socket folder must be the broker's alone: a folder others can
+ * write to (or own) lets them swap a socket for a file or link of their
+ * own between bind() and the chown/chmod by path.
+ */
+static int
+listen_dir_is_safe(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0) {
+		listen_log("instance_socket_dir", NULL, dir, errno);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		listen_log("instance_socket_dir is not a folder", NULL, dir,
+		    0);
+		return 0;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		listen_log("instance_socket_dir must be owned by the broker "
+		    "and not group- or world-writable: refused", NULL, dir, 0);
+		return 0;
+	}
+	return 1;
+}
+
 int
 listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 {
@@ -353,6 +397,8 @@ listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 
 	if (mkdir(s->instance_socket_dir, 0755) != 0 && errno != EEXIST)
 		listen_log("mkdir", NULL, s->instance_socket_dir, errno);
+	if (!listen_dir_is_safe(s->instance_socket_dir))
+		return (int)s->ninstances;	/* nothing touched */
 	for (ls = l->socks; ls != NULL; ls = ls->next)
 		ls->seen = 0;
 	for (i = 0; i < s->ninstances; i++) {
@@ -436,10 +482,10 @@ listen_control_perm(const struct conf_snapshot *s, const char *path)
 		listen_log(errno == EPERM ? "control socket group: "
 		    LISTEN_CHOWN_HINT : "control socket group", NULL, path,
 		    errno);
-		(void)chmod(path, 0600);
+		(void)listen_chmod(path, 0600);
 		return EGRESS_ERR_IO;
 	}
-	if (chmod(path, mode) != 0) {
+	if (listen_chmod(path, mode) != 0) {
 		listen_log("control socket mode", NULL, path, errno);
 		return EGRESS_ERR_IO;
 	}

@@ -66,7 +66,9 @@ void listen_set_revoke_cb(struct listen_ctx *l, listen_revoke_cb rcb);
 
 /*
  * Make the instance sockets match snapshot s: create s's instance socket
- * folder if missing (mode 0755, one level), create a socket for every
+ * folder if missing (mode 0755, one level), and refuse it (log, touch
+ * nothing, return s->ninstances) unless it is a folder owned by the
+ * broker's euid and not group- or world-writable, create a socket for every
  * instance that has none, apply socket_owner/socket_group (unset: the
  * broker's own euid/egid, so removing the line revokes the old owner's
  * or group's access) and mode 0660 to every instance socket (0600 when

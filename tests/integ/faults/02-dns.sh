@@ -113,4 +113,23 @@ fault_expect_ok_body
 fault_other_ok
 fault_expect_clean "DNS server restarted" weather radar
 
+# Review #3 finding 1: a guest that starts lookups and resets them at
+# once (REQUEST + RESET) cannot keep more than REQUEST_DNS_PER_INSTANCE
+# (128) lookups of its instance in flight: a cancelled lookup keeps its
+# slot until c-ares is done with it, so the 129th request, right behind
+# 128 abandoned ones for a name the server never answers, is refused
+# budget-exhausted at once (not dns-failed after a lookup), while another
+# instance still resolves.
+from=$(($(lab__lines "$LAB_BROKER_LOG") + 1))
+got=$(timeout 20 ip netns exec "$LAB_NS_B" "$LAB_PYTHON" \
+    "$FAULT_SRC_DIR/guest.py" resetflood "$LAB_SOCK_DIR/weather.sock" \
+    "hang.weather.example:$FAULT_UP_PORT" /ok 128)
+lab_expect_eq "the 129th outstanding lookup of one instance" \
+    "error 2" "$got"
+fault_other_ok
+lab_expect_eq "weather decisions refused budget-exhausted" 1 \
+    "$(tail -n "+$from" "$LAB_BROKER_LOG" | jq -rR 'fromjson? |
+    select(.event == "egress.decision" and .instance == "weather" and
+    .reason == "budget-exhausted") | .request_id' | wc -l)"
+
 lab_finish

@@ -39,6 +39,12 @@ stream, big-endian). Modes (argv[1]):
       never ends its side of the stream. Waits for each response to end
       before the next request. Prints "done K" (responses ended), then
       waits until killed.
+  resetflood SOCK AUTHORITY PATH N
+      HELLO, then N times a GET REQUEST for PATH on a new stream at once
+      followed by a RESET of it (a lookup started and abandoned), then one
+      more GET on a new stream: print "error CODE" for the ERROR it gets
+      ("response STATUS" if it got an answer, "none" if nothing came in
+      10 s) and exit 0.
   ctl SOCK LINE
       Send LINE to the control socket and print the reply line."""
 
@@ -410,6 +416,42 @@ def mode_linger(sock, authority, path, conns, streams, pad):
         time.sleep(60)
 
 
+def mode_resetflood(sock, authority, path, n, cancelled=10):
+    s = connect(sock)
+    a = authority.encode()
+    hs = [(b"Host", a)]
+    out = hello()
+    for k in range(n):
+        sid = 2 * k + 1
+        out += request(sid, b"GET", a, path.encode(), hs) + \
+            frame(RESET, struct.pack("!I", cancelled), sid)
+    last = 2 * n + 1
+    out += request(last, b"GET", a, path.encode(), hs)
+    s.sendall(out)
+    buf = b""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        while len(buf) >= 12:
+            ln, _, ftype, flags, _, sid = struct.unpack("!IBBBBI", buf[:12])
+            if len(buf) < 12 + ln:
+                break
+            body = buf[12:12 + ln]
+            buf = buf[12 + ln:]
+            if sid == last and ftype == ERROR:
+                print("error %d" % struct.unpack("!I", body[:4])[0],
+                      flush=True)
+                return 0
+            if sid == last and ftype == RESPONSE:
+                print("response", flush=True)
+                return 0
+        b = read_some(s, max(0.0, deadline - time.monotonic()))
+        if not b:
+            break
+        buf += b
+    print("none", flush=True)
+    return 0
+
+
 def mode_ctl(sock, line):
     s = connect(sock)
     s.sendall(line.encode() + b"\n")
@@ -441,6 +483,9 @@ def main():
         return mode_linger(sys.argv[2], sys.argv[3], sys.argv[4],
                            int(sys.argv[5]), int(sys.argv[6]),
                            int(sys.argv[7]))
+    if m == "resetflood":
+        return mode_resetflood(sys.argv[2], sys.argv[3], sys.argv[4],
+                               int(sys.argv[5]))
     if m == "ctl":
         return mode_ctl(sys.argv[2], sys.argv[3])
     print("unknown mode", file=sys.stderr)

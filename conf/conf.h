@@ -198,8 +198,14 @@ struct conf_snapshot {
 		 * granularity, taken as 1 s) that a same-size rewrite could
 		 * keep every field above: such a file always counts as
 		 * changed, until a later read records it settled ("racy
-		 * git"). */
+		 * git"). For a file that was read, digest is the SHA-256 of
+		 * the bytes read: a racy file whose identity is unchanged
+		 * counts as changed only if its bytes now differ, so a
+		 * recent edit costs a re-read and a hash per check, not a
+		 * re-parse. */
 		int racy;
+		int has_digest;
+		unsigned char digest[32];
 	} *files;
 	size_t nfiles;
 };
@@ -228,9 +234,11 @@ const struct conf_instance *conf_instance_find(const struct conf_snapshot *s,
 
 /*
  * Answer whether any file the snapshot was built from changed since it was
- * read (inode, size, mtime, ctime, or existence), or had changed less than
- * a second before it was read (racy: a same-size rewrite within the same
- * timestamp tick would be invisible). Return 1 or 0. A snapshot from
+ * read (inode, size, mtime, ctime, or existence). A file that had changed
+ * less than a second before it was read (racy: a same-size rewrite within
+ * the same timestamp tick would be invisible) is also re-read and compared
+ * with the digest of its bytes: changed bytes are a change, the same bytes
+ * are not, so no re-parse follows. Return 1 or 0. A snapshot from
  * conf_load_buffer() does not record the configuration itself, only the
  * manifests, signatures and keys it read.
  */

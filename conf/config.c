@@ -1070,6 +1070,29 @@ conf_instance_find(const struct conf_snapshot *s, const char *name)
 	    sizeof(*s->instances), instance_key_cmp);
 }
 
+/*
+ * A racy file's identity cannot be trusted: compare its bytes with the
+ * digest taken when it was read. Anything unreadable, or a file recorded
+ * without a digest, counts as changed.
+ */
+static int
+file_bytes_differ(const struct conf_file_id *was)
+{
+	struct conf_file_id id = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	int differ = 1;
+
+	if (!was->has_digest || was->size < 0)
+		return 1;
+	if (conf_read_file(was->path, (size_t)was->size, &buf, &len,
+	    &id) == 0 && id.has_digest &&
+	    memcmp(id.digest, was->digest, sizeof(id.digest)) == 0)
+		differ = 0;
+	free(buf);
+	return differ;
+}
+
 int
 conf_snapshot_is_stale(const struct conf_snapshot *s)
 {
@@ -1079,8 +1102,6 @@ conf_snapshot_is_stale(const struct conf_snapshot *s)
 
 	for (i = 0; i < s->nfiles; i++) {
 		was = &s->files[i];
-		if (was->exists && was->racy)
-			return 1;
 		if (conf_file_id_stat(was->path, &now) != 0)
 			return 1;
 		if (now.exists != was->exists)
@@ -1090,6 +1111,8 @@ conf_snapshot_is_stale(const struct conf_snapshot *s)
 		if (now.dev != was->dev || now.ino != was->ino ||
 		    now.size != was->size || now.mtime_ns != was->mtime_ns ||
 		    now.ctime_ns != was->ctime_ns)
+			return 1;
+		if (was->racy && file_bytes_differ(was))
 			return 1;
 	}
 	return 0;

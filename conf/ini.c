@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <ini.h>
+#include <openssl/evp.h>
 
 #include "conf/confint.h"
 
@@ -848,6 +849,11 @@ conf_read_file(const char *path, size_t max, char **ret_buf,
 		}
 	}
 	buf[len] = '\0';
+	if (EVP_Digest(buf, len, id->digest, NULL, EVP_sha256(), NULL) != 1) {
+		rc = EGRESS_ERR_NOMEM;
+		goto out;
+	}
+	id->has_digest = 1;
 	*ret_buf = buf;
 	*ret_len = len;
 	buf = NULL;

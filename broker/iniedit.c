@@ -467,6 +467,11 @@ sb_add(struct sbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
+	/* No configuration comes near this; it also bounds the doubling. */
+	if (n > SIZE_MAX / 4 || b->len > SIZE_MAX / 4) {
+		b->oom = 1;
+		return;
+	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 128;
 		char *p;

@@ -66,7 +66,9 @@ ct_write(const char *name, const void *data, size_t len)
 	char path[512], *p;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", ct_dir, name);
+	if (snprintf(path, sizeof(path), "%s/%s", ct_dir, name) >=
+	    (int)sizeof(path))
+		cr_assert_fail("test path too long: %s/%s", ct_dir, name);
 	for (p = path + strlen(ct_dir) + 1; (p = strchr(p, '/')) != NULL;
 	    p++) {
 		*p = '\0';

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/chars.h"
 #include "policy/policy.h"
 
 /* Longest entry text worth looking at: "*." and a 253-byte name. */
@@ -48,36 +49,6 @@ is_space(int c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
 	    c == '\f';
-}
-
-static int
-is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static int
-is_hex(int c)
-{
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-/* Numeric in the sense of inet_aton(): digits, or 0x and hex digits. */
-static int
-label_is_numeric(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		for (i = 2; i < len; i++)
-			if (!is_hex((unsigned char)s[i]))
-				return 0;
-		return 1;
-	}
-	for (i = 0; i < len; i++)
-		if (!is_digit((unsigned char)s[i]))
-			return 0;
-	return len > 0;
 }
 
 static const char *
@@ -151,7 +122,7 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 			return entry_fail(reterr,
 			    "a wildcard cannot cover an IP literal");
 		p = last_label(c, n, &pn);
-		if (label_is_numeric(p, pn)) {
+		if (chars_label_is_numeric(p, pn)) {
 			if (policy_host_parse(c, n, &h, NULL) == 0 &&
 			    h.kind == POLICY_HOST_IPV4)
 				return entry_fail(reterr,
@@ -227,7 +198,7 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 		int portish = memchr(p + 1, ':', n - hn - 1) == NULL;
 
 		for (i = hn + 1; portish && i < n; i++)
-			if (!is_digit((unsigned char)c[i]))
+			if (!chars_is_digit((unsigned char)c[i]))
 				portish = 0;
 		if (portish) {
 			char host[POLICY_NAME_MAX + 1];

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/chars.h"
 #include "policy/policy.h"
 
 /* Longest text inside brackets worth handing to inet_pton(). */
@@ -28,47 +29,13 @@ host_fail(struct policy_err *reterr, const char *msg)
 }
 
 static int
-is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static int
-is_hex(int c)
-{
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-static int
 hex_val(int c)
 {
-	if (is_digit(c))
+	if (chars_is_digit(c))
 		return c - '0';
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
 	return c - 'A' + 10;
-}
-
-/*
- * Answer whether a label is numeric in the sense of inet_aton(): all
- * decimal digits, or "0x" followed by hex digits. Such a last label makes a
- * name an address to glibc and c-ares, so it must be a canonical quad.
- */
-static int
-label_is_numeric(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		for (i = 2; i < len; i++)
-			if (!is_hex((unsigned char)s[i]))
-				return 0;
-		return 1;
-	}
-	for (i = 0; i < len; i++)
-		if (!is_digit((unsigned char)s[i]))
-			return 0;
-	return len > 0;
 }
 
 /*
@@ -105,9 +72,9 @@ aton_like(const char *s, size_t len, uint32_t *ret)
 			int c = (unsigned char)s[i];
 			unsigned d;
 
-			if (base == 16 && is_hex(c))
+			if (base == 16 && chars_is_hex(c))
 				d = (unsigned)hex_val(c);
-			else if (base == 10 && is_digit(c))
+			else if (base == 10 && chars_is_digit(c))
 				d = (unsigned)(c - '0');
 			else if (base == 8 && c >= '0' && c <= '7')
 				d = (unsigned)(c - '0');
@@ -169,7 +136,7 @@ quad_parse(const char *s, size_t len, uint8_t ret[4])
 		unsigned v = 0;
 		size_t start = i;
 
-		while (i < len && is_digit((unsigned char)s[i]) &&
+		while (i < len && chars_is_digit((unsigned char)s[i]) &&
 		    i - start < 3)
 			v = v * 10 + (unsigned)(s[i++] - '0');
 		if (i == start || v > 255 || (s[start] == '0' && i - start > 1))
@@ -207,7 +174,7 @@ host_parse_v6(const char *s, size_t len, struct policy_host *ret_host,
 	for (i = 0; i < len; i++) {
 		int c = (unsigned char)s[i];
 
-		if (!is_hex(c) && c != ':' && c != '.')
+		if (!chars_is_hex(c) && c != ':' && c != '.')
 			return host_fail(reterr,
 			    "brackets may hold only an IPv6 address");
 	}
@@ -283,7 +250,7 @@ policy_host_parse(const char *s, size_t len, struct policy_host *ret_host,
 			return host_fail(reterr, "whitespace or control "
 			    "character in host");
 		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') &&
-		    !is_digit(c) && c != '-' && c != '.')
+		    !chars_is_digit(c) && c != '-' && c != '.')
 			return host_fail(reterr, "invalid character in host "
 			    "(a name holds only a-z, 0-9, '-' and '.')");
 	}
@@ -320,7 +287,7 @@ policy_host_parse(const char *s, size_t len, struct policy_host *ret_host,
 			    "a label may not start or end with '-'");
 		last = lab;
 	}
-	if (label_is_numeric(h.name + last, len - last)) {
+	if (chars_label_is_numeric(h.name + last, len - last)) {
 		if (quad_parse(h.name, len, h.addr) != 0)
 			return host_numeric_fail(h.name, len, reterr);
 		h.kind = POLICY_HOST_IPV4;

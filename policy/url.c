@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/chars.h"
 #include "policy/policy.h"
 
 static int
@@ -20,29 +21,11 @@ url_fail(struct policy_err *reterr, const char *msg)
 	return EGRESS_ERR_INVALID;
 }
 
-static int
-is_alpha(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static int
-is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static int
-is_hex(int c)
-{
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
 /* RFC 3986 pchar minus pct-encoded, plus '/' and '?' (path and query). */
 static int
 is_path_char(int c)
 {
-	if (is_alpha(c) || is_digit(c))
+	if (chars_is_alpha(c) || chars_is_digit(c))
 		return 1;
 	return strchr("-._~!$&'()*+,;=:@/?", c) != NULL && c != '\0';
 }
@@ -62,7 +45,7 @@ port_parse(const char *s, size_t len, uint16_t *ret_port,
 	if (s[0] == '+' || s[0] == '-')
 		return url_fail(reterr, "a port has no sign");
 	for (i = 0; i < len; i++)
-		if (!is_digit((unsigned char)s[i]))
+		if (!chars_is_digit((unsigned char)s[i]))
 			return url_fail(reterr,
 			    "a port is decimal digits only");
 	if (len == 1 && s[0] == '0')
@@ -188,7 +171,7 @@ policy_url_parse(const char *s, size_t len, struct policy_dest *ret_dest,
 	for (i = 0; i < len && s[i] != ':'; i++) {
 		int c = (unsigned char)s[i];
 
-		if (!(is_alpha(c) || (i > 0 && (is_digit(c) || c == '+' ||
+		if (!(chars_is_alpha(c) || (i > 0 && (chars_is_digit(c) || c == '+' ||
 		    c == '-' || c == '.'))))
 			return url_fail(reterr, "not an absolute URL "
 			    "(write scheme://host[:port][/path])");
@@ -221,8 +204,8 @@ policy_url_parse(const char *s, size_t len, struct policy_dest *ret_dest,
 		int c = (unsigned char)s[i];
 
 		if (c == '%') {
-			if (i + 2 >= len || !is_hex((unsigned char)s[i + 1]) ||
-			    !is_hex((unsigned char)s[i + 2]))
+			if (i + 2 >= len || !chars_is_hex((unsigned char)s[i + 1]) ||
+			    !chars_is_hex((unsigned char)s[i + 2]))
 				return url_fail(reterr,
 				    "bad percent-escape in path or query");
 			i += 2;

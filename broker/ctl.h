@@ -8,6 +8,8 @@
 #ifndef EGRESS_CTL_H
 #define EGRESS_CTL_H
 
+#include <stddef.h>
+
 #define CTL_EXIT_OK	0
 #define CTL_EXIT_NO	1
 #define CTL_EXIT_ERROR	2
@@ -33,5 +35,16 @@ int ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv);
 /* `egressctl status|instances|instance|grants|metrics|attach`: front-ends
  * of the broker's control socket (broker/ctl_status.c). */
 int ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv);
+
+/*
+ * Return s as a POSIX shell word: unchanged when it holds only safe bytes,
+ * else single-quoted ('(unprintable)' when it holds a quote). Written into
+ * buf of size n; returns buf.
+ */
+const char *ctl_shq(const char *s, char *buf, size_t n);
+
+/* Return "egressctl" or "egressctl -c FILE" for printed commands. The
+ * string is static, valid until the next call. */
+const char *ctl_cmd(const struct ctl_ctx *ctx);
 
 #endif

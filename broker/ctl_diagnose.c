@@ -40,37 +40,6 @@ struct finding {
 	int json;
 };
 
-static const char *
-shq(const char *s, char *buf, size_t n)
-{
-	const char *p;
-
-	for (p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("._-/:+=@%", *p)))
-			break;
-	if (*p == '\0' && *s != '\0')
-		(void)snprintf(buf, n, "%s", s);
-	else if (strchr(s, '\'') != NULL)
-		(void)snprintf(buf, n, "'(unprintable)'");
-	else
-		(void)snprintf(buf, n, "'%s'", s);
-	return buf;
-}
-
-static const char *
-ctlcmd(const struct ctl_ctx *ctx)
-{
-	static char buf[4200];
-	char q[4100];
-
-	if (strcmp(ctx->config_path, CONF_DEFAULT_PATH) == 0)
-		return "egressctl";
-	(void)snprintf(buf, sizeof(buf), "egressctl -c %s",
-	    shq(ctx->config_path, q, sizeof(q)));
-	return buf;
-}
-
 /* Record one finding; command may be NULL. */
 static void
 add(struct finding *f, const char *instance, const char *kind,
@@ -139,7 +108,7 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
     const struct conf_snapshot *s, const struct conf_instance *ci)
 {
 	const struct conf_manifest *m = ci->manifest;
-	const char *c = ctlcmd(ctx);
+	const char *c = ctl_cmd(ctx);
 	struct pkg_reach r;
 	char q[600], h[600], *msg, *cmd;
 	unsigned bit;
@@ -147,7 +116,7 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 
 	if (pkg_reach_compute(ci, m, NULL, &r) != 0)
 		return;
-	shq(ci->name, q, sizeof(q));
+	ctl_shq(ci->name, q, sizeof(q));
 	if (m == NULL) {
 		char *dir = reldir(s, ci->manifest_path);
 
@@ -167,7 +136,7 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 		msg = fmt("denied: declared by %s %s, not granted", m->name,
 		    m->version);
 		cmd = fmt("%s plugin grant %s %s", c, q,
-		    shq(r.not_granted.v[i], h, sizeof(h)));
+		    ctl_shq(r.not_granted.v[i], h, sizeof(h)));
 		add(f, ci->name, "not-granted", r.not_granted.v[i],
 		    msg ? msg : "?", cmd);
 		free(msg);
@@ -177,7 +146,7 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 		msg = fmt("ineffective grant: not declared by %s %s",
 		    m->name, m->version);
 		cmd = fmt("%s plugin revoke %s %s", c, q,
-		    shq(r.ineffective.v[i], h, sizeof(h)));
+		    ctl_shq(r.ineffective.v[i], h, sizeof(h)));
 		add(f, ci->name, "ineffective", r.ineffective.v[i],
 		    msg ? msg : "?", cmd);
 		free(msg);
@@ -318,7 +287,7 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
     const struct conf_snapshot *s, const struct denial *d)
 {
 	const struct conf_instance *ci = conf_instance_find(s, d->instance);
-	const char *c = ctlcmd(ctx), *why = NULL;
+	const char *c = ctl_cmd(ctx), *why = NULL;
 	struct policy_entry en;
 	struct policy_err pe;
 	char q[600], h[600], *msg, *cmd = NULL;
@@ -326,8 +295,8 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 
 	entry_ok = policy_entry_parse(d->host, strlen(d->host),
 	    conf_psl_is_public_suffix, NULL, &en, &pe) == 0;
-	shq(d->instance, q, sizeof(q));
-	shq(d->host, h, sizeof(h));
+	ctl_shq(d->instance, q, sizeof(q));
+	ctl_shq(d->host, h, sizeof(h));
 	if (ci == NULL) {
 		why = "no such instance now: install or bind it";
 	} else if (strcmp(d->reason, "not-granted") == 0 && entry_ok) {

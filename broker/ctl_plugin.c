@@ -68,41 +68,6 @@ plugin_usage(FILE *f)
 
 /* ---- Printing helpers ------------------------------------------------- */
 
-/* s quoted for a POSIX shell when it holds anything but safe bytes. */
-static const char *
-shq(const char *s, char *buf, size_t n)
-{
-	const char *p;
-
-	for (p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("._-/:+=@%", *p)))
-			break;
-	if (*p == '\0' && *s != '\0') {
-		(void)snprintf(buf, n, "%s", s);
-		return buf;
-	}
-	if (strchr(s, '\'') != NULL)
-		(void)snprintf(buf, n, "'(unprintable)'");
-	else
-		(void)snprintf(buf, n, "'%s'", s);
-	return buf;
-}
-
-/* "egressctl" or "egressctl -c FILE", for the commands we print. */
-static const char *
-ctlcmd(const struct ctl_ctx *ctx)
-{
-	static char buf[4200];
-	char q[4100];
-
-	if (strcmp(ctx->config_path, CONF_DEFAULT_PATH) == 0)
-		return "egressctl";
-	(void)snprintf(buf, sizeof(buf), "egressctl -c %s",
-	    shq(ctx->config_path, q, sizeof(q)));
-	return buf;
-}
-
 static void
 print_errs(const struct conf_errors *e, const char *from, const char *to)
 {
@@ -490,7 +455,7 @@ print_created(const struct ctl_ctx *ctx, const char *inst,
 {
 	struct pkg_strv decl = { 0 };
 	char p[128], q[600];
-	const char *c = ctlcmd(ctx);
+	const char *c = ctl_cmd(ctx);
 
 	(void)strv_from_grant(&decl, m->hosts);
 	printf("created instance %s (plugin %s %s, manifest %s)\n", inst,
@@ -502,7 +467,7 @@ print_created(const struct ctl_ctx *ctx, const char *inst,
 		    "come from instance\n  configuration (operator_defined = "
 		    "true): grant each one deliberately:\n");
 		printf("    %s plugin grant %s HOST\n", c,
-		    shq(inst, q, sizeof(q)));
+		    ctl_shq(inst, q, sizeof(q)));
 	} else if (seed == SEED_NONE) {
 		printf("  egress granted: none (--egress none)\n");
 		if (decl.n > 0) {
@@ -511,7 +476,7 @@ print_created(const struct ctl_ctx *ctx, const char *inst,
 		}
 		printf("  grant a destination deliberately with:\n");
 		printf("    %s plugin grant %s HOST\n", c,
-		    shq(inst, q, sizeof(q)));
+		    ctl_shq(inst, q, sizeof(q)));
 	} else if (decl.n == 0) {
 		printf("  egress granted: none (the package declares no "
 		    "destination)\n");
@@ -522,14 +487,14 @@ print_created(const struct ctl_ctx *ctx, const char *inst,
 		print_list("    ", &decl);
 		printf("  change the grant with:\n");
 		printf("    %s plugin revoke %s HOST...\n", c,
-		    shq(inst, q, sizeof(q)));
+		    ctl_shq(inst, q, sizeof(q)));
 		printf("    %s plugin grant %s HOST...\n", c,
-		    shq(inst, q, sizeof(q)));
+		    ctl_shq(inst, q, sizeof(q)));
 	}
 	if (m->permissions != 0) {
 		printf("  change permissions with:\n");
 		printf("    %s plugin revoke %s --permission P\n", c,
-		    shq(inst, q, sizeof(q)));
+		    ctl_shq(inst, q, sizeof(q)));
 	}
 	pkg_strv_done(&decl);
 }
@@ -543,7 +508,7 @@ print_diff(const struct ctl_ctx *ctx, const struct conf_instance *ci,
 {
 	struct pkg_reach r;
 	char q[600], h[600];
-	const char *c = ctlcmd(ctx);
+	const char *c = ctl_cmd(ctx);
 	unsigned bit;
 	size_t i;
 
@@ -551,12 +516,12 @@ print_diff(const struct ctl_ctx *ctx, const struct conf_instance *ci,
 		fprintf(stderr, "egressctl: out of memory\n");
 		return;
 	}
-	shq(ci->name, q, sizeof(q));
+	ctl_shq(ci->name, q, sizeof(q));
 	for (i = 0; i < r.not_granted.n; i++)
 		printf("  + %s: declared by %s %s, not granted; to grant it:\n"
 		    "      %s plugin grant %s %s\n", r.not_granted.v[i],
 		    m->name, m->version, c, q,
-		    shq(r.not_granted.v[i], h, sizeof(h)));
+		    ctl_shq(r.not_granted.v[i], h, sizeof(h)));
 	for (i = 0; i < r.ineffective.n; i++) {
 		int stale = pkg_strv_has(&r.stale, r.ineffective.v[i]);
 
@@ -565,7 +530,7 @@ print_diff(const struct ctl_ctx *ctx, const struct conf_instance *ci,
 		    upgrade && stale ? "no longer declared" : "not declared",
 		    m->name, m->version, upgrade && stale ?
 		    "now unreachable" : "ineffective", c, q,
-		    shq(r.ineffective.v[i], h, sizeof(h)));
+		    ctl_shq(r.ineffective.v[i], h, sizeof(h)));
 	}
 	for (i = 0; i < r.reach.n; i++)
 		printf("  = %s: granted and declared\n", r.reach.v[i]);
@@ -629,9 +594,9 @@ binding_refused(const struct ctl_ctx *ctx, const char *how,
 	print_list_to(stderr, "  ", &decl);
 	fprintf(stderr, "Run again with one of:\n");
 	fprintf(stderr, "  %s %s --egress declared   (grant exactly these)\n",
-	    ctlcmd(ctx), how);
+	    ctl_cmd(ctx), how);
 	fprintf(stderr, "  %s %s --egress none       (grant nothing now)\n",
-	    ctlcmd(ctx), how);
+	    ctl_cmd(ctx), how);
 	pkg_strv_done(&decl);
 	return CTL_EXIT_NO;
 }
@@ -679,7 +644,7 @@ entry_create_or_diff(const struct ctl_ctx *ctx, struct edit *e,
 		print_diff(ctx, ci, m, NULL, 0);
 		if (cur != NULL && strcmp(cur, manifest_rel) != 0)
 			printf("  to point it at this version: %s plugin "
-			    "upgrade PKG\n", ctlcmd(ctx));
+			    "upgrade PKG\n", ctl_cmd(ctx));
 		rc = CTL_EXIT_OK;
 		goto out;
 	}
@@ -762,7 +727,7 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 	    policy_grant_count(st.m->hosts) > 0 &&
 	    conf_instance_find(e.snap, inst) == NULL) {
 		(void)snprintf(how, sizeof(how), "plugin install %s "
-		    "--channel-alias %s", shq(pkg, q, sizeof(q)), alias);
+		    "--channel-alias %s", ctl_shq(pkg, q, sizeof(q)), alias);
 		rc = binding_refused(ctx, how, alias, st.m);
 		goto out;
 	}
@@ -919,7 +884,7 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 			fprintf(stderr, "egressctl: plugin %s is not installed; "
 			    "install it with:\n  %s plugin install PKG "
 			    "--channel-alias %s --egress declared|none\n",
-			    plugin, ctlcmd(ctx), alias);
+			    plugin, ctl_cmd(ctx), alias);
 			rc = CTL_EXIT_NO;
 			goto out;
 		}
@@ -928,7 +893,7 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 			    "installed and no instance says which is "
 			    "current; bind with:\n  %s plugin install PKG "
 			    "--channel-alias %s --egress declared|none\n",
-			    plugin, ctlcmd(ctx), alias);
+			    plugin, ctl_cmd(ctx), alias);
 			rc = CTL_EXIT_NO;
 			goto out;
 		}
@@ -940,7 +905,7 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 	if (seed == SEED_UNSET && policy_grant_count(m->hosts) > 0 &&
 	    conf_instance_find(e.snap, alias) == NULL) {
 		(void)snprintf(how, sizeof(how), "plugin bind %s %s",
-		    shq(plugin, q, sizeof(q)), alias);
+		    ctl_shq(plugin, q, sizeof(q)), alias);
 		rc = binding_refused(ctx, how, alias, m);
 		goto out;
 	}
@@ -984,7 +949,7 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 	if (n == 0) {
 		fprintf(stderr, "egressctl: no instance of plugin %s; install "
 		    "it with:\n  %s plugin install %s\n", st.m->name,
-		    ctlcmd(ctx), pkg);
+		    ctl_cmd(ctx), pkg);
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
@@ -1171,7 +1136,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 		goto out;
 	}
 	m = ci->manifest;
-	shq(inst, q, sizeof(q));
+	ctl_shq(inst, q, sizeof(q));
 	if (strv_from_grant(&hosts, ci->hosts) != 0 ||
 	    strv_from_grant(&priv, ci->allow_private) != 0 ||
 	    (sec = section_of(inst)) == NULL)
@@ -1183,7 +1148,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 
 		if (policy_entry_format(&ents[i], t, sizeof(t)) < 0)
 			goto out;
-		shq(t, h, sizeof(h));
+		ctl_shq(t, h, sizeof(h));
 		if (!revoke) {
 			if (private && !policy_grant_covers(ci->hosts,
 			    &ents[i])) {
@@ -1191,7 +1156,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 				    "%s; a carve-out only relaxes the address "
 				    "class of a granted host. Grant it first:\n"
 				    "  %s plugin grant %s %s\n", t, inst,
-				    ctlcmd(ctx), q, h);
+				    ctl_cmd(ctx), q, h);
 				bad = 1;
 				continue;
 			}

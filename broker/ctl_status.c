@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "broker/unixsock.h"
 #include "broker/ctl.h"
 #include "conf/conf.h"
 
@@ -32,31 +33,6 @@ struct reply {
 	size_t len;
 	int fd;
 };
-
-static int
-status_connect(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-		int e = errno;
-
-		(void)close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
 
 /* Send cmd, read one reply: a line, or metrics text up to "# EOF\n". */
 static int
@@ -74,7 +50,7 @@ status_request(const char *path, const char *cmd, int metrics,
 	ret->buf = NULL;
 	ret->len = 0;
 	ret->fd = -1;
-	if ((fd = status_connect(path)) < 0)
+	if ((fd = unixsock_connect(path)) < 0)
 		return -1;
 	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd) ||
 	    (ret->buf = malloc(cap)) == NULL) {

@@ -40,6 +40,8 @@
 #include <jansson.h>
 #include <seccomp.h>
 
+#include "broker/unixsock.h"
+
 #define SANDBOX_CONTROL_DEFAULT	"/run/egressd/control.sock"
 #define SANDBOX_REPLY_MAX	4096
 #define SANDBOX_FD_MAX		65535
@@ -77,32 +79,6 @@ die(int code, const char *what, const char *detail)
 	exit(code);
 }
 
-static int
-unix_connect(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-		int e = errno;
-
-		(void)close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
 /*
  * Ask the control socket at path for a connection attached to instance.
  * Return the received fd (CLOEXEC) or exit with EXIT_ATTACH.
@@ -123,7 +99,7 @@ attach(const char *path, const char *instance)
 	if (snprintf(req, sizeof(req), "attach %s\n", instance) >=
 	    (int)sizeof(req))
 		die(EXIT_USAGE, "instance name too long", NULL);
-	if ((cfd = unix_connect(path)) < 0)
+	if ((cfd = unixsock_connect(path)) < 0)
 		die(EXIT_ATTACH, path, strerror(errno));
 	if (write(cfd, req, strlen(req)) != (ssize_t)strlen(req))
 		die(EXIT_ATTACH, "control socket write", strerror(errno));
@@ -323,7 +299,7 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (sockpath != NULL) {
-		if ((fd = unix_connect(sockpath)) < 0)
+		if ((fd = unixsock_connect(sockpath)) < 0)
 			die(EXIT_ATTACH, sockpath, strerror(errno));
 	} else
 		fd = attach(control, instance);

@@ -240,11 +240,18 @@ recv_request(struct proto_conn *c, struct proto_stream *s,
 	return PROTO_ACCEPT;
 }
 
-int
-proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
-    const struct proto_msg *m, enum proto_fault *reterr_fault)
+/*
+ * The connection-level checks both directions share: the connection is
+ * open, the type exists, this role may receive (send = 0) or send it in
+ * the connection's state, and a stream frame names a stream the type may
+ * have. A peer's violation is EGRESS_ERR_PROTOCOL; our own caller's is
+ * EGRESS_ERR_INVALID. Return 0 when the frame passes.
+ */
+static int
+conn_check(const struct proto_conn *c, const struct proto_msg *m, int send,
+    enum proto_fault *reterr_fault)
 {
-	const struct stream_rule *sr;
+	int err = send ? EGRESS_ERR_INVALID : EGRESS_ERR_PROTOCOL;
 	uint8_t mask;
 
 	if (c->state == PROTO_CONN_CLOSED)
@@ -252,18 +259,29 @@ proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
 	if (m->type == 0 || m->type > TYPE_LAST ||
 	    (c->role != PROTO_ROLE_CLIENT && c->role != PROTO_ROLE_BROKER))
 		return fail(reterr_fault, PROTO_FAULT_TYPE, EGRESS_ERR_INVALID);
-	mask = conn_rules[c->role][m->type].recv;
+	mask = send ? conn_rules[c->role][m->type].send :
+	    conn_rules[c->role][m->type].recv;
 	if (mask == 0)
-		return fail(reterr_fault, PROTO_FAULT_DIRECTION,
-		    EGRESS_ERR_PROTOCOL);
+		return fail(reterr_fault, PROTO_FAULT_DIRECTION, err);
 	if ((mask & CS(c->state)) == 0 || (is_pre_open(c) && m->stream != 0))
-		return fail(reterr_fault, PROTO_FAULT_CONN_STATE,
-		    EGRESS_ERR_PROTOCOL);
+		return fail(reterr_fault, PROTO_FAULT_CONN_STATE, err);
+	if (m->stream != 0 && (send ? stream_rules[m->type].send :
+	    stream_rules[m->type].recv) == 0)
+		return fail(reterr_fault, PROTO_FAULT_STREAM_ID, err);
+	return 0;
+}
+
+int
+proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
+    const struct proto_msg *m, enum proto_fault *reterr_fault)
+{
+	const struct stream_rule *sr;
+	int rv;
+
+	if ((rv = conn_check(c, m, 0, reterr_fault)) != 0)
+		return rv;
 	if (m->stream == 0)
 		return recv_conn(c, m, reterr_fault);
-	if (stream_rules[m->type].recv == 0)
-		return fail(reterr_fault, PROTO_FAULT_STREAM_ID,
-		    EGRESS_ERR_PROTOCOL);
 	if (m->type == PROTO_MSG_REQUEST)
 		return recv_request(c, s, m, reterr_fault);
 
@@ -410,25 +428,12 @@ proto_conn_send(struct proto_conn *c, struct proto_stream *s,
 {
 	const struct stream_rule *sr;
 	uint32_t inc;
-	uint8_t mask;
+	int rv;
 
-	if (c->state == PROTO_CONN_CLOSED)
-		return EGRESS_ERR_CLOSED;
-	if (m->type == 0 || m->type > TYPE_LAST ||
-	    (c->role != PROTO_ROLE_CLIENT && c->role != PROTO_ROLE_BROKER))
-		return fail(reterr_fault, PROTO_FAULT_TYPE, EGRESS_ERR_INVALID);
-	mask = conn_rules[c->role][m->type].send;
-	if (mask == 0)
-		return fail(reterr_fault, PROTO_FAULT_DIRECTION,
-		    EGRESS_ERR_INVALID);
-	if ((mask & CS(c->state)) == 0 || (is_pre_open(c) && m->stream != 0))
-		return fail(reterr_fault, PROTO_FAULT_CONN_STATE,
-		    EGRESS_ERR_INVALID);
+	if ((rv = conn_check(c, m, 1, reterr_fault)) != 0)
+		return rv;
 	if (m->stream == 0)
 		return send_conn(c, m, reterr_fault);
-	if (stream_rules[m->type].send == 0)
-		return fail(reterr_fault, PROTO_FAULT_STREAM_ID,
-		    EGRESS_ERR_INVALID);
 	if (m->type == PROTO_MSG_REQUEST)
 		return send_request(c, s, m, reterr_fault);
 

@@ -245,3 +245,80 @@ lab_hwm_kib()
 {
 	awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"
 }
+
+# lab_egressd_idle EGRESSD NINSTANCES NOFILE: as lab_egressd (instance
+# "bench", granted 127.0.0.1), plus NINSTANCES instances idle001.. with the
+# same manifest and grant, for scripts/bench-idle; the broker runs under
+# prlimit --nofile=NOFILE (its own RLIMIT_NOFILE, soft and hard). Sets
+# EGRESSD_PID, EGRESS_SOCK (bench's socket) and IDLE_SOCKS (an array of
+# the idle instances' sockets). NOFILE above the hard limit this shell
+# may raise to is cut down to that limit (LAB_NOFILE is what was used).
+lab_egressd_idle()
+{
+	local i name hard
+	hard=$(ulimit -Hn)
+	LAB_NOFILE=$3
+	if [ "$hard" != unlimited ] && [ "$hard" -lt "$3" ]; then
+		prlimit --pid $$ --nofile="$3:$3" 2>/dev/null ||
+		    LAB_NOFILE=$hard
+	fi
+	mkdir -p "$T/egressd/packages/bench" "$T/egressd/run"
+	cat >"$T/egressd/packages/bench/manifest.ini" <<'EOF2'
+[plugin]
+name = bench
+version = 1.0.0
+permissions = http_client
+
+[egress]
+hosts = 127.0.0.1
+operator_defined = false
+EOF2
+	cat >"$T/egressd/egressd.ini" <<EOF2
+[broker]
+instance_socket_dir = $T/egressd/run/instances
+control_socket = $T/egressd/run/control.sock
+log = $T/egressd/egressd.log
+
+[tls]
+ca_file = $T/ca.crt
+
+[resolver]
+servers = 127.0.0.1:$DNS_PORT
+timeout_ms = 2000
+
+[plugins.security]
+signature_mode = disabled
+
+[plugins.limits]
+max_connections_per_instance = 512
+EOF2
+	IDLE_SOCKS=()
+	for name in bench $(seq -f 'idle%03g' "$2"); do
+		cat >>"$T/egressd/egressd.ini" <<EOF2
+
+[plugins.entries.$name]
+plugin = bench
+manifest = packages/bench/manifest.ini
+permissions = http_client
+egress_hosts = 127.0.0.1
+egress_allow_private = 127.0.0.1
+EOF2
+		[ "$name" = bench ] ||
+		    IDLE_SOCKS+=("$T/egressd/run/instances/$name.sock")
+	done
+	prlimit --nofile="$LAB_NOFILE:$LAB_NOFILE" -- \
+	    "$1" -c "$T/egressd/egressd.ini" --foreground 2>"$T/egressd/stderr.log" &
+	EGRESSD_PID=$!
+	LAB_PIDS+=("$EGRESSD_PID")
+	EGRESS_SOCK=$T/egressd/run/instances/bench.sock
+	for i in $(seq 100); do
+		if [ -S "$EGRESS_SOCK" ] && { [ "$2" = 0 ] ||
+		    [ -S "${IDLE_SOCKS[$(($2 - 1))]}" ]; }; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "lab: egressd did not create its sockets" >&2
+	cat "$T/egressd/stderr.log" >&2
+	return 1
+}

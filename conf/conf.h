@@ -238,11 +238,13 @@ const struct conf_instance *conf_instance_find(const struct conf_snapshot *s,
  * less than a second before it was read (racy: a same-size rewrite within
  * the same timestamp tick would be invisible) is also re-read and compared
  * with the digest of its bytes: changed bytes are a change, the same bytes
- * are not, so no re-parse follows. Return 1 or 0. A snapshot from
+ * are not, so no re-parse follows; once such a file's identity is older
+ * than the racy window and its bytes still match, it is marked settled and
+ * later checks are one stat(2) again. Return 1 or 0. A snapshot from
  * conf_load_buffer() does not record the configuration itself, only the
  * manifests, signatures and keys it read.
  */
-int conf_snapshot_is_stale(const struct conf_snapshot *s);
+int conf_snapshot_is_stale(struct conf_snapshot *s);
 
 /* Return the configuration path to use: arg if not NULL, else
  * $EGRESSD_CONFIG, else CONF_DEFAULT_PATH. */

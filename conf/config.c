@@ -1094,10 +1094,10 @@ file_bytes_differ(const struct conf_file_id *was)
 }
 
 int
-conf_snapshot_is_stale(const struct conf_snapshot *s)
+conf_snapshot_is_stale(struct conf_snapshot *s)
 {
 	struct conf_file_id now;
-	const struct conf_file_id *was;
+	struct conf_file_id *was;
 	size_t i;
 
 	for (i = 0; i < s->nfiles; i++) {
@@ -1112,8 +1112,18 @@ conf_snapshot_is_stale(const struct conf_snapshot *s)
 		    now.size != was->size || now.mtime_ns != was->mtime_ns ||
 		    now.ctime_ns != was->ctime_ns)
 			return 1;
-		if (was->racy && file_bytes_differ(was))
-			return 1;
+		if (was->racy) {
+			if (file_bytes_differ(was))
+				return 1;
+			/*
+			 * The bytes are the ones parsed, and the identity is
+			 * now older than the racy window: a later rewrite
+			 * must change mtime or ctime, so the stat identity
+			 * alone can be trusted from here on (settled).
+			 */
+			if (!now.racy)
+				was->racy = 0;
+		}
 	}
 	return 0;
 }

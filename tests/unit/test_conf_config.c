@@ -757,6 +757,51 @@ Test(conf_stale, racy_unchanged_is_not_stale)
 	conf_snapshot_free(s);
 }
 
+/* A racy file whose bytes still match once the window has passed is
+ * settled: later checks trust its stat identity (no re-read per request),
+ * and a rewrite is still seen through it. */
+Test(conf_stale, racy_file_settles)
+{
+	struct conf_snapshot *s;
+	size_t i;
+
+	conf_set_racy_window_ns(3600LL * 1000000000);
+	write_config("permissive", "", "bad");
+	s = load_dir();
+	cr_expect_eq(conf_snapshot_is_stale(s), 0);
+	for (i = 0; i < s->nfiles; i++)
+		if (s->files[i].exists)
+			cr_expect(s->files[i].racy, "%s", s->files[i].path);
+	/* The window passes: the next check settles every file. */
+	conf_set_racy_window_ns(0);
+	cr_expect_eq(conf_snapshot_is_stale(s), 0);
+	for (i = 0; i < s->nfiles; i++)
+		cr_expect(!s->files[i].racy, "%s", s->files[i].path);
+	/* Settled, the digest is no longer consulted ... */
+	s->files[0].digest[0] ^= 1;
+	cr_expect_eq(conf_snapshot_is_stale(s), 0);
+	s->files[0].digest[0] ^= 1;
+	/* ... and a rewrite is still a change. */
+	write_config("strict", "", "bad");
+	cr_expect_eq(conf_snapshot_is_stale(s), 1);
+	conf_snapshot_free(s);
+}
+
+/* A racy file whose bytes changed is never settled. */
+Test(conf_stale, racy_changed_bytes_do_not_settle)
+{
+	struct conf_snapshot *s;
+
+	conf_set_racy_window_ns(3600LL * 1000000000);
+	write_config("permissive", "", "bad");
+	s = load_dir();
+	s->files[0].digest[0] ^= 1;
+	conf_set_racy_window_ns(0);
+	cr_expect_eq(conf_snapshot_is_stale(s), 1);
+	cr_expect(s->files[0].racy);
+	conf_snapshot_free(s);
+}
+
 Test(conf_stale, rewritten_config_is_stale)
 {
 	struct conf_snapshot *s;

@@ -256,6 +256,92 @@ Test(log, close_fields)
 	free(text);
 }
 
+/* Every string field is escaped, whatever its bytes: the line parses,
+ * and each value comes back as written (bytes >= 0x80 as U+0080..U+00FF). */
+Test(log, strings_escaped)
+{
+	struct log_close c;
+	json_t *o;
+	char *text;
+
+	memset(&c, 0, sizeof(c));
+	c.request_id = "id\"q\\b";
+	c.instance = "in\x01\x1f\x7f/";
+	c.error = "\xff";
+	c.status = -3;
+	text = capture(emit_close, &c);
+	cr_assert_eq(strspn(text, " !\"#$%&'()*+,-./0123456789:;<=>?@"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"),
+	    strlen(text) - 1, "not printable ASCII: %s", text);
+	o = parse_one(text);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "request_id")),
+	    "id\"q\\b");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "instance")),
+	    "in\x01\x1f\x7f/");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "error")),
+	    "\xc3\xbf");
+	cr_assert_eq(json_integer_value(json_object_get(o, "status")), -3);
+	json_decref(o);
+	free(text);
+}
+
+/* The keys, in order: "ts" and "event" first, then the event's own. */
+Test(log, key_order)
+{
+	static const char *want[] = { "ts", "event", "request_id", "instance",
+	    "plugin", "transport", "host", "port", "verdict", "reason",
+	    "addresses" };
+	struct log_decision d;
+	const char *p;
+	char *text, key[32];
+	size_t i;
+
+	memset(&d, 0, sizeof(d));
+	d.request_id = "r";
+	d.instance = "i";
+	d.transport = "http";
+	d.reason = "not-granted";
+	text = capture(emit_decision, &d);
+	p = text;
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		(void)snprintf(key, sizeof(key), "\"%s\":", want[i]);
+		p = strstr(p, key);
+		cr_assert_not_null(p, "key %s missing or out of order: %s",
+		    want[i], text);
+	}
+	json_decref(parse_one(text));
+	free(text);
+}
+
+/* A line that cannot fit is replaced by an "event too long" line. */
+Test(log, decision_too_long)
+{
+	static struct policy_addr a[3000];
+	struct log_decision d;
+	json_t *o;
+	char *text;
+	size_t i;
+
+	for (i = 0; i < 3000; i++)
+		cr_assert_eq(policy_addr_parse("2001:db8:1234:5678:9abc:def0:"
+		    "1234:5678", &a[i]), 0);
+	memset(&d, 0, sizeof(d));
+	d.request_id = "r";
+	d.instance = "i";
+	d.transport = "http";
+	d.allow = 1;
+	d.addrs = a;
+	d.naddrs = 3000;
+	text = capture(emit_decision, &d);
+	o = parse_one(text);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "event")),
+	    "egress.decision");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "error")),
+	    "event too long");
+	json_decref(o);
+	free(text);
+}
+
 Test(log, close_failed)
 {
 	struct log_close c;

@@ -319,8 +319,9 @@ struct http1_exchange {
 	/* Head and trailer collection. */
 	char *hbuf;
 	size_t hlen, hcap;
-	struct http1_hoff hoff[HTTP1_HEADERS_MAX];
-	size_t nh;
+	struct http1_hoff *hoff;	/* grown on demand, at most
+					   HTTP1_HEADERS_MAX */
+	size_t nh, hoff_cap;
 	int in_value;		/* last callback was a header value */
 	size_t reason_off, reason_len;
 	int headers_done;	/* final head delivered */
@@ -366,6 +367,7 @@ static void
 http1_final_free(struct http1_exchange *x)
 {
 	free(x->hbuf);
+	free(x->hoff);
 	free(x);
 }
 
@@ -487,6 +489,20 @@ http1_on_header_field(http_parser *p, const char *at, size_t n)
 		if (x->nh == HTTP1_HEADERS_MAX) {
 			x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
 			return -1;
+		}
+		if (x->nh == x->hoff_cap) {
+			size_t cap = x->hoff_cap != 0 ? x->hoff_cap * 2 : 16;
+			struct http1_hoff *nh;
+
+			if (cap > HTTP1_HEADERS_MAX)
+				cap = HTTP1_HEADERS_MAX;
+			if ((nh = reallocarray(x->hoff, cap,
+			    sizeof(*nh))) == NULL) {
+				x->err = EGRESS_ERR_NOMEM;
+				return -1;
+			}
+			x->hoff = nh;
+			x->hoff_cap = cap;
 		}
 		x->hoff[x->nh].name_off = x->hlen;
 		x->hoff[x->nh].name_len = 0;

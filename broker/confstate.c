@@ -227,8 +227,14 @@ confstate_reload(struct confstate *cs)
 struct confref *
 confstate_get(struct confstate *cs)
 {
+	return confstate_get_for(cs, NULL);
+}
+
+struct confref *
+confstate_get_for(struct confstate *cs, const char *instance)
+{
 	if (cs->cur != NULL) {
-		if (conf_snapshot_is_stale(cs->cur->snap))
+		if (conf_snapshot_is_stale_for(cs->cur->snap, instance))
 			confstate_reload(cs);
 	} else if (confstate_broken_changed(cs))
 		confstate_reload(cs);

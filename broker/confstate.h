@@ -77,6 +77,14 @@ void confstate_done(struct confstate *cs);
 struct confref *confstate_get(struct confstate *cs);
 
 /*
+ * The same for a decision of one instance: only the files such a decision
+ * reads are checked (conf_snapshot_is_stale_for()), a few stat(2) calls
+ * however many instances are configured. NULL checks every file.
+ */
+struct confref *confstate_get_for(struct confstate *cs,
+    const char *instance);
+
+/*
  * Return the current configuration error (the first message of the
  * failed parse, bounded; borrowed until the next reload), or NULL when
  * the configuration is fine.

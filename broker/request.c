@@ -930,7 +930,8 @@ request_start(struct request *r, const struct proto_msg *m)
 	}
 
 	/* 2. The current snapshot, re-read if a file changed. */
-	if ((r->conf = confstate_get(&r->b->conf)) == NULL) {
+	if ((r->conf = confstate_get_for(&r->b->conf,
+	    session_instance(r->sess))) == NULL) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;
 	}

@@ -141,6 +141,8 @@ struct conf_instance {
 	char *manifest_error;
 	/* The view the verdict takes; its pointers borrow from above. */
 	struct policy_instance policy;
+	/* Indices in the snapshot's files[] of the manifest and its .sig. */
+	size_t file_idx[2];
 };
 
 /* The whole configuration. Every field is read-only after conf_load. */
@@ -204,6 +206,9 @@ struct conf_snapshot {
 		 * recent edit costs a re-read and a hash per check, not a
 		 * re-parse. */
 		int racy;
+		/* Read by every decision (the configuration, trusted keys),
+		 * not by one instance's only (its manifest and .sig). */
+		int shared;
 		int has_digest;
 		unsigned char digest[32];
 	} *files;
@@ -245,6 +250,16 @@ const struct conf_instance *conf_instance_find(const struct conf_snapshot *s,
  * manifests, signatures and keys it read.
  */
 int conf_snapshot_is_stale(struct conf_snapshot *s);
+
+/*
+ * The same, over only the files a decision for the named instance reads:
+ * the shared ones (the configuration, trusted keys) and that instance's
+ * manifest and signature, so that a request costs a few stat(2) calls
+ * however many instances there are. Another instance's edited manifest is
+ * seen by that instance's next request. An instance the snapshot does not
+ * have (or NULL) checks every file.
+ */
+int conf_snapshot_is_stale_for(struct conf_snapshot *s, const char *instance);
 
 /* Return the configuration path to use: arg if not NULL, else
  * $EGRESSD_CONFIG, else CONF_DEFAULT_PATH. */

@@ -758,8 +758,11 @@ instance_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* Record a file (once per path; a file recorded as shared stays shared)
+ * and write its index to *idx when idx is not NULL. */
 static int
-files_push(struct conf_snapshot *s, struct conf_file_id *id)
+files_push(struct conf_snapshot *s, struct conf_file_id *id, int shared,
+    size_t *idx)
 {
 	struct conf_file_id *v;
 	size_t i;
@@ -768,12 +771,19 @@ files_push(struct conf_snapshot *s, struct conf_file_id *id)
 		if (strcmp(s->files[i].path, id->path) == 0) {
 			free(id->path);
 			id->path = NULL;
+			if (shared)
+				s->files[i].shared = 1;
+			if (idx != NULL)
+				*idx = i;
 			return 0;
 		}
 	}
 	if ((v = realloc(s->files, (s->nfiles + 1) * sizeof(*v))) == NULL)
 		return EGRESS_ERR_NOMEM;
 	s->files = v;
+	id->shared = shared;
+	if (idx != NULL)
+		*idx = s->nfiles;
 	s->files[s->nfiles++] = *id;
 	id->path = NULL;
 	return 0;
@@ -788,6 +798,7 @@ load_manifest(struct conf_snapshot *s, struct conf_instance *ci)
 	struct conf_manifest *m = NULL;
 	int r, rc = 0;
 
+	ci->file_idx[0] = ci->file_idx[1] = SIZE_MAX;	/* not recorded */
 	r = conf_manifest_load_ids(ci->manifest_path, s->sig_mode, s->keyring,
 	    &m, &e, ids);
 	if (r == EGRESS_ERR_NOMEM) {
@@ -805,8 +816,9 @@ load_manifest(struct conf_snapshot *s, struct conf_instance *ci)
 	if (m == NULL && (ci->manifest_error = conf_errors_join(&e)) == NULL)
 		rc = EGRESS_ERR_NOMEM;
 	ci->manifest = m;
-	if (rc == 0 && ((rc = files_push(s, &ids[0])) != 0 ||
-	    (rc = files_push(s, &ids[1])) != 0))
+	if (rc == 0 && ((rc = files_push(s, &ids[0], 0,
+	    &ci->file_idx[0])) != 0 ||
+	    (rc = files_push(s, &ids[1], 0, &ci->file_idx[1])) != 0))
 		goto out;
 out:
 	free(ids[0].path);
@@ -896,7 +908,7 @@ load_buffer(const char *path, const char *buf, size_t len,
 			rc = EGRESS_ERR_NOMEM;
 			goto out;
 		}
-		if ((rc = files_push(s, self)) != 0)
+		if ((rc = files_push(s, self, 1, NULL)) != 0)
 			goto out;
 		rc = EGRESS_ERR_INVALID;
 	}
@@ -948,7 +960,7 @@ load_buffer(const char *path, const char *buf, size_t len,
 		struct conf_file_id id = *conf_keyring_file(s->keyring, i);
 
 		if ((id.path = strdup(id.path)) == NULL ||
-		    (rc = files_push(s, &id)) != 0) {
+		    (rc = files_push(s, &id, 1, NULL)) != 0) {
 			free(id.path);
 			rc = EGRESS_ERR_NOMEM;
 			goto out;
@@ -1093,37 +1105,64 @@ file_bytes_differ(const struct conf_file_id *was)
 	return differ;
 }
 
+static int
+file_is_stale(struct conf_file_id *was)
+{
+	struct conf_file_id now;
+
+	if (conf_file_id_stat(was->path, &now) != 0)
+		return 1;
+	if (now.exists != was->exists)
+		return 1;
+	if (!now.exists)
+		return 0;
+	if (now.dev != was->dev || now.ino != was->ino ||
+	    now.size != was->size || now.mtime_ns != was->mtime_ns ||
+	    now.ctime_ns != was->ctime_ns)
+		return 1;
+	if (was->racy) {
+		if (file_bytes_differ(was))
+			return 1;
+		/*
+		 * The bytes are the ones parsed, and the identity is now
+		 * older than the racy window: a later rewrite must change
+		 * mtime or ctime, so the stat identity alone can be trusted
+		 * from here on (settled).
+		 */
+		if (!now.racy)
+			was->racy = 0;
+	}
+	return 0;
+}
+
 int
 conf_snapshot_is_stale(struct conf_snapshot *s)
 {
-	struct conf_file_id now;
-	struct conf_file_id *was;
 	size_t i;
 
-	for (i = 0; i < s->nfiles; i++) {
-		was = &s->files[i];
-		if (conf_file_id_stat(was->path, &now) != 0)
+	for (i = 0; i < s->nfiles; i++)
+		if (file_is_stale(&s->files[i]))
 			return 1;
-		if (now.exists != was->exists)
+	return 0;
+}
+
+int
+conf_snapshot_is_stale_for(struct conf_snapshot *s, const char *instance)
+{
+	const struct conf_instance *ci;
+	size_t i, k;
+
+	if ((ci = conf_instance_find(s, instance)) == NULL)
+		return conf_snapshot_is_stale(s);
+	for (i = 0; i < s->nfiles; i++)
+		if (s->files[i].shared && file_is_stale(&s->files[i]))
 			return 1;
-		if (!now.exists)
-			continue;
-		if (now.dev != was->dev || now.ino != was->ino ||
-		    now.size != was->size || now.mtime_ns != was->mtime_ns ||
-		    now.ctime_ns != was->ctime_ns)
+	for (k = 0; k < 2; k++) {
+		i = ci->file_idx[k];
+		if (i >= s->nfiles)
+			return 1;	/* never recorded: assume changed */
+		if (!s->files[i].shared && file_is_stale(&s->files[i]))
 			return 1;
-		if (was->racy) {
-			if (file_bytes_differ(was))
-				return 1;
-			/*
-			 * The bytes are the ones parsed, and the identity is
-			 * now older than the racy window: a later rewrite
-			 * must change mtime or ctime, so the stat identity
-			 * alone can be trusted from here on (settled).
-			 */
-			if (!now.racy)
-				was->racy = 0;
-		}
 	}
 	return 0;
 }

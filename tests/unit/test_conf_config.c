@@ -802,6 +802,43 @@ Test(conf_stale, racy_changed_bytes_do_not_settle)
 	conf_snapshot_free(s);
 }
 
+/* Per instance: the configuration and that instance's own manifest and
+ * .sig are checked, another instance's manifest is not. */
+Test(conf_stale, per_instance_files)
+{
+	struct conf_snapshot *s;
+
+	write_config("permissive", "", "bad");
+	s = load_dir();
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "good"), 0);
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "bad"), 0);
+	/* good's manifest changes: only good (and the full check) see it. */
+	ct_write_str("pkg/good/manifest.ini", "[plugin]\nname = good\n"
+	    "version = 2\npermissions = http_client\n");
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "bad"), 0);
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "good"), 1);
+	cr_expect_eq(conf_snapshot_is_stale(s), 1);
+	/* Unknown or no instance: every file. */
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "nosuch"), 1);
+	cr_expect_eq(conf_snapshot_is_stale_for(s, NULL), 1);
+	conf_snapshot_free(s);
+
+	s = load_dir();
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "bad"), 0);
+	/* A .sig appearing next to a manifest is that instance's change. */
+	ct_write_str("pkg/good/manifest.ini.sig", "x");
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "bad"), 0);
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "good"), 1);
+	conf_snapshot_free(s);
+
+	s = load_dir();
+	/* The configuration itself is every instance's. */
+	write_config("strict", "", "bad");
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "bad"), 1);
+	cr_expect_eq(conf_snapshot_is_stale_for(s, "good"), 1);
+	conf_snapshot_free(s);
+}
+
 Test(conf_stale, rewritten_config_is_stale)
 {
 	struct conf_snapshot *s;

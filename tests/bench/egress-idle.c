@@ -5,11 +5,12 @@
  * (connection i goes to socket i mod M), waits until the broker has
  * answered every HELLO (it peeks at the first frame on each connection,
  * without consuming it, and libegress then reads it) and, with -u, until
- * each connection has also carried one complete 2xx request, so that every
- * connection is a real session the broker has served and that now sits
- * idle. It prints one JSON line when all are established, then holds them,
- * stepping any that become readable, until SIGTERM, SIGINT or the -t hold
- * time, closes them all and prints a second JSON line (connections lost
+ * each connection has also carried one complete 2xx request (at most -c
+ * of them in flight at once, so the upstream is not flooded), so that
+ * every connection is a real session the broker has served and that now
+ * sits idle. It prints one JSON line when all are established, then holds them,
+ * stepping any that become readable, until SIGTERM, SIGINT, the -t hold
+ * time or the loss of the last one, closes them all and prints a second JSON line (connections lost
  * while held). One thread, one epoll set; non-blocking connects, so a full
  * listen backlog is retried instead of blocking. The file-descriptor limit
  * is raised (two per client: the socket and libegress's eventfd). Only
@@ -48,10 +49,12 @@
 #define IDLE_ERRMSG_MAX		5
 #define IDLE_AUTH_MAX		256
 #define IDLE_PATH_MAX		1024
+#define IDLE_PROBES		32	/* default probes in flight */
 
 enum ic_state {
 	IC_NEW,			/* not connected yet */
 	IC_HELLO,		/* HELLO sent, the broker's not seen yet */
+	IC_QUEUED,		/* HELLO answered, waiting for a probe slot */
 	IC_PROBE,		/* the probe request is in flight */
 	IC_IDLE,		/* established and idle */
 	IC_DEAD,		/* refused, failed or lost */
@@ -78,6 +81,10 @@ struct idle {
 	size_t nsocks;
 	int ep;
 	int probe;
+	size_t probe_max;	/* probes in flight at once */
+	size_t inflight;
+	size_t *queue;		/* IC_QUEUED connections, FIFO */
+	size_t qhead, qtail;
 	char scheme[8];
 	char authority[IDLE_AUTH_MAX];
 	char path[IDLE_PATH_MAX];
@@ -88,6 +95,7 @@ struct idle {
 	size_t probed;
 	size_t refused;		/* closed or failed before established */
 	size_t lost;		/* closed while held */
+	size_t retries;		/* connect() found the backlog full */
 	int holding;
 	int nerrmsg;
 };
@@ -114,8 +122,8 @@ static void
 usage(void)
 {
 	(void)fprintf(stderr,
-	    "usage: egress-idle [-n CONNECTIONS] [-u URL] [-t HOLD_SECONDS]\n"
-	    "           [-T ESTABLISH_SECONDS] SOCKET...\n");
+	    "usage: egress-idle [-n CONNECTIONS] [-u URL [-c PROBES]]\n"
+	    "           [-t HOLD_SECONDS] [-T ESTABLISH_SECONDS] SOCKET...\n");
 	exit(2);
 }
 
@@ -262,6 +270,8 @@ ic_kill(struct ic *c, const char *why, int err)
 
 	if (c->st == IC_DEAD)
 		return;
+	if (c->st == IC_PROBE)
+		id->inflight--;
 	if (c->st == IC_IDLE) {
 		id->lost++;
 		id->established--;
@@ -331,6 +341,8 @@ probe_cb(struct egress_request *req, unsigned int events, void *arg)
 static void
 probe_done(struct ic *c)
 {
+	c->id->inflight--;
+	c->st = IC_QUEUED;	/* no longer in flight, not established */
 	egress_request_free(c->req);
 	c->req = NULL;
 	if (c->probe_err != 0) {
@@ -364,11 +376,39 @@ probe_start(struct ic *c)
 	head.headers = h;
 	head.nheaders = 1;
 	c->st = IC_PROBE;
+	id->inflight++;
 	rv = egress_request_start(c->ec, &head, probe_cb, c, &c->req);
 	if (rv == 0)
 		rv = egress_request_finish(c->req, NULL, 0);
-	if (rv != 0)
+	if (rv != 0) {
 		ic_kill(c, "probe start", rv);
+		return;
+	}
+	rv = egress_client_step(c->ec);		/* send it */
+	if (rv != 0) {
+		ic_kill(c, "connection failed", rv);
+		return;
+	}
+	if (c->probe_end)
+		probe_done(c);
+	else
+		ic_epoll(c);
+}
+
+/*
+ * Start queued probes while fewer than probe_max are in flight, so that
+ * the upstream never sees more than that many at once from here.
+ */
+static void
+probe_pump(struct idle *id)
+{
+	struct ic *c;
+
+	while (id->inflight < id->probe_max && id->qhead != id->qtail) {
+		c = &id->c[id->queue[id->qhead++]];
+		if (c->st == IC_QUEUED)
+			probe_start(c);
+	}
 }
 
 /*
@@ -423,20 +463,15 @@ ic_ready(struct ic *c)
 		if (!c->id->probe)
 			ic_established(c);
 		else {
-			probe_start(c);
-			if (c->st == IC_DEAD)
-				return;
-			rv = egress_client_step(c->ec);	/* send it */
-			if (rv != 0) {
-				ic_kill(c, "connection failed", rv);
-				return;
-			}
+			c->st = IC_QUEUED;
+			c->id->queue[c->id->qtail++] = (size_t)(c - c->id->c);
 		}
 	}
 	if (c->st == IC_PROBE && c->probe_end)
 		probe_done(c);
 	if (c->st != IC_DEAD)
 		ic_epoll(c);
+	probe_pump(c->id);
 }
 
 /*
@@ -468,8 +503,10 @@ ic_open(struct ic *c, const char *path)
 		int e = errno;
 
 		(void)close(fd);
-		if (e == EAGAIN)
+		if (e == EAGAIN) {
+			id->retries++;
 			return 0;	/* backlog full */
+		}
 		errmsg(id, "%s: %s", path, strerror(e));
 		id->refused++;
 		c->st = IC_DEAD;
@@ -525,8 +562,12 @@ main(int argc, char *argv[])
 
 	memset(&id, 0, sizeof(id));
 	id.n = 10000;
-	while ((ch = getopt(argc, argv, "n:u:t:T:")) != -1) {
+	id.probe_max = IDLE_PROBES;
+	while ((ch = getopt(argc, argv, "n:u:c:t:T:")) != -1) {
 		switch (ch) {
+		case 'c':
+			id.probe_max = parse_ulong(optarg, 1, IDLE_CONN_MAX);
+			break;
 		case 'n':
 			id.n = parse_ulong(optarg, 1, IDLE_CONN_MAX);
 			break;
@@ -564,7 +605,8 @@ main(int argc, char *argv[])
 	}
 	if (raise_nofile(id.n) != 0)
 		return 2;
-	if ((id.c = calloc(id.n, sizeof(*id.c))) == NULL)
+	if ((id.c = calloc(id.n, sizeof(*id.c))) == NULL ||
+	    (id.queue = calloc(id.n, sizeof(*id.queue))) == NULL)
 		return 2;
 	if ((id.ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		return 2;
@@ -610,9 +652,10 @@ main(int argc, char *argv[])
 	(void)printf("{\"event\":\"established\",\"connections\":%zu,"
 	    "\"sockets\":%zu,\"established\":%zu,\"hellos\":%zu,"
 	    "\"probed\":%zu,\"refused\":%zu,\"not_answered\":%zu,"
-	    "\"not_opened\":%zu,\"timed_out\":%s,\"elapsed_s\":%.3f}\n",
+	    "\"not_opened\":%zu,\"backlog_retries\":%zu,\"timed_out\":%s,"
+	    "\"elapsed_s\":%.3f}\n",
 	    id.n, id.nsocks, id.established, id.hellos, id.probed,
-	    id.refused, id.pending, id.n - id.next,
+	    id.refused, id.pending, id.n - id.next, id.retries,
 	    timed_out ? "true" : "false", t_est - t0);
 	(void)fflush(stdout);
 	if (id.established != id.n)
@@ -624,8 +667,8 @@ main(int argc, char *argv[])
 	while (!stop_sig) {
 		double left = hold_end - now_s();
 
-		if (left <= 0)
-			break;
+		if (left <= 0 || id.established == 0)
+			break;	/* over, or nothing left to hold */
 		(void)poll_once(&id, left > 1 ? 1000 : (int)(left * 1000) + 1,
 		    &wait_mask);
 	}
@@ -641,5 +684,6 @@ main(int argc, char *argv[])
 		rc = 1;
 	(void)close(id.ep);
 	free(id.c);
+	free(id.queue);
 	return rc;
 }

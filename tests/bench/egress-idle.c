@@ -8,11 +8,12 @@
  * each connection has also carried one complete 2xx request (at most -c
  * of them in flight at once, so the upstream is not flooded), so that
  * every connection is a real session the broker has served and that now
- * sits idle. It prints one JSON line when all are established, then holds them,
- * stepping any that become readable, until SIGTERM, SIGINT, the -t hold
- * time or the loss of the last one, closes them all and prints a second JSON line (connections lost
- * while held). One thread, one epoll set; non-blocking connects, so a full
- * listen backlog is retried instead of blocking. The file-descriptor limit
+ * sits idle. It prints one JSON line when all are established, then
+ * holds them, stepping any that become readable, until SIGTERM, SIGINT,
+ * the -t hold time or the loss of the last one, closes them all and
+ * prints a second JSON line (connections lost while held). One thread,
+ * one epoll set; non-blocking connects, so a full listen backlog is
+ * retried instead of blocking. The file-descriptor limit
  * is raised (two per client: the socket and libegress's eventfd). Only
  * loopback destinations are accepted for -u, and it talks to nothing but
  * the Unix sockets it is given.

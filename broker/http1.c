@@ -345,6 +345,16 @@ struct http1_exchange {
 
 static void http1_process(struct http1_exchange *);
 
+/* Output is pending: make sure the bufferevent writes it. */
+static int
+http1_want_write(struct http1_exchange *x)
+{
+	if (bufferevent_get_enabled(x->bev) & EV_WRITE)
+		return 0;
+	return bufferevent_enable(x->bev, EV_WRITE) == 0 ? 0 :
+	    EGRESS_ERR_NOMEM;
+}
+
 static void
 http1_arm(struct http1_exchange *x)
 {
@@ -398,7 +408,11 @@ http1_end(struct http1_exchange *x, int err)
 		return;
 	x->ended = 1;
 	(void)event_del(x->tmo);
-	(void)bufferevent_disable(x->bev, EV_READ);
+	/* A clean end leaves the read watch on (the keep-alive pool keeps
+	 * it, without an epoll_ctl per request); later bytes stay in the
+	 * input, unparsed, and make the connection unfit for reuse. */
+	if (err != 0)
+		(void)bufferevent_disable(x->bev, EV_READ);
 	if (err == 0 && x->headers_done) {
 		for (i = 0; i < x->nh; i++) {
 			th[i].name = x->hbuf + x->hoff[i].name_off;
@@ -900,15 +914,46 @@ http1_tmo_cb(evutil_socket_t fd, short what, void *arg)
 	(void)http1_leave(x);
 }
 
+/* EV_READ: bytes wait in the input; EV_WRITE: http1_send() wrote
+ * everything itself, so tell on_writable as the write callback would. */
 static void
 http1_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct http1_exchange *x = arg;
 
 	http1_enter(x);
-	if (!x->paused)
+	if ((what & EV_WRITE) && !x->ended && x->cb.on_writable != NULL)
+		x->cb.on_writable(x->arg);
+	if ((what & EV_READ) && !x->paused && !x->zombie)
 		http1_process(x);
 	(void)http1_leave(x);
+}
+
+/*
+ * Queue buf (emptied) for the upstream. On a plain TCP connection whose
+ * output is empty the bytes go to the socket at once, saving the
+ * epoll_ctl pair and the loop iteration of a bufferevent write; what the
+ * socket does not take (or a write error, which the bufferevent then
+ * reports) goes through the bufferevent, whose write is enabled only
+ * then. TLS always goes through the bufferevent.
+ */
+static int
+http1_send(struct http1_exchange *x, struct evbuffer *buf)
+{
+	struct evbuffer *out = bufferevent_get_output(x->bev);
+	evutil_socket_t fd;
+
+	if (bufferevent_openssl_get_ssl(x->bev) == NULL &&
+	    evbuffer_get_length(out) == 0 &&
+	    (fd = bufferevent_getfd(x->bev)) >= 0)
+		(void)evbuffer_write(buf, fd);
+	if (evbuffer_get_length(buf) == 0) {
+		event_active(x->resume_ev, EV_WRITE, 0);
+		return 0;
+	}
+	if (bufferevent_write_buffer(x->bev, buf) != 0)
+		return EGRESS_ERR_NOMEM;
+	return http1_want_write(x);
 }
 
 /* Re-check a head that should already be filtered. */
@@ -1027,8 +1072,10 @@ http1_exchange_new(struct bufferevent *bev, const struct policy_dest *dest,
 	    x);
 	bufferevent_setwatermark(bev, EV_READ, 0, HTTP1_READ_HIGH);
 	bufferevent_setwatermark(bev, EV_WRITE, HTTP1_WRITE_LOW, 0);
-	if (bufferevent_write_buffer(bev, req) != 0 ||
-	    bufferevent_enable(bev, EV_READ | EV_WRITE) != 0) {
+	/* Reading may already be on (a pooled connection keeps it). */
+	if (((bufferevent_get_enabled(bev) & EV_READ) == 0 &&
+	    bufferevent_enable(bev, EV_READ) != 0) ||
+	    http1_send(x, req) != 0) {
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 		goto out;
 	}
@@ -1062,8 +1109,9 @@ http1_exchange_free(struct http1_exchange *x)
 {
 	if (x == NULL || x->zombie)
 		return;
+	/* Reading stays as it is: the caller frees the connection or pools
+	 * it (which keeps the read watch). */
 	bufferevent_setcb(x->bev, NULL, NULL, NULL, NULL);
-	(void)bufferevent_disable(x->bev, EV_READ);
 	event_free(x->tmo);
 	event_free(x->resume_ev);
 	x->tmo = x->resume_ev = NULL;
@@ -1099,7 +1147,7 @@ http1_write_body(struct http1_exchange *x, const void *p, size_t n)
 	    (x->body_length < 0 && evbuffer_add(out, "\r\n", 2) != 0))
 		return EGRESS_ERR_NOMEM;
 	x->body_sent += (int64_t)n;
-	return 0;
+	return http1_want_write(x);
 }
 
 int
@@ -1119,7 +1167,7 @@ http1_write_body_buffer(struct http1_exchange *x, struct evbuffer *buf)
 	    (x->body_length < 0 && evbuffer_add(out, "\r\n", 2) != 0))
 		return EGRESS_ERR_NOMEM;
 	x->body_sent += (int64_t)n;
-	return 0;
+	return http1_want_write(x);
 }
 
 int
@@ -1139,7 +1187,7 @@ http1_finish_body(struct http1_exchange *x)
 	    evbuffer_add(bufferevent_get_output(x->bev), "0\r\n\r\n", 5) != 0)
 		return EGRESS_ERR_NOMEM;
 	x->body_done = 1;
-	return 0;
+	return x->body_length < 0 ? http1_want_write(x) : 0;
 }
 
 size_t

@@ -156,7 +156,9 @@ typedef void (*http1_body_buffer_cb)(void *arg, struct evbuffer *in,
  * (origin form, Host from dest, Content-Length or chunked framing by
  * head->body_length; no framing header for a zero-length GET, HEAD,
  * OPTIONS, TRACE or DELETE; "Connection: close" unless keep_alive) and
- * start reading the response. A body of length 0 is already finished.
+ * start reading the response. On plain TCP with nothing queued the head
+ * is written to the socket within this call (the rest, and TLS, through
+ * the bufferevent). A body of length 0 is already finished.
  * t and cb are copied. Callbacks never run inside this call.
  * Return 0 and write *ret, or EGRESS_ERR_INVALID_REQUEST,
  * EGRESS_ERR_INVALID, or EGRESS_ERR_NOMEM.
@@ -175,7 +177,9 @@ int http1_exchange_new(struct bufferevent *bev,
 void http1_set_body_buffer(struct http1_exchange *x, http1_body_buffer_cb cb);
 
 /*
- * Detach from the bufferevent (callbacks cleared, reading disabled) and
+ * Detach from the bufferevent (callbacks cleared; reading left as it is,
+ * so that a pooled connection keeps its read watch: bytes that arrive are
+ * left in the input, which makes pool_take() refuse the connection) and
  * free the exchange; no callback runs afterwards. NULL is a no-op. Safe
  * inside the exchange's own callbacks.
  */

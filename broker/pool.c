@@ -179,7 +179,8 @@ pool_put(struct pool *p, const struct pool_key *k,
 	c->lease = lease;
 	bufferevent_setcb(bev, pool_read_cb, NULL, pool_event_cb, c);
 	(void)bufferevent_disable(bev, EV_WRITE);
-	(void)bufferevent_enable(bev, EV_READ);
+	if ((bufferevent_get_enabled(bev) & EV_READ) == 0)
+		(void)bufferevent_enable(bev, EV_READ);
 	c->next = p->head;
 	if (p->head != NULL)
 		p->head->prev = c;
@@ -255,8 +256,9 @@ pool_take(struct pool *p, const struct pool_key *k,
 		}
 		pool_unlink(c);
 		bev = c->bev;
+		/* The read watch stays registered (the next exchange wants
+		 * it): no epoll_ctl pair per request. */
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
-		(void)bufferevent_disable(bev, EV_READ);
 		*ret_lease = c->lease;
 		*ret_used = c->addr;
 		pool_conn_free(c, 0);

@@ -37,6 +37,13 @@ struct session {
 	struct broker *b;
 	int fd;
 	struct bufferevent *bev;	/* output only */
+	/* Frames queued in this loop iteration: session_flush_cb writes
+	 * them straight to the socket when the bufferevent's output is
+	 * empty (no epoll_ctl pair, no extra iteration), else appends them
+	 * to that output. */
+	struct evbuffer *stage;
+	struct event *flush_ev;
+	int flush_pending;
 	struct event *rev;		/* input: recvmsg() */
 	struct event *hello_timer;
 	struct event *defer;		/* re-check closing from the loop */
@@ -74,17 +81,29 @@ session_proto(struct session *s)
 	return &s->pc;
 }
 
+/* Where frames go: the stage, flushed once the current callbacks ran. */
 static struct evbuffer *
-session_out(const struct session *s)
+session_out(struct session *s)
 {
-	return bufferevent_get_output(s->bev);
+	if (!s->flush_pending) {
+		s->flush_pending = 1;
+		event_active(s->flush_ev, EV_WRITE, 0);
+	}
+	return s->stage;
+}
+
+/* Bytes queued for the guest and not yet taken by the kernel. */
+static size_t
+session_out_len(const struct session *s)
+{
+	return evbuffer_get_length(bufferevent_get_output(s->bev)) +
+	    evbuffer_get_length(s->stage);
 }
 
 int
 session_can_write(const struct session *s)
 {
-	return !s->closing &&
-	    evbuffer_get_length(session_out(s)) < SESSION_OUT_HIGH;
+	return !s->closing && session_out_len(s) < SESSION_OUT_HIGH;
 }
 
 int
@@ -108,7 +127,7 @@ session_send(struct session *s, struct proto_stream *st,
 	if (n < 0)
 		return n;	/* cannot happen after encode_size */
 	v.iov_len = (size_t)n;
-	return evbuffer_commit_space(session_out(s), &v, 1) == 0 ? 0 :
+	return evbuffer_commit_space(s->stage, &v, 1) == 0 ? 0 :
 	    EGRESS_ERR_NOMEM;
 }
 
@@ -268,9 +287,9 @@ session_maybe_close(struct session *s)
 			return;
 	s->closing = 1;
 	(void)event_del(s->rev);
-	if (evbuffer_get_length(session_out(s)) == 0)
+	if (session_out_len(s) == 0)
 		session_free(s);
-	/* else the write callback frees it once flushed */
+	/* else the flush or the write callback frees it once flushed */
 }
 
 /* ---- Input ------------------------------------------------------------- */
@@ -504,28 +523,56 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 		session_maybe_close(s);
 		return;
 	}
-	if (evbuffer_get_length(session_out(s)) >= SESSION_OUT_HIGH) {
+	if (session_out_len(s) >= SESSION_OUT_HIGH) {
 		s->read_paused = 1;
 		(void)event_del(s->rev);
+	}
+}
+
+/* The output drained (to the low watermark, or all of it). */
+static void
+session_drained(struct session *s)
+{
+	if (s->closing) {
+		if (session_out_len(s) == 0)
+			session_free(s);
+		return;
+	}
+	session_flush_all(s);
+	if (s->read_paused && session_out_len(s) < SESSION_OUT_HIGH) {
+		s->read_paused = 0;
+		(void)event_add(s->rev, NULL);
 	}
 }
 
 static void
 session_write_cb(struct bufferevent *bev, void *arg)
 {
-	struct session *s = arg;
+	session_drained(arg);
+}
 
-	if (s->closing) {
-		if (evbuffer_get_length(session_out(s)) == 0)
+static void
+session_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct evbuffer *out = bufferevent_get_output(s->bev);
+	size_t before = session_out_len(s);
+
+	s->flush_pending = 0;
+	if (evbuffer_get_length(s->stage) == 0)
+		return;
+	if (evbuffer_get_length(out) == 0)
+		(void)evbuffer_write(s->stage, s->fd);	/* errors: below */
+	if (evbuffer_get_length(s->stage) > 0) {
+		/* The socket is full, or failed: the bufferevent writes the
+		 * rest (or reports the error) and calls session_write_cb. */
+		if (evbuffer_add_buffer(out, s->stage) != 0)
 			session_free(s);
 		return;
 	}
-	session_flush_all(s);
-	if (s->read_paused &&
-	    evbuffer_get_length(session_out(s)) < SESSION_OUT_HIGH) {
-		s->read_paused = 0;
-		(void)event_add(s->rev, NULL);
-	}
+	/* All of it taken: do what the write callback would have. */
+	if (s->closing || s->read_paused || before >= SESSION_OUT_HIGH)
+		session_drained(s);
 }
 
 static void
@@ -574,6 +621,10 @@ session_free(struct session *s)
 		bufferevent_free(s->bev);	/* closes fd */
 	else
 		(void)close(s->fd);
+	if (s->flush_ev != NULL)
+		event_free(s->flush_ev);
+	if (s->stage != NULL)
+		evbuffer_free(s->stage);
 	evbuffer_free(s->in);
 	free(s);
 	if (b->draining && b->nsessions == 0)
@@ -607,13 +658,16 @@ session_accept(struct broker *b, int fd, const char *instance)
 	    s);
 	s->hello_timer = evtimer_new(b->base, session_hello_cb, s);
 	s->defer = event_new(b->base, -1, 0, session_defer_cb, s);
+	s->stage = evbuffer_new();
+	s->flush_ev = event_new(b->base, -1, 0, session_flush_cb, s);
 	s->next = b->sessions;
 	if (b->sessions != NULL)
 		b->sessions->prev = s;
 	b->sessions = s;
 	b->nsessions++;
 	if (s->in == NULL || s->bev == NULL || s->rev == NULL ||
-	    s->hello_timer == NULL || s->defer == NULL) {
+	    s->hello_timer == NULL || s->defer == NULL || s->stage == NULL ||
+	    s->flush_ev == NULL) {
 		session_free(s);
 		return EGRESS_ERR_NOMEM;
 	}

@@ -50,6 +50,7 @@ struct session {
 	struct evbuffer *in;
 	struct proto_conn pc;
 	char instance[CONF_NAME_MAX + 1];
+	struct session_count *count;	/* sessions of this instance */
 	struct request *reqs;
 	struct request *rr;	/* next stream session_flush_all serves */
 	size_t nreqs;
@@ -59,6 +60,42 @@ struct session {
 };
 
 static struct proto_msg session_msg;	/* decode scratch (one thread) */
+
+/*
+ * Open sessions per (broker, instance), so that accept checks
+ * SESSIONS_PER_INSTANCE in constant time: counting them by walking every
+ * session cost 10,000 strcmp()s per accept at 10,000 sessions (90% of the
+ * broker's CPU while they connect), stalled the loop past the HELLO
+ * deadline and got connections closed (docs/benchmarks.md, "10,000 idle
+ * connections"). A node lives while its instance has a session.
+ */
+#define SESSION_COUNT_BUCKETS	1024
+
+struct session_count {
+	struct session_count *next;
+	const struct broker *b;
+	size_t n;
+	char instance[CONF_NAME_MAX + 1];
+};
+
+static struct session_count *session_counts[SESSION_COUNT_BUCKETS];
+
+/* Return the link that holds (or would hold) the node of b and instance. */
+static struct session_count **
+session_count_slot(const struct broker *b, const char *instance)
+{
+	struct session_count **pp;
+	const unsigned char *p;
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	for (p = (const unsigned char *)instance; *p != '\0'; p++)
+		h = (h ^ *p) * 16777619u;
+	for (pp = &session_counts[h % SESSION_COUNT_BUCKETS]; *pp != NULL;
+	    pp = &(*pp)->next)
+		if ((*pp)->b == b && strcmp((*pp)->instance, instance) == 0)
+			break;
+	return pp;
+}
 
 static struct request_links *
 links(struct request *r)
@@ -611,6 +648,13 @@ session_free(struct session *s)
 	if (s->next != NULL)
 		s->next->prev = s->prev;
 	b->nsessions--;
+	if (s->count != NULL && --s->count->n == 0) {
+		struct session_count **pp = session_count_slot(b,
+		    s->count->instance);
+
+		*pp = s->count->next;
+		free(s->count);
+	}
 	if (s->hello_timer != NULL)
 		event_free(s->hello_timer);
 	if (s->defer != NULL)
@@ -635,19 +679,28 @@ int
 session_accept(struct broker *b, int fd, const char *instance)
 {
 	struct timeval hello = { SESSION_HELLO_MS / 1000, 0 };
-	struct session *s, *o;
-	size_t same = 0;
+	struct session_count **pp;
+	struct session *s;
 
-	for (o = b->sessions; o != NULL; o = o->next)
-		if (strcmp(o->instance, instance) == 0)
-			same++;
+	pp = session_count_slot(b, instance);
 	if (b->draining || b->nsessions >= SESSIONS_MAX ||
-	    same >= SESSIONS_PER_INSTANCE ||
+	    (*pp != NULL && (*pp)->n >= SESSIONS_PER_INSTANCE) ||
 	    strlen(instance) > CONF_NAME_MAX ||
 	    (s = calloc(1, sizeof(*s))) == NULL) {
 		(void)close(fd);
 		return EGRESS_ERR_AGAIN;
 	}
+	if (*pp == NULL) {
+		if ((*pp = calloc(1, sizeof(**pp))) == NULL) {
+			free(s);
+			(void)close(fd);
+			return EGRESS_ERR_AGAIN;
+		}
+		(*pp)->b = b;
+		memcpy((*pp)->instance, instance, strlen(instance) + 1);
+	}
+	s->count = *pp;
+	s->count->n++;
 	s->b = b;
 	s->fd = fd;
 	memcpy(s->instance, instance, strlen(instance) + 1);

@@ -281,16 +281,36 @@ http1_format_host(const struct policy_dest *dest, char *buf, size_t n)
 
 	if (dest == NULL || buf == NULL)
 		return EGRESS_ERR_INVALID;
-	if (dest->port == http1_default_port(dest->scheme))
-		len = snprintf(buf, n,
-		    dest->host.kind == POLICY_HOST_IPV6 ? "[%s]" : "%s",
-		    dest->host.name);
-	else
-		len = snprintf(buf, n,
-		    dest->host.kind == POLICY_HOST_IPV6 ? "[%s]:%u" : "%s:%u",
-		    dest->host.name, (unsigned)dest->port);
-	if (len < 0 || (size_t)len >= n)
-		return EGRESS_ERR_TOO_BIG;
+	{
+		/* By hand: this runs once per request. */
+		int v6 = dest->host.kind == POLICY_HOST_IPV6;
+		size_t hl = strnlen(dest->host.name, sizeof(dest->host.name));
+		size_t o = 0;
+		char port[8];
+		size_t np = 0;
+		unsigned p = dest->port;
+
+		if (dest->port != http1_default_port(dest->scheme)) {
+			do {
+				port[sizeof(port) - 1 - np++] =
+				    (char)('0' + p % 10);
+				p /= 10;
+			} while (p != 0 && np < sizeof(port) - 1);
+			port[sizeof(port) - 1 - np++] = ':';
+		}
+		if (hl + (v6 ? 2 : 0) + np >= n)
+			return EGRESS_ERR_TOO_BIG;
+		if (v6)
+			buf[o++] = '[';
+		memcpy(buf + o, dest->host.name, hl);
+		o += hl;
+		if (v6)
+			buf[o++] = ']';
+		memcpy(buf + o, port + sizeof(port) - np, np);
+		o += np;
+		buf[o] = '\0';
+		len = (int)o;
+	}
 	return len;
 }
 
@@ -1009,14 +1029,14 @@ http1_exchange_new(struct bufferevent *bev, const struct policy_dest *dest,
 	struct evbuffer *req = NULL;
 	char host[POLICY_NAME_MAX + 16];
 	size_t i;
-	int rc;
+	int rc, hostlen;
 
 	if (bev == NULL || dest == NULL || head == NULL || cb == NULL ||
 	    ret == NULL || head->body_length < -1)
 		return EGRESS_ERR_INVALID;
 	if ((rc = http1_head_is_filtered(dest, head)) != 0)
 		return rc;
-	if (http1_format_host(dest, host, sizeof(host)) < 0)
+	if ((hostlen = http1_format_host(dest, host, sizeof(host))) < 0)
 		return EGRESS_ERR_INVALID;
 	if ((x = calloc(1, sizeof(*x))) == NULL)
 		return EGRESS_ERR_NOMEM;
@@ -1042,7 +1062,9 @@ http1_exchange_new(struct bufferevent *bev, const struct policy_dest *dest,
 	if (evbuffer_add(req, head->method, head->method_len) != 0 ||
 	    evbuffer_add(req, " ", 1) != 0 ||
 	    evbuffer_add(req, head->path, head->path_len) != 0 ||
-	    evbuffer_add_printf(req, " HTTP/1.1\r\nHost: %s\r\n", host) < 0)
+	    evbuffer_add(req, " HTTP/1.1\r\nHost: ", 17) != 0 ||
+	    evbuffer_add(req, host, (size_t)hostlen) != 0 ||
+	    evbuffer_add(req, "\r\n", 2) != 0)
 		goto out;
 	for (i = 0; i < head->nheaders; i++) {
 		const struct http1_header *h = &head->headers[i];

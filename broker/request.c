@@ -376,6 +376,29 @@ broker_local_refresh(struct broker *b)
 
 /* ---- Request life ------------------------------------------------------ */
 
+/* "PREFIX-SEQ" into buf (truncated to fit, as snprintf would). */
+static void
+request_format_id(char *buf, size_t n, const char *prefix, uint64_t seq)
+{
+	char digits[20];
+	size_t len = strlen(prefix), nd = 0, take;
+
+	do {
+		digits[sizeof(digits) - 1 - nd++] = (char)('0' + seq % 10);
+		seq /= 10;
+	} while (seq != 0 && nd < sizeof(digits));
+	if (n == 0)
+		return;
+	if (len > n - 1)
+		len = n - 1;
+	memcpy(buf, prefix, len);
+	if (len < n - 1)
+		buf[len++] = '-';
+	take = nd < n - 1 - len ? nd : n - 1 - len;
+	memcpy(buf + len, digits + sizeof(digits) - nd, take);
+	buf[len + take] = '\0';
+}
+
 struct request *
 request_new(struct broker *b, struct session *sess, uint32_t id)
 {
@@ -395,8 +418,8 @@ request_new(struct broker *b, struct session *sess, uint32_t id)
 	r->start_ms = now_ms();
 	r->start_us = now_us();
 	b->request_seq++;
-	(void)snprintf(r->id, sizeof(r->id), "%s-%llu", b->id_prefix,
-	    (unsigned long long)b->request_seq);
+	request_format_id(r->id, sizeof(r->id), b->id_prefix,
+	    b->request_seq);
 	b->nrequests++;
 	return r;
 }
@@ -871,10 +894,12 @@ request_start(struct request *r, const struct proto_msg *m)
 	int err;
 
 	/* The host as the guest wrote it, until it parses. */
-	(void)snprintf(r->dest.host.name, sizeof(r->dest.host.name), "%.*s",
-	    (int)(rq->authority.len < POLICY_NAME_MAX ? rq->authority.len :
-	    POLICY_NAME_MAX), rq->authority.ptr != NULL ? rq->authority.ptr :
-	    "");
+	i = rq->authority.ptr == NULL ? 0 : rq->authority.len <
+	    sizeof(r->dest.host.name) ? rq->authority.len :
+	    sizeof(r->dest.host.name) - 1;
+	if (i > 0)
+		memcpy(r->dest.host.name, rq->authority.ptr, i);
+	r->dest.host.name[i] = '\0';
 
 	/* 1. The head. Only the http transport exists in this release. */
 	if (rq->transport != PROTO_TRANSPORT_HTTP ||
@@ -893,8 +918,10 @@ request_start(struct request *r, const struct proto_msg *m)
 		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
 		return;
 	}
-	(void)snprintf(r->dest.scheme, sizeof(r->dest.scheme), "%s",
-	    r->https ? "https" : "http");
+	if (r->https)
+		memcpy(r->dest.scheme, "https", sizeof("https"));
+	else
+		memcpy(r->dest.scheme, "http", sizeof("http"));
 	for (i = 0; i < m->nheaders; i++) {
 		in[i].name = m->headers[i].name.ptr;
 		in[i].name_len = m->headers[i].name.len;

@@ -296,8 +296,23 @@ policy_addr_format(const struct policy_addr *addr, char *buf, size_t n)
 	if (addr == NULL || buf == NULL)
 		return EGRESS_ERR_INVALID;
 	if (addr->family == 4) {
-		if (inet_ntop(AF_INET, addr->bytes, tmp, sizeof(tmp)) == NULL)
-			return EGRESS_ERR_INVALID;
+		/* Dotted quad by hand: inet_ntop() goes through sprintf(),
+		 * and this runs twice per request (the log events). */
+		char *o = tmp;
+		unsigned v;
+		int i;
+
+		for (i = 0; i < 4; i++) {
+			v = addr->bytes[i];
+			if (i > 0)
+				*o++ = '.';
+			if (v >= 100)
+				*o++ = (char)('0' + v / 100);
+			if (v >= 10)
+				*o++ = (char)('0' + v / 10 % 10);
+			*o++ = (char)('0' + v % 10);
+		}
+		*o = '\0';
 	} else if (addr->family == 6) {
 		if (inet_ntop(AF_INET6, addr->bytes, tmp, sizeof(tmp)) == NULL)
 			return EGRESS_ERR_INVALID;

@@ -26,7 +26,7 @@
 struct evbuffer;
 
 /*
- * An idle session costs about 1.7 KiB of broker memory and one descriptor
+ * An idle session costs about 2 KiB of broker memory and one descriptor
  * (docs/benchmarks.md, "10,000 idle connections"); what an active one can
  * hold is bounded by its streams, windows and the instance's leases, not
  * by these. One instance can take at most 1/64 of the total.

@@ -25,16 +25,20 @@ CTLG=4242
 REAL_EGRESSD=$EGRESSD
 
 # wrapper GROUPS: make $EGRESSD run the broker with no capability at all
-# and the given supplementary groups ("" for none).
+# and the given supplementary groups ("" for none). The EGRESS_WRAP
+# command goes inside, between setpriv and the broker, so lab_egressd_start
+# must not put it in front of the script.
+LAB_EGRESSD_WRAP=()
 wrapper()
 {
-	local w=$LAB_DIR/egressd-nocaps
+	local w=$LAB_DIR/egressd-nocaps cmd
+	cmd=$(printf '%q ' "${EGRESS_WRAP_CMD[@]}" "$REAL_EGRESSD")
 	if [ -n "$1" ]; then
 		printf '#!/bin/sh\nexec setpriv --bounding-set=-all --inh-caps=-all --groups=%s %s "$@"\n' \
-		    "$1" "$REAL_EGRESSD" >"$w"
+		    "$1" "$cmd" >"$w"
 	else
 		printf '#!/bin/sh\nexec setpriv --bounding-set=-all --inh-caps=-all --clear-groups %s "$@"\n' \
-		    "$REAL_EGRESSD" >"$w"
+		    "$cmd" >"$w"
 	fi
 	chmod 0755 "$w"
 	EGRESSD=$w
@@ -86,22 +90,22 @@ lab_expect_eq "control socket with the broker in control_gids[0]" \
     "660 $CTLG" "$(stat -c '%a %g' "$CTL")"
 lab_expect_eq "instance socket with the broker in socket_group" \
     "660 $SOCKG" "$(stat -c '%a %g' "$LAB_SOCK_DIR/weather.sock")"
-r=$(printf 'show status\n' | timeout 10 setpriv --reuid=65534 \
+r=$(printf 'show status\n' | timeout "$(egress_wait 10)" setpriv --reuid=65534 \
     --regid=$CTLG --clear-groups socat -t 5 - "UNIX-CONNECT:$CTL")
 jq -e '.instances == 1' <<<"$r" >/dev/null ||
     lab_fail "a control_gids peer was not served: $r"
 lab_ok "a peer with primary gid $CTLG is served"
 LAB_FETCH_RC=0
-lab_ns_b timeout 30 setpriv --reuid=65534 --regid=$SOCKG --clear-groups \
-    "$EGRESS_FETCH" --socket "$LAB_SOCK_DIR/weather.sock" \
-    http://api.weather.example/small >"$LAB_DIR/fetch.out" \
-    2>"$LAB_DIR/fetch.err" || LAB_FETCH_RC=$?
+lab_ns_b timeout "$(egress_wait 30)" setpriv --reuid=65534 --regid=$SOCKG \
+    --clear-groups "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
+    --socket "$LAB_SOCK_DIR/weather.sock" http://api.weather.example/small \
+    >"$LAB_DIR/fetch.out" 2>"$LAB_DIR/fetch.err" || LAB_FETCH_RC=$?
 lab_expect_eq "a worker of socket_group $SOCKG fetches" 0 "$LAB_FETCH_RC"
 LAB_FETCH_RC=0
-lab_ns_b timeout 30 setpriv --reuid=65534 --regid=65534 --clear-groups \
-    "$EGRESS_FETCH" --socket "$LAB_SOCK_DIR/weather.sock" \
-    http://api.weather.example/small >"$LAB_DIR/fetch.out" \
-    2>"$LAB_DIR/fetch.err" || LAB_FETCH_RC=$?
+lab_ns_b timeout "$(egress_wait 30)" setpriv --reuid=65534 --regid=65534 \
+    --clear-groups "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
+    --socket "$LAB_SOCK_DIR/weather.sock" http://api.weather.example/small \
+    >"$LAB_DIR/fetch.out" 2>"$LAB_DIR/fetch.err" || LAB_FETCH_RC=$?
 [ "$LAB_FETCH_RC" != 0 ] || lab_fail "a worker outside $SOCKG reached weather.sock"
 lab_ok "a worker outside socket_group cannot connect"
 

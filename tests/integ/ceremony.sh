@@ -9,6 +9,7 @@
 # (through the EGRESSCTL_TEST_PAUSE=after-temp hook), and signatures in
 # strict mode. Nothing here uses the network.
 set -uo pipefail
+. "$(dirname "$0")/wrap.sh"
 ctl=${1:?usage: ceremony.sh EGRESSCTL SRCDIR}
 src=${2:?usage: ceremony.sh EGRESSCTL SRCDIR}
 case $ctl in /*) ;; *) ctl=$PWD/$ctl ;; esac
@@ -32,7 +33,7 @@ golden() {
 	local name=$1 want=$2 dir=$3 out rc
 	shift 3
 	[ "$1" = "--" ] && shift
-	out=$(cd "$dir" && "$ctl" "$@" 2>&1)
+	out=$(cd "$dir" && "${EGRESS_WRAP_CMD[@]}" "$ctl" "$@" 2>&1)
 	rc=$?
 	out=$(printf 'exit %s\n%s\n' "$rc" "$out" | normalize)
 	if [ -n "${UPDATE_GOLDEN:-}" ]; then
@@ -154,13 +155,13 @@ ls -A "$W/packages" | grep -q '^\.stage' && bad "a staging folder was left" || o
 # ---- concurrency: 20 parallel grants all land -------------------------
 pids=()
 for i in $(seq 1 20); do
-	(cd "$W" && "$ctl" "${C[@]}" plugin grant gitea "h$i.git.example" >/dev/null 2>&1) &
+	(cd "$W" && "${EGRESS_WRAP_CMD[@]}" "$ctl" "${C[@]}" plugin grant gitea "h$i.git.example" >/dev/null 2>&1) &
 	pids+=($!)
 done
 cfail=0
 for p in "${pids[@]}"; do wait "$p" || cfail=$((cfail + 1)); done
 [ "$cfail" = 0 ] && ok || bad "concurrency: $cfail grants failed"
-landed=$(cd "$W" && "$ctl" "${C[@]}" plugin list --json |
+landed=$(cd "$W" && "${EGRESS_WRAP_CMD[@]}" "$ctl" "${C[@]}" plugin list --json |
     grep -c '"h[0-9]*\.git\.example"')
 # Each host appears in egress_hosts and in reach (operator_defined).
 [ "$landed" = 40 ] && ok || bad "concurrency: $landed of 40 host mentions"
@@ -168,7 +169,7 @@ landed=$(cd "$W" && "$ctl" "${C[@]}" plugin list --json |
 # ---- crash safety: killed after the temporary file is written ----------
 wait_stopped() {	# PID: poll until the process is stopped (bounded)
 	local i st
-	for i in $(seq 1 500); do
+	for i in $(seq 1 $((500 * EGRESS_WAIT_SCALE))); do
 		st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
 		[ "$st" = T ] && return 0
 		sleep 0.01
@@ -176,12 +177,12 @@ wait_stopped() {	# PID: poll until the process is stopped (bounded)
 	return 1
 }
 cp "$W/egressd.ini" "$work/before"
-(cd "$W" && EGRESSCTL_TEST_PAUSE=after-temp exec "$ctl" "${C[@]}" plugin grant gitea crash.git.example >/dev/null 2>&1) &
+(cd "$W" && EGRESSCTL_TEST_PAUSE=after-temp exec "${EGRESS_WRAP_CMD[@]}" "$ctl" "${C[@]}" plugin grant gitea crash.git.example >/dev/null 2>&1) &
 victim=$!
 if wait_stopped "$victim"; then
 	ok
 	# A second edit must wait for the lock the stopped one holds.
-	(cd "$W" && exec "$ctl" "${C[@]}" plugin grant gitea after.git.example >/dev/null 2>&1) &
+	(cd "$W" && exec "${EGRESS_WRAP_CMD[@]}" "$ctl" "${C[@]}" plugin grant gitea after.git.example >/dev/null 2>&1) &
 	second=$!
 	sleep 0.2
 	kill -0 "$second" 2>/dev/null && ok || bad "the second edit did not wait for the lock"
@@ -190,14 +191,14 @@ if wait_stopped "$victim"; then
 	wait "$second" && ok || bad "the edit after the crash failed"
 	grep -q 'after.git.example' "$W/egressd.ini" && ok || bad "the second edit did not land"
 	grep -q 'crash.git.example' "$W/egressd.ini" && bad "the killed edit landed" || ok
-	(cd "$W" && "$ctl" "${C[@]}" plugin list >/dev/null) && ok || bad "the file is not valid after the crash"
+	(cd "$W" && "${EGRESS_WRAP_CMD[@]}" "$ctl" "${C[@]}" plugin list >/dev/null) && ok || bad "the file is not valid after the crash"
 else
 	bad "the test hook did not stop the process"
 	kill -9 "$victim" 2>/dev/null
 fi
 # Killed before the rename, the file is byte-for-byte the old one.
 cp "$W/egressd.ini" "$work/before"
-(cd "$W" && EGRESSCTL_TEST_PAUSE=after-temp exec "$ctl" "${C[@]}" plugin grant gitea crash2.git.example >/dev/null 2>&1) &
+(cd "$W" && EGRESSCTL_TEST_PAUSE=after-temp exec "${EGRESS_WRAP_CMD[@]}" "$ctl" "${C[@]}" plugin grant gitea crash2.git.example >/dev/null 2>&1) &
 victim=$!
 if wait_stopped "$victim"; then
 	kill -9 "$victim"
@@ -216,12 +217,12 @@ sed -e 's/^signature_mode = permissive /signature_mode = strict     /' \
     -e 's|^\[plugins.limits\]|trusted_keys = keys/release.pem.pub\n\n[plugins.limits]|' \
     -e '/^; A hand-written entry/,$d' "$data/egressd.ini" >"$S/egressd.ini"
 mkdir -p "$S/keys"
-(cd "$S" && "$ctl" manifest keygen --out keys/release.pem >/dev/null) && ok || bad "keygen"
+(cd "$S" && "${EGRESS_WRAP_CMD[@]}" "$ctl" manifest keygen --out keys/release.pem >/dev/null) && ok || bad "keygen"
 [ "$(stat -c %a "$S/keys/release.pem")" = 600 ] && ok || bad "private key mode"
-(cd "$S" && "$ctl" manifest keygen --out keys/release.pem >/dev/null 2>&1) && bad "keygen overwrote a key" || ok
-(cd "$S" && "$ctl" manifest keygen --out keys/other.pem >/dev/null) || bad "keygen other"
-(cd "$S" && "$ctl" manifest sign --key keys/release.pem pkgs/chat >/dev/null) && ok || bad "sign"
-(cd "$S" && "$ctl" manifest sign --key keys/other.pem pkgs/weather-1.4.0 >/dev/null) || bad "sign other"
+(cd "$S" && "${EGRESS_WRAP_CMD[@]}" "$ctl" manifest keygen --out keys/release.pem >/dev/null 2>&1) && bad "keygen overwrote a key" || ok
+(cd "$S" && "${EGRESS_WRAP_CMD[@]}" "$ctl" manifest keygen --out keys/other.pem >/dev/null) || bad "keygen other"
+(cd "$S" && "${EGRESS_WRAP_CMD[@]}" "$ctl" manifest sign --key keys/release.pem pkgs/chat >/dev/null) && ok || bad "sign"
+(cd "$S" && "${EGRESS_WRAP_CMD[@]}" "$ctl" manifest sign --key keys/other.pem pkgs/weather-1.4.0 >/dev/null) || bad "sign other"
 cp -r "$S/pkgs/chat" "$S/pkgs/tampered"
 sed -i 's/^hosts = hooks.chat.example$/hosts = hooks.chat.example, exfil.example/' "$S/pkgs/tampered/manifest.ini"
 golden verify-valid 0 "$S" -- -c egressd.ini manifest verify pkgs/chat

@@ -6,6 +6,7 @@
 # fragment). Answers come from --resolve or IP literals: nothing here
 # sends a packet.
 set -uo pipefail
+. "$(dirname "$0")/wrap.sh"
 ctl=${1:?usage: check.sh EGRESSCTL SRCDIR}
 src=${2:?usage: check.sh EGRESSCTL SRCDIR}
 fx=$src/tests/data/check/egressd.ini
@@ -20,7 +21,7 @@ expect() {
 	[ "$1" = "--" ] && shift
 	local out err rc
 	err=$(mktemp)
-	out=$("$ctl" "$@" 2>"$err")
+	out=$("${EGRESS_WRAP_CMD[@]}" "$ctl" "$@" 2>"$err")
 	rc=$?
 	out=${out%%$'\n'*}
 	n=$((n + 1))
@@ -90,7 +91,7 @@ expect 1 "deny not-declared" -- -c "$ex" check weather https://cdn.weather.examp
 expect 0 "allow git.lan.example 10.0.0.20" -- -c "$ex" check $R git.lan.example=10.0.0.20 gitea https://git.lan.example/
 expect 1 "deny no-permission" -- -c "$ex" check notifier https://hooks.chat.example/
 # EGRESSD_CONFIG is used when -c is absent.
-out=$(EGRESSD_CONFIG=$ex "$ctl" check weather https://cdn.weather.example/ 2>/dev/null)
+out=$(EGRESSD_CONFIG=$ex "${EGRESS_WRAP_CMD[@]}" "$ctl" check weather https://cdn.weather.example/ 2>/dev/null)
 n=$((n + 1))
 [ "$out" = "deny not-declared" ] || { echo "FAIL: EGRESSD_CONFIG not honoured: '$out'"; fail=$((fail + 1)); }
 

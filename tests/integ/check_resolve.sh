@@ -6,6 +6,7 @@
 # (unshare -n) that has only a loopback interface: no packet can leave.
 # Needs root; exits 77 (skip) otherwise.
 set -uo pipefail
+. "$(dirname "$0")/wrap.sh"
 ctl=${1:?usage: check_resolve.sh EGRESSCTL SRCDIR}
 src=${2:?usage: check_resolve.sh EGRESSCTL SRCDIR}
 
@@ -48,9 +49,10 @@ dnsmasq --no-daemon --port=5353 --listen-address=127.0.0.1 --bind-interfaces \
 	--local=/weather.example/ >"$tmp/dnsmasq.out" 2>&1 &
 dpid=$!
 # Wait until dnsmasq answers (poll, no fixed sleep).
-for _ in $(seq 1 100); do
+for _ in $(seq 1 $((100 * EGRESS_WAIT_SCALE))); do
 	grep -q "started" "$tmp/dns.log" 2>/dev/null && break
-	"$ctl" -c "$tmp/egressd.ini" check weather https://api.weather.example/ >/dev/null 2>&1 && break
+	"${EGRESS_WRAP_CMD[@]}" "$ctl" -c "$tmp/egressd.ini" check weather \
+	    https://api.weather.example/ >/dev/null 2>&1 && break
 	sleep 0.05
 done
 
@@ -59,7 +61,7 @@ expect() {
 	local want_rc=$1 want_out=$2 want_err=$3
 	shift 3
 	local out rc
-	out=$("$ctl" "$@" 2>"$tmp/err")
+	out=$("${EGRESS_WRAP_CMD[@]}" "$ctl" "$@" 2>"$tmp/err")
 	rc=$?
 	n=$((n + 1))
 	if [ "$rc" != "$want_rc" ] || [ "$out" != "$want_out" ] ||

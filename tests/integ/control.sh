@@ -35,11 +35,12 @@ ctl()
 	local line=$1
 	shift
 	if [ $# -gt 0 ]; then
-		printf '%s\n' "$line" | timeout 10 setpriv "$@" \
-		    socat -t 5 - "UNIX-CONNECT:$CTL"
-	else
-		printf '%s\n' "$line" | timeout 10 socat -t 5 - \
+		printf '%s\n' "$line" | timeout "$(egress_wait 10)" \
+		    setpriv "$@" socat -t "$(egress_wait 5)" - \
 		    "UNIX-CONNECT:$CTL"
+	else
+		printf '%s\n' "$line" | timeout "$(egress_wait 10)" \
+		    socat -t "$(egress_wait 5)" - "UNIX-CONNECT:$CTL"
 	fi
 }
 
@@ -47,7 +48,8 @@ ctl()
 # refused peer is answered before it sends anything); print what came.
 refused()
 {
-	timeout 10 setpriv "$@" socat -u "UNIX-CONNECT:$CTL" - || true
+	timeout "$(egress_wait 10)" setpriv "$@" socat -u "UNIX-CONNECT:$CTL" - ||
+	    true
 }
 
 # expect_jq WHAT JSON [jq options] FILTER: FILTER (jq -e) holds on JSON.
@@ -159,7 +161,7 @@ lab_ok "check is a dry run: no upstream hit, no decision logged"
 
 # ---- attach ---------------------------------------------------------------
 lab_mark
-lab_ns_b timeout 20 python3 - "$CTL" "$EGRESS_FETCH" \
+lab_ns_b timeout "$(egress_wait 20)" python3 - "$CTL" "$EGRESS_FETCH" \
     http://api.weather.example/small >"$LAB_DIR/attach.out" \
     2>"$LAB_DIR/attach.err" <<'EOF' || lab_fail "attach: $(cat "$LAB_DIR/attach.err")"
 import json, os, socket, stat, sys
@@ -174,7 +176,9 @@ assert stat.S_ISSOCK(os.fstat(fds[0]).st_mode)
 s.close()
 os.dup2(fds[0], 3)
 os.environ["EGRESS_FD"] = "3"
-os.execv(sys.argv[2], [sys.argv[2], sys.argv[3]])
+# EGRESS_WRAP (tests/integ/wrap.sh): the command egress-fetch runs under.
+argv = os.environ.get("EGRESS_WRAP", "").split() + sys.argv[2:4]
+os.execvp(argv[0], argv)
 EOF
 cmp -s "$LAB_DIR/www/small" "$LAB_DIR/attach.out" ||
     lab_fail "attach: the body differs"

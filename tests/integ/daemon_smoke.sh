@@ -21,8 +21,9 @@
 # instance rather than refusing; a pooled connection the upstream closed
 # is retried transparently for a GET, never for a POST.
 #
-# Usage: daemon_smoke.sh EGRESSD
+# Usage: daemon_smoke.sh EGRESSD (EGRESS_WRAP: see wrap.sh)
 set -euo pipefail
+. "$(dirname "$0")/wrap.sh"
 
 EGRESSD=${1:?usage: daemon_smoke.sh EGRESSD}
 for p in dnsmasq python3 jq; do
@@ -366,7 +367,7 @@ def main():
             return
 main()
 EOF
-client() { timeout 60 python3 "$T/client.py" "$@"; }
+client() { timeout "$(egress_wait 60)" python3 "$T/client.py" "$@"; }
 
 # ---- DNS ------------------------------------------------------------------
 DNSUSER=()
@@ -445,29 +446,29 @@ S=$T/run/instances
 U=http://api.smoke.test:$HTTP_PORT
 
 # ---- --check-config ---------------------------------------------------------
-"$EGRESSD" -c "$C" --check-config 2>"$T/check.err" ||
+"${EGRESS_WRAP_CMD[@]}" "$EGRESSD" -c "$C" --check-config 2>"$T/check.err" ||
     fail "--check-config refused a valid file: $(cat "$T/check.err")"
 ok "--check-config accepts a valid configuration"
 { config "api.smoke.test"; echo "[bogus"; } >"$T/bad.ini"
 cp -R "$T/etc/packages" "$T/packages" 2>/dev/null || true
-rc=0; "$EGRESSD" -c "$T/bad.ini" --check-config 2>"$T/check.err" || rc=$?
+rc=0; "${EGRESS_WRAP_CMD[@]}" "$EGRESSD" -c "$T/bad.ini" --check-config 2>"$T/check.err" || rc=$?
 eq "--check-config exit status on a broken file" 1 "$rc"
 grep -q 'bad\.ini:[0-9]' "$T/check.err" ||
     fail "--check-config did not print file:line: $(cat "$T/check.err")"
 ok "--check-config prints file:line"
 
 # ---- start ------------------------------------------------------------------
-"$EGRESSD" -c "$C" --foreground 2>"$T/egressd.err" &
+"${EGRESS_WRAP_CMD[@]}" "$EGRESSD" -c "$C" --foreground 2>"$T/egressd.err" &
 EPID=$!
 PIDS+=("$EPID")
-for _ in $(seq 100); do
+for _ in $(seq $((100 * EGRESS_WAIT_SCALE))); do
 	[ -S "$S/smoke.sock" ] && [ -S "$S/other.sock" ] && break
 	sleep 0.1
 done
 [ -S "$S/smoke.sock" ] || fail "no instance socket"
 eq "instance socket mode" 660 "$(stat -c %a "$S/smoke.sock")"
 eq "control socket mode" 600 "$(stat -c %a "$T/run/control.sock")"
-for _ in $(seq 50); do
+for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do
 	python3 -c 'import socket,sys; s=socket.socket(); s.connect(("127.0.0.1", int(sys.argv[1])))' "$HTTP_PORT" 2>/dev/null && break
 	sleep 0.1
 done
@@ -476,7 +477,7 @@ LOGMARK=0
 mark() { LOGMARK=$(wc -l <"$T/egressd.log"); }
 events() { tail -n "+$((LOGMARK + 1))" "$T/egressd.log" | jq -c --arg e "$1" 'select(.event == $e)'; }
 last() { events "$1" | tail -n 1; }
-waitev() { for _ in $(seq 50); do [ "$(events "$1" | wc -l)" -ge "$2" ] && return 0; sleep 0.1; done; fail "want $2 $1 events"; }
+waitev() { for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do [ "$(events "$1" | wc -l)" -ge "$2" ] && return 0; sleep 0.1; done; fail "want $2 $1 events"; }
 
 # ---- allow --------------------------------------------------------------------
 mark
@@ -564,7 +565,7 @@ eq "budget released after the requests" 200 "$(jq -r .status <<<"$r")"
 CL=$T/hits.log.conn
 reqport() { awk -v p="$1" '$1 == "REQ" && $3 == p { print $2 }' "$CL" | tail -n 1; }
 nconns() { grep -c '^CONN ' "$CL" || true; }
-waitclose() { for _ in $(seq 50); do grep -qx "CLOSE $1" "$CL" && return 0; sleep 0.1; done; return 1; }
+waitclose() { for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do grep -qx "CLOSE $1" "$CL" && return 0; sleep 0.1; done; return 1; }
 c0=$(nconns)
 r=$(client "$S/smoke.sock" seq "$U/ka/1" "$U/ka/2")
 eq "keep-alive: two sequential requests answered" "200 200" \
@@ -642,7 +643,7 @@ config "$GRANT" | install_config
 rm -f "$T/go"
 client "$S/smoke.sock" two "$T/go" "$U/small" >"$T/two.out" &
 TWO=$!
-for _ in $(seq 100); do [ -e "$T/go.first" ] && break; sleep 0.05; done
+for _ in $(seq $((100 * EGRESS_WAIT_SCALE))); do [ -e "$T/go.first" ] && break; sleep 0.05; done
 config "" | install_config
 touch "$T/go"
 wait "$TWO" || fail "two-request client failed"
@@ -666,7 +667,7 @@ eq "fixed file: served again" 200 "$(jq -r .status <<<"$r")"
 config "api.smoke.test" "$(printf '\n[plugins.entries.third]\nplugin = smoke\nmanifest = packages/smoke/manifest.ini\npermissions = http_client\negress_hosts = api.smoke.test\negress_allow_private = api.smoke.test\n')" |
     install_config
 kill -HUP "$EPID"
-for _ in $(seq 50); do [ -S "$S/third.sock" ] && break; sleep 0.1; done
+for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do [ -S "$S/third.sock" ] && break; sleep 0.1; done
 [ -S "$S/third.sock" ] || fail "no socket for an added instance"
 ok "SIGHUP: an added instance got its socket"
 r=$(client "$S/third.sock" get "$U/ka/third")
@@ -674,7 +675,7 @@ eq "the new instance is served" 200 "$(jq -r .status <<<"$r")"
 p3=$(reqport /ka/third)
 config "api.smoke.test" | install_config
 kill -HUP "$EPID"
-for _ in $(seq 50); do [ ! -e "$S/third.sock" ] && break; sleep 0.1; done
+for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do [ ! -e "$S/third.sock" ] && break; sleep 0.1; done
 [ ! -e "$S/third.sock" ] || fail "socket of a removed instance remains"
 ok "SIGHUP: a removed instance lost its socket"
 waitclose "$p3" || fail "a removed instance's pooled connection remains"
@@ -711,9 +712,12 @@ ok "the log is JSON lines"
 ok "no warnings on stderr"
 client "$S/smoke.sock" get "$U/slow" >"$T/drain.out" &
 DR=$!
-for _ in $(seq 50); do tail -n 1 "$T/hits.log" | grep -q 'GET /slow' && break; sleep 0.05; done
+for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do tail -n 1 "$T/hits.log" | grep -q 'GET /slow' && break; sleep 0.05; done
 kill -TERM "$EPID"
-sleep 0.3
+for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do
+	[ ! -e "$S/smoke.sock" ] && break
+	sleep 0.02
+done
 [ ! -e "$S/smoke.sock" ] || fail "still accepting while draining"
 ok "SIGTERM: stopped accepting"
 rc=0; wait "$EPID" || rc=$?

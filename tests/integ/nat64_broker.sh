@@ -22,13 +22,20 @@ CTL=$LAB_DIR/run/control.sock
 PFX=2001:db8:64::/96
 ctl()
 {
-	printf '%s\n' "$1" | timeout 10 socat -t 5 - "UNIX-CONNECT:$CTL"
+	printf '%s\n' "$1" | timeout "$(egress_wait 10)" \
+	    socat -t "$(egress_wait 5)" - "UNIX-CONNECT:$CTL"
 }
 config()
 {
 	lab_config_base
 	[ -z "${1:-}" ] || printf '\n[security]\nnat64_prefixes = %s\n' "$1"
 	lab_entry weather weather "api.weather.example"
+}
+# diagnose [OPTIONS]: egressctl diagnose in the broker namespace.
+diagnose()
+{
+	lab_ns_b timeout "$(egress_wait 10)" "${EGRESS_WRAP_CMD[@]}" \
+	    "$EGRESSCTL" -c "$LAB_CONF" diagnose "$@"
 }
 status_nat64()
 {
@@ -48,7 +55,7 @@ config | lab_config_install
 lab_egressd_start weather
 lab_poll 10 nat64_asked 1 || lab_fail "the broker did not ask ipv4only.arpa"
 lab_ok "the broker asked for ipv4only.arpa AAAA at start"
-r=$(lab_ns_b timeout 10 "$EGRESSCTL" -c "$LAB_CONF" diagnose --nat64) || true
+r=$(diagnose --nat64) || true
 ! grep -q nat64_prefixes <<<"$r" || lab_fail "diagnose without DNS64: $r"
 lab_ok "no DNS64: diagnose prints no NAT64 line"
 no_warning || lab_fail "no DNS64: show status warns: $(status_nat64)"
@@ -78,12 +85,12 @@ nat64_events | jq -e --arg p "$PFX" '.status == "warning" and
     lab_fail "egress.nat64 event: $(nat64_events)"
 lab_ok "one egress.nat64 warning event in the log"
 rc=0
-r=$(lab_ns_b timeout 10 "$EGRESSCTL" -c "$LAB_CONF" diagnose) || rc=$?
+r=$(diagnose) || rc=$?
 lab_expect_eq "diagnose exit status with a NAT64 finding" 1 "$rc"
 grep -qxF "  nat64_prefixes = $PFX" <<<"$r" ||
     lab_fail "diagnose lacks the nat64_prefixes line: $r"
 lab_ok "diagnose prints 'nat64_prefixes = $PFX'"
-r=$(lab_ns_b timeout 10 "$EGRESSCTL" -c "$LAB_CONF" diagnose --no-nat64) ||
+r=$(diagnose --no-nat64) ||
     true
 ! grep -q nat64_prefixes <<<"$r" || lab_fail "--no-nat64 still checks: $r"
 lab_ok "diagnose --no-nat64 skips the lookup"
@@ -94,7 +101,7 @@ r=$(ctl reload)
 jq -e '.reloaded == true' <<<"$r" >/dev/null || lab_fail "reload: $r"
 lab_poll 10 no_warning || lab_fail "declared, still warned: $(status_nat64)"
 lab_ok "declared and reloaded: show status has no NAT64 warning"
-r=$(lab_ns_b timeout 10 "$EGRESSCTL" -c "$LAB_CONF" diagnose) || true
+r=$(diagnose) || true
 ! grep -q 'nat64_prefixes =' <<<"$r" || lab_fail "diagnose still warns: $r"
 lab_ok "declared: diagnose prints no NAT64 line"
 

@@ -5,8 +5,10 @@
 # a public-looking IPv4 and IPv6 address to lo and waits (polling, with a
 # deadline) until the probe reports each one in the set and classified
 # private; then removes them and waits until they are gone and public
-# again. Needs root; skips loudly (exit 77) otherwise.
+# again. Needs root; skips loudly (exit 77) otherwise. EGRESS_WRAP: see
+# wrap.sh.
 set -eu
+. "$(dirname "$0")/wrap.sh"
 
 probe=$1
 if [ -z "${NETADDR_IN_NS:-}" ]; then
@@ -21,7 +23,7 @@ v4=93.184.216.55
 v6=2606:4700:10::55
 ip link set lo up
 out=$(mktemp)
-"$probe" "$v4" "$v6" >"$out" 2>&1 &
+"${EGRESS_WRAP_CMD[@]}" "$probe" "$v4" "$v6" >"$out" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -f "$out"' EXIT
 
@@ -35,7 +37,7 @@ fail() {
 # Poll the probe's last line for an extended regex, up to 10 seconds.
 wait_for() {
 	local i
-	for i in $(seq 1 2000); do
+	for i in $(seq 1 $((2000 * EGRESS_WAIT_SCALE))); do
 		if tail -n 1 "$out" | grep -Eq -- "$1"; then
 			return 0
 		fi

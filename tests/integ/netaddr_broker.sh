@@ -29,7 +29,8 @@ lab_egressd_start weather
 
 ctl()
 {
-	printf '%s\n' "$1" | timeout 10 socat -t 5 - "UNIX-CONNECT:$CTL"
+	printf '%s\n' "$1" | timeout "$(egress_wait 10)" \
+	    socat -t "$(egress_wait 5)" - "UNIX-CONNECT:$CTL"
 }
 
 # verdict_is NAME VERDICT [REASON]: the live check of http://NAME/ says so.

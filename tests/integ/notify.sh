@@ -5,8 +5,9 @@
 # systemd ($NOTIFY_SOCKET); the moment READY=1 arrives, it checks that
 # every instance socket and the control socket are listening (connect()
 # succeeds). Then SIGTERM: the broker exits 0 (and STOPPING=1 is
-# reported when the daemon sends it).
+# reported when the daemon sends it). EGRESS_WRAP: see wrap.sh.
 set -eu
+. "$(dirname "$0")/wrap.sh"
 
 egressd=$1
 src=$2
@@ -73,10 +74,10 @@ for _ in $(seq 1 1000); do
 	grep -q listening "$tmp/recv.out" 2>/dev/null && break
 	sleep 0.01
 done
-NOTIFY_SOCKET="$tmp/notify.sock" "$egressd" --foreground -c "$tmp/egressd.ini" \
-	2> "$tmp/egressd.err" &
+NOTIFY_SOCKET="$tmp/notify.sock" "${EGRESS_WRAP_CMD[@]}" "$egressd" \
+	--foreground -c "$tmp/egressd.ini" 2> "$tmp/egressd.err" &
 pid=$!
-for _ in $(seq 1 2000); do
+for _ in $(seq 1 $((2000 * EGRESS_WAIT_SCALE))); do
 	grep -q '^ready-check' "$tmp/recv.out" && break
 	kill -0 "$pid" 2>/dev/null || fail "egressd exited"
 	sleep 0.005
@@ -89,7 +90,7 @@ rc=0
 wait "$pid" || rc=$?
 pid=
 [ "$rc" = 0 ] || fail "egressd exited $rc after SIGTERM"
-for _ in $(seq 1 200); do
+for _ in $(seq 1 $((200 * EGRESS_WAIT_SCALE))); do
 	grep -q '^stopping' "$tmp/recv.out" && break
 	sleep 0.005
 done

@@ -31,13 +31,16 @@ lab_dns_set api.weather.example="$LAB_PUB4" api.radar.example="$LAB_PUB4"
 lab_egressd_start weather radar
 
 # sandboxed INSTANCE OUT COMMAND...: run COMMAND under egress-sandbox,
-# attached to INSTANCE through the control socket; stdout to OUT.
+# attached to INSTANCE through the control socket; stdout to OUT. Never
+# under EGRESS_WRAP (neither egress-sandbox nor COMMAND): the sandbox
+# installs a seccomp filter before it executes COMMAND, and valgrind
+# cannot run under one. The broker is wrapped.
 sandboxed()
 {
 	local inst=$1 out=$2
 	shift 2
 	SB_RC=0
-	lab_ns_b timeout -k 5 30 "$EGRESS_SANDBOX" --instance "$inst" \
+	lab_ns_b timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" --instance "$inst" \
 	    --control "$CTL" -- "$@" >"$out" 2>"$LAB_DIR/sandbox.err" ||
 	    SB_RC=$?
 }
@@ -91,7 +94,8 @@ lab_expect_hits "$LAB_PUB4" 0
 
 # ---- a passed descriptor drops the connection and is closed ---------------
 lab_mark
-timeout 20 python3 - "$CTL" <<'EOF' || lab_fail "descriptor passing check"
+t=$(egress_wait 20)
+timeout "$t" python3 - "$CTL" <<'EOF' || lab_fail "descriptor passing check"
 import os, select, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])

@@ -121,7 +121,7 @@ fault_expect_clean "DNS server restarted" weather radar
 # budget-exhausted at once (not dns-failed after a lookup), while another
 # instance still resolves.
 from=$(($(lab__lines "$LAB_BROKER_LOG") + 1))
-got=$(timeout 20 ip netns exec "$LAB_NS_B" "$LAB_PYTHON" \
+got=$(timeout "$(egress_wait 20)" ip netns exec "$LAB_NS_B" "$LAB_PYTHON" \
     "$FAULT_SRC_DIR/guest.py" resetflood "$LAB_SOCK_DIR/weather.sock" \
     "hang.weather.example:$FAULT_UP_PORT" /ok 128)
 lab_expect_eq "the 129th outstanding lookup of one instance" \

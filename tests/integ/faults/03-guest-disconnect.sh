@@ -16,6 +16,12 @@ set -euo pipefail
 # instead of being reused, which would hide the RSS bound checked below:
 # no quarantine for this broker (a no-op for a normal build).
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
+# Under valgrind, freed blocks likewise wait in memcheck's freelist (20 MB)
+# before they are reused: none for this broker.
+if [ "${EGRESS_WRAP_CMD[0]:-}" != "" ] &&
+    [ "${EGRESS_WRAP_CMD[0]##*/}" = valgrind ]; then
+	LAB_EGRESSD_WRAP+=(--freelist-vol=0 --freelist-big-blocks=0)
+fi
 lab_init
 lab_need_bins
 lab_up

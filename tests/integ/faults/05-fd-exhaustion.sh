@@ -25,8 +25,8 @@ lab_dns_set ok.weather.example="$LAB_PUB4"
 	lab_entry radar radar ok.weather.example
 } | lab_config_install
 fault_badup_start
-lab_spawn egressd "$LAB_NS_B" prlimit --nofile=64:64 "$EGRESSD" \
-    -c "$LAB_CONF" --foreground
+lab_spawn egressd "$LAB_NS_B" prlimit --nofile=64:64 \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESSD" -c "$LAB_CONF" --foreground
 lab_poll 15 lab__sockets_exist weather radar || true
 lab_is_running egressd || lab_fail "egressd exited at start under prlimit"
 lab__sockets_exist weather radar || lab_fail "egressd made no sockets"
@@ -72,7 +72,27 @@ lab_is_running egressd || lab_fail "egressd died after the exhaustion"
 [ "$m" -ge 1 ] || lab_fail "accept did not resume: nothing answered"
 lab_expect_eq "waiting connections answered once descriptors freed" \
     "$((N - k))" "$((m + d))"
-lab_expect_eq "waiting connections the broker closed unanswered" 0 "$d"
+# Under valgrind, which keeps the top 12 descriptors of the limit for
+# itself, an accept() that returns one of those is closed by valgrind and
+# reported as EMFILE ("Warning: invalid file descriptor N in syscall
+# accept()" in its log): that connection is dropped unanswered, an
+# artefact the kernel's own EMFILE (which leaves it queued) never causes.
+# Then every dropped connection must be one of those.
+vglog=
+for a in "${EGRESS_WRAP_CMD[@]}"; do
+	case $a in --log-file=*) vglog=${a#--log-file=} ;; esac
+done
+if [ -n "$vglog" ]; then
+	vglog=${vglog//%p/$(lab_egressd_pid)}
+	lab_expect_eq "waiting connections closed unanswered, all by valgrind" \
+	    "$(grep -c 'invalid file descriptor [0-9]* in syscall accept' \
+	    "$vglog" || true)" "$d"
+elif [ "${#EGRESS_WRAP_CMD[@]}" -eq 0 ]; then
+	lab_expect_eq "waiting connections the broker closed unanswered" 0 "$d"
+else
+	lab_ok "under ${EGRESS_WRAP_CMD[0]}: $d waiting connections closed" \
+	    "(not checked without its log)"
+fi
 
 lab_fetch weather "$FAULT_UP/ok"
 fault_expect_ok_body

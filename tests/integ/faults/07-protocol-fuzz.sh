@@ -75,7 +75,7 @@ fault_expect_clean "after fuzzing" weather radar
 fault_log_mark
 FAULT_LOG_FROM=$((FAULT_LOG_MARK + 1))
 r=0
-lab_ns_b timeout 20 "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" reuse \
+lab_ns_b timeout "$(egress_wait 20)" "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" reuse \
     "$LAB_SOCK_DIR/weather.sock" "$LAB_PUB4:$FAULT_UP_PORT" /ok || r=$?
 lab_expect_eq "reused stream id: the broker dropped the connection" 0 "$r"
 lab_poll 5 fault__has_close_of weather || true

@@ -108,7 +108,7 @@ fault_fds()
 # fault_ctl LINE: one control-socket command; prints the JSON reply.
 fault_ctl()
 {
-	timeout 15 "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" ctl \
+	timeout "$(egress_wait 15)" "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" ctl \
 	    "$LAB_DIR/run/control.sock" "$1"
 }
 
@@ -229,12 +229,13 @@ fault_other_ok()
 
 # fault_spawn_fetch NAME INSTANCE [options] URL: egress-fetch in the
 # broker namespace in the background, exec'ed directly (so NAME's pid is
-# egress-fetch's own and a KILL reaches it); body in log/NAME.out.
+# egress-fetch's own, or its wrapper's which runs it in the same process,
+# and a KILL reaches it); body in log/NAME.out.
 fault_spawn_fetch()
 {
 	local name=$1 inst=$2
 	shift 2
-	lab_spawn "$name" "$LAB_NS_B" "$EGRESS_FETCH" \
+	lab_spawn "$name" "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
 	    --socket "$LAB_SOCK_DIR/$inst.sock" "$@"
 }
 
@@ -258,17 +259,20 @@ fault_wait_fetch()
 # fault_loader NAME INSTANCE URL: in the background (process load-NAME),
 # up to 2000 fetches of URL (whose body must be /ok's) until load/stop
 # exists; one result line per fetch in load/NAME: "0 ok", "0 bad" (a wrong
-# body) or "RC -" (egress-fetch's exit status).
+# body) or "RC -" (egress-fetch's exit status). Each fetch is wrapped in
+# EGRESS_WRAP (inherited from the environment).
 fault_loader()
 {
 	mkdir -p "$LAB_DIR/load"
 	: >"$LAB_DIR/load/$1"
 	lab_spawn "load-$1" "$LAB_NS_B" bash -c '
-		fetch=$1 sock=$2 url=$3 want=$4 out=$5 stop=$6
+		fetch=$1 sock=$2 url=$3 want=$4 out=$5 stop=$6 t=$7
+		read -r -a wrap <<<"${EGRESS_WRAP:-}"
 		i=0
 		while [ ! -e "$stop" ] && [ "$i" -lt 2000 ]; do
 			rc=0
-			timeout -k 5 30 "$fetch" --socket "$sock" "$url" \
+			timeout -k 5 "$t" "${wrap[@]}" "$fetch" \
+			    --socket "$sock" "$url" \
 			    >"$out.body" 2>>"$out.err" || rc=$?
 			if [ "$rc" = 0 ] && [ "$(cat "$out.body")" = "$want" ]
 			then
@@ -280,5 +284,6 @@ fault_loader()
 			fi >>"$out"
 			i=$((i + 1))
 		done' loader "$EGRESS_FETCH" "$LAB_SOCK_DIR/$2.sock" "$3" \
-	    "$FAULT_OK_BODY" "$LAB_DIR/load/$1" "$LAB_DIR/load/stop"
+	    "$FAULT_OK_BODY" "$LAB_DIR/load/$1" "$LAB_DIR/load/stop" \
+	    "$(egress_wait 30)"
 }

@@ -21,12 +21,21 @@
 #     lab_up              # namespaces, PKI, dnsmasq, nginx
 #     ...                 # see README.md for the helpers
 # Environment: EGRESSD, EGRESS_FETCH (binaries, for the scenarios),
-# LAB_KEEP=1 (keep the temp folder and print its path), LAB_VERBOSE=1.
+# EGRESS_WRAP (a command such as valgrind put in front of them, see
+# ../wrap.sh), LAB_KEEP=1 (keep the temp folder and print its path),
+# LAB_VERBOSE=1.
 
 LAB_SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LAB_TOP_DIR=$(cd "$LAB_SRC_DIR/../../.." && pwd)
 LAB_DATA_DIR="$LAB_TOP_DIR/tests/data/integ"
 LAB_PYTHON=${LAB_PYTHON:-python3}
+# EGRESS_WRAP_CMD (put in front of egressd and egress-fetch) and
+# EGRESS_WAIT_SCALE (multiplies every bounded wait): see ../wrap.sh.
+. "$LAB_SRC_DIR/../wrap.sh"
+# What lab_egressd_start puts in front of $EGRESSD: a script whose $EGRESSD
+# is a wrapper of its own that already runs the wrapper command inside
+# (caps_broker.sh) empties it.
+LAB_EGRESSD_WRAP=("${EGRESS_WRAP_CMD[@]}")
 
 # The upstream ("outside") addresses. None of them is ever configured on
 # an interface of the broker namespace.
@@ -213,13 +222,14 @@ lab_down()
 # ------------------------------------------------------------- processes
 
 # lab_poll SECONDS CMD...: run CMD every 50 ms until it succeeds; return
-# 1 when SECONDS pass first. Used for every wait, never a fixed sleep.
+# 1 when SECONDS (times EGRESS_WAIT_SCALE) pass first. Used for every
+# wait, never a fixed sleep.
 lab_poll()
 {
 	local secs=$1 now deadline
 	shift
 	now=${EPOCHREALTIME//[.,]/}
-	deadline=$((now + secs * 1000000))
+	deadline=$((now + secs * EGRESS_WAIT_SCALE * 1000000))
 	while :; do
 		"$@" && return 0
 		now=${EPOCHREALTIME//[.,]/}
@@ -736,7 +746,8 @@ lab_egressd_start()
 {
 	lab_need_bins
 	[ -f "$LAB_CONF" ] || lab_fail "lab_config_install first"
-	lab_spawn egressd "$LAB_NS_B" "$EGRESSD" -c "$LAB_CONF" --foreground
+	lab_spawn egressd "$LAB_NS_B" "${LAB_EGRESSD_WRAP[@]}" "$EGRESSD" \
+	    -c "$LAB_CONF" --foreground
 	lab_poll 15 lab__sockets_exist "$@" || true
 	lab_is_running egressd || {
 		lab_stop egressd
@@ -865,9 +876,10 @@ LAB_FETCH_OUT=
 LAB_FETCH_ERR=
 
 # lab_fetch INSTANCE [egress-fetch options] URL: run egress-fetch in the
-# broker namespace against INSTANCE's socket (30 s hard limit), after a
-# lab_mark, so the hit, DNS and log helpers then see this fetch only. Sets
-# LAB_FETCH_RC, LAB_FETCH_OUT (body file) and LAB_FETCH_ERR (stderr text).
+# broker namespace against INSTANCE's socket (30 s hard limit, scaled),
+# after a lab_mark, so the hit, DNS and log helpers then see this fetch
+# only. Sets LAB_FETCH_RC, LAB_FETCH_OUT (body file) and LAB_FETCH_ERR
+# (stderr text).
 lab_fetch()
 {
 	local inst=$1
@@ -876,8 +888,8 @@ lab_fetch()
 	LAB_FETCH_ARGS_URL=${!#}
 	LAB_FETCH_OUT=$LAB_DIR/fetch.out
 	LAB_FETCH_RC=0
-	lab_ns_b timeout -k 5 30 "$EGRESS_FETCH" \
-	    --socket "$LAB_SOCK_DIR/$inst.sock" "$@" \
+	lab_ns_b timeout -k 5 "$(egress_wait 30)" "${EGRESS_WRAP_CMD[@]}" \
+	    "$EGRESS_FETCH" --socket "$LAB_SOCK_DIR/$inst.sock" "$@" \
 	    >"$LAB_FETCH_OUT" 2>"$LAB_DIR/fetch.err" || LAB_FETCH_RC=$?
 	LAB_FETCH_ERR=$(cat "$LAB_DIR/fetch.err")
 	lab_vlog "fetch $inst $* -> $LAB_FETCH_RC $LAB_FETCH_ERR"
@@ -947,7 +959,8 @@ lab_hold_start()
 	mkfifo "$fifo"
 	# The writer's open blocks until we open the read end below.
 	lab_spawn "hold-$name" "$LAB_NS_B" sh -c 'exec "$@" >"$0"' "$fifo" \
-	    "$EGRESS_FETCH" --socket "$LAB_SOCK_DIR/$inst.sock" "$@"
+	    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
+	    --socket "$LAB_SOCK_DIR/$inst.sock" "$@"
 	exec {fd}<"$fifo"
 	LAB_HOLD_FD[$name]=$fd
 }
@@ -965,7 +978,8 @@ lab_hold_kill()
 lab_hold_drain()
 {
 	local fd=${LAB_HOLD_FD[$1]} pid=${LAB_PID[hold-$1]}
-	timeout 60 cat <&"$fd" >"$LAB_DIR/hold/$1.body" || true
+	timeout "$(egress_wait 60)" cat <&"$fd" >"$LAB_DIR/hold/$1.body" ||
+	    true
 	LAB_HOLD_RC=0
 	wait "$pid" 2>/dev/null || LAB_HOLD_RC=$?
 	unset "LAB_PID[hold-$1]"
@@ -1000,12 +1014,14 @@ lab_wait_upstream_conns()
 # ---------------------------------------------------------------- background
 
 # lab_fetch_bg NAME INSTANCE [options] URL: start egress-fetch in the
-# background (60 s hard limit) as process fetch-NAME. No lab_mark.
+# background (60 s hard limit, scaled) as process fetch-NAME. No
+# lab_mark.
 lab_fetch_bg()
 {
 	local name=$1 inst=$2
 	shift 2
-	lab_spawn "fetch-$name" "$LAB_NS_B" timeout -k 5 60 "$EGRESS_FETCH" \
+	lab_spawn "fetch-$name" "$LAB_NS_B" timeout -k 5 "$(egress_wait 60)" \
+	    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
 	    --socket "$LAB_SOCK_DIR/$inst.sock" "$@"
 }
 
@@ -1028,8 +1044,9 @@ lab_fetch_bg_wait()
 lab_badpeer()
 {
 	LAB_BADPEER_RC=0
-	LAB_BADPEER_OUT=$(timeout 30 "$LAB_PYTHON" "$LAB_SRC_DIR/badpeer.py" \
-	    "$1" "$LAB_SOCK_DIR/$2.sock" 2>&1) || LAB_BADPEER_RC=$?
+	LAB_BADPEER_OUT=$(timeout "$(egress_wait 30)" "$LAB_PYTHON" \
+	    "$LAB_SRC_DIR/badpeer.py" "$1" "$LAB_SOCK_DIR/$2.sock" 2>&1) ||
+	    LAB_BADPEER_RC=$?
 }
 
 # lab_expect_close FIELD VALUE: the last egress.close since lab_mark has

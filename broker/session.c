@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <jansson.h>
 
 #include <egress/error.h>
 
@@ -675,6 +677,32 @@ session_free(struct session *s)
 		(void)event_base_loopexit(b->base, NULL);
 }
 
+/*
+ * A connection refused at a session cap: one egress.session event per
+ * second at most, carrying how many were refused since the last one (a
+ * flood must not flood the log).
+ */
+static void
+session_log_refused(const char *instance, const char *cap)
+{
+	static time_t last;
+	static unsigned long long suppressed;
+	time_t now = time(NULL);
+	json_t *o;
+
+	if (now == last) {
+		suppressed++;
+		return;
+	}
+	last = now;
+	o = json_pack("{s:s, s:s, s:s, s:I}", "status", "refused",
+	    "instance", instance, "cap", cap, "refused",
+	    (json_int_t)(suppressed + 1));
+	suppressed = 0;
+	if (o != NULL)
+		log_event("egress.session", o);
+}
+
 int
 session_accept(struct broker *b, int fd, const char *instance)
 {
@@ -683,9 +711,14 @@ session_accept(struct broker *b, int fd, const char *instance)
 	struct session *s;
 
 	pp = session_count_slot(b, instance);
-	if (b->draining || b->nsessions >= SESSIONS_MAX ||
-	    (*pp != NULL && (*pp)->n >= SESSIONS_PER_INSTANCE) ||
-	    strlen(instance) > CONF_NAME_MAX ||
+	if (!b->draining && (b->nsessions >= SESSIONS_MAX ||
+	    (*pp != NULL && (*pp)->n >= SESSIONS_PER_INSTANCE))) {
+		session_log_refused(instance, b->nsessions >= SESSIONS_MAX ?
+		    "sessions_max" : "sessions_per_instance");
+		(void)close(fd);
+		return EGRESS_ERR_AGAIN;
+	}
+	if (b->draining || strlen(instance) > CONF_NAME_MAX ||
 	    (s = calloc(1, sizeof(*s))) == NULL) {
 		(void)close(fd);
 		return EGRESS_ERR_AGAIN;

@@ -8,6 +8,7 @@
 # at the built egressd; the installed configuration passes
 # `egressd --check-config`.
 set -eu
+. "$(dirname "$0")/wrap.sh"
 
 build=$1
 dest=$(mktemp -d)
@@ -41,7 +42,8 @@ for line in Type=notify RuntimeDirectory=egressd NoNewPrivileges=yes \
 	grep -qxF "$line" "$unit" || fail "unit lacks '$line'"
 done
 grep -q '^ExecStart=.*egressd --foreground' "$unit" || fail "ExecStart"
-"$root/sbin/egressd" --check-config -c "$ini" 2>/dev/null ||
+"${EGRESS_WRAP_CMD[@]}" "$root/sbin/egressd" --check-config -c "$ini" \
+	2>/dev/null ||
 	fail "the installed configuration does not pass --check-config"
 if command -v systemd-analyze >/dev/null; then
 	sed "s|^\(Exec[A-Za-z]*=\)[^ ]*/egressd|\1$root/sbin/egressd|" "$unit" \

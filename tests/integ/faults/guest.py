@@ -152,14 +152,18 @@ def mode_conns(sock, n):
             s.close()
             continue
         socks.append(s)
+    answered = set()
+    dropped = set()
     for s in socks:
+        pending[s] = b""
         try:
             s.send(hello())
         except BlockingIOError:
             pass
-        pending[s] = b""
-    answered = set()
-    dropped = set()
+        except OSError:
+            # Closed by the peer before HELLO (accepted and closed at
+            # once, as valgrind does with a descriptor it reserves).
+            dropped.add(s)
 
     def pump(deadline, quiet):
         last = time.monotonic()

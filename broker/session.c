@@ -540,6 +540,14 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
 	    errno == EINTR))
 		return;
+	if (n < 0) {
+		/* Failed (ECONNRESET, ...): the kernel wrote no control
+		 * data, so msg must not be walked (its buffer is whatever
+		 * the stack held: closing "passed" descriptors from it would
+		 * close random ones of the broker's). */
+		session_free(s);
+		return;
+	}
 	/* The broker accepts no descriptors and no credentials. */
 	if (session_close_fds(&msg) || (msg.msg_flags & MSG_CTRUNC) ||
 	    n <= 0) {

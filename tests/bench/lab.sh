@@ -13,6 +13,9 @@
 # EGRESSD_PID, SQUID_PID, TINYPROXY_PID and the ports below.
 
 LAB_PIDS=()
+# EGRESS_WRAP (the meson test setup "valgrind") puts a wrapper in front of
+# egressd and scales the waits: see tests/integ/wrap.sh.
+. "$(dirname "${BASH_SOURCE[0]}")/../integ/wrap.sh"
 
 lab_cleanup()
 {
@@ -21,7 +24,7 @@ lab_cleanup()
 		kill -TERM "$p" 2>/dev/null || true
 	done
 	for p in "${LAB_PIDS[@]}"; do
-		for _ in $(seq 50); do
+		for _ in $(seq "$(egress_wait 50)"); do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.1
 		done
@@ -162,12 +165,12 @@ permissions = http_client
 egress_hosts = 127.0.0.1
 egress_allow_private = 127.0.0.1
 EOF
-	"$1" -c "$T/egressd/egressd.ini" --foreground \
+	"${EGRESS_WRAP_CMD[@]}" "$1" -c "$T/egressd/egressd.ini" --foreground \
 	    2>"$T/egressd/stderr.log" &
 	EGRESSD_PID=$!
 	LAB_PIDS+=("$EGRESSD_PID")
 	EGRESS_SOCK=$T/egressd/run/instances/bench.sock
-	for _ in $(seq 100); do
+	for _ in $(seq "$(egress_wait 100)"); do
 		[ -S "$EGRESS_SOCK" ] && return 0
 		sleep 0.1
 	done

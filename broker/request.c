@@ -1121,6 +1121,7 @@ up_on_head(void *arg, const struct http1_response *resp)
 	struct request *r = arg;
 	struct proto_msg *m = &request_msg;
 
+	r->b->activity++;
 	memset(m, 0, offsetof(struct proto_msg, headers));
 	m->type = PROTO_MSG_RESPONSE;
 	m->stream = r->st.id;
@@ -1140,6 +1141,7 @@ static void
 up_on_data(void *arg, struct evbuffer *in, size_t n)
 {
 	struct request *r = arg;
+	r->b->activity++;
 
 	/* Moved, not copied: whole chains change hands. */
 	if (evbuffer_remove_buffer(in, r->resp, n) != (int)n) {
@@ -1233,6 +1235,7 @@ up_on_end(void *arg, int err, const struct http1_header *trailers,
 	uint8_t buf[PROTO_FRAME_MAX];
 	int n;
 
+	r->b->activity++;
 	if (err != 0) {
 		if (request_may_retry(r, err)) {
 			request_retry(r);
@@ -1320,6 +1323,7 @@ request_dial_cb(void *arg, int err, struct bufferevent *bev,
 {
 	struct request *r = arg;
 
+	r->b->activity++;
 	r->dial = NULL;		/* freed by dial after we return */
 	if (err != 0) {
 		request_fail(r, err);

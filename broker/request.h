@@ -93,6 +93,10 @@ struct broker {
 	struct nat64disc_result nat64;	/* the last discovery's outcome */
 	time_t started;
 
+	/* Bumped by every guest read and upstream event: the busy-poll
+	 * loop ([broker] busy_poll_us, egressd.c) spins while it moves. */
+	unsigned long activity;
+
 	struct session *sessions;
 	size_t nsessions;
 	size_t nrequests;		/* streams being served */

@@ -522,6 +522,7 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 	int nv, i;
 
+	s->b->activity++;
 	nv = evbuffer_reserve_space(s->in, SESSION_READ_MAX, v, 2);
 	if (nv < 1) {
 		session_free(s);

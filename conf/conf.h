@@ -145,6 +145,9 @@ struct conf_instance {
 	size_t file_idx[2];
 };
 
+/* The largest [broker] busy_poll_us. */
+#define CONF_BUSY_POLL_MAX_US	1000
+
 /* The whole configuration. Every field is read-only after conf_load. */
 struct conf_snapshot {
 	char *path;			/* the configuration file */
@@ -164,6 +167,7 @@ struct conf_snapshot {
 	char *control_socket;
 	char *log_path;			/* NULL: stderr */
 	unsigned drain_timeout_ms;
+	unsigned busy_poll_us;		/* 0: off; see docs/configuration.md */
 	uid_t *control_uids;
 	size_t ncontrol_uids;
 	gid_t *control_gids;

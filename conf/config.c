@@ -66,6 +66,7 @@ static const struct conf_keydef broker_keys[] = {
 	{ "control_socket", 0 },
 	{ "log", 0 },
 	{ "drain_timeout_ms", 0 },
+	{ "busy_poll_us", 0 },
 	{ "control_uids", 1 },
 	{ "control_gids", 1 },
 	{ NULL, 0 },
@@ -272,6 +273,25 @@ get_ms(struct cfg_parse *cp, int idx, const char *key, unsigned *ret)
 		    "from %d to %d, in decimal digits (default %u)", cp->path,
 		    v->line, fixed_secs[idx].name, key, v->str, MS_MIN,
 		    MS_MAX, *ret);
+	*ret = (unsigned)n;
+	return 0;
+}
+
+/* [broker] busy_poll_us: 0 (off) to BUSY_POLL_MAX_US microseconds. */
+static int
+get_busy_poll(struct cfg_parse *cp, unsigned *ret)
+{
+	const struct conf_val *v = fixed_val(cp, SEC_BROKER, "busy_poll_us");
+	uint64_t n;
+
+	if (v == NULL || v->str == NULL)
+		return 0;
+	if (conf_parse_uint(v->str, 0, CONF_BUSY_POLL_MAX_US, &n) != 0)
+		return conf_errors_addf(cp->errs, "%s:%d: [broker] "
+		    "busy_poll_us: '%s' is not a spin time; write a whole "
+		    "number of microseconds from 0 (off) to %d, in decimal "
+		    "digits (default 0)", cp->path, v->line, v->str,
+		    CONF_BUSY_POLL_MAX_US);
 	*ret = (unsigned)n;
 	return 0;
 }
@@ -582,6 +602,8 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	(void)get_path(cp, SEC_BROKER, "log", &s->log_path);
 	s->drain_timeout_ms = DEF_DRAIN_MS;
 	(void)get_ms(cp, SEC_BROKER, "drain_timeout_ms", &s->drain_timeout_ms);
+	s->busy_poll_us = 0;
+	(void)get_busy_poll(cp, &s->busy_poll_us);
 
 	/* Root only, unless the operator lists the peers. */
 	if ((s->control_uids = calloc(1, sizeof(*s->control_uids))) == NULL) {

@@ -542,7 +542,8 @@ broker_run(struct broker *b)
 		since = mono_us();
 		while ((spin = busy_poll_us(b)) != 0) {
 			/* 1: no events left at all, as dispatch returns */
-			if ((r = event_base_loop(b->base, EVLOOP_NONBLOCK)) != 0)
+			r = event_base_loop(b->base, EVLOOP_NONBLOCK);
+			if (r != 0)
 				return r < 0 ? -1 : 0;
 			if (event_base_got_exit(b->base) ||
 			    event_base_got_break(b->base))

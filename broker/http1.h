@@ -28,7 +28,7 @@ struct http1_exchange;
 #define HTTP1_INTERIM_MAX	16	/* 1xx responses before the final one;
 					   more: upstream-protocol-error */
 #define HTTP1_READ_HIGH		(128 * 1024)	/* bytes read ahead, at most */
-#define HTTP1_READ_CHUNK	4096		/* libevent 2.1's read size */
+#define HTTP1_READ_CHUNK	4096		/* libevent 2.1 reads this */
 #define HTTP1_WRITE_LOW		(32 * 1024)	/* on_writable threshold */
 
 /* One header line; both strings borrowed, not NUL-terminated. */

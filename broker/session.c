@@ -610,7 +610,7 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 	if (evbuffer_get_length(s->stage) == 0)
 		return;
 	if (evbuffer_get_length(out) == 0)
-		(void)evbuffer_write(s->stage, s->fd);	/* errors: below */
+		(void)evbuffer_write(s->stage, s->fd); /* errors: below */
 	if (evbuffer_get_length(s->stage) > 0) {
 		/* The socket is full, or failed: the bufferevent writes the
 		 * rest (or reports the error) and calls session_write_cb. */

@@ -31,8 +31,8 @@ struct evbuffer;
  * hold is bounded by its streams, windows and the instance's leases, not
  * by these. One instance can take at most 1/64 of the total.
  */
-#define SESSIONS_MAX		16384	/* plugin connections, in total */
-#define SESSIONS_PER_INSTANCE	256	/* plugin connections per instance */
+#define SESSIONS_MAX		16384	/* plugin connections, all told */
+#define SESSIONS_PER_INSTANCE	256	/* plugin connections each */
 #define SESSION_OUT_HIGH	(2 * 1024 * 1024)	/* queued to guest */
 #define SESSION_OUT_LOW		(512 * 1024)
 #define SESSION_READ_MAX	(64 * 1024)	/* bytes per recvmsg() */

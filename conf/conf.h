@@ -167,7 +167,7 @@ struct conf_snapshot {
 	char *control_socket;
 	char *log_path;			/* NULL: stderr */
 	unsigned drain_timeout_ms;
-	unsigned busy_poll_us;		/* 0: off; see docs/configuration.md */
+	unsigned busy_poll_us;		/* 0: off (docs/configuration.md) */
 	uid_t *control_uids;
 	size_t ncontrol_uids;
 	gid_t *control_gids;

@@ -362,6 +362,7 @@ struct http1_exchange {
 	int err;		/* set by parser callbacks */
 	int busy;
 	int zombie;
+	int sock_err;		/* http1_read_more's readv failed */
 };
 
 static void http1_process(struct http1_exchange *);
@@ -917,6 +918,13 @@ http1_read_more(struct http1_exchange *x)
 	}
 	n = readv(fd, iov, nv);
 	if (n <= 0) {
+		/* An error must not be left for the bufferevent: reading the
+		 * error clears it from the socket, and its next read would
+		 * see a clean EOF (a body read until close would look whole).
+		 * EOF (0) is seen again by the bufferevent. */
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		    errno != EINTR)
+			x->sock_err = 1;
 		(void)evbuffer_commit_space(in, v, 0);
 		(void)evbuffer_freeze(in, 0);
 		return;
@@ -939,6 +947,10 @@ http1_read_cb(struct bufferevent *bev, void *arg)
 	http1_enter(x);
 	http1_read_more(x);
 	http1_process(x);
+	/* What was read is delivered; then the error ends it, as the
+	 * bufferevent's error event would have. */
+	if (x->sock_err && !x->ended && !x->zombie)
+		http1_end(x, EGRESS_ERR_UPSTREAM_PROTOCOL);
 	(void)http1_leave(x);
 }
 

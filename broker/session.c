@@ -680,36 +680,79 @@ session_free(struct session *s)
 		event_free(s->flush_ev);
 	if (s->stage != NULL)
 		evbuffer_free(s->stage);
-	evbuffer_free(s->in);
+	if (s->in != NULL)
+		evbuffer_free(s->in);
 	free(s);
 	if (b->draining && b->nsessions == 0)
 		(void)event_base_loopexit(b->base, NULL);
 }
 
 /*
- * A connection refused at a session cap: one egress.session event per
- * second at most, carrying how many were refused since the last one (a
- * flood must not flood the log).
+ * Connections refused at a session cap: the first of a burst is logged at
+ * once (egress.session, its instance and cap, refused 1); the ones that
+ * follow within a second are counted and logged together by a timer one
+ * second later (instance and cap null when they were not all the same),
+ * so a flood costs one event per second and no refusal goes unreported.
  */
+static struct {
+	struct event *timer;
+	unsigned long long pending;
+	char instance[CONF_NAME_MAX + 1];
+	const char *cap;
+	int mixed;
+} refused;
+
 static void
-session_log_refused(const char *instance, const char *cap)
+session_refused_event(const char *instance, const char *cap,
+    unsigned long long n)
 {
-	static time_t last;
-	static unsigned long long suppressed;
-	time_t now = time(NULL);
 	json_t *o;
 
-	if (now == last) {
-		suppressed++;
-		return;
-	}
-	last = now;
-	o = json_pack("{s:s, s:s, s:s, s:I}", "status", "refused",
-	    "instance", instance, "cap", cap, "refused",
-	    (json_int_t)(suppressed + 1));
-	suppressed = 0;
+	o = json_pack("{s:s, s:s?, s:s?, s:I}", "status", "refused",
+	    "instance", instance, "cap", cap, "refused", (json_int_t)n);
 	if (o != NULL)
 		log_event("egress.session", o);
+}
+
+static void
+session_refused_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (refused.pending == 0)
+		return;
+	session_refused_event(refused.mixed ? NULL : refused.instance,
+	    refused.mixed ? NULL : refused.cap, refused.pending);
+	refused.pending = 0;
+	refused.mixed = 0;
+}
+
+static void
+session_log_refused(struct broker *b, const char *instance, const char *cap)
+{
+	const struct timeval one = { 1, 0 };
+
+	if (refused.timer == NULL &&
+	    (refused.timer = evtimer_new(b->base, session_refused_flush,
+	    NULL)) == NULL) {
+		session_refused_event(instance, cap, 1);	/* unbatched */
+		return;
+	}
+	if (evtimer_pending(refused.timer, NULL)) {
+		/* Within a second of the last event: count it. */
+		if (refused.pending == 0) {
+			(void)snprintf(refused.instance,
+			    sizeof(refused.instance), "%s", instance);
+			refused.cap = cap;
+		} else if (strcmp(refused.instance, instance) != 0 ||
+		    refused.cap != cap)
+			refused.mixed = 1;
+		refused.pending++;
+		return;
+	}
+	session_refused_event(instance, cap, 1);
+	(void)evtimer_add(refused.timer, &one);
 }
 
 int
@@ -722,7 +765,7 @@ session_accept(struct broker *b, int fd, const char *instance)
 	pp = session_count_slot(b, instance);
 	if (!b->draining && (b->nsessions >= SESSIONS_MAX ||
 	    (*pp != NULL && (*pp)->n >= SESSIONS_PER_INSTANCE))) {
-		session_log_refused(instance, b->nsessions >= SESSIONS_MAX ?
+		session_log_refused(b, instance, b->nsessions >= SESSIONS_MAX ?
 		    "sessions_max" : "sessions_per_instance");
 		(void)close(fd);
 		return EGRESS_ERR_AGAIN;
@@ -799,6 +842,11 @@ session_free_all(struct broker *b)
 {
 	while (b->sessions != NULL)
 		session_free(b->sessions);
+	if (refused.timer != NULL) {
+		session_refused_flush(-1, 0, NULL);
+		event_free(refused.timer);
+		refused.timer = NULL;
+	}
 }
 
 struct session_revoke {

@@ -27,12 +27,13 @@ struct evbuffer;
 
 /*
  * An idle session costs about 2 KiB of broker memory and one descriptor
- * (docs/benchmarks.md, "10,000 idle connections"); what an active one can
- * hold is bounded by its streams, windows and the instance's leases, not
- * by these. One instance can take at most 1/64 of the total.
+ * (docs/benchmarks.md, "10,000 idle connections"). A busy one can queue
+ * up to SESSION_OUT_HIGH (plus one read) for a guest that does not read,
+ * so the per-instance cap also bounds what one instance can pin:
+ * 128 x 2 MiB. One instance can take at most 1/128 of the total.
  */
 #define SESSIONS_MAX		16384	/* plugin connections, all told */
-#define SESSIONS_PER_INSTANCE	256	/* plugin connections each */
+#define SESSIONS_PER_INSTANCE	128	/* plugin connections each */
 #define SESSION_OUT_HIGH	(2 * 1024 * 1024)	/* queued to guest */
 #define SESSION_OUT_LOW		(512 * 1024)
 #define SESSION_READ_MAX	(64 * 1024)	/* bytes per recvmsg() */

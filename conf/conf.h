@@ -148,7 +148,8 @@ struct conf_instance {
 /* The largest [broker] busy_poll_us. */
 #define CONF_BUSY_POLL_MAX_US	1000
 
-/* The whole configuration. Every field is read-only after conf_load. */
+/* The whole configuration. Every field is read-only after conf_load, but
+ * files[].racy, which the staleness checks settle (single-threaded). */
 struct conf_snapshot {
 	char *path;			/* the configuration file */
 	char *dir;			/* its folder */

@@ -124,8 +124,10 @@ EOF
 	lab_wait_port "$HTTP_PORT" && lab_wait_port "$CLOSE_PORT"
 }
 
-# lab_egressd EGRESSD
-lab_egressd()
+# lab_egressd_files: the manifest of package "bench" (granted 127.0.0.1)
+# and a configuration with instance "bench" of it; lab_egressd_idle adds
+# more instances after it.
+lab_egressd_files()
 {
 	mkdir -p "$T/egressd/packages/bench" "$T/egressd/run"
 	cat >"$T/egressd/packages/bench/manifest.ini" <<'EOF'
@@ -166,6 +168,12 @@ permissions = http_client
 egress_hosts = 127.0.0.1
 egress_allow_private = 127.0.0.1
 EOF
+}
+
+# lab_egressd EGRESSD
+lab_egressd()
+{
+	lab_egressd_files
 	"${EGRESS_WRAP_CMD[@]}" "$1" -c "$T/egressd/egressd.ini" --foreground \
 	    2>"$T/egressd/stderr.log" &
 	EGRESSD_PID=$!
@@ -266,38 +274,9 @@ lab_egressd_idle()
 		prlimit --pid $$ --nofile="$3:$3" 2>/dev/null ||
 		    LAB_NOFILE=$hard
 	fi
-	mkdir -p "$T/egressd/packages/bench" "$T/egressd/run"
-	cat >"$T/egressd/packages/bench/manifest.ini" <<'EOF2'
-[plugin]
-name = bench
-version = 1.0.0
-permissions = http_client
-
-[egress]
-hosts = 127.0.0.1
-operator_defined = false
-EOF2
-	cat >"$T/egressd/egressd.ini" <<EOF2
-[broker]
-instance_socket_dir = $T/egressd/run/instances
-control_socket = $T/egressd/run/control.sock
-log = $T/egressd/egressd.log
-
-[tls]
-ca_file = $T/ca.crt
-
-[resolver]
-servers = 127.0.0.1:$DNS_PORT
-timeout_ms = 2000
-
-[plugins.security]
-signature_mode = disabled
-
-[plugins.limits]
-max_connections_per_instance = 512
-EOF2
+	lab_egressd_files
 	IDLE_SOCKS=()
-	for name in bench $(seq -f 'idle%03g' "$2"); do
+	for name in $(seq -f 'idle%03g' "$2"); do
 		cat >>"$T/egressd/egressd.ini" <<EOF2
 
 [plugins.entries.$name]
@@ -307,8 +286,7 @@ permissions = http_client
 egress_hosts = 127.0.0.1
 egress_allow_private = 127.0.0.1
 EOF2
-		[ "$name" = bench ] ||
-		    IDLE_SOCKS+=("$T/egressd/run/instances/$name.sock")
+		IDLE_SOCKS+=("$T/egressd/run/instances/$name.sock")
 	done
 	prlimit --nofile="$LAB_NOFILE:$LAB_NOFILE" -- \
 	    "$1" -c "$T/egressd/egressd.ini" --foreground 2>"$T/egressd/stderr.log" &

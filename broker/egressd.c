@@ -539,7 +539,7 @@ broker_run(struct broker *b)
 
 	for (;;) {
 		seen = b->activity;
-		since = mono_us();
+		since = busy_poll_us(b) != 0 ? mono_us() : 0;
 		while ((spin = busy_poll_us(b)) != 0) {
 			/* 1: no events left at all, as dispatch returns */
 			r = event_base_loop(b->base, EVLOOP_NONBLOCK);

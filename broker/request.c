@@ -26,15 +26,15 @@
 
 #include <egress/error.h>
 
-#include "broker/dial.h"
-#include "broker/dns.h"
-#include "broker/http1.h"
-#include "broker/lease.h"
-#include "broker/localaddr.h"
+#include "broker/net/dial.h"
+#include "broker/net/dns.h"
+#include "broker/net/http1.h"
+#include "broker/net/lease.h"
+#include "broker/net/localaddr.h"
 #include "broker/log.h"
 #include "broker/metrics.h"
-#include "broker/netaddr.h"
-#include "broker/pool.h"
+#include "broker/net/netaddr.h"
+#include "broker/net/pool.h"
 #include "broker/request.h"
 #include "broker/session.h"
 #include "conf/conf.h"

@@ -30,7 +30,7 @@
 #include <time.h>
 
 #include "broker/confstate.h"
-#include "broker/nat64disc.h"
+#include "broker/net/nat64disc.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
 

@@ -11,7 +11,7 @@ top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$top"
 bad=0
 
-for dir in policy proto conf shim broker include/egress; do
+for dir in policy proto conf shim broker broker/net broker/ctl broker/sandbox include/egress; do
 	rules=$dir/.may_include
 	if [ ! -f "$rules" ]; then
 		echo "module_graph: $rules is missing"

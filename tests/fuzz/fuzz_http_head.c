@@ -20,7 +20,7 @@
 #include <event2/event.h>
 #include <event2/util.h>
 
-#include "broker/http1.h"
+#include "broker/net/http1.h"
 
 #define FUZZ_INPUT_MAX	8000
 #define FUZZ_TURNS_MAX	100000

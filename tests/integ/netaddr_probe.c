@@ -15,7 +15,7 @@
 
 #include <event2/event.h>
 
-#include "broker/netaddr.h"
+#include "broker/net/netaddr.h"
 #include "policy/policy.h"
 
 static int probe_argc;

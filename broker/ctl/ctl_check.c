@@ -16,9 +16,9 @@
 
 #include <jansson.h>
 
-#include "broker/ctl.h"
-#include "broker/dns.h"
-#include "broker/localaddr.h"
+#include "broker/ctl/ctl.h"
+#include "broker/net/dns.h"
+#include "broker/net/localaddr.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 

@@ -29,7 +29,7 @@
 #include <event2/event.h>
 #include <http_parser.h>
 
-#include "broker/http1.h"
+#include "broker/net/http1.h"
 
 /* ---- the validator (pure) --------------------------------------------- */
 

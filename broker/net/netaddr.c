@@ -26,7 +26,7 @@
 
 #include <egress/error.h>
 
-#include "broker/netaddr.h"
+#include "broker/net/netaddr.h"
 
 #define NETADDR_ROUNDS		64	/* recv rounds per wakeup */
 #define NETADDR_DUMP_TRIES	4	/* re-dumps after NLE_DUMP_INTR */

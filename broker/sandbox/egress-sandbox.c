@@ -40,7 +40,7 @@
 #include <jansson.h>
 #include <seccomp.h>
 
-#include "broker/unixsock.h"
+#include "broker/net/unixsock.h"
 
 #define SANDBOX_CONTROL_DEFAULT	"/run/egressd/control.sock"
 #define SANDBOX_REPLY_MAX	4096

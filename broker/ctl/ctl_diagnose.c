@@ -23,9 +23,9 @@
 
 #include <jansson.h>
 
-#include "broker/ctl.h"
-#include "broker/nat64disc.h"
-#include "broker/pkg.h"
+#include "broker/ctl/ctl.h"
+#include "broker/net/nat64disc.h"
+#include "broker/ctl/pkg.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker/ctl.h"
+#include "broker/ctl/ctl.h"
 #include "conf/conf.h"
 
 struct ctl_command {

@@ -23,7 +23,7 @@
 
 #include <event2/event.h>
 
-#include "broker/dns.h"
+#include "broker/net/dns.h"
 
 #define DNS_CLASS_IN	1
 #define DNS_TYPE_A	1

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/localaddr.h"
+#include "broker/net/localaddr.h"
 
 int
 localaddr_read(struct policy_addr **ret_addrs, size_t *ret_n)

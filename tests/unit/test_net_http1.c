@@ -25,7 +25,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "broker/http1.h"
+#include "broker/net/http1.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 
 #include <egress/error.h>
 
-#include "broker/iniedit.h"
+#include "broker/ctl/iniedit.h"
 
 enum op {
 	OP_SET = 1,

@@ -22,7 +22,7 @@
 #include <criterion/parameterized.h>
 #include <event2/event.h>
 
-#include "broker/dns.h"
+#include "broker/net/dns.h"
 
 /* ---- the responder ---------------------------------------------------- */
 

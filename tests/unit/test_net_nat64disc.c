@@ -13,7 +13,7 @@
 #include <criterion/parameterized.h>
 #include <egress/error.h>
 
-#include "broker/nat64disc.h"
+#include "broker/net/nat64disc.h"
 
 struct infer_case {
 	char answers[256];	/* comma-separated addresses */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/unixsock.h"
+#include "broker/net/unixsock.h"
 
 int
 unixsock_connect(const char *path)

@@ -25,7 +25,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "broker/dial.h"
+#include "broker/net/dial.h"
 
 struct dial_tls {
 	SSL_CTX *ctx;

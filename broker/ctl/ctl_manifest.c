@@ -22,9 +22,9 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "broker/ctl.h"
-#include "broker/iniedit.h"
-#include "broker/pkg.h"
+#include "broker/ctl/ctl.h"
+#include "broker/ctl/iniedit.h"
+#include "broker/ctl/pkg.h"
 #include "conf/conf.h"
 
 #define SIG_FILE_MAX	1024

@@ -28,8 +28,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "broker/dial.h"
-#include "broker/http1.h"
+#include "broker/net/dial.h"
+#include "broker/net/http1.h"
 
 static char dir[64];
 

@@ -24,7 +24,7 @@
 
 #include <egress/error.h>
 
-#include "broker/iniedit.h"
+#include "broker/ctl/iniedit.h"
 
 struct iniedit_line {
 	char *s;		/* the bytes, with the newline if any */

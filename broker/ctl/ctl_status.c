@@ -21,8 +21,8 @@
 
 #include <jansson.h>
 
-#include "broker/unixsock.h"
-#include "broker/ctl.h"
+#include "broker/net/unixsock.h"
+#include "broker/ctl/ctl.h"
 #include "conf/conf.h"
 
 #define STATUS_REPLY_MAX	(4 * 1024 * 1024)

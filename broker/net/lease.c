@@ -12,7 +12,7 @@
 
 #include <egress/error.h>
 
-#include "broker/lease.h"
+#include "broker/net/lease.h"
 
 struct lease_entry {
 	struct lease_entry *next;

@@ -17,7 +17,7 @@
 
 #include <egress/error.h>
 
-#include "broker/pkg.h"
+#include "broker/ctl/pkg.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 

@@ -21,8 +21,8 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "broker/lease.h"
-#include "broker/pool.h"
+#include "broker/net/lease.h"
+#include "broker/net/pool.h"
 
 Test(broker_lease, budget_per_instance)
 {

@@ -10,8 +10,8 @@
 
 #include <egress/error.h>
 
-#include "broker/dns.h"
-#include "broker/nat64disc.h"
+#include "broker/net/dns.h"
+#include "broker/net/nat64disc.h"
 
 static const unsigned nat64disc_lens[] = { 96, 64, 56, 48, 40, 32 };
 

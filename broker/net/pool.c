@@ -18,8 +18,8 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
-#include "broker/lease.h"
-#include "broker/pool.h"
+#include "broker/net/lease.h"
+#include "broker/net/pool.h"
 
 struct pool_conn {
 	struct pool_conn *prev, *next;	/* next: older */

@@ -24,9 +24,9 @@
 
 #include <jansson.h>
 
-#include "broker/ctl.h"
-#include "broker/iniedit.h"
-#include "broker/pkg.h"
+#include "broker/ctl/ctl.h"
+#include "broker/ctl/iniedit.h"
+#include "broker/ctl/pkg.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 

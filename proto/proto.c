@@ -698,6 +698,54 @@ proto_hdr_encode(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t stream,
 	return PROTO_HDR_SIZE;
 }
 
+/*
+ * Rewrite the flags and stream id of the encoded frame at buf (len bytes,
+ * the whole frame), after checking that the header is one this side could
+ * have encoded and stays valid with the new values. buf is unchanged on
+ * failure.
+ */
+static int
+hdr_patch(uint8_t *buf, size_t len, uint8_t flags, uint32_t stream)
+{
+	uint32_t length;
+
+	if (buf == NULL || len < PROTO_HDR_SIZE || buf[4] != PROTO_VERSION ||
+	    buf[7] != 0)
+		return EGRESS_ERR_INVALID;
+	length = get32(buf);
+	if (length > PROTO_PAYLOAD_MAX || len - PROTO_HDR_SIZE < length)
+		return EGRESS_ERR_INVALID;
+	if (hdr_check(buf[5], flags, stream, length) != PROTO_FAULT_NONE)
+		return EGRESS_ERR_INVALID;
+	buf[6] = flags;
+	put32(buf + 8, stream);
+	return 0;
+}
+
+int
+proto_hdr_flags(const uint8_t *buf, size_t len)
+{
+	if (buf == NULL || len < PROTO_HDR_SIZE)
+		return EGRESS_ERR_INVALID;
+	return buf[6];
+}
+
+int
+proto_hdr_set_stream(uint8_t *buf, size_t len, uint32_t stream)
+{
+	if (buf == NULL || len < PROTO_HDR_SIZE)
+		return EGRESS_ERR_INVALID;
+	return hdr_patch(buf, len, buf[6], stream);
+}
+
+int
+proto_hdr_add_flags(uint8_t *buf, size_t len, uint8_t flags)
+{
+	if (buf == NULL || len < PROTO_HDR_SIZE)
+		return EGRESS_ERR_INVALID;
+	return hdr_patch(buf, len, (uint8_t)(buf[6] | flags), get32(buf + 8));
+}
+
 /* ---- Equality --------------------------------------------------------- */
 
 static int

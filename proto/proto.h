@@ -283,6 +283,29 @@ int proto_hdr_encode(uint8_t *buf, uint8_t type, uint8_t flags,
     uint32_t stream, uint32_t length, enum proto_fault *reterr_fault);
 
 /*
+ * Return the flags byte of the encoded frame header at the start of buf
+ * (len bytes available), or EGRESS_ERR_INVALID when len is under
+ * PROTO_HDR_SIZE.
+ */
+int proto_hdr_flags(const uint8_t *buf, size_t len);
+
+/*
+ * Set the stream id of an encoded frame in place (a frame encoded ahead of
+ * time with a placeholder id). buf holds the whole frame, len bytes. The
+ * header must be one proto_encode() or proto_hdr_encode() wrote, and stay
+ * valid with the new id (for example a REQUEST never gets stream 0).
+ * Return 0, or EGRESS_ERR_INVALID with buf unchanged.
+ */
+int proto_hdr_set_stream(uint8_t *buf, size_t len, uint32_t stream);
+
+/*
+ * Add PROTO_FLAG_* bits to the flags of an encoded frame in place, under
+ * the same rules as proto_hdr_set_stream() (a flag its type does not
+ * define is refused). Return 0, or EGRESS_ERR_INVALID with buf unchanged.
+ */
+int proto_hdr_add_flags(uint8_t *buf, size_t len, uint8_t flags);
+
+/*
  * Return 1 when a and b are the same message: type, flags, stream and
  * every field of the type compared by value (strings by content), else 0.
  */

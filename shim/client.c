@@ -363,33 +363,28 @@ flush_locked(struct egress_client *c)
 	}
 }
 
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* Append a pre-encoded frame for stream id (its header patched). */
 static int
 out_raw(struct egress_client *c, struct proto_stream *s, uint8_t *frame,
     size_t len, uint8_t type, uint32_t id)
 {
 	struct proto_msg *m = &c->msg;
-	int rv;
+	int flags, rv;
 
+	if ((flags = proto_hdr_flags(frame, len)) < 0)
+		return flags;
 	memset(m, 0, offsetof(struct proto_msg, headers));
 	m->type = type;
-	m->flags = frame[6];
+	m->flags = (uint8_t)flags;
 	m->stream = id;
 	if (buf_reserve(&c->out, len) != 0)
 		return EGRESS_ERR_NOMEM;
+	/* Patched before the state changes: nothing to undo on failure. */
+	if ((rv = proto_hdr_set_stream(frame, len, id)) < 0)
+		return rv;
 	rv = proto_conn_send(&c->pc, s, m, NULL);
 	if (rv < 0)
 		return rv;
-	put32(frame + 8, id);
 	memcpy(c->out.p + c->out.len, frame, len);
 	c->out.len += len;
 	return 0;
@@ -1293,8 +1288,9 @@ egress_request_finish(struct egress_request *r,
 	}
 	if (!r->started) {
 		/* The head is still queued: end the stream with it. */
-		if (frame == NULL)
-			r->head_frame[6] |= PROTO_FLAG_END_STREAM;
+		if (frame == NULL && (rv = proto_hdr_add_flags(r->head_frame,
+		    r->head_len, PROTO_FLAG_END_STREAM)) < 0)
+			goto out;
 		r->fin_frame = frame;
 		r->fin_len = flen;
 		frame = NULL;

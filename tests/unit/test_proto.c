@@ -648,6 +648,74 @@ Test(proto, hdr_encode)
 	cr_assert_eq(f, PROTO_FAULT_TOO_BIG);
 }
 
+/* Patching an encoded frame: stream id and flags, checked, in place. */
+Test(proto, hdr_patch)
+{
+	static struct proto_msg m, d;
+	uint8_t hdr[PROTO_HDR_SIZE];
+	enum proto_fault f;
+	int n;
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_REQUEST;
+	m.stream = 1;
+	m.request.transport = PROTO_TRANSPORT_HTTP;
+	m.request.method = (struct proto_str){ "GET", 3 };
+	m.request.scheme = (struct proto_str){ "https", 5 };
+	m.request.authority = (struct proto_str){ "example.com", 11 };
+	m.request.path = (struct proto_str){ "/", 1 };
+	n = proto_encode(&m, frame, sizeof(frame), &f);
+	cr_assert_gt(n, PROTO_HDR_SIZE);
+
+	cr_assert_eq(proto_hdr_flags(frame, (size_t)n), 0);
+	cr_assert_eq(proto_hdr_flags(frame, PROTO_HDR_SIZE - 1),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_hdr_flags(NULL, 64), EGRESS_ERR_INVALID);
+
+	cr_assert_eq(proto_hdr_set_stream(frame, (size_t)n, 41), 0);
+	cr_assert_eq(proto_hdr_add_flags(frame, (size_t)n,
+	    PROTO_FLAG_END_STREAM), 0);
+	cr_assert_eq(proto_hdr_flags(frame, (size_t)n), PROTO_FLAG_END_STREAM);
+	cr_assert_eq(proto_frame_decode(frame, (size_t)n, &d, &f), n);
+	cr_assert_eq(d.stream, 41);
+	cr_assert_eq(d.flags, PROTO_FLAG_END_STREAM);
+	m.stream = 41;
+	m.flags = PROTO_FLAG_END_STREAM;
+	cr_assert(proto_msg_equal(&m, &d));
+
+	/* Refused, buffer unchanged: stream 0 or over the maximum for a
+	 * REQUEST, a reserved flag, a short buffer, a frame cut short. */
+	cr_assert_eq(proto_hdr_set_stream(frame, (size_t)n, 0),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_hdr_set_stream(frame, (size_t)n,
+	    PROTO_STREAM_ID_MAX + 1), EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_hdr_add_flags(frame, (size_t)n, 0x80),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_hdr_set_stream(frame, PROTO_HDR_SIZE - 1, 3),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_hdr_set_stream(frame, (size_t)n - 1, 3),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_hdr_add_flags(NULL, 64, PROTO_FLAG_END_STREAM),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_frame_decode(frame, (size_t)n, &d, &f), n);
+	cr_assert_eq(d.stream, 41);
+	cr_assert_eq(d.flags, PROTO_FLAG_END_STREAM);
+
+	/* A stream-0 type keeps stream 0; a header that is not ours (bad
+	 * version) is refused. */
+	cr_assert_eq(proto_hdr_encode(hdr, PROTO_MSG_PING, 0, 0,
+	    PROTO_PING_SIZE, &f), PROTO_HDR_SIZE);
+	memcpy(frame, hdr, sizeof(hdr));
+	memset(frame + PROTO_HDR_SIZE, 0, PROTO_PING_SIZE);
+	cr_assert_eq(proto_hdr_set_stream(frame,
+	    PROTO_HDR_SIZE + PROTO_PING_SIZE, 5), EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_hdr_set_stream(frame,
+	    PROTO_HDR_SIZE + PROTO_PING_SIZE, 0), 0);
+	frame[4] = PROTO_VERSION + 1;
+	cr_assert_eq(proto_hdr_set_stream(frame,
+	    PROTO_HDR_SIZE + PROTO_PING_SIZE, 0), EGRESS_ERR_INVALID);
+}
+
 /* ---- Codes ------------------------------------------------------------- */
 
 struct code_case {

@@ -4,43 +4,29 @@
  * inet_ntop() spelling. Classification is in classify.c, NAT64 decoding in
  * nat64.c; both build on this file and it depends on neither.
  */
-#include <arpa/inet.h>
 #include <string.h>
 
+#include "policy/inet.h"
 #include "policy/policy.h"
 
 int
 policy_addr_format(const struct policy_addr *addr, char *buf, size_t n)
 {
-	char tmp[INET6_ADDRSTRLEN];
+	char tmp[POLICY_INET6_TEXT];
+	int r;
 	size_t len;
 
 	if (addr == NULL || buf == NULL)
 		return EGRESS_ERR_INVALID;
-	if (addr->family == 4) {
-		/* Dotted quad by hand: inet_ntop() goes through sprintf(),
-		 * and this runs twice per request (the log events). */
-		char *o = tmp;
-		unsigned v;
-		int i;
-
-		for (i = 0; i < 4; i++) {
-			v = addr->bytes[i];
-			if (i > 0)
-				*o++ = '.';
-			if (v >= 100)
-				*o++ = (char)('0' + v / 100);
-			if (v >= 10)
-				*o++ = (char)('0' + v / 10 % 10);
-			*o++ = (char)('0' + v % 10);
-		}
-		*o = '\0';
-	} else if (addr->family == 6) {
-		if (inet_ntop(AF_INET6, addr->bytes, tmp, sizeof(tmp)) == NULL)
-			return EGRESS_ERR_INVALID;
-	} else
+	if (addr->family == 4)
+		r = policy_inet4_format(addr->bytes, tmp);
+	else if (addr->family == 6)
+		r = policy_inet6_format(addr->bytes, tmp, sizeof(tmp));
+	else
 		return EGRESS_ERR_INVALID;
-	len = strlen(tmp);
+	if (r < 0)
+		return EGRESS_ERR_INVALID;
+	len = (size_t)r;
 	if (len >= n)
 		return EGRESS_ERR_TOO_BIG;
 	memcpy(buf, tmp, len + 1);
@@ -51,18 +37,18 @@ int
 policy_addr_parse(const char *s, struct policy_addr *ret_addr)
 {
 	struct policy_addr a;
-	char canon[INET6_ADDRSTRLEN];
+	char canon[POLICY_INET6_TEXT];
 	size_t len;
 
 	if (s == NULL || ret_addr == NULL)
 		return EGRESS_ERR_INVALID;
-	len = strnlen(s, INET6_ADDRSTRLEN);
-	if (len == 0 || len >= INET6_ADDRSTRLEN)
+	len = strnlen(s, POLICY_INET6_TEXT);
+	if (len == 0 || len >= POLICY_INET6_TEXT)
 		return EGRESS_ERR_INVALID;
 	memset(&a, 0, sizeof(a));
-	if (inet_pton(AF_INET, s, a.bytes) == 1)
+	if (policy_inet4_parse(s, len, a.bytes) == 1)
 		a.family = 4;
-	else if (inet_pton(AF_INET6, s, a.bytes) == 1)
+	else if (policy_inet6_parse(s, len, a.bytes) == 1)
 		a.family = 6;
 	else
 		return EGRESS_ERR_INVALID;

@@ -8,11 +8,11 @@
  * leading or trailing dots or numeric form is refused with the spelling to
  * write, never folded. Also the permission and transport names.
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "policy/chars.h"
+#include "policy/inet.h"
 #include "policy/policy.h"
 
 /* Longest entry text worth looking at: "*." and a 253-byte name. */
@@ -67,17 +67,17 @@ static int
 entry_v6(const char *c, size_t n, struct policy_entry *e,
     struct policy_err *reterr)
 {
-	char text[INET6_ADDRSTRLEN + 2], canon[INET6_ADDRSTRLEN];
+	char text[POLICY_INET6_TEXT + 2], canon[POLICY_INET6_TEXT];
 	uint8_t addr[16];
 	struct policy_host h;
 
-	if (n >= INET6_ADDRSTRLEN)
+	if (n >= POLICY_INET6_TEXT)
 		return entry_fail(reterr, "invalid IPv6 address");
 	memcpy(text, c, n);
 	text[n] = '\0';
-	if (inet_pton(AF_INET6, text, addr) != 1)
+	if (policy_inet6_parse(text, strlen(text), addr) != 1)
 		return entry_fail(reterr, "invalid IPv6 address");
-	if (inet_ntop(AF_INET6, addr, canon, sizeof(canon)) == NULL)
+	if (policy_inet6_format(addr, canon, sizeof(canon)) < 0)
 		return entry_fail(reterr, "invalid IPv6 address");
 	if (strcmp(canon, text) != 0)
 		return entry_fail_write(reterr,
@@ -166,7 +166,7 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 			return entry_fail(reterr, "unbalanced '[' in entry");
 		pn = (size_t)(close - c) - 1;
 		if ((size_t)(close - c) + 1 != n) {
-			char inner[INET6_ADDRSTRLEN];
+			char inner[POLICY_INET6_TEXT];
 
 			if (close[1] == ':' && pn < sizeof(inner)) {
 				memcpy(inner, c + 1, pn);

@@ -9,15 +9,15 @@
  * address the policy never saw. Also answers whether a name is local by
  * nature (localhost, local, internal, home.arpa and names under them).
  */
-#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "policy/chars.h"
+#include "policy/inet.h"
 #include "policy/policy.h"
 
-/* Longest text inside brackets worth handing to inet_pton(). */
+/* Longest text inside brackets worth parsing as IPv6. */
 #define HOST_V6_TEXT_MAX	45
 
 static int
@@ -187,9 +187,9 @@ host_parse_v6(const char *s, size_t len, struct policy_host *ret_host,
 	}
 	text[len] = '\0';
 	memset(&h, 0, sizeof(h));
-	if (inet_pton(AF_INET6, text, h.addr) != 1)
+	if (policy_inet6_parse(text, len, h.addr) != 1)
 		return host_fail(reterr, "invalid IPv6 address");
-	if (inet_ntop(AF_INET6, h.addr, h.name, sizeof(h.name)) == NULL)
+	if (policy_inet6_format(h.addr, h.name, sizeof(h.name)) < 0)
 		return host_fail(reterr, "invalid IPv6 address");
 	h.kind = POLICY_HOST_IPV6;
 	*ret_host = h;

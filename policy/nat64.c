@@ -9,10 +9,10 @@
  * (the attacker writes the DNS answer, not the translator, so decoding
  * more is the safe side). A list with one bad item is refused whole.
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/inet.h"
 #include "policy/nat64.h"
 #include "policy/policy.h"
 
@@ -120,9 +120,9 @@ static int
 nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
     char *why, size_t whylen)
 {
-	char text[NAT64_ITEM_MAX + 1], canon[INET6_ADDRSTRLEN];
+	char text[NAT64_ITEM_MAX + 1], canon[POLICY_INET6_TEXT];
 	struct policy_addr a;
-	struct in6_addr in6;
+	uint8_t in6[16];
 	const char *slash, *p;
 	size_t len, alen, i;
 	unsigned plen;
@@ -147,8 +147,8 @@ nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
 	p = slash + 1;
 
 	if (policy_addr_parse(text, &a) != 0 || a.family != 6) {
-		if (inet_pton(AF_INET6, text, &in6) == 1 &&
-		    inet_ntop(AF_INET6, &in6, canon, sizeof(canon)) != NULL)
+		if (policy_inet6_parse(text, alen, in6) == 1 &&
+		    policy_inet6_format(in6, canon, sizeof(canon)) >= 0)
 			(void)snprintf(why, whylen,
 			    "not canonical, write '%s/%s'", canon,
 			    strspn(p, "0123456789") == strlen(p) &&
@@ -179,9 +179,9 @@ nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
 		if (a.bytes[i] != 0)
 			masked = 0;
 	if (!masked) {
-		memset(&in6, 0, sizeof(in6));
-		memcpy(&in6, a.bytes, plen / 8);
-		if (inet_ntop(AF_INET6, &in6, canon, sizeof(canon)) == NULL)
+		memset(in6, 0, sizeof(in6));
+		memcpy(in6, a.bytes, plen / 8);
+		if (policy_inet6_format(in6, canon, sizeof(canon)) < 0)
 			canon[0] = '\0';
 		(void)snprintf(why, whylen,
 		    "bits set beyond /%u, write '%s/%u'", plen, canon, plen);

@@ -185,13 +185,14 @@ while IFS= read -r line; do
 
 	[ -n "$target" ] || continue
 	fedges+=("$file $target")
-	[ -n "${fwhere[$file $target]:-}" ] || fwhere[$file $target]=$file:$lineno
+	[ -n "${fwhere[$file $target]:-}" ] ||
+	    fwhere[$file $target]="$file:$lineno $target"
 	tdir=.
 	[[ $target != */* ]] || tdir=${target%/*}
 	if [ "$tdir" != "$dir" ]; then
 		gedges+=("$dir/ $tdir/")
 		[ -n "${gwhere[$dir/ $tdir/]:-}" ] ||
-		    gwhere[$dir/ $tdir/]=$file:$lineno
+		    gwhere[$dir/ $tdir/]="$file:$lineno $target"
 	fi
 done < <(grep -Hn '^[[:space:]]*#[[:space:]]*include' "${srcs[@]}" || true)
 
@@ -203,15 +204,16 @@ check_cycles() {
 	local kind=$1
 	local -n where=$2
 	shift 2
-	local loop=() l m i a b path
+	local loop=() l m i a b w path
 	report() {
 		[ ${#loop[@]} -gt 0 ] || return 0
 		path=$(printf '%s -> ' "${loop[@]}")${loop[0]}
 		for i in "${!loop[@]}"; do
 			a=${loop[$i]}
 			b=${loop[$(((i + 1) % ${#loop[@]}))]}
-			fail "${where[$a $b]:-$a:0}: includes $b, part of the" \
-			    "$kind cycle $path"
+			w=${where[$a $b]:-$a:0 $b}
+			fail "${w%% *}: includes ${w#* }, part of the $kind" \
+			    "cycle $path"
 		done
 		loop=()
 	}

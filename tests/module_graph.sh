@@ -4,6 +4,8 @@
 # .may_include and check-best-practices). Usage: module_graph.sh [ROOT]
 # (default: the checkout holding this script). Prints one line
 # "module_graph: FILE:LINE: what is wrong" per violation and exits 1 on any.
+# "module_graph.sh ROOT --oversized" checks nothing and prints, in the
+# ratchet file's format, every file and function of ROOT over the limits.
 #
 # Source folders are all folders holding .c or .h files, except build*/,
 # hidden folders, subprojects/ and tests/: the tests use everything, and
@@ -40,6 +42,7 @@ FILE_MAX=1500
 FUNC_MAX=120
 
 top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+mode=${2:-check}
 cd "$top"
 cfg=tests/module_graph
 bad=0
@@ -88,6 +91,31 @@ strip_c() {
 	}' "$@"
 }
 
+# One line per measured item: "KEY LINES FILE:LINE", KEY being the path
+# or path:function.
+measure_sizes() {
+	awk '
+	function flush() {
+		if (FILENAME_PREV != "" && nlines > 0)
+			print FILENAME_PREV, nlines, FILENAME_PREV ":1"
+	}
+	FNR == 1 { flush(); FILENAME_PREV = FILENAME; cand = ""; start = 0 }
+	{ nlines = FNR }
+	/^[A-Za-z_].*\(/ {
+		c = $0; sub(/\(.*/, "", c)
+		k = split(c, w, /[^A-Za-z0-9_]+/)
+		cand = w[k]
+		if (cand == "" && k > 1)
+			cand = w[k - 1]
+	}
+	/^\{/ { start = FNR; fname = cand }
+	/^\}/ && start {
+		print FILENAME ":" fname, FNR - start + 1, FILENAME ":" start
+		start = 0
+	}
+	END { flush() }' "$@"
+}
+
 # ---- Source folders ------------------------------------------------------
 
 mapfile -t srcs < <(find . \( -name '.?*' -o -path './build*' \
@@ -96,6 +124,15 @@ mapfile -t srcs < <(find . \( -name '.?*' -o -path './build*' \
 if [ ${#srcs[@]} -eq 0 ]; then
 	fail "$top:0: no C sources found"
 	exit 1
+fi
+
+if [ "$mode" = --oversized ]; then
+	while read -r key len where; do
+		max=$FILE_MAX
+		[[ $key != *:* ]] || max=$FUNC_MAX
+		[ "$len" -le "$max" ] || printf '%s\t%s\n' "$key" "$len"
+	done < <(measure_sizes "${srcs[@]}")
+	exit 0
 fi
 
 declare -A isfile=() rules=() ruleslin=() hasrules=()
@@ -326,29 +363,7 @@ done < <(list_lines "$cfg/no_alloc.txt")
 
 # ---- Size ratchet ------------------------------------------------------------
 
-# One line per measured item: "KEY LINES FILE:LINE", KEY being the path
-# or path:function.
-sizes=$(awk -v fmax=$FILE_MAX -v gmax=$FUNC_MAX '
-	function flush() {
-		if (FILENAME_PREV != "" && nlines > 0)
-			print FILENAME_PREV, nlines, FILENAME_PREV ":1"
-	}
-	FNR == 1 { flush(); FILENAME_PREV = FILENAME; cand = ""; start = 0 }
-	{ nlines = FNR }
-	/^[A-Za-z_].*\(/ {
-		c = $0; sub(/\(.*/, "", c)
-		k = split(c, w, /[^A-Za-z0-9_]+/)
-		cand = w[k]
-		if (cand == "" && k > 1)
-			cand = w[k - 1]
-	}
-	/^\{/ { start = FNR; fname = cand }
-	/^\}/ && start {
-		print FILENAME ":" fname, FNR - start + 1, FILENAME ":" start
-		start = 0
-	}
-	END { flush() }' "${srcs[@]}")
-
+sizes=$(measure_sizes "${srcs[@]}")
 declare -A rnum=() rlin=() seen=()
 while IFS= read -r entry; do
 	n=${entry%%:*}

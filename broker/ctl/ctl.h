@@ -2,8 +2,11 @@
 /*
  * ctl: the subcommands of egressctl. Each takes the shared context and its
  * own argv (argv[0] is the subcommand name) and returns the process exit
- * status: 0 success (or allow), 1 a negative answer (deny, something to act
- * on), 2 a usage or configuration error.
+ * status, one meaning per code for every command (docs/egressctl.md):
+ * 0 success (or allow), 1 a negative answer (deny, a finding to act on, a
+ * refusal, an instance or entry that does not exist), 2 a usage error,
+ * 3 a configuration that cannot be read or is refused, 4 any other
+ * failure (I/O, the broker cannot be reached, out of memory).
  */
 #ifndef EGRESS_CTL_H
 #define EGRESS_CTL_H
@@ -12,7 +15,13 @@
 
 #define CTL_EXIT_OK	0
 #define CTL_EXIT_NO	1
-#define CTL_EXIT_ERROR	2
+#define CTL_EXIT_USAGE	2
+#define CTL_EXIT_CONFIG	3
+#define CTL_EXIT_SYSTEM	4
+/* The status of a failure that is neither usage nor configuration. */
+#define CTL_EXIT_ERROR	CTL_EXIT_SYSTEM
+
+struct conf_snapshot;
 
 struct ctl_ctx {
 	const char *config_path;	/* resolved: -c, $EGRESSD_CONFIG, default */
@@ -46,5 +55,26 @@ const char *ctl_shq(const char *s, char *buf, size_t n);
 /* Return "egressctl" or "egressctl -c FILE" for printed commands. The
  * string is static, valid until the next call. */
 const char *ctl_cmd(const struct ctl_ctx *ctx);
+
+/*
+ * Load the configuration at path into *ret_snap. On failure print why on
+ * stderr (a folder or a missing file said so in words, else every parse
+ * error as FILE:LINE: message) and return -1; *ret_snap is untouched.
+ */
+int ctl_conf_load(const char *path, struct conf_snapshot **ret_snap);
+
+/* `egressctl trust add|list|remove`: the trusted_keys list. */
+int ctl_trust_main(struct ctl_ctx *ctx, int argc, char **argv);
+
+/* Print "egressctl: CMD: unknown subcommand 'X'" or "egressctl: CMD:
+ * missing subcommand" on stderr. */
+void ctl_bad_subcommand(const char *cmd, int argc, char **argv);
+
+/* Return the fingerprint "sha256:" + 32 hex digits of the public key in
+ * the PEM file at path, written into buf of size n (at least 72); NULL
+ * when the file cannot be read or holds no Ed25519 public key, with the
+ * reason in reterr_msg (of size errn). */
+const char *ctl_key_fingerprint(const char *path, char *buf, size_t n,
+    char *reterr_msg, size_t errn);
 
 #endif

@@ -132,7 +132,28 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 		pkg_reach_done(&r);
 		return;
 	}
-	for (i = 0; i < r.not_granted.n; i++) {
+	if (!m->operator_defined && r.granted.n == 0 && r.declared.n > 0) {
+		/* An empty grant is a choice (--egress none, or every host
+		 * revoked): one note, not a finding per declared host. */
+		char *decl = NULL, *p;
+
+		for (i = 0; i < r.declared.n; i++) {
+			p = fmt("%s%s%s", decl ? decl : "", decl ? ", " : "",
+			    r.declared.v[i]);
+			free(decl);
+			decl = p;
+		}
+		msg = fmt("no destination granted (--egress none): %s %s "
+		    "declares %s; grant one deliberately with the command "
+		    "below", m->name, m->version, decl ? decl : "?");
+		cmd = fmt("%s plugin grant %s %s", c, q,
+		    ctl_shq(r.declared.v[0], h, sizeof(h)));
+		add(f, ci->name, "note", NULL, msg ? msg : "?", cmd);
+		free(decl);
+		free(msg);
+		free(cmd);
+	}
+	for (i = 0; r.granted.n > 0 && i < r.not_granted.n; i++) {
 		msg = fmt("denied: declared by %s %s, not granted", m->name,
 		    m->version);
 		cmd = fmt("%s plugin grant %s %s", c, q,
@@ -193,6 +214,7 @@ struct denial {
 	char host[FIELD_MAX];
 	char reason[64];
 	char transport[16];
+	long port;		/* 0 when the log line has none */
 	unsigned long count;
 };
 
@@ -257,6 +279,11 @@ read_log(const char *path, struct denial **ret, size_t *ret_n)
 		clean(d.host, sizeof(d.host), host ? host : "?");
 		clean(d.reason, sizeof(d.reason), reason ? reason : "?");
 		clean(d.transport, sizeof(d.transport), tr ? tr : "http");
+		if (json_is_integer(json_object_get(o, "port")) &&
+		    json_integer_value(json_object_get(o, "port")) > 0 &&
+		    json_integer_value(json_object_get(o, "port")) < 65536)
+			d.port = (long)json_integer_value(json_object_get(o,
+			    "port"));
 		json_decref(o);
 		for (i = 0; i < n; i++)
 			if (strcmp(v[i].instance, d.instance) == 0 &&
@@ -282,56 +309,211 @@ read_log(const char *path, struct denial **ret, size_t *ret_n)
 	return 0;
 }
 
+/* The `egressctl check` command that replays one logged destination. */
+static char *
+check_cmd(const char *c, const char *qinst, const struct denial *d)
+{
+	int t = policy_transport_parse(d->transport);
+	const char *host = d->host;
+	int v6 = strchr(host, ':') != NULL;
+	char hb[FIELD_MAX + 2], q[FIELD_MAX * 2 + 80], u[FIELD_MAX + 40];
+
+	(void)snprintf(hb, sizeof(hb), v6 ? "[%s]" : "%s", host);
+	if (t == POLICY_TRANSPORT_TCP || t == POLICY_TRANSPORT_TLS) {
+		(void)snprintf(u, sizeof(u), "%s:%ld", hb, d->port);
+		return fmt("%s check --transport %s %s %s", c, d->transport,
+		    qinst, ctl_shq(u, q, sizeof(q)));
+	}
+	/* Port 443 is the TLS scheme's default; 80 the plain one's. */
+	if (d->port == 443 || d->port == 80 || d->port == 0)
+		(void)snprintf(u, sizeof(u), "%s%s://%s/",
+		    t == POLICY_TRANSPORT_WEBSOCKET ? "ws" : "http",
+		    d->port == 443 ? "s" : "", hb);
+	else
+		(void)snprintf(u, sizeof(u), "%s://%s:%ld/",
+		    t == POLICY_TRANSPORT_WEBSOCKET ? "ws" : "http", hb, d->port);
+	return fmt("%s check %s %s", c, qinst, ctl_shq(u, q, sizeof(q)));
+}
+
+/* The class bits of an IP-literal host, 0 for a name. */
+static unsigned
+literal_class(const struct conf_snapshot *s, const char *host)
+{
+	struct policy_classify_ctx cc = { &s->nat64, NULL, 0 };
+	struct policy_addr a;
+
+	if (policy_addr_parse(host, &a) != 0)
+		return 0;
+	return policy_addr_classify(&cc, &a);
+}
+
+/*
+ * One (instance, host, reason) of the log. Every suggestion is checked
+ * against the configuration as it is now: a grant the file already holds
+ * is a note, and nothing is proposed that the address rules would refuse
+ * whatever the grant (metadata, reserved); what would be needed instead
+ * is said (a carve-out for a private address, DNS for a name).
+ */
 static void
 diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
     const struct conf_snapshot *s, const struct denial *d)
 {
 	const struct conf_instance *ci = conf_instance_find(s, d->instance);
-	const char *c = ctl_cmd(ctx), *why = NULL;
+	const struct conf_manifest *m = ci ? ci->manifest : NULL;
+	const char *c = ctl_cmd(ctx), *why = NULL, *kind = "log-denial";
 	struct policy_entry en;
 	struct policy_err pe;
-	char q[600], h[600], *msg, *cmd = NULL;
-	int entry_ok;
+	char q[600], h[600], *msg, *cmd = NULL, *dir;
+	unsigned cls;
+	int entry_ok, granted = 0, carved = 0, declared = 1;
+	const char *r = d->reason;
 
 	entry_ok = policy_entry_parse(d->host, strlen(d->host),
 	    conf_psl_is_public_suffix, NULL, &en, &pe) == 0;
+	cls = entry_ok ? literal_class(s, d->host) : 0;
 	ctl_shq(d->instance, q, sizeof(q));
 	ctl_shq(d->host, h, sizeof(h));
-	if (ci == NULL) {
-		why = "no such instance now: install or bind it";
-	} else if (strcmp(d->reason, "not-granted") == 0 && entry_ok) {
-		if (ci->manifest != NULL && !ci->manifest->operator_defined &&
-		    !policy_grant_covers(ci->manifest->hosts, &en))
-			why = "not granted, and not declared by the package "
-			    "either: granting it alone will not help";
-		else
-			cmd = fmt("%s plugin grant %s %s", c, q, h);
-	} else if (strcmp(d->reason, "not-declared") == 0) {
-		why = "granted, but the package does not declare it: only a "
-		    "version that declares it can reach it";
-	} else if (strcmp(d->reason, "no-permission") == 0) {
+	if (ci != NULL && entry_ok) {
+		granted = policy_grant_covers(ci->hosts, &en);
+		carved = policy_grant_covers(ci->allow_private, &en);
+		declared = m == NULL || m->operator_defined ||
+		    policy_grant_covers(m->hosts, &en);
+	}
+	if (ci == NULL || strcmp(r, "unknown-instance") == 0) {
+		if (ci == NULL) {
+			why = "no such instance in the configuration now: "
+			    "install or bind one under that name";
+			cmd = fmt("%s plugin list", c);
+		} else {
+			kind = "note";
+			why = "the instance exists now";
+		}
+	} else if (strcmp(r, "metadata") == 0 ||
+	    (strcmp(r, "not-granted") == 0 &&
+	    (cls & POLICY_CLASS_METADATA))) {
+		why = "the address rules refuse cloud metadata addresses "
+		    "whatever the grant or carve-out, so no grant is "
+		    "proposed; if a name resolves there, its DNS is wrong or "
+		    "hostile (replay the verdict with the command below)";
+		cmd = check_cmd(c, q, d);
+	} else if (strcmp(r, "reserved-address") == 0 ||
+	    (strcmp(r, "not-granted") == 0 &&
+	    (cls & POLICY_CLASS_RESERVED))) {
+		why = "the address rules refuse reserved addresses "
+		    "(unspecified, documentation, multicast, ...) whatever "
+		    "the grant or carve-out, so no grant is proposed (replay "
+		    "the verdict with the command below)";
+		cmd = check_cmd(c, q, d);
+	} else if (strcmp(r, "mixed-zones") == 0) {
+		why = "the name resolved to public and private addresses at "
+		    "once: refused whatever the grant; fix the name's DNS "
+		    "(replay the verdict with the command below)";
+		cmd = check_cmd(c, q, d);
+	} else if (strcmp(r, "unresolvable") == 0) {
+		why = "the name did not resolve (DNS failure or no address), "
+		    "not an address rule: check [resolver] servers and the "
+		    "name (the command below resolves it the same way)";
+		cmd = check_cmd(c, q, d);
+	} else if (strcmp(r, "policy-unavailable") == 0) {
+		why = "the broker had no valid configuration in force when it "
+		    "decided (a broken file or a failed reload), not an "
+		    "address rule: see the configuration error with the "
+		    "command below";
+		cmd = fmt("%s status", c);
+	} else if (strcmp(r, "budget-exhausted") == 0) {
+		why = "every upstream lease of the instance was in use "
+		    "([plugins.limits] max_connections_per_instance): see "
+		    "its leases with the command below";
+		cmd = fmt("%s instance %s", c, q);
+	} else if (strcmp(r, "manifest-refused") == 0) {
+		if (m != NULL) {
+			kind = "note";
+			why = "the manifest is accepted now";
+		} else {
+			why = "the instance's manifest is refused: verify it "
+			    "with the command below";
+			dir = reldir(s, ci->manifest_path);
+			cmd = fmt("%s manifest verify %s", c, dir ? dir : ".");
+			free(dir);
+		}
+	} else if (strcmp(r, "invalid-destination") == 0) {
+		why = "the plugin asked for a destination that does not "
+		    "parse: no grant changes that (replay it with the "
+		    "command below)";
+		cmd = check_cmd(c, q, d);
+	} else if (strcmp(r, "no-permission") == 0) {
 		int t = policy_transport_parse(d->transport);
-		const char *pn = t > 0 ? policy_permission_name(
-		    policy_transport_permission(t)) : NULL;
+		unsigned bit = t > 0 ? policy_transport_permission(t) : 0;
+		const char *pn = bit ? policy_permission_name(bit) : NULL;
 
-		if (pn != NULL)
+		if (pn == NULL) {
+			why = "unknown transport in the log";
+		} else if (ci->granted_permissions & bit) {
+			kind = "note";
+			why = "the permission is granted now";
+		} else
 			cmd = fmt("%s plugin grant %s --permission %s", c, q,
 			    pn);
-	} else if (strcmp(d->reason, "private-address") == 0 && entry_ok &&
-	    policy_grant_covers(ci->hosts, &en)) {
-		why = "resolves to a private address: carve it out only if it "
-		    "is meant to be on your network";
-		cmd = fmt("%s plugin grant %s --private %s", c, q, h);
-	} else if (strcmp(d->reason, "manifest-refused") == 0) {
-		why = "the instance's manifest is refused (see above)";
+	} else if (strcmp(r, "not-granted") == 0 && entry_ok) {
+		if (granted && (!(cls & POLICY_CLASS_PRIVATE) || carved)) {
+			kind = "note";
+			why = "granted now (the file changed after these "
+			    "denials): nothing to do";
+		} else if (!declared) {
+			why = "not granted, and not declared by the package "
+			    "either: a grant alone will not help; only a "
+			    "version that declares it can reach it";
+			cmd = fmt("%s plugin upgrade PKG", c);
+		} else if (cls & POLICY_CLASS_PRIVATE) {
+			why = "a private address: it needs the grant and a "
+			    "carve-out (egress_allow_private), only if it is "
+			    "meant to be on your network";
+			cmd = granted ? fmt("%s plugin grant %s --private %s",
+			    c, q, h) : fmt("%s plugin grant %s %s && %s plugin "
+			    "grant %s --private %s", c, q, h, c, q, h);
+		} else
+			cmd = fmt("%s plugin grant %s %s", c, q, h);
+	} else if (strcmp(r, "not-declared") == 0 && entry_ok) {
+		if (declared && granted) {
+			kind = "note";
+			why = "the package declares it now";
+		} else {
+			why = "granted, but the package does not declare it: "
+			    "only a version that declares it can reach it";
+			cmd = fmt("%s plugin upgrade PKG", c);
+		}
+	} else if (strcmp(r, "private-address") == 0 && entry_ok) {
+		if (carved) {
+			kind = "note";
+			why = "carved out now (egress_allow_private)";
+		} else if (!granted) {
+			why = "resolves to a private address and is not "
+			    "granted: it needs the grant and a carve-out, only "
+			    "if it is meant to be on your network";
+			cmd = fmt("%s plugin grant %s %s && %s plugin grant %s "
+			    "--private %s", c, q, h, c, q, h);
+		} else {
+			why = "resolves to a private address: carve it out only "
+			    "if it is meant to be on your network";
+			cmd = fmt("%s plugin grant %s --private %s", c, q, h);
+		}
+	} else if (!entry_ok) {
+		why = "the logged host is not a valid grant entry";
 	} else
-		why = "refused by the address rules whatever the grant";
+		why = "a reason this egressctl does not know";
 	msg = fmt("%lu denial%s in the log (%s)%s%s", d->count,
 	    d->count == 1 ? "" : "s", d->reason, why ? ": " : "",
 	    why ? why : "");
-	add(f, d->instance, "log-denial", d->host, msg ? msg : "?", cmd);
+	add(f, d->instance, kind, d->host, msg ? msg : "?", cmd);
 	free(msg);
 	free(cmd);
+}
+
+static void
+diagnose_usage(FILE *fp)
+{
+	fprintf(fp, "usage: egressctl [-c FILE] diagnose [--log FILE] [--json] "
+	    "[--nat64 | --no-nat64]\n");
 }
 
 int
@@ -342,12 +524,12 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "nat64", no_argument, NULL, 'n' },
 		{ "no-nat64", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nat64disc_result nr;
 	int nat64 = -1, tmo;
 	struct conf_snapshot *s = NULL;
-	struct conf_errors errs = { 0 };
 	struct finding f = { NULL, 0, 0 };
 	struct denial *den = NULL;
 	const char *logpath = NULL;
@@ -362,37 +544,53 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 			f.json = 1;
 		else if (ch == 'n' || ch == 'N')
 			nat64 = ch == 'n';
-		else {
-			fprintf(stderr, "usage: egressctl [-c FILE] diagnose "
-			    "[--log FILE] [--json] [--nat64 | --no-nat64]\n");
-			return CTL_EXIT_ERROR;
+		else if (ch == 'h') {
+			diagnose_usage(stdout);
+			return CTL_EXIT_OK;
+		} else {
+			diagnose_usage(stderr);
+			return CTL_EXIT_USAGE;
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "usage: egressctl [-c FILE] diagnose "
-		    "[--log FILE] [--json] [--nat64 | --no-nat64]\n");
-		return CTL_EXIT_ERROR;
+		fprintf(stderr, "egressctl: diagnose: unexpected argument "
+		    "'%s'\n", argv[optind]);
+		diagnose_usage(stderr);
+		return CTL_EXIT_USAGE;
 	}
-	if (conf_load(ctx->config_path, &s, &errs) != 0) {
-		for (i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", errs.msgs[i]);
-		fprintf(stderr, "egressctl: %s: configuration refused\n",
-		    ctx->config_path);
+	if (ctl_conf_load(ctx->config_path, &s) != 0) {
+		rc = CTL_EXIT_CONFIG;
 		goto out;
 	}
-	if (logpath != NULL && read_log(logpath, &den, &nden) != 0)
+	if (logpath != NULL && read_log(logpath, &den, &nden) != 0) {
+		rc = CTL_EXIT_SYSTEM;
 		goto out;
+	}
 	if (f.json && (f.items = json_array()) == NULL)
 		goto out;
-	if (s->sig_mode == CONF_SIG_DISABLED)
+	if (s->sig_mode == CONF_SIG_DISABLED) {
+		char *cmd = fmt("edit %s: [plugins.security] signature_mode "
+		    "= strict", ctx->config_path);
+
 		add(&f, NULL, "warning", "signature_mode", "disabled: no "
-		    "package signature is checked", NULL);
-	if (s->sig_mode == CONF_SIG_STRICT && s->ntrusted_keys == 0)
+		    "package signature is checked", cmd);
+		free(cmd);
+	}
+	if (s->sig_mode == CONF_SIG_STRICT && s->ntrusted_keys == 0) {
+		char *cmd = fmt("%s trust add KEY.pub", ctl_cmd(ctx));
+
 		add(&f, NULL, "warning", "trusted_keys", "strict mode with no "
-		    "trusted key: every package is refused", NULL);
-	if (s->ninstances == 0)
+		    "trusted key: every package is refused; trust the "
+		    "public key packages are signed with", cmd);
+		free(cmd);
+	}
+	if (s->ninstances == 0) {
+		char *cmd = fmt("%s plugin install PKG", ctl_cmd(ctx));
+
 		add(&f, NULL, "warning", "plugins.entries", "no instance is "
-		    "configured: no plugin has network reach", NULL);
+		    "configured: no plugin has network reach", cmd);
+		free(cmd);
+	}
 	for (i = 0; i < s->ninstances; i++)
 		diagnose_instance(ctx, &f, s, &s->instances[i]);
 	for (i = 0; i < nden; i++)
@@ -421,7 +619,6 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 out:
 	json_decref(f.items);
 	free(den);
-	conf_errors_done(&errs);
 	conf_snapshot_free(s);
 	return rc;
 }

@@ -40,6 +40,28 @@ manifest_usage(FILE *f)
 	    "PKG\n");
 }
 
+/* Say what is wrong with the folder a new file would go in. */
+static void
+explain_missing_folder(const char *path)
+{
+	char *d = strdup(path), *sl;
+	struct stat st;
+
+	if (d == NULL)
+		return;
+	if ((sl = strrchr(d, '/')) != NULL && sl != d) {
+		*sl = '\0';
+		if (stat(d, &st) != 0 && errno == ENOENT)
+			fprintf(stderr, "egressctl: %s: the folder %s does not "
+			    "exist; create it first (mkdir -m 0700 %s)\n",
+			    path, d, d);
+		else if (stat(d, &st) == 0 && !S_ISDIR(st.st_mode))
+			fprintf(stderr, "egressctl: %s: %s is not a folder\n",
+			    path, d);
+	}
+	free(d);
+}
+
 /* Write the whole PEM text of bio to a new file (O_EXCL) with mode. */
 static int
 write_new(const char *path, BIO *bio, mode_t mode)
@@ -52,7 +74,13 @@ write_new(const char *path, BIO *bio, mode_t mode)
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    mode);
 	if (fd == -1) {
-		fprintf(stderr, "egressctl: %s: %s\n", path, strerror(errno));
+		int e = errno;
+
+		if (e == ENOENT)
+			explain_missing_folder(path);
+		else
+			fprintf(stderr, "egressctl: %s: %s\n", path,
+			    strerror(e));
 		return -1;
 	}
 	if (fchmod(fd, mode) == -1 ||
@@ -81,6 +109,33 @@ key_fingerprint(EVP_PKEY *k, char *out, size_t n)
 		(void)snprintf(out + 2 * i, n - 2 * i, "%02x", md[i]);
 }
 
+const char *
+ctl_key_fingerprint(const char *path, char *buf, size_t n, char *reterr_msg,
+    size_t errn)
+{
+	EVP_PKEY *k = NULL;
+	char fp[40];
+	FILE *fp_in;
+
+	if ((fp_in = fopen(path, "re")) == NULL) {
+		(void)snprintf(reterr_msg, errn, "%s: %s", path,
+		    strerror(errno));
+		return NULL;
+	}
+	k = PEM_read_PUBKEY(fp_in, NULL, NULL, NULL);
+	(void)fclose(fp_in);
+	if (k == NULL || EVP_PKEY_get_base_id(k) != EVP_PKEY_ED25519) {
+		(void)snprintf(reterr_msg, errn, "%s: not an Ed25519 public "
+		    "key (PEM)", path);
+		EVP_PKEY_free(k);
+		return NULL;
+	}
+	key_fingerprint(k, fp, sizeof(fp));
+	EVP_PKEY_free(k);
+	(void)snprintf(buf, n, "sha256:%s", fp);
+	return buf;
+}
+
 static int
 cmd_keygen(int argc, char **argv)
 {
@@ -98,13 +153,13 @@ cmd_keygen(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+o:", longopts, NULL)) != -1) {
 		if (ch != 'o') {
 			manifest_usage(stderr);
-			return CTL_EXIT_ERROR;
+			return CTL_EXIT_USAGE;
 		}
 		out = optarg;
 	}
 	if (out == NULL || optind != argc) {
 		manifest_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	}
 	if (asprintf(&pub, "%s.pub", out) < 0)
 		return CTL_EXIT_ERROR;
@@ -203,13 +258,13 @@ cmd_sign(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+k:", longopts, NULL)) != -1) {
 		if (ch != 'k') {
 			manifest_usage(stderr);
-			return CTL_EXIT_ERROR;
+			return CTL_EXIT_USAGE;
 		}
 		key = optarg;
 	}
 	if (key == NULL || argc - optind != 1) {
 		manifest_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	}
 	pkgdir = argv[optind];
 	(void)snprintf(mpath, sizeof(mpath), "%s/manifest.ini", pkgdir);
@@ -327,12 +382,12 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 			json = 1;
 		else {
 			manifest_usage(stderr);
-			return CTL_EXIT_ERROR;
+			return CTL_EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 1) {
 		manifest_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	}
 	pkgdir = argv[optind];
 	(void)snprintf(mpath, sizeof(mpath), "%s/manifest.ini", pkgdir);
@@ -346,6 +401,7 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 				fprintf(stderr, "%s\n", errs.msgs[i]);
 			fprintf(stderr, "egressctl: %s: configuration refused "
 			    "(or give --key PUB)\n", ctx->config_path);
+			rc = CTL_EXIT_CONFIG;
 			goto out;
 		}
 		paths = (const char *const *)snap->trusted_keys;
@@ -441,8 +497,9 @@ int
 ctl_manifest_main(struct ctl_ctx *ctx, int argc, char **argv)
 {
 	if (argc < 2) {
+		ctl_bad_subcommand("manifest", argc, argv);
 		manifest_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "keygen") == 0)
 		return cmd_keygen(argc - 1, argv + 1);
@@ -454,6 +511,7 @@ ctl_manifest_main(struct ctl_ctx *ctx, int argc, char **argv)
 		manifest_usage(stdout);
 		return CTL_EXIT_OK;
 	}
+	ctl_bad_subcommand("manifest", argc, argv);
 	manifest_usage(stderr);
-	return CTL_EXIT_ERROR;
+	return CTL_EXIT_USAGE;
 }

@@ -46,6 +46,7 @@ struct edit {
 	struct iniedit *doc;
 	char *pkg_abs;			/* package_dir on the filesystem */
 	char *pkg_rel;			/* as written in manifest keys */
+	const struct ctl_ctx *ctx;	/* borrowed */
 };
 
 static void
@@ -64,6 +65,24 @@ plugin_usage(FILE *f)
 	    "[--permission P]... [HOST...]\n"
 	    "       egressctl [-c FILE] plugin remove PLUGIN\n"
 	    "       egressctl [-c FILE] plugin list [--json]\n");
+}
+
+/*
+ * A usage error of `plugin SUB`: name the argument at argv[first + max]
+ * when there is one too many, else say one is missing; then the usage.
+ * Return CTL_EXIT_USAGE.
+ */
+static int
+plugin_args_bad(int argc, char **argv, int first, int max)
+{
+	if (argc - first > max)
+		fprintf(stderr, "egressctl: plugin %s: unexpected argument "
+		    "'%s'\n", argv[0], argv[first + max]);
+	else
+		fprintf(stderr, "egressctl: plugin %s: missing argument\n",
+		    argv[0]);
+	plugin_usage(stderr);
+	return CTL_EXIT_USAGE;
 }
 
 /* ---- Printing helpers ------------------------------------------------- */
@@ -169,6 +188,14 @@ edit_begin(const struct ctl_ctx *ctx, struct edit *e)
 
 	memset(e, 0, sizeof(*e));
 	e->f.lockfd = -1;
+	e->ctx = ctx;
+	if (stat(ctx->config_path, &e->f.st) == 0 &&
+	    S_ISDIR(e->f.st.st_mode)) {
+		fprintf(stderr, "egressctl: %s: cannot read the configuration: "
+		    "it is a folder, not a file (give the file with -c FILE)\n",
+		    ctx->config_path);
+		return -1;
+	}
 	if (iniedit_file_open(ctx->config_path, &e->f, err, sizeof(err)) !=
 	    0) {
 		fprintf(stderr, "egressctl: %s\n", err);
@@ -287,8 +314,9 @@ sig_words(enum conf_sig_status s, enum conf_sig_mode mode)
 }
 
 /* Copy PKG into a staging folder, check its manifest there (so what is
- * checked is what is installed), and name its final folder. Returns 0, or
- * CTL_EXIT_NO for a refused package, CTL_EXIT_ERROR otherwise. */
+ * checked is what is installed), and name its final folder. Returns 0,
+ * CTL_EXIT_NO for a package that is refused or cannot be read, or
+ * CTL_EXIT_ERROR otherwise. */
 static int
 package_stage(struct edit *e, const char *pkg, struct staged *st)
 {
@@ -298,8 +326,9 @@ package_stage(struct edit *e, const char *pkg, struct staged *st)
 
 	memset(st, 0, sizeof(*st));
 	if (pkg_stage(pkg, e->pkg_abs, &st->stage, err, sizeof(err)) != 0) {
-		fprintf(stderr, "egressctl: %s\n", err);
-		return CTL_EXIT_ERROR;
+		/* A package that cannot be read or copied is refused. */
+		fprintf(stderr, "egressctl: %s; nothing was installed\n", err);
+		return CTL_EXIT_NO;
 	}
 	if (asprintf(&mpath, "%s/manifest.ini", st->stage) < 0 ||
 	    asprintf(&pkgm, "%s/manifest.ini", pkg) < 0) {
@@ -314,6 +343,15 @@ package_stage(struct edit *e, const char *pkg, struct staged *st)
 		    e->snap->sig_mode == CONF_SIG_STRICT ? "strict" :
 		    e->snap->sig_mode == CONF_SIG_PERMISSIVE ? "permissive" :
 		    "disabled");
+		if (e->snap->sig_mode == CONF_SIG_STRICT &&
+		    e->snap->ntrusted_keys == 0) {
+			fprintf(stderr, "no key is trusted yet; trust the key "
+			    "the package is signed with: %s trust add "
+			    "KEY.pub\n", ctl_cmd(e->ctx));
+			fprintf(stderr, "or accept unsigned packages: set "
+			    "[plugins.security] signature_mode = permissive "
+			    "in %s\n", e->f.path);
+		}
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
@@ -697,23 +735,26 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 			break;
 		case 'e':
 			if (parse_seed(optarg, &seed) != 0)
-				return CTL_EXIT_ERROR;
+				return CTL_EXIT_USAGE;
 			break;
 		default:
 			plugin_usage(stderr);
-			return CTL_EXIT_ERROR;
+			return CTL_EXIT_USAGE;
 		}
 	}
-	if (argc - optind != 1 || (instance != NULL && alias != NULL)) {
-		plugin_usage(stderr);
-		return CTL_EXIT_ERROR;
+	if (instance != NULL && alias != NULL) {
+		fprintf(stderr, "egressctl: plugin install: --instance and "
+		    "--channel-alias exclude each other\n");
+		return CTL_EXIT_USAGE;
 	}
+	if (argc - optind != 1)
+		return plugin_args_bad(argc, argv, optind, 1);
 	pkg = argv[optind];
 	if ((instance != NULL && !inst_name_ok(instance)) ||
 	    (alias != NULL && !inst_name_ok(alias)))
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	if (edit_begin(ctx, &e) != 0)
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_CONFIG;
 	have_edit = 1;
 	if ((rc = package_stage(&e, pkg, &st)) != 0)
 		goto out;
@@ -848,21 +889,21 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		if (ch != 'e' || parse_seed(optarg, &seed) != 0) {
+		if (ch != 'e') {
 			plugin_usage(stderr);
-			return CTL_EXIT_ERROR;
+			return CTL_EXIT_USAGE;
 		}
+		if (parse_seed(optarg, &seed) != 0)
+			return CTL_EXIT_USAGE;
 	}
-	if (argc - optind != 2) {
-		plugin_usage(stderr);
-		return CTL_EXIT_ERROR;
-	}
+	if (argc - optind != 2)
+		return plugin_args_bad(argc, argv, optind, 2);
 	plugin = argv[optind];
 	alias = argv[optind + 1];
 	if (!inst_name_ok(alias))
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	if (edit_begin(ctx, &e) != 0)
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_CONFIG;
 	/* The plugin's manifest: the one its instances use, else the one
 	 * installed package of it. */
 	for (i = 0; i < e.snap->ninstances; i++) {
@@ -934,13 +975,17 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 	int rc;
 
 	memset(&st, 0, sizeof(st));
-	if (argc != 2 || argv[1][0] == '-') {
+	if (argc > 1 && argv[1][0] == '-') {
+		fprintf(stderr, "egressctl: plugin upgrade: unknown option "
+		    "'%s'\n", argv[1]);
 		plugin_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	}
+	if (argc != 2)
+		return plugin_args_bad(argc, argv, 1, 1);
 	pkg = argv[1];
 	if (edit_begin(ctx, &e) != 0)
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_CONFIG;
 	if ((rc = package_stage(&e, pkg, &st)) != 0)
 		goto out;
 	for (i = 0; i < e.snap->ninstances; i++)
@@ -1061,6 +1106,48 @@ grant_from_strv(const struct pkg_strv *sv)
 	return g;
 }
 
+/*
+ * Warn when an IP-literal entry is one the address rules refuse whatever
+ * the grant (metadata, reserved), or a private address that needs a
+ * carve-out besides the grant. The grant is still written: the warning
+ * says why it alone cannot make the address reachable.
+ */
+static void
+literal_warn(const struct ctl_ctx *ctx, const struct conf_snapshot *s,
+    const struct conf_instance *ci, const struct policy_entry *en,
+    int private)
+{
+	struct policy_classify_ctx cc = { &s->nat64, NULL, 0 };
+	struct policy_addr a;
+	unsigned cls;
+	char q[600], h[600];
+
+	if (en->kind != POLICY_ENTRY_EXACT ||
+	    en->host.kind == POLICY_HOST_NAME ||
+	    policy_addr_parse(en->host.name, &a) != 0)
+		return;
+	cls = policy_addr_classify(&cc, &a);
+	ctl_shq(ci->name, q, sizeof(q));
+	ctl_shq(en->host.name, h, sizeof(h));
+	if (cls & POLICY_CLASS_METADATA)
+		fprintf(stderr, "warning: %s is a cloud metadata address: the "
+		    "address rules refuse it whatever the grant or carve-out, "
+		    "so this %s cannot make it reachable\n", en->host.name,
+		    private ? "carve-out" : "grant");
+	else if (cls & POLICY_CLASS_RESERVED)
+		fprintf(stderr, "warning: %s is a reserved address "
+		    "(unspecified, documentation, multicast, ...): the "
+		    "address rules refuse it whatever the grant or carve-out, "
+		    "so this %s cannot make it reachable\n", en->host.name,
+		    private ? "carve-out" : "grant");
+	else if ((cls & POLICY_CLASS_PRIVATE) && !private &&
+	    !policy_grant_covers(ci->allow_private, en))
+		fprintf(stderr, "warning: %s is a private address: the address "
+		    "rules refuse it unless it is also carved out; if it is "
+		    "meant to be on your network, run:\n  %s plugin grant %s "
+		    "--private %s\n", en->host.name, ctl_cmd(ctx), q, h);
+}
+
 static int
 cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 {
@@ -1096,19 +1183,27 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 				fprintf(stderr, "egressctl: --permission '%s': "
 				    "expected http_client, websocket_client or "
 				    "socket_client\n", optarg);
-				return CTL_EXIT_ERROR;
+				return CTL_EXIT_USAGE;
 			}
 			perms |= (unsigned)bit;
 			break;
 		default:
 			plugin_usage(stderr);
-			return CTL_EXIT_ERROR;
+			return CTL_EXIT_USAGE;
 		}
 	}
-	if (argc - optind < 1 || (argc - optind == 1 && perms == 0) ||
-	    (private && argc - optind < 2)) {
+	if (argc - optind < 1) {
+		fprintf(stderr, "egressctl: plugin %s: missing INSTANCE\n",
+		    verb);
 		plugin_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
+	}
+	if ((argc - optind == 1 && perms == 0) ||
+	    (private && argc - optind < 2)) {
+		fprintf(stderr, "egressctl: plugin %s %s: missing HOST%s\n",
+		    verb, argv[optind], private ? "" : " or --permission P");
+		plugin_usage(stderr);
+		return CTL_EXIT_USAGE;
 	}
 	inst = argv[optind++];
 	nents = (size_t)(argc - optind);
@@ -1125,18 +1220,25 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 			bad = 1;
 		}
 	}
-	if (bad)
+	if (bad) {
+		rc = CTL_EXIT_USAGE;
 		goto out;
-	if (edit_begin(ctx, &e) != 0)
+	}
+	if (edit_begin(ctx, &e) != 0) {
+		rc = CTL_EXIT_CONFIG;
 		goto out;
+	}
 	have_edit = 1;
 	if ((ci = conf_instance_find(e.snap, inst)) == NULL) {
 		fprintf(stderr, "egressctl: no instance %s in %s\n", inst,
 		    ctx->config_path);
+		rc = CTL_EXIT_NO;
 		goto out;
 	}
 	m = ci->manifest;
 	ctl_shq(inst, q, sizeof(q));
+	for (i = 0; !revoke && i < nents; i++)
+		literal_warn(ctx, e.snap, ci, &ents[i], private);
 	if (strv_from_grant(&hosts, ci->hosts) != 0 ||
 	    strv_from_grant(&priv, ci->allow_private) != 0 ||
 	    (sec = section_of(inst)) == NULL)
@@ -1312,13 +1414,17 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 	struct edit e;
 	int rc = CTL_EXIT_ERROR;
 
-	if (argc != 2 || argv[1][0] == '-') {
+	if (argc > 1 && argv[1][0] == '-') {
+		fprintf(stderr, "egressctl: plugin remove: unknown option "
+		    "'%s'\n", argv[1]);
 		plugin_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	}
+	if (argc != 2)
+		return plugin_args_bad(argc, argv, 1, 1);
 	plugin = argv[1];
 	if (edit_begin(ctx, &e) != 0)
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_CONFIG;
 	if (installed_scan(&e, plugin, &pk, &npk, 1) != 0) {
 		fprintf(stderr, "egressctl: %s: %s\n", e.pkg_abs,
 		    strerror(errno));
@@ -1434,22 +1540,23 @@ static int
 cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 {
 	struct conf_snapshot *s = NULL;
-	struct conf_errors errs = { 0 };
 	json_t *arr = NULL;
 	char pbuf[128];
 	size_t i;
 	int json = 0, rc = CTL_EXIT_ERROR;
 
-	if (argc == 2 && strcmp(argv[1], "--json") == 0)
+	if (argc > 1 && strcmp(argv[1], "--json") == 0)
 		json = 1;
-	else if (argc != 1) {
+	if (argc > 1 + json && argv[1 + json][0] == '-') {
+		fprintf(stderr, "egressctl: plugin list: unknown option "
+		    "'%s'\n", argv[1 + json]);
 		plugin_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	}
-	if (conf_load(ctx->config_path, &s, &errs) != 0) {
-		print_errs(&errs, NULL, NULL);
-		fprintf(stderr, "egressctl: %s: configuration refused\n",
-		    ctx->config_path);
+	if (argc > 1 + json)
+		return plugin_args_bad(argc, argv, 1 + json, 0);
+	if (ctl_conf_load(ctx->config_path, &s) != 0) {
+		rc = CTL_EXIT_CONFIG;
 		goto out;
 	}
 	if (json && (arr = json_array()) == NULL)
@@ -1551,9 +1658,305 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 	rc = CTL_EXIT_OK;
 out:
 	json_decref(arr);
-	conf_errors_done(&errs);
 	conf_snapshot_free(s);
 	return rc;
+}
+
+/* ---- trust add | list | remove ---------------------------------------- */
+
+static void
+trust_usage(FILE *f)
+{
+	fprintf(f, "usage: egressctl [-c FILE] trust add KEY.pub\n"
+	    "       egressctl [-c FILE] trust list [--json]\n"
+	    "       egressctl [-c FILE] trust remove FINGERPRINT\n");
+}
+
+/* Accept "sha256:" + 32 hex digits, or the 32 digits alone; write the
+ * canonical lowercase "sha256:..." form into buf (at least 40 bytes). */
+static int
+fingerprint_parse(const char *s, char *buf, size_t n)
+{
+	size_t i;
+
+	if (strncmp(s, "sha256:", 7) == 0)
+		s += 7;
+	if (strlen(s) != 32 || n < 40)
+		return -1;
+	memcpy(buf, "sha256:", 7);
+	for (i = 0; i < 32; i++) {
+		char c = s[i];
+
+		if (c >= 'A' && c <= 'F')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return -1;
+		buf[7 + i] = c;
+	}
+	buf[39] = '\0';
+	return 0;
+}
+
+/* The trusted_keys items as written (relative to the configuration's
+ * folder when they lie under it), minus index skip (or none: -1). */
+static int
+trust_items(const struct conf_snapshot *s, long skip, struct pkg_strv *sv)
+{
+	size_t i;
+	char *rel;
+
+	for (i = 0; i < s->ntrusted_keys; i++) {
+		if ((long)i == skip)
+			continue;
+		if ((rel = path_rel(s->dir, s->trusted_keys[i])) == NULL ||
+		    pkg_strv_add(sv, rel) != 0) {
+			free(rel);
+			return -1;
+		}
+		free(rel);
+	}
+	return 0;
+}
+
+/* Write the list sv as [plugins.security] trusted_keys and commit. */
+static int
+trust_write(struct edit *e, const struct pkg_strv *sv)
+{
+	int r;
+
+	if (!iniedit_section_exists(e->doc, "plugins.security") &&
+	    iniedit_section_add(e->doc, "plugins.security") != 0) {
+		fprintf(stderr, "egressctl: cannot add [plugins.security]\n");
+		return CTL_EXIT_ERROR;
+	}
+	r = iniedit_set_list(e->doc, "plugins.security", "trusted_keys",
+	    (const char *const *)sv->v, sv->n);
+	if (r != 0) {
+		fprintf(stderr, "egressctl: cannot write trusted_keys: %s (a "
+		    "key path must hold no blank or comma)\n",
+		    egress_strerror(r));
+		return CTL_EXIT_NO;
+	}
+	if (edit_commit(e, NULL) != 0)
+		return CTL_EXIT_ERROR;
+	return CTL_EXIT_OK;
+}
+
+static void
+print_trusted(const struct pkg_strv *sv)
+{
+	size_t i;
+
+	printf("[plugins.security] trusted_keys =");
+	if (sv->n == 0)
+		printf(" (none)");
+	for (i = 0; i < sv->n; i++)
+		printf("%s %s", i ? "," : "", sv->v[i]);
+	printf("\n");
+}
+
+static int
+cmd_trust_add(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	struct pkg_strv sv = { 0 };
+	struct edit e;
+	char fp[80], ofp[80], err[600], *abs = NULL, *dir = NULL, *item = NULL;
+	size_t i;
+	int rc;
+
+	if (argc > 1 && argv[1][0] == '-') {
+		fprintf(stderr, "egressctl: trust add: unknown option '%s'\n",
+		    argv[1]);
+		trust_usage(stderr);
+		return CTL_EXIT_USAGE;
+	}
+	if (argc != 2) {
+		if (argc > 2)
+			fprintf(stderr, "egressctl: trust add: unexpected "
+			    "argument '%s'\n", argv[2]);
+		else
+			fprintf(stderr, "egressctl: trust add: missing "
+			    "KEY.pub\n");
+		trust_usage(stderr);
+		return CTL_EXIT_USAGE;
+	}
+	if (ctl_key_fingerprint(argv[1], fp, sizeof(fp), err,
+	    sizeof(err)) == NULL) {
+		fprintf(stderr, "egressctl: %s; nothing was changed\n", err);
+		return CTL_EXIT_NO;
+	}
+	if (edit_begin(ctx, &e) != 0)
+		return CTL_EXIT_CONFIG;
+	for (i = 0; i < e.snap->ntrusted_keys; i++)
+		if (ctl_key_fingerprint(e.snap->trusted_keys[i], ofp,
+		    sizeof(ofp), err, sizeof(err)) != NULL &&
+		    strcmp(ofp, fp) == 0) {
+			printf("key %s is already trusted (%s); nothing was "
+			    "changed\n", fp, e.snap->trusted_keys[i]);
+			rc = CTL_EXIT_OK;
+			goto out;
+		}
+	rc = CTL_EXIT_ERROR;
+	/* The path as written: relative to the configuration's folder when
+	 * the key lies under it, else absolute. */
+	if ((abs = realpath(argv[1], NULL)) == NULL ||
+	    (dir = realpath(e.snap->dir, NULL)) == NULL ||
+	    (item = path_rel(dir, abs)) == NULL) {
+		fprintf(stderr, "egressctl: %s: %s\n", argv[1],
+		    strerror(errno));
+		goto out;
+	}
+	if (trust_items(e.snap, -1, &sv) != 0 || pkg_strv_add(&sv, item) != 0)
+		goto out;
+	if ((rc = trust_write(&e, &sv)) != CTL_EXIT_OK)
+		goto out;
+	printf("trusted key %s (%s)\n", fp, item);
+	print_trusted(&sv);
+out:
+	pkg_strv_done(&sv);
+	free(abs);
+	free(dir);
+	free(item);
+	edit_end(&e);
+	return rc;
+}
+
+static int
+cmd_trust_remove(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	struct pkg_strv sv = { 0 };
+	struct edit e;
+	char want[80], fp[80], err[600];
+	size_t i;
+	int rc = CTL_EXIT_NO;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		if (argc > 1 && argv[1][0] == '-')
+			fprintf(stderr, "egressctl: trust remove: unknown "
+			    "option '%s'\n", argv[1]);
+		else if (argc > 2)
+			fprintf(stderr, "egressctl: trust remove: unexpected "
+			    "argument '%s'\n", argv[2]);
+		else
+			fprintf(stderr, "egressctl: trust remove: missing "
+			    "FINGERPRINT\n");
+		trust_usage(stderr);
+		return CTL_EXIT_USAGE;
+	}
+	if (fingerprint_parse(argv[1], want, sizeof(want)) != 0) {
+		fprintf(stderr, "egressctl: trust remove: '%s': a fingerprint "
+		    "is sha256: and 32 hex digits (see egressctl trust "
+		    "list)\n", argv[1]);
+		return CTL_EXIT_USAGE;
+	}
+	if (edit_begin(ctx, &e) != 0)
+		return CTL_EXIT_CONFIG;
+	for (i = 0; i < e.snap->ntrusted_keys; i++)
+		if (ctl_key_fingerprint(e.snap->trusted_keys[i], fp,
+		    sizeof(fp), err, sizeof(err)) != NULL &&
+		    strcmp(fp, want) == 0)
+			break;
+	if (i == e.snap->ntrusted_keys) {
+		fprintf(stderr, "egressctl: no trusted key has fingerprint %s "
+		    "in %s; nothing was changed\n", want, ctx->config_path);
+		goto out;
+	}
+	rc = CTL_EXIT_ERROR;
+	if (trust_items(e.snap, (long)i, &sv) != 0)
+		goto out;
+	if ((rc = trust_write(&e, &sv)) != CTL_EXIT_OK)
+		goto out;
+	printf("no longer trusted: key %s (%s)\n", want,
+	    e.snap->trusted_keys[i]);
+	print_trusted(&sv);
+	if (sv.n == 0 && e.snap->sig_mode == CONF_SIG_STRICT)
+		printf("warning: signature_mode = strict and no key is "
+		    "trusted: every package is refused\n");
+out:
+	pkg_strv_done(&sv);
+	edit_end(&e);
+	return rc;
+}
+
+static int
+cmd_trust_list(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	struct conf_snapshot *s = NULL;
+	json_t *arr = NULL;
+	char fp[80], err[600];
+	size_t i;
+	int json = argc == 2 && strcmp(argv[1], "--json") == 0;
+	int rc = CTL_EXIT_ERROR;
+
+	if (argc > 1 + json) {
+		if (argv[1 + json][0] == '-')
+			fprintf(stderr, "egressctl: trust list: unknown option "
+			    "'%s'\n", argv[1 + json]);
+		else
+			fprintf(stderr, "egressctl: trust list: unexpected "
+			    "argument '%s'\n", argv[1 + json]);
+		trust_usage(stderr);
+		return CTL_EXIT_USAGE;
+	}
+	if (ctl_conf_load(ctx->config_path, &s) != 0)
+		return CTL_EXIT_CONFIG;
+	if (json && (arr = json_array()) == NULL)
+		goto out;
+	if (!json)
+		printf("signature_mode: %s\n", s->sig_mode == CONF_SIG_STRICT ?
+		    "strict" : s->sig_mode == CONF_SIG_PERMISSIVE ?
+		    "permissive" : "disabled");
+	if (!json && s->ntrusted_keys == 0)
+		printf("no trusted key\n");
+	for (i = 0; i < s->ntrusted_keys; i++) {
+		const char *f = ctl_key_fingerprint(s->trusted_keys[i], fp,
+		    sizeof(fp), err, sizeof(err));
+		char *rel = path_rel(s->dir, s->trusted_keys[i]);
+
+		if (json)
+			json_array_append_new(arr, json_pack("{s:o, s:s, s:o}",
+			    "fingerprint", f ? json_string(f) : json_null(),
+			    "path", rel ? rel : s->trusted_keys[i],
+			    "error", f ? json_null() : json_string(err)));
+		else if (f != NULL)
+			printf("%s %s\n", f, rel ? rel : s->trusted_keys[i]);
+		else
+			printf("unreadable %s (%s)\n", rel ? rel :
+			    s->trusted_keys[i], err);
+		free(rel);
+	}
+	if (json) {
+		char *out = json_dumps(arr, JSON_INDENT(2));
+
+		if (out == NULL)
+			goto out;
+		printf("%s\n", out);
+		free(out);
+	}
+	rc = CTL_EXIT_OK;
+out:
+	json_decref(arr);
+	conf_snapshot_free(s);
+	return rc;
+}
+
+int
+ctl_trust_main(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "add") == 0)
+		return cmd_trust_add(ctx, argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "list") == 0)
+		return cmd_trust_list(ctx, argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "remove") == 0)
+		return cmd_trust_remove(ctx, argc - 1, argv + 1);
+	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "--help") == 0)) {
+		trust_usage(stdout);
+		return CTL_EXIT_OK;
+	}
+	ctl_bad_subcommand("trust", argc, argv);
+	trust_usage(stderr);
+	return CTL_EXIT_USAGE;
 }
 
 int
@@ -1561,9 +1964,13 @@ ctl_plugin_main(struct ctl_ctx *ctx, int argc, char **argv)
 {
 	const char *sub;
 
-	if (argc < 2) {
+	if (argc < 2 || (argv[1][0] != '-' && strcmp(argv[1], "install") != 0 &&
+	    strcmp(argv[1], "bind") != 0 && strcmp(argv[1], "upgrade") != 0 &&
+	    strcmp(argv[1], "grant") != 0 && strcmp(argv[1], "revoke") != 0 &&
+	    strcmp(argv[1], "remove") != 0 && strcmp(argv[1], "list") != 0)) {
+		ctl_bad_subcommand("plugin", argc, argv);
 		plugin_usage(stderr);
-		return CTL_EXIT_ERROR;
+		return CTL_EXIT_USAGE;
 	}
 	sub = argv[1];
 	argc--;
@@ -1586,6 +1993,7 @@ ctl_plugin_main(struct ctl_ctx *ctx, int argc, char **argv)
 		plugin_usage(stdout);
 		return CTL_EXIT_OK;
 	}
+	ctl_bad_subcommand("plugin", argc + 1, argv - 1);
 	plugin_usage(stderr);
-	return CTL_EXIT_ERROR;
+	return CTL_EXIT_USAGE;
 }

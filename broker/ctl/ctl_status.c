@@ -8,8 +8,8 @@
  * else /run/egressd/control.sock. `attach` receives a connection bound to
  * the instance and runs COMMAND with it at fd 3 and EGRESS_FD=3 (without
  * COMMAND it only reports that the broker handed one out). Exit status:
- * 0 success, 1 the broker answered with an error, 2 usage or the socket
- * cannot be reached.
+ * 0 success, 1 the broker answered no (no such instance), 2 a usage
+ * error, 4 the socket cannot be reached or the reply is not understood.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -119,45 +119,86 @@ ival(json_t *o, const char *key)
 	return (long long)json_integer_value(json_object_get(o, key));
 }
 
+/* Print "label:" padded to width columns, then the value's first space. */
 static void
-print_list(const char *label, json_t *a)
+label(int width, const char *l)
+{
+	printf("%-*s", width, l);
+}
+
+static void
+print_list(int width, const char *l, json_t *a)
 {
 	size_t i;
 	json_t *v;
 
-	printf("%-26s", label);
+	label(width, l);
 	if (json_array_size(a) == 0)
-		printf(" (none)");
+		printf("(none)");
 	json_array_foreach(a, i, v)
-		printf("%s%s", i ? ", " : " ", json_string_value(v));
+		printf("%s%s", i ? ", " : "", json_string_value(v));
 	printf("\n");
 }
 
+#define STATUS_W	20
+
+/*
+ * The status table. decided is the sum of every instance's allowed and
+ * denied counters (from `show instances`), or NULL when that failed;
+ * requests is what the broker serves at this moment.
+ */
 static void
-print_status(json_t *o)
+print_status(json_t *o, json_t *insts)
 {
 	json_t *c = json_object_get(o, "config");
 	json_t *l = json_object_get(o, "local_addresses");
 	json_t *n = json_object_get(o, "nat64");
+	long long allowed = 0, denied = 0;
+	json_t *v;
+	size_t i;
 
-	printf("version:         %s\n", sval(o, "version"));
-	printf("uptime:          %llds\n", ival(o, "uptime_s"));
-	printf("configuration:   %s (generation %lld, loaded %s)\n",
-	    sval(c, "path"), ival(c, "generation"), sval(c, "loaded_at"));
-	printf("config error:    %s\n", json_is_string(json_object_get(c,
-	    "error")) ? sval(c, "error") : "none");
-	printf("reloads:         %lld (%lld failed)\n", ival(c, "reloads"),
+	label(STATUS_W, "version:");
+	printf("%s\n", sval(o, "version"));
+	label(STATUS_W, "uptime:");
+	printf("%llds\n", ival(o, "uptime_s"));
+	label(STATUS_W, "configuration:");
+	printf("%s (generation %lld, loaded %s)\n", sval(c, "path"),
+	    ival(c, "generation"), sval(c, "loaded_at"));
+	label(STATUS_W, "config error:");
+	printf("%s\n", json_is_string(json_object_get(c, "error")) ?
+	    sval(c, "error") : "none");
+	label(STATUS_W, "reloads:");
+	printf("%lld (%lld failed)\n", ival(c, "reloads"),
 	    ival(c, "reload_failures"));
-	printf("instances:       %lld\n", ival(o, "instances"));
-	printf("connections:     %lld\n", ival(o, "connections"));
-	printf("requests:        %lld\n", ival(o, "requests"));
-	printf("leases:          %lld\n", ival(o, "leases"));
-	print_list("host addresses:", json_object_get(l, "addresses"));
-	if (json_is_string(json_object_get(n, "warning"))) {
-		printf("NAT64 warning:   %s\n", sval(n, "warning"));
-		printf("  add to [security]: %s\n", sval(n, "suggestion"));
+	label(STATUS_W, "instances:");
+	printf("%lld\n", ival(o, "instances"));
+	label(STATUS_W, "connections:");
+	printf("%lld plugin connections open\n", ival(o, "connections"));
+	label(STATUS_W, "requests:");
+	if (insts != NULL) {
+		json_array_foreach(json_object_get(insts, "instances"), i, v) {
+			allowed += ival(v, "allowed");
+			denied += ival(v, "denied");
+		}
+		printf("%lld decided since start (%lld allowed, %lld denied), "
+		    "%lld in flight\n", allowed + denied, allowed, denied,
+		    ival(o, "requests"));
 	} else
-		printf("NAT64:           no undeclared prefix\n");
+		printf("%lld in flight\n", ival(o, "requests"));
+	label(STATUS_W, "upstream leases:");
+	printf("%lld held (idle pooled connections included)\n",
+	    ival(o, "leases"));
+	print_list(STATUS_W, "host addresses:",
+	    json_object_get(l, "addresses"));
+	if (json_is_string(json_object_get(n, "warning"))) {
+		label(STATUS_W, "NAT64 warning:");
+		printf("%s\n", sval(n, "warning"));
+		label(STATUS_W, "  add to [security]:");
+		printf("%s\n", sval(n, "suggestion"));
+	} else {
+		label(STATUS_W, "NAT64:");
+		printf("no undeclared prefix\n");
+	}
 }
 
 static void
@@ -188,49 +229,68 @@ print_instance(json_t *o)
 	json_t *r = json_object_get(o, "denied_by_reason"), *v;
 	const char *k;
 
-	printf("instance:   %s\n", sval(o, "name"));
-	printf("plugin:     %s %s\n", sval(o, "plugin"), sval(o, "version"));
-	printf("manifest:   %s (signature %s)\n", sval(o, "manifest"),
+	label(STATUS_W, "instance:");
+	printf("%s\n", sval(o, "name"));
+	label(STATUS_W, "plugin:");
+	printf("%s %s\n", sval(o, "plugin"), sval(o, "version"));
+	label(STATUS_W, "manifest:");
+	printf("%s (signature %s)\n", sval(o, "manifest"),
 	    sval(o, "signature"));
-	if (json_is_string(json_object_get(o, "manifest_error")))
-		printf("  error:    %s\n", sval(o, "manifest_error"));
-	printf("socket:     %s\n", sval(o, "socket"));
-	print_list("permissions:", json_object_get(o, "permissions"));
-	printf("leases:     %lld of %lld\n", ival(o, "leases"),
-	    ival(o, "budget"));
-	printf("allowed:    %lld\n", ival(o, "allowed"));
-	printf("denied:     %lld\n", ival(o, "denied"));
-	json_object_foreach(r, k, v)
-		printf("  %-22s %lld\n", k, (long long)json_integer_value(v));
-	printf("bytes:      %lld in, %lld out\n", ival(o, "bytes_in"),
+	if (json_is_string(json_object_get(o, "manifest_error"))) {
+		label(STATUS_W, "  error:");
+		printf("%s\n", sval(o, "manifest_error"));
+	}
+	label(STATUS_W, "socket:");
+	printf("%s\n", sval(o, "socket"));
+	print_list(STATUS_W, "permissions:", json_object_get(o, "permissions"));
+	label(STATUS_W, "upstream leases:");
+	printf("%lld held of %lld\n", ival(o, "leases"), ival(o, "budget"));
+	label(STATUS_W, "allowed:");
+	printf("%lld\n", ival(o, "allowed"));
+	label(STATUS_W, "denied:");
+	printf("%lld\n", ival(o, "denied"));
+	json_object_foreach(r, k, v) {
+		char kl[80];
+
+		(void)snprintf(kl, sizeof(kl), "  %s:", k);
+		label(STATUS_W, kl);
+		printf("%lld\n", (long long)json_integer_value(v));
+	}
+	label(STATUS_W, "bytes:");
+	printf("%lld in, %lld out\n", ival(o, "bytes_in"),
 	    ival(o, "bytes_out"));
 }
 
 static void
 print_grants(json_t *o)
 {
-	printf("instance: %s (plugin %s)\n", sval(o, "instance"),
-	    sval(o, "plugin"));
-	if (!json_is_true(json_object_get(o, "manifest_ok")))
-		printf("manifest refused: the instance reaches nothing\n");
-	printf("operator defined: %s\n", json_is_true(json_object_get(o,
-	    "operator_defined")) ? "yes (the grant alone governs)" :
-	    "no (grant AND declaration)");
-	print_list("permissions:", json_object_get(o, "permissions"));
-	print_list("effective reach:", json_object_get(o, "effective"));
-	print_list("private carve-outs:",
+	const int w = 25;
+
+	label(w, "instance:");
+	printf("%s (plugin %s)\n", sval(o, "instance"), sval(o, "plugin"));
+	if (!json_is_true(json_object_get(o, "manifest_ok"))) {
+		label(w, "manifest:");
+		printf("refused: the instance reaches nothing\n");
+	}
+	label(w, "operator defined:");
+	printf("%s\n", json_is_true(json_object_get(o, "operator_defined")) ?
+	    "yes (the grant alone governs)" : "no (grant AND declaration)");
+	print_list(w, "permissions:", json_object_get(o, "permissions"));
+	print_list(w, "effective reach:", json_object_get(o, "effective"));
+	print_list(w, "private carve-outs:",
 	    json_object_get(o, "allow_private_effective"));
-	print_list("granted, not effective:",
+	print_list(w, "granted, not effective:",
 	    json_object_get(o, "granted_not_effective"));
-	print_list("declared, not granted:",
+	print_list(w, "declared, not granted:",
 	    json_object_get(o, "declared_not_granted"));
 }
 
 static void
-usage(const char *cmd)
+usage(FILE *f, const char *cmd)
 {
-	fprintf(stderr, "usage: egressctl [-c FILE] %s [--socket PATH] "
-	    "[--json]%s\n", cmd,
+	fprintf(f, "usage: egressctl [-c FILE] %s [--socket PATH]%s%s\n", cmd,
+	    strcmp(cmd, "metrics") == 0 || strcmp(cmd, "attach") == 0 ? "" :
+	    " [--json]",
 	    strcmp(cmd, "instance") == 0 || strcmp(cmd, "grants") == 0 ?
 	    " NAME" : strcmp(cmd, "attach") == 0 ?
 	    " NAME [-- COMMAND [ARG...]]" : "");
@@ -258,36 +318,68 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 	const char *cmd = argv[0], *sock = NULL, *name = NULL;
 	char line[256], *cfgsock = NULL;
 	struct reply r = { NULL, 0, -1 };
-	json_t *doc = NULL;
+	json_t *doc = NULL, *insts = NULL;
 	int i, json = 0, rc = CTL_EXIT_ERROR, metrics, need_name, cmdi = -1;
 
 	metrics = strcmp(cmd, "metrics") == 0;
 	need_name = strcmp(cmd, "instance") == 0 ||
 	    strcmp(cmd, "grants") == 0 || strcmp(cmd, "attach") == 0;
 	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0) {
+			usage(stdout, cmd);
+			return CTL_EXIT_OK;
+		} else if (strcmp(argv[i], "--json") == 0 && (metrics ||
+		    strcmp(cmd, "attach") == 0)) {
+			fprintf(stderr, "egressctl: %s: --json is not supported%s"
+			    "\n", cmd, metrics ? " (metrics prints the "
+			    "Prometheus text exposition)" : "");
+			usage(stderr, cmd);
+			return CTL_EXIT_USAGE;
+		} else if (strcmp(argv[i], "--json") == 0)
 			json = 1;
-		else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
+		else if (strcmp(argv[i], "--socket") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "egressctl: %s: --socket needs "
+				    "a PATH\n", cmd);
+				usage(stderr, cmd);
+				return CTL_EXIT_USAGE;
+			}
 			sock = argv[++i];
-		else if (strcmp(argv[i], "--") == 0 &&
+		} else if (strcmp(argv[i], "--") == 0 &&
 		    strcmp(cmd, "attach") == 0) {
 			cmdi = i + 1;
 			break;
-		} else if (argv[i][0] != '-' && need_name && name == NULL)
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "egressctl: %s: unknown option '%s'\n",
+			    cmd, argv[i]);
+			usage(stderr, cmd);
+			return CTL_EXIT_USAGE;
+		} else if (need_name && name == NULL)
 			name = argv[i];
 		else {
-			usage(cmd);
-			return CTL_EXIT_ERROR;
+			fprintf(stderr, "egressctl: %s: unexpected argument "
+			    "'%s'\n", cmd, argv[i]);
+			usage(stderr, cmd);
+			return CTL_EXIT_USAGE;
 		}
 	}
-	if (need_name != (name != NULL) || (cmdi >= 0 && cmdi >= argc)) {
-		usage(cmd);
-		return CTL_EXIT_ERROR;
+	if (need_name && name == NULL) {
+		fprintf(stderr, "egressctl: %s: missing NAME\n", cmd);
+		usage(stderr, cmd);
+		return CTL_EXIT_USAGE;
+	}
+	if (cmdi >= 0 && cmdi >= argc) {
+		fprintf(stderr, "egressctl: attach: missing COMMAND after "
+		    "--\n");
+		usage(stderr, cmd);
+		return CTL_EXIT_USAGE;
 	}
 	if (name != NULL && (strlen(name) > CONF_NAME_MAX ||
 	    strpbrk(name, " \t\r\n") != NULL)) {
-		fprintf(stderr, "egressctl: bad instance name\n");
-		return CTL_EXIT_ERROR;
+		fprintf(stderr, "egressctl: %s: '%s': not an instance name "
+		    "(1 to %d bytes, no blank)\n", cmd, name, CONF_NAME_MAX);
+		return CTL_EXIT_USAGE;
 	}
 	if (sock == NULL && (cfgsock = socket_from_config(ctx->config_path)) !=
 	    NULL)
@@ -302,7 +394,12 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 	else
 		(void)snprintf(line, sizeof(line), "show %s %s\n", cmd, name);
 	if (status_request(sock, line, metrics, &r) != 0) {
-		fprintf(stderr, "egressctl: %s: %s\n", sock, strerror(errno));
+		int e = errno;
+
+		fprintf(stderr, "egressctl: cannot reach the broker at %s: %s\n",
+		    sock, e == ENOENT ? "the socket does not exist (is "
+		    "egressd running? the path is --socket PATH, else "
+		    "[broker] control_socket)" : strerror(e));
 		goto out;
 	}
 	if (metrics && r.buf[0] != '{') {
@@ -315,12 +412,19 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	if (json_object_get(doc, "error") != NULL) {
+		const char *code = sval(doc, "code");
+
 		if (json)
 			fputs(r.buf, stdout);
+		else if (name != NULL && strcmp(code, "not-found") == 0)
+			fprintf(stderr, "egressctl: %s: no instance %s in the "
+			    "running broker's configuration (see egressctl "
+			    "instances)\n", cmd, name);
 		else
-			fprintf(stderr, "egressctl: %s: %s\n", cmd,
-			    sval(doc, "error"));
-		rc = CTL_EXIT_NO;
+			fprintf(stderr, "egressctl: %s: the broker says: %s\n",
+			    cmd, sval(doc, "error"));
+		rc = strcmp(code, "not-found") == 0 ? CTL_EXIT_NO :
+		    CTL_EXIT_ERROR;
 		goto out;
 	}
 	rc = CTL_EXIT_OK;
@@ -351,8 +455,21 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (json)
 		fputs(r.buf, stdout);
-	else if (strcmp(cmd, "status") == 0)
-		print_status(doc);
+	else if (strcmp(cmd, "status") == 0) {
+		struct reply ri = { NULL, 0, -1 };
+
+		if (status_request(sock, "show instances\n", 0, &ri) == 0)
+			insts = json_loads(ri.buf, 0, NULL);
+		free(ri.buf);
+		if (ri.fd >= 0)
+			(void)close(ri.fd);
+		if (insts != NULL && !json_is_array(json_object_get(insts,
+		    "instances"))) {
+			json_decref(insts);
+			insts = NULL;
+		}
+		print_status(doc, insts);
+	}
 	else if (strcmp(cmd, "instances") == 0)
 		print_instances(doc);
 	else if (strcmp(cmd, "instance") == 0)
@@ -360,6 +477,7 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 	else
 		print_grants(doc);
 out:
+	json_decref(insts);
 	json_decref(doc);
 	free(r.buf);
 	if (r.fd >= 0)

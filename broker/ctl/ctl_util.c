@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * Small printing helpers shared by the egressctl subcommands that print
- * commands for the operator to run.
+ * Small helpers shared by the egressctl subcommands: shell quoting and the
+ * command prefix of printed commands, loading the configuration with
+ * errors that say what is wrong with the path, and the message of a bad
+ * subcommand.
  */
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,4 +43,41 @@ ctl_cmd(const struct ctl_ctx *ctx)
 	(void)snprintf(buf, sizeof(buf), "egressctl -c %s",
 	    ctl_shq(ctx->config_path, q, sizeof(q)));
 	return buf;
+}
+
+int
+ctl_conf_load(const char *path, struct conf_snapshot **ret_snap)
+{
+	struct conf_errors errs = { 0 };
+	struct stat st;
+	size_t i;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "egressctl: %s: cannot read the configuration: "
+		    "it is a folder, not a file (give the file with -c FILE)\n",
+		    path);
+		return -1;
+	}
+	if (conf_load(path, ret_snap, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.msgs[i]);
+		fprintf(stderr, "egressctl: %s: configuration refused\n", path);
+		conf_errors_done(&errs);
+		return -1;
+	}
+	conf_errors_done(&errs);
+	return 0;
+}
+
+void
+ctl_bad_subcommand(const char *cmd, int argc, char **argv)
+{
+	if (argc < 2)
+		fprintf(stderr, "egressctl: %s: missing subcommand\n", cmd);
+	else if (argv[1][0] == '-')
+		fprintf(stderr, "egressctl: %s: unknown option '%s'\n", cmd,
+		    argv[1]);
+	else
+		fprintf(stderr, "egressctl: %s: unknown subcommand '%s'\n",
+		    cmd, argv[1]);
 }

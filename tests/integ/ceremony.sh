@@ -81,7 +81,7 @@ golden list-1 0 "$W" -- "${C[@]}" plugin list
 golden grant 0 "$W" -- "${C[@]}" plugin grant weather cdn.weather.example
 golden grant-refused 2 "$W" -- "${C[@]}" plugin grant weather Bad.Example '*.com'
 golden grant-private-refused 1 "$W" -- "${C[@]}" plugin grant weather --private radar.weather.example
-golden grant-none 2 "$W" -- "${C[@]}" plugin grant nosuch a.example
+golden grant-none 1 "$W" -- "${C[@]}" plugin grant nosuch a.example
 
 # Byte-for-byte preservation: the original file is a prefix of the edited
 # one (edits so far only touched the appended entry).
@@ -148,7 +148,7 @@ mkdir -p "$W/pkgs/linky"
 cp "$data/pkgs/chat/manifest.ini" "$W/pkgs/linky/"
 ln -s /etc/passwd "$W/pkgs/linky/passwd"
 cp "$W/egressd.ini" "$work/before"
-golden install-symlink 2 "$W" -- "${C[@]}" plugin install pkgs/linky --instance linky
+golden install-symlink 1 "$W" -- "${C[@]}" plugin install pkgs/linky --instance linky
 expect_same symlink-untouched "$work/before" "$W/egressd.ini"
 ls -A "$W/packages" | grep -q '^\.stage' && bad "a staging folder was left" || ok
 

@@ -78,13 +78,13 @@ expect 1 "deny mixed-zones" -- -c "$fx" check $R api.weather.example=93.184.216.
 # --- JSON ---
 expect 0 '{"verdict":"allow","reason":null,"instance":"weather","transport":"http","host":"api.weather.example","port":443,"addresses":["93.184.216.34"]}' -- -c "$fx" check --json $R api.weather.example=93.184.216.34 weather https://api.weather.example/
 expect 1 '{"verdict":"deny","reason":"not-granted","instance":"empty","transport":"http","host":"api.weather.example","port":80,"addresses":[]}' -- -c "$fx" check --json empty http://api.weather.example/
-# --- usage and configuration errors exit 2 ---
+# --- usage errors exit 2, configuration errors 3 ---
 expect 2 "" --stderr "takes HOST:PORT" -- -c "$fx" check --transport tcp weather https://api.weather.example/
 expect 2 "" --stderr "contradicts" -- -c "$fx" check --transport websocket weather https://api.weather.example/
 expect 2 "" -- -c "$fx" check weather
-expect 2 "" --stderr "bad-entry.ini:4" -- -c "$src/tests/data/check/bad-entry.ini" check x https://example.com/
-expect 2 "" --stderr "bad-nat64.ini:2" -- -c "$src/tests/data/check/bad-nat64.ini" check x https://example.com/
-expect 2 "" --stderr "missing.ini" -- -c "$src/tests/data/check/missing.ini" check x https://example.com/
+expect 3 "" --stderr "bad-entry.ini:4" -- -c "$src/tests/data/check/bad-entry.ini" check x https://example.com/
+expect 3 "" --stderr "bad-nat64.ini:2" -- -c "$src/tests/data/check/bad-nat64.ini" check x https://example.com/
+expect 3 "" --stderr "missing.ini" -- -c "$src/tests/data/check/missing.ini" check x https://example.com/
 # --- the bundled example ---
 expect 0 "allow api.weather.example 93.184.216.34" -- -c "$ex" check $R api.weather.example=93.184.216.34 weather https://api.weather.example/v1/forecast
 expect 1 "deny not-declared" -- -c "$ex" check weather https://cdn.weather.example/

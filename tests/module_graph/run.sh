@@ -10,6 +10,8 @@
 # the same path, so the cases test the real rules, not copies of them.
 # Each case names the exit status it expects and a pattern (grep -E) that
 # must appear in the checker's output.
+# The gen_ functions are called by name (gen_CASE).
+# shellcheck disable=SC2317
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -5,10 +5,12 @@
  * connection named by EGRESS_FD), streams the response body to stdout or
  * a file, and with -L follows redirects itself: each hop is a new request
  * on the same broker connection, so it passes the whole policy again.
- * Exit status: 0 when a response arrived (whatever its status), 10..19
- * for the guest-visible error codes (docs/shim.md), 2 for usage errors,
- * 1 for any other local failure. Errors print "egress-fetch: CODE:
- * message" on stderr, with the broker's masked message.
+ * curl's -s, -S, -v, -f, -w and -m mean what they mean there. Exit
+ * status: 0 when a response arrived (whatever its status, unless -f),
+ * 10..19 for the guest-visible error codes (docs/shim.md), 22 for an HTTP
+ * status of 400 or more under -f, 2 for usage errors, 1 for any other
+ * local failure. Errors print "egress-fetch: CODE: message" on stderr,
+ * with the broker's masked message, unless -s.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 
 #define EXIT_LOCAL	1
 #define EXIT_USAGE	2
+#define EXIT_HTTP_FAIL	22	/* curl's: -f and a status of 400 or more */
 #define BODY_MAX	(256UL * 1024 * 1024)	/* request body in memory */
 #define DRAIN_MAX	(64 * 1024)	/* redirect body read, at most */
 
@@ -47,17 +50,30 @@ struct opts {
 	long max_redirs;
 	uint64_t timeout_ms;
 	const char *url;
+	int verbose;
+	int fail;
+	const char *write_out;
 };
+
+/* -s without -S: error messages are not printed (the status still says). */
+static int quiet;
+
+static void
+print_usage(FILE *f)
+{
+	fprintf(f, "usage: egress-fetch --socket PATH [-X METHOD] "
+	    "[-H 'Name: value']...\n"
+	    "           [-d DATA | --data-binary @FILE] [-i] [-o FILE] "
+	    "[-L [--max-redirs N]]\n"
+	    "           [-m SECONDS] [-s [-S]] [-v] [-f] [-w FORMAT] URL\n"
+	    "       egress-fetch --help | --version\n"
+	    "       (EGRESS_FD=N may replace --socket)\n");
+}
 
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: egress-fetch --socket PATH [-X METHOD] "
-	    "[-H 'Name: value']...\n"
-	    "           [-d DATA | --data-binary @FILE] [-i] [-o FILE] "
-	    "[-L [--max-redirs N]]\n"
-	    "           [--timeout SECONDS] URL\n"
-	    "       (EGRESS_FD=N may replace --socket)\n");
+	print_usage(stderr);
 	exit(EXIT_USAGE);
 }
 
@@ -100,15 +116,17 @@ die_err(int err, const char *msg)
 		msg = egress_err_code(err) != NULL || err == EGRESS_ERR_PROTOCOL
 		    ? proto_code_message(proto_err_to_wire(err))
 		    : egress_strerror(err);
-	fprintf(stderr, "egress-fetch: %s: %s\n", code, msg);
+	if (!quiet)
+		fprintf(stderr, "egress-fetch: %s: %s\n", code, msg);
 	exit(exit_code(err));
 }
 
 static void
 die_local(const char *what, const char *detail)
 {
-	fprintf(stderr, "egress-fetch: error: %s%s%s\n", what,
-	    detail ? ": " : "", detail ? detail : "");
+	if (!quiet)
+		fprintf(stderr, "egress-fetch: error: %s%s%s\n", what,
+		    detail ? ": " : "", detail ? detail : "");
 	exit(EXIT_LOCAL);
 }
 
@@ -200,14 +218,16 @@ parse_seconds(const char *s)
 	v = strtod(s, &end);
 	if (errno != 0 || end == s || *end != '\0' || !(v > 0) ||
 	    v > 86400.0 * 365)
-		die_usage("--timeout wants a positive number of seconds", s);
+		die_usage("-m/--max-time wants a positive number of seconds",
+		    s);
 	return (uint64_t)(v * 1000.0 + 0.999);
 }
 
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_SOCKET = 256, OPT_DATA_BINARY, OPT_MAX_REDIRS, OPT_TIMEOUT };
+	enum { OPT_SOCKET = 256, OPT_DATA_BINARY, OPT_MAX_REDIRS, OPT_TIMEOUT,
+	    OPT_VERSION };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "request", required_argument, NULL, 'X' },
@@ -219,16 +239,44 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "location", no_argument, NULL, 'L' },
 		{ "max-redirs", required_argument, NULL, OPT_MAX_REDIRS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "max-time", required_argument, NULL, 'm' },
+		{ "silent", no_argument, NULL, 's' },
+		{ "show-error", no_argument, NULL, 'S' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "fail", no_argument, NULL, 'f' },
+		{ "write-out", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int ch, data_kind = 0;
+	int ch, data_kind = 0, silent = 0, show_error = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->max_redirs = 10;
-	while ((ch = getopt_long(argc, argv, "X:H:d:io:Lh", longopts,
+	while ((ch = getopt_long(argc, argv, "X:H:d:io:Lhm:sSvfw:V", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'h':
+			print_usage(stdout);
+			exit(0);
+		case 'V':
+			printf("egress-fetch %s\n", EGRESSD_VERSION);
+			exit(0);
+		case 's':
+			silent = 1;
+			break;
+		case 'S':
+			show_error = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case 'f':
+			o->fail = 1;
+			break;
+		case 'w':
+			o->write_out = optarg;
+			break;
 		case OPT_SOCKET:
 			o->socket = optarg;
 			break;
@@ -268,6 +316,7 @@ parse_args(int argc, char **argv, struct opts *o)
 			o->max_redirs = parse_long(optarg, 0, 1000,
 			    "--max-redirs wants 0..1000");
 			break;
+		case 'm':
 		case OPT_TIMEOUT:
 			o->timeout_ms = parse_seconds(optarg);
 			break;
@@ -275,8 +324,11 @@ parse_args(int argc, char **argv, struct opts *o)
 			usage();
 		}
 	}
-	if (optind != argc - 1)
-		usage();
+	quiet = silent && !show_error;
+	if (optind == argc)
+		die_usage("missing URL", NULL);
+	if (optind < argc - 1)
+		die_usage("unexpected argument", argv[optind + 1]);
 	o->url = argv[optind];
 	if (o->method == NULL)
 		o->method = o->has_body ? "POST" : "GET";
@@ -325,22 +377,118 @@ write_all(int fd, const void *p, size_t n)
 	}
 }
 
-static void
-print_head(int fd, int status, const struct egress_header *h, size_t n)
+/* The reason phrase of a status (RFC 9110 section 15); the broker relays
+ * the status code only, so the phrase is the standard one. */
+static const char *
+reason_phrase(int status)
 {
-	char line[64];
+	static const struct { int code; const char *phrase; } t[] = {
+		{ 100, "Continue" }, { 101, "Switching Protocols" },
+		{ 200, "OK" }, { 201, "Created" }, { 202, "Accepted" },
+		{ 203, "Non-Authoritative Information" },
+		{ 204, "No Content" }, { 205, "Reset Content" },
+		{ 206, "Partial Content" }, { 300, "Multiple Choices" },
+		{ 301, "Moved Permanently" }, { 302, "Found" },
+		{ 303, "See Other" }, { 304, "Not Modified" },
+		{ 307, "Temporary Redirect" }, { 308, "Permanent Redirect" },
+		{ 400, "Bad Request" }, { 401, "Unauthorized" },
+		{ 402, "Payment Required" }, { 403, "Forbidden" },
+		{ 404, "Not Found" }, { 405, "Method Not Allowed" },
+		{ 406, "Not Acceptable" }, { 408, "Request Timeout" },
+		{ 409, "Conflict" }, { 410, "Gone" },
+		{ 411, "Length Required" }, { 412, "Precondition Failed" },
+		{ 413, "Content Too Large" }, { 414, "URI Too Long" },
+		{ 415, "Unsupported Media Type" },
+		{ 416, "Range Not Satisfiable" }, { 417, "Expectation Failed" },
+		{ 421, "Misdirected Request" },
+		{ 422, "Unprocessable Content" }, { 426, "Upgrade Required" },
+		{ 428, "Precondition Required" }, { 429, "Too Many Requests" },
+		{ 431, "Request Header Fields Too Large" },
+		{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
+		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+		{ 504, "Gateway Timeout" },
+		{ 505, "HTTP Version Not Supported" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].code == status)
+			return t[i].phrase;
+	return "";
+}
+
+/* Write the head, each line prefixed with prefix ("" for -i, "< " for
+ * -v on stderr). */
+static void
+print_head(int fd, const char *prefix, int status,
+    const struct egress_header *h, size_t n)
+{
+	const char *rp = reason_phrase(status);
+	const char *eol = prefix[0] ? "\n" : "\r\n";
+	char line[128];
 	size_t i;
 	int len;
 
-	len = snprintf(line, sizeof(line), "HTTP/1.1 %d\r\n", status);
+	len = snprintf(line, sizeof(line), "%sHTTP/1.1 %d%s%s%s", prefix,
+	    status, rp[0] ? " " : "", rp, eol);
 	write_all(fd, line, (size_t)len);
 	for (i = 0; i < n; i++) {
+		write_all(fd, prefix, strlen(prefix));
 		write_all(fd, h[i].name, h[i].name_len);
 		write_all(fd, ": ", 2);
 		write_all(fd, h[i].value, h[i].value_len);
-		write_all(fd, "\r\n", 2);
+		write_all(fd, eol, strlen(eol));
 	}
-	write_all(fd, "\r\n", 2);
+	write_all(fd, prefix, strlen(prefix));
+	write_all(fd, eol, strlen(eol));
+}
+
+/* -v: the request head as handed to the broker, "> " lines on stderr. */
+static void
+print_request(const struct egress_request_head *h)
+{
+	size_t i;
+
+	fprintf(stderr, "> %s %s HTTP/1.1\n> Host: %s\n", h->method, h->path,
+	    h->authority);
+	for (i = 0; i < h->nheaders; i++)
+		fprintf(stderr, "> %.*s: %.*s\n", (int)h->headers[i].name_len,
+		    h->headers[i].name, (int)h->headers[i].value_len,
+		    h->headers[i].value);
+	fprintf(stderr, ">\n");
+}
+
+/*
+ * -w FORMAT, after the body: %{http_code}, %{url_effective},
+ * %{num_redirects}, %% and the escapes \n, \t, \r; any other %{...}
+ * is printed as is.
+ */
+static void
+write_out(const char *f, int status, const char *url, long redirs)
+{
+	for (; *f; f++) {
+		if (*f == '\\' && (f[1] == 'n' || f[1] == 't' || f[1] == 'r')) {
+			f++;
+			putchar(*f == 'n' ? '\n' : *f == 't' ? '\t' : '\r');
+		} else if (*f == '%' && f[1] == '%') {
+			f++;
+			putchar('%');
+		} else if (strncmp(f, "%{http_code}", 12) == 0) {
+			printf("%03d", status);
+			f += 11;
+		} else if (strncmp(f, "%{response_code}", 16) == 0) {
+			printf("%03d", status);
+			f += 15;
+		} else if (strncmp(f, "%{url_effective}", 16) == 0) {
+			fputs(url, stdout);
+			f += 15;
+		} else if (strncmp(f, "%{num_redirects}", 16) == 0) {
+			printf("%ld", redirs);
+			f += 15;
+		} else
+			putchar(*f);
+	}
+	fflush(stdout);
 }
 
 static int
@@ -429,9 +577,25 @@ main(int argc, char **argv)
 		die_usage("not an absolute http(s) URL", o.url);
 	if (o.timeout_ms > 0)
 		deadline = shim_now_ms() + o.timeout_ms;
-	if (o.socket != NULL)
+	if (o.socket != NULL) {
+		struct stat st;
+
+		if (stat(o.socket, &st) != 0 && errno == ENOENT) {
+			if (!quiet)
+				fprintf(stderr, "egress-fetch: unavailable: %s: "
+				    "the socket does not exist (is egressd "
+				    "running, and is the instance in its "
+				    "configuration?)\n", o.socket);
+			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
+		}
+		if (stat(o.socket, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+			if (!quiet)
+				fprintf(stderr, "egress-fetch: unavailable: %s: "
+				    "not a socket\n", o.socket);
+			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
+		}
 		rv = egress_client_connect(o.socket, &c);
-	else
+	} else
 		rv = egress_client_from_env(&c);
 	if (rv < 0)
 		die_err(rv == EGRESS_ERR_INVALID || rv == EGRESS_ERR_NOT_FOUND ?
@@ -465,6 +629,8 @@ main(int argc, char **argv)
 			head.timeouts.total_ms = (uint32_t)(deadline - now >
 			    UINT32_MAX ? UINT32_MAX : deadline - now);
 		}
+		if (o.verbose)
+			print_request(&head);
 		rv = egress_request_start(c, &head, NULL, NULL, &req);
 		if (rv < 0)
 			die_err(rv, NULL);
@@ -479,15 +645,18 @@ main(int argc, char **argv)
 			die_err(status, egress_request_message(req));
 		rh = egress_response_headers(req, &nrh);
 		loc = find_header(rh, nrh, "location");
+		if (o.verbose)
+			print_head(STDERR_FILENO, "< ", status, rh, nrh);
 		if (o.include)
-			print_head(out_fd, status, rh, nrh);
+			print_head(out_fd, "", status, rh, nrh);
 		if (!o.follow || !is_redirect(status) || loc == NULL)
 			break;
 
 		/* Chase it: a new request for the resolved Location. */
 		if (redirs >= o.max_redirs) {
-			fprintf(stderr, "egress-fetch: error: maximum (%ld) "
-			    "redirects followed\n", o.max_redirs);
+			if (!quiet)
+				fprintf(stderr, "egress-fetch: error: maximum "
+				    "(%ld) redirects followed\n", o.max_redirs);
 			exit(EXIT_LOCAL);
 		}
 		redirs++;
@@ -520,6 +689,15 @@ main(int argc, char **argv)
 		}
 	}
 
+	if (o.fail && status >= 400) {
+		if (!quiet)
+			fprintf(stderr, "egress-fetch: the server returned HTTP "
+			    "%d%s%s\n", status, reason_phrase(status)[0] ? " " :
+			    "", reason_phrase(status));
+		if (o.write_out != NULL)
+			write_out(o.write_out, status, h.url, redirs);
+		exit(EXIT_HTTP_FAIL);
+	}
 	for (;;) {
 		rv = egress_response_read(req, buf, sizeof(buf), 0);
 		if (rv < 0)
@@ -528,6 +706,8 @@ main(int argc, char **argv)
 			break;
 		write_all(out_fd, buf, (size_t)rv);
 	}
+	if (o.write_out != NULL)
+		write_out(o.write_out, status, h.url, redirs);
 	if (out_fd != STDOUT_FILENO && close(out_fd) != 0)
 		die_local(o.output, strerror(errno));
 	egress_request_free(req);

@@ -3,8 +3,10 @@
 # The ceremony with a running broker: install a package, carve out its
 # loopback upstream, and a request through egressd is allowed at once;
 # revoke the host and the next request is denied (egress-fetch exits 10),
-# without restarting the broker, and the broker exits 0 on SIGTERM.
-# Loopback only. EGRESS_WRAP: see wrap.sh.
+# without restarting the broker, and the broker exits 0 on SIGTERM. In
+# between, egress-fetch's curl options (-i, -v, -f, -s, -w, -m, --help,
+# --version) and egressctl status, grants and metrics against the running
+# broker. Loopback only. EGRESS_WRAP: see wrap.sh.
 set -uo pipefail
 . "$(dirname "$0")/wrap.sh"
 ctl=${1:?usage: ceremony_broker.sh EGRESSCTL EGRESSD EGRESS-FETCH SRCDIR}
@@ -56,6 +58,57 @@ done
 out=$("${EGRESS_WRAP_CMD[@]}" "$fetch" --socket "$work/run/local.sock" "http://127.0.0.1:$port/" 2>&1)
 rc=$?
 [ "$rc" = 0 ] && [ "$out" = hello ] && ok || bad "allowed request: exit $rc, '$out'"
+# egress-fetch's curl options against the same upstream.
+F=("${EGRESS_WRAP_CMD[@]}" "$fetch" --socket "$work/run/local.sock")
+U="http://127.0.0.1:$port"
+out=$("${F[@]}" -i "$U/" 2>/dev/null | head -n 1 | tr -d '\r')
+[ "$out" = "HTTP/1.1 200 OK" ] && ok || bad "-i: status line '$out', want 'HTTP/1.1 200 OK'"
+out=$("${F[@]}" -s -w '%{http_code}\n' -o /dev/null "$U/" 2>/dev/null)
+[ "$out" = 200 ] && ok || bad "-w %{http_code}: '$out'"
+"${F[@]}" -v -o /dev/null "$U/index.html" 2>"$work/v.err"
+grep -qx '> GET /index.html HTTP/1.1' "$work/v.err" && grep -qx '< HTTP/1.1 200 OK' "$work/v.err" &&
+    ok || bad "-v: no request and response heads on stderr: $(cat "$work/v.err")"
+out=$("${F[@]}" -f "$U/nothere" 2>"$work/f.err")
+rc=$?
+[ "$rc" = 22 ] && [ -z "$out" ] && grep -q 'HTTP 404 Not Found' "$work/f.err" &&
+    ok || bad "-f on 404: exit $rc, stdout '$out', stderr $(cat "$work/f.err")"
+out=$("${F[@]}" "$U/nothere" 2>/dev/null)
+rc=$?
+[ "$rc" = 0 ] && ok || bad "404 without -f: exit $rc, want 0"
+"${F[@]}" -s -f "$U/nothere" >/dev/null 2>"$work/s.err"
+rc=$?
+[ "$rc" = 22 ] && [ ! -s "$work/s.err" ] && ok || bad "-s -f: exit $rc, stderr $(cat "$work/s.err")"
+out=$("${F[@]}" -m 5 "$U/" 2>&1)
+[ "$out" = hello ] && ok || bad "-m 5: '$out'"
+"${EGRESS_WRAP_CMD[@]}" "$fetch" --socket "$work/run/nosuch.sock" "$U/" 2>"$work/n.err"
+rc=$?
+[ "$rc" = 18 ] && grep -q 'nosuch.sock: the socket does not exist' "$work/n.err" &&
+    ok || bad "missing socket: exit $rc, $(cat "$work/n.err")"
+"${EGRESS_WRAP_CMD[@]}" "$fetch" --help >"$work/h.out" 2>"$work/h.err"
+rc=$?
+[ "$rc" = 0 ] && grep -q '^usage: egress-fetch' "$work/h.out" && [ ! -s "$work/h.err" ] &&
+    ok || bad "--help: exit $rc, not on stdout"
+for v in --version -V; do
+	out=$("${EGRESS_WRAP_CMD[@]}" "$fetch" "$v" 2>&1)
+	rc=$?
+	[ "$rc" = 0 ] && [[ $out == "egress-fetch "[0-9]* ]] && ok || bad "$v: exit $rc, '$out'"
+done
+out=$("${EGRESS_WRAP_CMD[@]}" "$fetch" --socket x a b 2>&1)
+rc=$?
+[ "$rc" = 2 ] && [[ $out == *"unexpected argument: b"* ]] && ok || bad "extra argument: exit $rc, '$out'"
+# egressctl status against the running broker: the requests above are
+# counted as decided, and the columns line up.
+"${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini status >"$work/status.out" 2>&1 && ok || bad "status: $(cat "$work/status.out")"
+grep -Eq '^requests: +[1-9][0-9]* decided since start \([1-9][0-9]* allowed, 0 denied\), 0 in flight$' "$work/status.out" &&
+    ok || bad "status: requests line: $(grep '^requests' "$work/status.out")"
+awk '/^[a-zA-Z]/ { i = index($0, ":"); rest = substr($0, i + 1); m = match(rest, /[^ ]/); col[i + m]++ } END { n = 0; for (c in col) n++; exit n != 1 }' "$work/status.out" &&
+    ok || bad "status: values do not start in one column:"$'\n'"$(cat "$work/status.out")"
+"${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini grants nosuch >/dev/null 2>"$work/g.err"
+rc=$?
+[ "$rc" = 1 ] && grep -q 'no instance nosuch' "$work/g.err" && ok || bad "grants nosuch: exit $rc, $(cat "$work/g.err")"
+"${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini metrics --json >/dev/null 2>&1
+rc=$?
+[ "$rc" = 2 ] && ok || bad "metrics --json: exit $rc, want 2 (refused)"
 "${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini plugin revoke local 127.0.0.1 >/dev/null && ok || bad "revoke"
 "${EGRESS_WRAP_CMD[@]}" "$fetch" --socket "$work/run/local.sock" \
     "http://127.0.0.1:$port/" >/dev/null 2>&1

@@ -34,19 +34,19 @@
 
 #include <egress/error.h>
 
+#include "broker/broker.h"
 #include "broker/confstate.h"
 #include "broker/control.h"
+#include "broker/listen.h"
+#include "broker/log.h"
+#include "broker/metrics.h"
+#include "broker/net/decide.h"
 #include "broker/net/dial.h"
 #include "broker/net/dns.h"
 #include "broker/net/lease.h"
-#include "broker/listen.h"
-#include "broker/net/localaddr.h"
-#include "broker/log.h"
-#include "broker/metrics.h"
 #include "broker/net/nat64disc.h"
 #include "broker/net/netaddr.h"
 #include "broker/notify.h"
-#include "broker/request.h"
 #include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -55,20 +55,17 @@ static struct broker broker;
 static char *log_path_now;
 static struct broker_dns *nat64_dns;	/* held while nat64q runs */
 
-/* A control `check` waiting for its resolution. */
+/* A control `check`, decided exactly as a request is (decide.h). */
 struct ctl_check {
 	struct ctl_check *next, *prev;
 	struct broker *b;
 	struct confref *conf;		/* the snapshot decided with */
-	const struct conf_instance *ci;
+	char instance[CONF_NAME_MAX + 1];
 	struct policy_dest dest;
-	struct broker_dns *dns;
-	struct dns_query *q;
+	struct broker_dns *dns;		/* held while the lookup is out */
 	control_check_done done;
 	void *arg;
-	struct policy_verdict v;
-	struct policy_addr answers[POLICY_ANSWERS_MAX];
-	size_t nanswers;
+	struct decide decide;
 };
 static struct ctl_check *ctl_checks;	/* in flight */
 
@@ -145,29 +142,6 @@ log_simple(const char *event, const char *key, const char *val)
 
 	if (o != NULL)
 		log_event(event, o);
-}
-
-/* ---- Host addresses ---------------------------------------------------- */
-
-/*
- * The host's addresses now: netlink's current set, or (netlink
- * unavailable) a fresh getifaddrs() read. Borrowed until the loop runs.
- */
-static const struct policy_addr *
-broker_local_now(struct broker *b, size_t *ret_n)
-{
-	struct policy_addr *a = NULL;
-	size_t n = 0;
-
-	if (b->netaddr != NULL)
-		return netaddr_addrs(b->netaddr, ret_n);
-	if (localaddr_read(&a, &n) == 0) {
-		free(b->local);
-		b->local = a;
-		b->nlocal = n;
-	}
-	*ret_n = b->nlocal;
-	return b->local;
 }
 
 /* ---- NAT64 discovery --------------------------------------------------- */
@@ -247,7 +221,7 @@ ctl_status(void *arg, struct control_status *st)
 	st->connections = b->nsessions;
 	st->requests = b->nrequests;
 	st->leases = lease_total(b->leases);
-	st->local = broker_local_now(b, &st->nlocal);
+	st->local = broker_local_addrs(b, &st->nlocal);
 	st->local_generation = netaddr_generation(b->netaddr);
 	if (b->nat64.nundeclared > 0) {
 		st->nat64_warning = b->nat64.warning;
@@ -280,66 +254,66 @@ ctl_check_free(struct ctl_check *c)
 		ctl_checks = c->next;
 	if (c->next != NULL)
 		c->next->prev = c->prev;
-	dns_query_cancel(c->q);
+	decide_cancel(&c->decide);
 	broker_dns_release(c->dns);
 	confref_unref(c->conf);
 	free(c);
 }
 
-/* Deliver a verdict (allow, or a deny with reason) or an error. */
+/* Deliver a verdict, or an error when there is none. */
 static void
-ctl_check_finish(struct ctl_check *c, int error, const char *reason)
+ctl_check_finish(struct ctl_check *c, int error,
+    const struct decide_result *d)
 {
 	struct control_check_result res;
 
 	memset(&res, 0, sizeof(res));
 	res.error = error;
-	res.allow = error == 0 && reason == NULL;
-	res.reason = reason;
-	if (res.allow) {
-		res.addrs = c->v.addrs;
-		res.naddrs = c->v.naddrs;
+	if (error == 0 && d->invalid)
+		res.error = EGRESS_ERR_INVALID;
+	else if (error == 0) {
+		res.allow = d->allow;
+		res.reason = d->reason;
+		if (d->allow) {
+			res.addrs = d->verdict->addrs;
+			res.naddrs = d->verdict->naddrs;
+		}
+		res.answers = d->answers;
+		res.nanswers = d->nanswers;
 	}
-	res.answers = c->answers;
-	res.nanswers = c->nanswers;
 	c->done(c->arg, &res);
 	ctl_check_free(c);
 }
 
-/* Classify the answers exactly as a request does. */
+/* A deny decided before the policy was asked. */
 static void
-ctl_check_answers(struct ctl_check *c)
+ctl_check_deny(struct ctl_check *c, const char *reason)
 {
-	const struct conf_snapshot *s = c->conf->snap;
-	struct policy_classify_ctx ctx;
+	struct decide_result d;
 
-	ctx.nat64 = &s->nat64;
-	ctx.local = broker_local_now(c->b, &ctx.nlocal);
-	if (policy_check_answers(c->ci != NULL ? &c->ci->policy : NULL,
-	    &c->dest, c->answers, c->nanswers, &ctx, &c->v) != 0) {
-		ctl_check_finish(c, 0,
-		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
-		return;
-	}
-	ctl_check_finish(c, 0, c->v.reason == POLICY_REASON_ALLOW ? NULL :
-	    policy_reason_str(c->v.reason));
+	memset(&d, 0, sizeof(d));
+	d.reason = reason;
+	ctl_check_finish(c, 0, &d);
+}
+
+/* The policy a request of that instance would decide with now. */
+static int
+ctl_check_policy(void *arg, struct decide_policy *ret)
+{
+	struct ctl_check *c = arg;
+	const struct conf_instance *ci;
+
+	ci = conf_instance_find(c->conf->snap, c->instance);
+	ret->instance = ci != NULL ? &ci->policy : NULL;
+	ret->nat64 = &c->conf->snap->nat64;
+	ret->local = broker_local_addrs(c->b, &ret->nlocal);
+	return 0;
 }
 
 static void
-ctl_check_dns_cb(void *arg, enum dns_status status,
-    const struct policy_addr *addrs, size_t n)
+ctl_check_decided(void *arg, const struct decide_result *res)
 {
-	struct ctl_check *c = arg;
-
-	c->q = NULL;
-	if (status != DNS_OK)
-		n = 0;
-	if (n > POLICY_ANSWERS_MAX)
-		n = POLICY_ANSWERS_MAX;
-	if (n > 0)
-		memcpy(c->answers, addrs, n * sizeof(*addrs));
-	c->nanswers = n;
-	ctl_check_answers(c);
+	ctl_check_finish(arg, 0, res);
 }
 
 /* Parse a URL, or a bare HOST[:PORT] taken as https://HOST[:PORT]. */
@@ -368,8 +342,9 @@ ctl_check(void *arg, const char *instance, const char *destination,
     control_check_done done, void *darg)
 {
 	struct broker *b = arg;
+	struct decide_lookup lk;
 	struct ctl_check *c;
-	int transport, err;
+	int transport;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return EGRESS_ERR_NOMEM;
@@ -380,48 +355,29 @@ ctl_check(void *arg, const char *instance, const char *destination,
 	if (ctl_checks != NULL)
 		ctl_checks->prev = c;
 	ctl_checks = c;
+	if (strlen(instance) > CONF_NAME_MAX) {
+		ctl_check_deny(c, policy_reason_str(
+		    POLICY_REASON_UNKNOWN_INSTANCE));
+		return 0;
+	}
+	memcpy(c->instance, instance, strlen(instance) + 1);
 	if (ctl_check_parse(destination, &c->dest, &transport) != 0) {
-		ctl_check_finish(c, 0,
-		    policy_reason_str(POLICY_REASON_INVALID_DESTINATION));
+		ctl_check_deny(c, policy_reason_str(
+		    POLICY_REASON_INVALID_DESTINATION));
 		return 0;
 	}
 	/* The snapshot a request would decide with now. */
 	if ((c->conf = confstate_get(&b->conf)) == NULL) {
-		ctl_check_finish(c, 0, "policy-unavailable");
-		return 0;
-	}
-	c->ci = conf_instance_find(c->conf->snap, instance);
-	if (policy_check_destination(c->ci != NULL ? &c->ci->policy : NULL,
-	    transport, &c->dest, &c->v) != 0) {
-		ctl_check_finish(c, EGRESS_ERR_INVALID, NULL);
-		return 0;
-	}
-	if (c->v.reason != POLICY_REASON_ALLOW) {
-		ctl_check_finish(c, 0, policy_reason_str(c->v.reason));
-		return 0;
-	}
-	if (!c->v.need_resolve) {
-		c->answers[0].family = c->dest.host.kind == POLICY_HOST_IPV4 ?
-		    4 : 6;
-		memcpy(c->answers[0].bytes, c->dest.host.addr,
-		    c->answers[0].family == 4 ? 4 : 16);
-		c->nanswers = 1;
-		ctl_check_answers(c);
+		ctl_check_deny(c, "policy-unavailable");
 		return 0;
 	}
 	/* The live resolver, held until the answer arrives. */
-	if ((c->dns = broker_dns_hold(b)) == NULL) {
-		ctl_check_finish(c, 0,
-		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
-		return 0;
-	}
-	err = dns_resolve(broker_dns_resolver(c->dns), c->dest.host.name,
-	    ctl_check_dns_cb, c, &c->q);
-	if (err != 0) {
-		c->q = NULL;
-		ctl_check_finish(c, 0,
-		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
-	}
+	memset(&lk, 0, sizeof(lk));
+	c->dns = broker_dns_hold(b);
+	lk.resolver = c->dns != NULL ? broker_dns_resolver(c->dns) : NULL;
+	if (decide_run(&c->decide, transport, &c->dest, ctl_check_policy, c,
+	    &lk, ctl_check_decided, c))
+		ctl_check_finish(c, 0, decide_result(&c->decide));
 	return 0;
 }
 

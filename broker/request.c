@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * The per-stream pipeline of egressd (see request.h): head validation,
- * the two policy calls around exactly one resolution, the connection
+ * the one decision around exactly one resolution (decide.h), the connection
  * lease, the pinned dial under one deadline, the HTTP/1.1 exchange and
  * the response streamed back under flow control, with one decision and
- * one close event per request. Also the broker-wide resolver and TLS
- * holders (kept alive while requests use them), the per-instance
- * connection leases and the keep-alive pool. Response body moves from the
+ * one close event per request. Response body moves from the
  * upstream's input into the per-stream buffer and on to the guest's
  * output as evbuffer chains, without a copy where whole chains allow.
  */
@@ -26,30 +24,19 @@
 
 #include <egress/error.h>
 
-#include "broker/net/dial.h"
-#include "broker/net/dns.h"
-#include "broker/net/http1.h"
-#include "broker/net/lease.h"
-#include "broker/net/localaddr.h"
+#include "broker/broker.h"
+#include "broker/guest.h"
 #include "broker/log.h"
 #include "broker/metrics.h"
-#include "broker/net/netaddr.h"
+#include "broker/net/decide.h"
+#include "broker/net/dial.h"
+#include "broker/net/http1.h"
+#include "broker/net/lease.h"
 #include "broker/net/pool.h"
 #include "broker/request.h"
-#include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
-
-#define LOCAL_REFRESH_MS	1000	/* re-read interface addresses */
-
-/* A resolver shared by the requests that use it. */
-struct broker_dns {
-	struct broker *b;
-	struct dns_resolver *r;
-	unsigned refs;			/* the broker's, plus one per query */
-	char *key;			/* servers and timeout, for comparing */
-};
 
 enum request_phase {
 	PHASE_NEW = 0,
@@ -61,9 +48,10 @@ enum request_phase {
 };
 
 struct request {
-	struct request *next, *prev;	/* session's list (session.c) */
 	struct broker *b;
-	struct session *sess;
+	struct guest g;			/* the connection served */
+	request_done_fn done;		/* r is finished: the owner frees */
+	void *done_arg;
 	struct proto_stream st;
 	enum request_phase phase;
 	char id[40];
@@ -72,14 +60,14 @@ struct request {
 	const struct conf_instance *ci;
 	struct policy_dest dest;
 	int https;
-	struct policy_verdict verdict;
+	struct decide decide;		/* the decision and its answers */
+	const struct policy_verdict *verdict;	/* decide's, once made */
 
 	/* The filtered head, copied into one block (head_mem). */
 	struct http1_head head;
 	void *head_mem;
 
-	struct broker_dns *dns;
-	struct dns_query *q;
+	struct broker_dns *dns;		/* held while the lookup is out */
 	struct dial *dial;
 	struct bufferevent *up;
 	struct http1_exchange *x;
@@ -114,266 +102,6 @@ struct request {
 	int decided;			/* egress.decision logged */
 };
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-/* ---- Resolver and TLS holders ------------------------------------------ */
-
-static void
-broker_dns_free_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct broker_dns *d = arg;
-
-	dns_resolver_free(d->r);
-	free(d->key);
-	free(d);
-}
-
-static void
-broker_dns_unref(struct broker_dns *d)
-{
-	struct timeval zero = { 0, 0 };
-
-	if (d == NULL || --d->refs > 0)
-		return;
-	/* Never free a resolver from inside its own callback. */
-	if (event_base_once(d->b->base, -1, EV_TIMEOUT, broker_dns_free_cb, d,
-	    &zero) != 0)
-		broker_dns_free_cb(-1, 0, d);
-}
-
-struct broker_dns *
-broker_dns_hold(struct broker *b)
-{
-	if (b->dns != NULL)
-		b->dns->refs++;
-	return b->dns;
-}
-
-struct dns_resolver *
-broker_dns_resolver(const struct broker_dns *d)
-{
-	return d->r;
-}
-
-void
-broker_dns_release(struct broker_dns *d)
-{
-	broker_dns_unref(d);
-}
-
-static char *
-dns_key(const struct conf_snapshot *s)
-{
-	size_t i, n = 32;
-	char *k;
-
-	for (i = 0; i < s->nresolver_servers; i++)
-		n += strlen(s->resolver_servers[i]) + 1;
-	if ((k = malloc(n)) == NULL)
-		return NULL;
-	(void)snprintf(k, n, "%u;", s->resolver_timeout_ms);
-	for (i = 0; i < s->nresolver_servers; i++) {
-		strcat(k, s->resolver_servers[i]);
-		strcat(k, ",");
-	}
-	return k;
-}
-
-static void
-broker_log_problem(const char *what, const char *detail)
-{
-	json_t *o;
-
-	o = json_pack("{s:s, s:s, s:s}", "status", "error", "what", what,
-	    "detail", detail);
-	if (o != NULL)
-		log_event("egress.broker", o);
-}
-
-struct pool_prune {
-	struct broker *b;
-	const struct conf_snapshot *s;
-	int tls_changed;
-};
-
-/* Should an idle pooled connection go at this reload? */
-static int
-pool_prune_cb(void *arg, const struct pool_key *k)
-{
-	static struct policy_verdict v;	/* large; single-threaded */
-	struct pool_prune *pr = arg;
-	const struct conf_instance *ci;
-	struct policy_dest d;
-
-	if (k->tls && pr->tls_changed)
-		return 1;	/* verified under the old trust */
-	if ((ci = conf_instance_find(pr->s, k->instance)) == NULL)
-		return 1;	/* the instance is gone */
-	if (lease_count(pr->b->leases, k->instance) >
-	    pr->s->max_connections_per_instance)
-		return 1;	/* over a lowered budget */
-	/* The host is no longer granted (the next request would be denied
-	 * anyway: free the connection and its lease now). */
-	memset(&d, 0, sizeof(d));
-	(void)snprintf(d.scheme, sizeof(d.scheme), "%s",
-	    k->tls ? "https" : "http");
-	d.host = *k->host;
-	d.port = k->port;
-	return policy_check_destination(&ci->policy, POLICY_TRANSPORT_HTTP,
-	    &d, &v) != 0 || v.reason != POLICY_REASON_ALLOW;
-}
-
-static void
-broker_file_id(const char *path, struct broker_file_id *ret)
-{
-	struct stat st;
-
-	memset(ret, 0, sizeof(*ret));
-	if (path == NULL || stat(path, &st) != 0)
-		return;
-	ret->ok = 1;
-	ret->dev = (uint64_t)st.st_dev;
-	ret->ino = (uint64_t)st.st_ino;
-	ret->size = (uint64_t)st.st_size;
-	ret->mtime = st.st_mtim;
-	ret->ctime = st.st_ctim;
-}
-
-static int
-broker_file_id_eq(const struct broker_file_id *a,
-    const struct broker_file_id *b)
-{
-	return a->ok && b->ok && a->dev == b->dev && a->ino == b->ino &&
-	    a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
-	    a->mtime.tv_nsec == b->mtime.tv_nsec &&
-	    a->ctime.tv_sec == b->ctime.tv_sec &&
-	    a->ctime.tv_nsec == b->ctime.tv_nsec;
-}
-
-int
-broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
-{
-	struct broker_file_id caid;
-	struct broker_dns *d = NULL;
-	struct dial_tls *t = NULL;
-	struct pool_prune pr;
-	char *key, *ca = NULL;
-	int err, ret = 0;
-
-	memset(&pr, 0, sizeof(pr));
-	pr.b = b;
-	pr.s = s;
-	if (b->pool == NULL)
-		b->pool = pool_new(b->base, 0, 0);	/* NULL: no reuse */
-
-	if ((key = dns_key(s)) == NULL)
-		return EGRESS_ERR_NOMEM;
-	if (b->dns != NULL && strcmp(b->dns->key, key) == 0) {
-		free(key);
-	} else if ((d = calloc(1, sizeof(*d))) == NULL) {
-		free(key);
-		ret = EGRESS_ERR_NOMEM;
-	} else {
-		d->b = b;
-		d->key = key;
-		d->refs = 1;
-		err = dns_resolver_new(b->base,
-		    (const char *const *)s->resolver_servers,
-		    s->nresolver_servers, (int)s->resolver_timeout_ms, &d->r);
-		if (err != 0) {
-			broker_log_problem("resolver", egress_strerror(err));
-			free(d->key);
-			free(d);
-			ret = err;
-		} else {
-			broker_dns_unref(b->dns);
-			b->dns = d;
-		}
-	}
-
-	/* Taken before loading: a rewrite during the load shows next time. */
-	broker_file_id(s->ca_file, &caid);
-	if (b->tls == NULL || !b->tls_ok || (s->ca_file == NULL) !=
-	    (b->tls_ca == NULL) || (s->ca_file != NULL &&
-	    (strcmp(s->ca_file, b->tls_ca) != 0 ||
-	    !broker_file_id_eq(&caid, &b->tls_ca_id)))) {
-		if (s->ca_file != NULL && (ca = strdup(s->ca_file)) == NULL)
-			return EGRESS_ERR_NOMEM;
-		err = dial_tls_new(s->ca_file, &t);
-		pr.tls_changed = 1;
-		b->tls_gen++;	/* connections verified before: never reused */
-		dial_tls_free(b->tls);
-		free(b->tls_ca);
-		b->tls = t;
-		b->tls_ca = ca;
-		b->tls_ca_id = caid;
-		b->tls_ok = err == 0;
-		if (err != 0) {
-			broker_log_problem("tls trust", egress_strerror(err));
-			if (ret == 0)
-				ret = err;
-		}
-	}
-	(void)pool_drop_if(b->pool, pool_prune_cb, &pr);
-	return ret;
-}
-
-void
-broker_release(struct broker *b)
-{
-	pool_free(b->pool);		/* gives its leases back */
-	b->pool = NULL;
-	if (b->dns != NULL) {
-		/* At exit: free now, callbacks are gone with the sessions. */
-		dns_resolver_free(b->dns->r);
-		free(b->dns->key);
-		free(b->dns);
-		b->dns = NULL;
-	}
-	dial_tls_free(b->tls);
-	b->tls = NULL;
-	free(b->tls_ca);
-	b->tls_ca = NULL;
-	lease_table_free(b->leases);
-	b->leases = NULL;
-	free(b->local);
-	b->local = NULL;
-	b->nlocal = 0;
-}
-
-static void
-broker_local_refresh(struct broker *b)
-{
-	struct policy_addr *a = NULL;
-	size_t n = 0;
-	uint64_t t = now_ms();
-
-	if (b->local_read_ms != 0 && t - b->local_read_ms < LOCAL_REFRESH_MS)
-		return;
-	if (localaddr_read(&a, &n) != 0)
-		return;		/* keep the previous list */
-	free(b->local);
-	b->local = a;
-	b->nlocal = n;
-	b->local_read_ms = t;
-}
-
 /* ---- Request life ------------------------------------------------------ */
 
 /* "PREFIX-SEQ" into buf (truncated to fit, as snprintf would). */
@@ -399,15 +127,30 @@ request_format_id(char *buf, size_t n, const char *prefix, uint64_t seq)
 	buf[len + take] = '\0';
 }
 
+static const char *
+g_instance(const struct request *r)
+{
+	return r->g.ops->instance(r->g.ctx);
+}
+
+static void
+g_consumed(struct request *r, struct proto_stream *st, size_t n)
+{
+	r->g.ops->consumed(r->g.ctx, st, n);
+}
+
 struct request *
-request_new(struct broker *b, struct session *sess, uint32_t id)
+request_new(struct broker *b, const struct guest *g, uint32_t id,
+    request_done_fn done, void *done_arg)
 {
 	struct request *r;
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return NULL;
 	r->b = b;
-	r->sess = sess;
+	r->g = *g;
+	r->done = done;
+	r->done_arg = done_arg;
 	proto_stream_init(&r->st, id);
 	if ((r->body = evbuffer_new()) == NULL ||
 	    (r->resp = evbuffer_new()) == NULL) {
@@ -415,8 +158,8 @@ request_new(struct broker *b, struct session *sess, uint32_t id)
 		free(r);
 		return NULL;
 	}
-	r->start_ms = now_ms();
-	r->start_us = now_us();
+	r->start_ms = broker_now_ms();
+	r->start_us = broker_now_us();
 	b->request_seq++;
 	request_format_id(r->id, sizeof(r->id), b->id_prefix,
 	    b->request_seq);
@@ -475,11 +218,8 @@ request_close_up(struct request *r)
 static void
 request_upstream_done(struct request *r)
 {
-	if (r->q != NULL) {
-		dns_query_cancel(r->q);
-		r->q = NULL;
-	}
-	broker_dns_unref(r->dns);
+	decide_cancel(&r->decide);
+	broker_dns_release(r->dns);
 	r->dns = NULL;
 	if (r->dial != NULL) {
 		dial_cancel(r->dial);
@@ -514,26 +254,28 @@ request_log_close(struct request *r, const char *error)
 	 * still pending, during resolution, is recorded as a deny: nothing
 	 * was connected. */
 	if (!r->decided) {
-		r->verdict.naddrs = 0;
+		r->verdict = NULL;
 		request_log_decision(r, r->dest.host.name,
 		    strlen(r->dest.host.name), r->dest.port, 0, "cancelled");
 	}
 	memset(&c, 0, sizeof(c));
 	c.request_id = r->id;
-	c.instance = session_instance(r->sess);
+	c.instance = g_instance(r);
 	c.connected = r->has_connected ? &r->connected : NULL;
 	c.status = r->status;
 	c.error = error;
 	c.bytes_in = r->bytes_in;
 	c.bytes_out = r->bytes_out;
-	c.duration_ms = now_ms() - r->start_ms;
+	c.duration_ms = broker_now_ms() - r->start_ms;
 	log_close_event(&c);
 	metrics_bytes(r->b->metrics, c.instance, r->bytes_in, r->bytes_out);
 }
 
-static void
+void
 request_free(struct request *r)
 {
+	if (r == NULL)
+		return;
 	request_upstream_done(r);
 	confref_unref(r->conf);
 	evbuffer_free(r->body);
@@ -567,8 +309,7 @@ static void
 request_settle(struct request *r)
 {
 	if (r->st.state == PROTO_STREAM_CLOSED) {
-		session_request_done(r->sess, r);
-		request_free(r);
+		r->done(r->done_arg, r);
 		return;
 	}
 	r->phase = PHASE_DONE;
@@ -577,7 +318,7 @@ request_settle(struct request *r)
 		size_t n = evbuffer_get_length(r->body);
 
 		(void)evbuffer_drain(r->body, n);
-		session_consumed(r->sess, &r->st, n);
+		g_consumed(r, &r->st, n);
 	}
 }
 
@@ -596,7 +337,7 @@ request_fail(struct request *r, int err)
 	request_log_close(r, proto_code_name(code));
 	request_release_exchange(r);
 	if (r->st.state != PROTO_STREAM_CLOSED)
-		(void)session_send_error(r->sess, &r->st, code);
+		(void)r->g.ops->send_error(r->g.ctx, &r->st, code);
 	/* ERROR closes the stream for both sides. */
 	r->st.state = PROTO_STREAM_CLOSED;
 	request_settle(r);
@@ -646,7 +387,7 @@ request_log_decision(struct request *r, const char *host, size_t host_len,
 
 	memset(&d, 0, sizeof(d));
 	d.request_id = r->id;
-	d.instance = session_instance(r->sess);
+	d.instance = g_instance(r);
 	d.plugin = request_plugin(r);
 	d.transport = "http";
 	d.host = host;
@@ -654,13 +395,13 @@ request_log_decision(struct request *r, const char *host, size_t host_len,
 	d.port = port;
 	d.allow = allow;
 	d.reason = reason;
-	d.addrs = r->verdict.addrs;
-	d.naddrs = r->verdict.naddrs;
+	d.addrs = r->verdict != NULL ? r->verdict->addrs : NULL;
+	d.naddrs = r->verdict != NULL ? r->verdict->naddrs : 0;
 	log_decision(&d);
 	r->decided = 1;
 	r->allowed = allow;
 	metrics_decision(r->b->metrics, d.instance, allow ? "allow" : reason,
-	    now_us() - r->start_us);
+	    broker_now_us() - r->start_us);
 }
 
 /* A deny before any address was validated. */
@@ -669,17 +410,9 @@ request_deny(struct request *r, const char *reason, int err)
 {
 	const char *host = r->dest.host.name;
 
-	r->verdict.naddrs = 0;
+	r->verdict = NULL;
 	request_log_decision(r, host, strlen(host), r->dest.port, 0, reason);
 	request_fail(r, err);
-}
-
-/* The guest-visible error of a policy deny. */
-static int
-request_deny_error(enum policy_reason reason)
-{
-	return reason == POLICY_REASON_UNRESOLVABLE ? EGRESS_ERR_DNS_FAILED :
-	    EGRESS_ERR_DENIED;
 }
 
 static void request_connect(struct request *r);
@@ -689,7 +422,7 @@ static void request_begin_exchange(struct request *r,
 static void
 request_pool_key(const struct request *r, struct pool_key *k)
 {
-	k->instance = session_instance(r->sess);
+	k->instance = g_instance(r);
 	k->host = &r->dest.host;
 	k->port = r->dest.port;
 	k->tls = r->https;
@@ -704,7 +437,7 @@ request_pool_key(const struct request *r, struct pool_key *k)
 static int
 request_lease(struct request *r, unsigned max)
 {
-	const char *inst = session_instance(r->sess);
+	const char *inst = g_instance(r);
 	int err;
 
 	for (;;) {
@@ -715,50 +448,36 @@ request_lease(struct request *r, unsigned max)
 	}
 }
 
+/*
+ * The decision is made (res). On allow, reuse only a pooled connection
+ * under the exact key whose address is in THIS verdict's validated set
+ * (it brings the lease it holds), else take a lease and dial.
+ */
 static void
-request_answers(struct request *r, const struct policy_addr *addrs,
-    size_t n)
+request_decided(struct request *r, const struct decide_result *res)
 {
-	const struct conf_snapshot *s = r->conf->snap;
-	struct policy_classify_ctx ctx;
-	const struct policy_instance *pi = r->ci != NULL ? &r->ci->policy :
-	    NULL;
+	const struct conf_snapshot *s;
 	struct bufferevent *bev = NULL;
 	struct policy_addr used;
 	struct pool_key k;
 	int err;
 
-	ctx.nat64 = &s->nat64;
-	if (r->b->netaddr != NULL)
-		ctx.local = netaddr_addrs(r->b->netaddr, &ctx.nlocal);
-	else {
-		broker_local_refresh(r->b);
-		ctx.local = r->b->local;
-		ctx.nlocal = r->b->nlocal;
-	}
-	err = policy_check_answers(pi, &r->dest, addrs, n, &ctx, &r->verdict);
-	if (err != 0) {
-		/* More answers than considered: no verdict, no reach. */
-		request_deny(r, policy_reason_str(POLICY_REASON_UNRESOLVABLE),
-		    EGRESS_ERR_DNS_FAILED);
+	r->verdict = res->verdict;
+	if (res->invalid) {
+		request_deny(r, "invalid-request", EGRESS_ERR_INVALID_REQUEST);
 		return;
 	}
-	if (r->verdict.reason != POLICY_REASON_ALLOW) {
+	if (!res->allow) {
 		request_log_decision(r, r->dest.host.name,
-		    strlen(r->dest.host.name), r->dest.port, 0,
-		    policy_reason_str(r->verdict.reason));
-		request_fail(r, request_deny_error(r->verdict.reason));
+		    strlen(r->dest.host.name), r->dest.port, 0, res->reason);
+		request_fail(r, res->error);
 		return;
 	}
-	/*
-	 * The whole policy passed. Reuse only a connection under the exact
-	 * key whose address is in THIS verdict's validated set; it brings
-	 * the lease it holds.
-	 */
+	s = r->conf->snap;
 	if (!r->https || r->b->tls_ok) {
 		request_pool_key(r, &k);
-		bev = pool_take(r->b->pool, &k, r->verdict.addrs,
-		    r->verdict.naddrs, &r->lease, &used);
+		bev = pool_take(r->b->pool, &k, r->verdict->addrs,
+		    r->verdict->naddrs, &r->lease, &used);
 		r->tls_gen = k.trust;	/* only current trust matches */
 	}
 	if (bev != NULL) {
@@ -783,23 +502,29 @@ request_answers(struct request *r, const struct policy_addr *addrs,
 	request_connect(r);
 }
 
-static void
-request_dns_cb(void *arg, enum dns_status status,
-    const struct policy_addr *addrs, size_t n)
+/* The policy the decision reads: the request's snapshot, and this
+ * host's addresses now. */
+static int
+request_policy(void *arg, struct decide_policy *ret)
 {
 	struct request *r = arg;
 
-	r->q = NULL;
-	broker_dns_unref(r->dns);
+	ret->instance = r->ci != NULL ? &r->ci->policy : NULL;
+	ret->nat64 = &r->conf->snap->nat64;
+	ret->local = broker_local_addrs(r->b, &ret->nlocal);
+	return 0;
+}
+
+static void
+request_decide_cb(void *arg, const struct decide_result *res)
+{
+	struct request *r = arg;
+
+	broker_dns_release(r->dns);
 	r->dns = NULL;
-	metrics_dns(r->b->metrics, dns_status_str(status),
-	    now_us() - r->start_us);
-	if (status != DNS_OK) {
-		/* No answer: unresolvable, shown as dns-failed. */
-		n = 0;
-		addrs = NULL;
-	}
-	request_answers(r, addrs, n);
+	metrics_dns(r->b->metrics, dns_status_str(res->dns),
+	    broker_now_us() - r->start_us);
+	request_decided(r, res);
 }
 
 static void
@@ -809,7 +534,7 @@ request_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (r->phase == PHASE_RESOLVING) {
 		/* The deadline passed before an answer: no verdict. */
-		r->verdict.naddrs = 0;
+		r->verdict = NULL;
 		request_log_decision(r, r->dest.host.name,
 		    strlen(r->dest.host.name), r->dest.port, 0,
 		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
@@ -821,7 +546,7 @@ static int
 request_arm(struct request *r, uint64_t at_ms)
 {
 	struct timeval tv;
-	uint64_t t = now_ms(), d = at_ms > t ? at_ms - t : 0;
+	uint64_t t = broker_now_ms(), d = at_ms > t ? at_ms - t : 0;
 
 	if (r->timer == NULL &&
 	    (r->timer = evtimer_new(r->b->base, request_timer_cb, r)) == NULL)
@@ -887,11 +612,10 @@ request_start(struct request *r, const struct proto_msg *m)
 	static struct http1_header kept[PROTO_HEADERS_MAX];
 	const struct proto_request *rq = &m->request;
 	const struct conf_snapshot *s;
-	const struct policy_instance *pi;
+	struct decide_lookup lk;
 	struct http1_head head, out;
 	struct policy_err perr;
 	size_t i;
-	int err;
 
 	/* The host as the guest wrote it, until it parses. */
 	i = rq->authority.ptr == NULL ? 0 : rq->authority.len <
@@ -901,7 +625,7 @@ request_start(struct request *r, const struct proto_msg *m)
 		memcpy(r->dest.host.name, rq->authority.ptr, i);
 	r->dest.host.name[i] = '\0';
 
-	/* 1. The head. Only the http transport exists in this release. */
+	/* 1. The head. Only the http transport exists so far. */
 	if (rq->transport != PROTO_TRANSPORT_HTTP ||
 	    !(str_is(&rq->scheme, "http") || str_is(&rq->scheme, "https"))) {
 		r->dest.host.name[0] = '\0';
@@ -958,24 +682,12 @@ request_start(struct request *r, const struct proto_msg *m)
 
 	/* 2. The current snapshot, re-read if a file changed. */
 	if ((r->conf = confstate_get_for(&r->b->conf,
-	    session_instance(r->sess))) == NULL) {
+	    g_instance(r))) == NULL) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
 	s = r->conf->snap;
-	r->ci = conf_instance_find(s, session_instance(r->sess));
-	pi = r->ci != NULL ? &r->ci->policy : NULL;
-	err = policy_check_destination(pi, POLICY_TRANSPORT_HTTP, &r->dest,
-	    &r->verdict);
-	if (err != 0) {
-		request_deny(r, "invalid-request", EGRESS_ERR_INVALID_REQUEST);
-		return;
-	}
-	if (r->verdict.reason != POLICY_REASON_ALLOW) {
-		request_deny(r, policy_reason_str(r->verdict.reason),
-		    request_deny_error(r->verdict.reason));
-		return;
-	}
+	r->ci = conf_instance_find(s, g_instance(r));
 
 	/* Limits: the guest may lower each, never raise it. */
 	r->deadline_ms = r->start_ms + lower(s->connect_timeout_ms,
@@ -987,49 +699,22 @@ request_start(struct request *r, const struct proto_msg *m)
 	if (rq->timeouts.total_ms != 0)
 		r->total_ms = r->start_ms + rq->timeouts.total_ms;
 
-	/* 3. Resolution, exactly once; an IP literal is its own answer. */
-	if (!r->verdict.need_resolve) {
-		struct policy_addr a;
-
-		memset(&a, 0, sizeof(a));
-		a.family = r->dest.host.kind == POLICY_HOST_IPV4 ? 4 : 6;
-		memcpy(a.bytes, r->dest.host.addr, a.family == 4 ? 4 : 16);
-		request_answers(r, &a, 1);
-		return;
-	}
-	if (r->b->dns == NULL) {
-		request_deny(r, policy_reason_str(POLICY_REASON_UNRESOLVABLE),
-		    EGRESS_ERR_DNS_FAILED);
+	/* 3. The decision, around exactly one resolution. */
+	memset(&lk, 0, sizeof(lk));
+	r->dns = broker_dns_hold(r->b);
+	lk.resolver = r->dns != NULL ? broker_dns_resolver(r->dns) : NULL;
+	lk.tag = g_instance(r);
+	lk.tag_max = REQUEST_DNS_PER_INSTANCE;
+	if (decide_run(&r->decide, POLICY_TRANSPORT_HTTP, &r->dest,
+	    request_policy, r, &lk, request_decide_cb, r)) {
+		broker_dns_release(r->dns);
+		r->dns = NULL;
+		request_decided(r, decide_result(&r->decide));
 		return;
 	}
 	r->phase = PHASE_RESOLVING;
-	if (request_arm(r, r->deadline_ms) != 0) {
+	if (request_arm(r, r->deadline_ms) != 0)
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
-		return;
-	}
-	/*
-	 * A fair share of the resolver: one instance may keep at most
-	 * REQUEST_DNS_PER_INSTANCE lookups outstanding (cancelled ones
-	 * count until c-ares is done with them), so it cannot exhaust
-	 * DNS_PENDING_MAX for the others.
-	 */
-	if (dns_resolver_outstanding_tag(r->b->dns->r,
-	    session_instance(r->sess)) >= REQUEST_DNS_PER_INSTANCE) {
-		request_deny(r, "budget-exhausted",
-		    EGRESS_ERR_BUDGET_EXHAUSTED);
-		return;
-	}
-	r->dns = r->b->dns;
-	r->dns->refs++;
-	err = dns_resolve_tagged(r->dns->r, session_instance(r->sess),
-	    r->dest.host.name, request_dns_cb, r, &r->q);
-	if (err != 0) {
-		r->q = NULL;
-		/* Too many lookups pending, or no memory: no answer. */
-		request_deny(r, policy_reason_str(POLICY_REASON_UNRESOLVABLE),
-		    EGRESS_ERR_DNS_FAILED);
-		return;
-	}
 }
 
 /* ---- Upstream ---------------------------------------------------------- */
@@ -1130,7 +815,7 @@ up_on_head(void *arg, const struct http1_response *resp)
 		request_fail(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
 		return;
 	}
-	if (session_send(r->sess, &r->st, m) != 0) {
+	if (r->g.ops->send(r->g.ctx, &r->st, m) != 0) {
 		request_fail(r, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
@@ -1301,7 +986,7 @@ request_pump_body(struct request *r)
 			return;
 		}
 		r->bytes_out += n;
-		session_consumed(r->sess, &r->st, n);
+		g_consumed(r, &r->st, n);
 	}
 	if (r->body_ended && !r->body_finished &&
 	    evbuffer_get_length(r->body) == 0) {
@@ -1329,7 +1014,7 @@ request_dial_cb(void *arg, int err, struct bufferevent *bev,
 		request_fail(r, err);
 		return;
 	}
-	metrics_connect(r->b->metrics, now_us() - r->dial_us);
+	metrics_connect(r->b->metrics, broker_now_us() - r->dial_us);
 	request_begin_exchange(r, bev, used);
 }
 
@@ -1372,7 +1057,7 @@ static void
 request_connect(struct request *r)
 {
 	struct dial_params p;
-	uint64_t t = now_ms();
+	uint64_t t = broker_now_ms();
 	uint64_t until = r->deadline_ms;
 	int err;
 
@@ -1392,10 +1077,10 @@ request_connect(struct request *r)
 	memset(&p, 0, sizeof(p));
 	p.host = &r->dest.host;
 	p.port = r->dest.port;
-	p.addrs = r->verdict.addrs;
-	p.naddrs = r->verdict.naddrs;
+	p.addrs = r->verdict->addrs;
+	p.naddrs = r->verdict->naddrs;
 	p.timeout_ms = (int)(until - t);
-	r->dial_us = now_us();
+	r->dial_us = broker_now_us();
 	r->tls_gen = r->b->tls_gen;
 	err = dial_start(r->b->base, r->https ? r->b->tls : NULL, &p,
 	    request_dial_cb, r, &r->dial);
@@ -1417,13 +1102,13 @@ request_push(struct request *r)
 	uint32_t n;
 
 	while ((len = evbuffer_get_length(r->resp)) > 0 &&
-	    session_can_write(r->sess)) {
-		n = proto_conn_sendable(session_proto(r->sess), &r->st);
+	    r->g.ops->can_write(r->g.ctx)) {
+		n = proto_conn_sendable(r->g.ops->proto(r->g.ctx), &r->st);
 		if (n == 0)
 			break;
 		if (n > len)
 			n = (uint32_t)len;
-		if (session_send_data(r->sess, &r->st, r->resp, n, 0) != 0) {
+		if (r->g.ops->send_data(r->g.ctx, &r->st, r->resp, n, 0) != 0) {
 			request_fail(r, EGRESS_ERR_UNAVAILABLE);
 			return;
 		}
@@ -1440,11 +1125,11 @@ request_push(struct request *r)
 	m.type = r->tail_type;
 	m.flags = PROTO_FLAG_END_STREAM;
 	m.stream = r->st.id;
-	if (proto_conn_send(session_proto(r->sess), &r->st, &m, NULL) != 0) {
+	if (proto_conn_send(r->g.ops->proto(r->g.ctx), &r->st, &m, NULL) != 0) {
 		request_fail(r, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
-	(void)session_send_data(r->sess, NULL, r->tail,
+	(void)r->g.ops->send_data(r->g.ctx, NULL, r->tail,
 	    evbuffer_get_length(r->tail), 0);
 	evbuffer_free(r->tail);
 	r->tail = NULL;
@@ -1469,11 +1154,10 @@ request_on_body(struct request *r, size_t len, int end)
 		size_t n = evbuffer_get_length(r->body);
 
 		(void)evbuffer_drain(r->body, n);
-		session_consumed(r->sess, &r->st, n);
+		g_consumed(r, &r->st, n);
 		if (r->phase == PHASE_DONE &&
 		    r->st.state == PROTO_STREAM_CLOSED) {
-			session_request_done(r->sess, r);
-			request_free(r);
+			r->done(r->done_arg, r);
 		}
 		return;
 	}

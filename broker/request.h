@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * request: one plugin request (one protocol stream) through the pinned
- * send path, and the broker-wide state it needs (struct broker). The
- * pipeline: validate the head with http1_request_check() -> decide with
- * policy_check_destination() on the CURRENT snapshot -> dns_resolve()
- * exactly once -> policy_check_answers() -> acquire the instance's
+ * send path. The pipeline: validate the head with http1_request_check()
+ * -> decide_run() on the CURRENT snapshot (the destination, exactly one
+ * resolution, the answers checked against the snapshot current when
+ * they arrive) -> acquire the instance's
  * connection lease (refused at once when exhausted) -> dial only the
  * validated addresses under one deadline covering resolution, connect and
  * TLS -> one HTTP/1.1 exchange -> stream the response back under flow
@@ -27,26 +27,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
-#include "broker/confstate.h"
-#include "broker/net/nat64disc.h"
-#include "policy/policy.h"
+#include "broker/broker.h"
+#include "broker/guest.h"
 #include "proto/proto.h"
 
-struct event_base;
-struct listen_ctx;
-struct dial_tls;
-struct session;
+struct evbuffer;
 struct request;
-struct broker_dns;
-struct lease_table;
-struct pool;
-struct dns_resolver;
-struct netaddr;
-struct metrics;
-struct control_server;
-struct nat64disc;
 
 /* Bytes of response body held per stream before upstream reads pause,
  * and the level at which they resume. */
@@ -59,60 +46,20 @@ struct nat64disc;
  * a lookup counts until c-ares has finished it, cancelled or not. */
 #define REQUEST_DNS_PER_INSTANCE	128
 
-/* A file's identity, to notice a file replaced or rewritten in place. */
-struct broker_file_id {
-	int ok;				/* 0: could not stat it */
-	uint64_t dev, ino, size;
-	struct timespec mtime, ctime;
-};
-
-/* The whole daemon's state; one instance, owned by egressd.c. */
-struct broker {
-	struct event_base *base;
-	struct confstate conf;
-	struct listen_ctx *listen;
-
-	struct broker_dns *dns;		/* current resolver */
-	struct dial_tls *tls;		/* current TLS client context */
-	char *tls_ca;			/* its ca_file (NULL: system) */
-	int tls_ok;			/* 0: TLS trust failed to load */
-	uint64_t tls_gen;		/* bumped whenever tls is rebuilt */
-	struct broker_file_id tls_ca_id; /* tls_ca's identity when loaded */
-
-	struct lease_table *leases;	/* per-instance upstream counts */
-	struct pool *pool;		/* idle keep-alive upstreams; NULL:
-					   no reuse (Connection: close) */
-
-	struct policy_addr *local;	/* own interface addresses, when */
-	size_t nlocal;			/* netaddr is NULL (no netlink) */
-	uint64_t local_read_ms;		/* monotonic time of last read */
-	struct netaddr *netaddr;	/* host addresses from netlink */
-	struct metrics *metrics;	/* counters for `show metrics` */
-	struct control_server *control;
-	struct nat64disc *nat64q;	/* discovery in flight, or NULL */
-	struct nat64disc_result nat64;	/* the last discovery's outcome */
-	time_t started;
-
-	/* Bumped by every guest read and upstream event: the busy-poll
-	 * loop ([broker] busy_poll_us, egressd.c) spins while it moves. */
-	unsigned long activity;
-
-	struct session *sessions;
-	size_t nsessions;
-	size_t nrequests;		/* streams being served */
-	uint64_t request_seq;
-	char id_prefix[12];
-	int draining;
-	struct event *drain_timer;
-};
+/*
+ * Called once when r is finished and its stream closed: the owner
+ * unlinks r and frees it with request_free(), inside the call or later.
+ */
+typedef void (*request_done_fn)(void *arg, struct request *r);
 
 /*
- * Allocate a request for stream id on sess (the stream is idle until
- * session passes the REQUEST frame to proto_conn_recv()). Return NULL on
- * out-of-memory.
+ * Allocate a request for stream id of the connection g (copied; its
+ * context must outlive r). done is called when r is finished. The stream
+ * is idle until the owner passes the REQUEST frame to proto_conn_recv().
+ * Return NULL on out-of-memory.
  */
-struct request *request_new(struct broker *b, struct session *sess,
-    uint32_t id);
+struct request *request_new(struct broker *b, const struct guest *g,
+    uint32_t id, request_done_fn done, void *done_arg);
 
 /* Return the protocol stream of r (owned by r). */
 struct proto_stream *request_stream(struct request *r);
@@ -123,7 +70,8 @@ uint32_t request_id(const struct request *r);
 /*
  * Start serving r for the REQUEST frame m (already accepted by
  * proto_conn_recv(); m's strings borrowed for the call only). May finish
- * and free r before returning (a deny); the caller must not use r after.
+ * r before returning (a deny: done is called); the caller must not use r
+ * after.
  */
 void request_start(struct request *r, const struct proto_msg *m);
 
@@ -140,17 +88,18 @@ void request_on_body(struct request *r, size_t len, int end);
 struct evbuffer *request_body_buffer(struct request *r);
 
 /* The guest granted window on r's stream or the connection: send what
- * is now allowed. May free r. */
+ * is now allowed. May finish r. */
 void request_flush(struct request *r);
 
 /* The guest reset r's stream (already applied to the stream state):
- * cancel everything, log, free r. */
+ * cancel everything, log, finish r. */
 void request_on_reset(struct request *r);
 
 /*
  * Free r because its connection is going away: cancel every pending
  * operation, release the lease, log egress.close (error "cancelled" if it
- * had not ended) and free. Sends nothing. NULL is a no-op.
+ * had not ended) and free, without calling done. Sends nothing. NULL is
+ * a no-op.
  */
 void request_abort(struct request *r);
 
@@ -165,37 +114,7 @@ void request_discard(struct request *r);
 /* Answer whether r still has work (1) or only waits for the guest (0). */
 int request_is_active(const struct request *r);
 
-/*
- * Broker-wide helpers used by egressd.c at start and after each reload:
- * make the resolver and TLS context follow snapshot s (a resolver or TLS
- * context in use by requests in flight stays alive until they finish).
- * Also create the connection pool on the first call (none: no reuse) and
- * close the idle pooled connections s no longer allows: those of removed
- * instances, those whose host s no longer grants, those over the
- * instance's new budget, and every TLS one when the trust changed. The
- * trust changes when [tls] ca_file names another path, or the same path
- * now holds another file or the file was rewritten (device, inode, size,
- * mtime or ctime differ): a CA bundle replaced in place is reloaded at
- * the next reload.
- * Return 0, or a negative error when the resolver could not be created
- * (the old one is kept) or the TLS trust failed to load (HTTPS requests
- * then fail with tls-failed until fixed); both are logged.
- */
-int broker_apply_conf(struct broker *b, const struct conf_snapshot *s);
-
-/* Release the pool, resolver, TLS context, leases and local-address
- * cache. */
-void broker_release(struct broker *b);
-
-/*
- * Take a reference on the current resolver (NULL when there is none), so
- * that a lookup outside a request (control `check`, NAT64 discovery)
- * keeps it alive across reloads. Give it back with broker_dns_release()
- * (NULL is a no-op; safe inside the resolver's own callback) before
- * broker_release().
- */
-struct broker_dns *broker_dns_hold(struct broker *b);
-struct dns_resolver *broker_dns_resolver(const struct broker_dns *d);
-void broker_dns_release(struct broker_dns *d);
+/* Free r once done was called for it. NULL is a no-op. */
+void request_free(struct request *r);
 
 #endif /* EGRESS_BROKER_REQUEST_H */

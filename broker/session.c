@@ -20,6 +20,8 @@
 
 #include <egress/error.h>
 
+#include "broker/broker.h"
+#include "broker/guest.h"
 #include "broker/log.h"
 #include "broker/request.h"
 #include "broker/session.h"
@@ -28,10 +30,13 @@
 
 #define SESSION_FDS_MAX		16	/* descriptors one cmsg can carry */
 
-/* Session list and request list links live in the structs below; the
- * request's first two members are its list links (see request.c). */
-struct request_links {
-	struct request *next, *prev;
+/* One stream of a session: the session's link to the request serving
+ * it. The session owns both; the request reports its end through
+ * session_stream_done(). */
+struct stream {
+	struct stream *next, *prev;
+	struct session *s;
+	struct request *r;
 };
 
 struct session {
@@ -53,9 +58,10 @@ struct session {
 	struct proto_conn pc;
 	char instance[CONF_NAME_MAX + 1];
 	struct session_count *count;	/* sessions of this instance */
-	struct request *reqs;
-	struct request *rr;	/* next stream session_flush_all serves */
-	size_t nreqs;
+	struct guest guest;		/* what its requests see of it */
+	struct stream *streams;
+	struct stream *rr;	/* next stream session_flush_all serves */
+	size_t nstreams;
 	int read_paused;		/* output over SESSION_OUT_HIGH */
 	int closing;			/* free once output is flushed */
 	int goaway_sent;
@@ -99,22 +105,16 @@ session_count_slot(const struct broker *b, const char *instance)
 	return pp;
 }
 
-static struct request_links *
-links(struct request *r)
-{
-	return (struct request_links *)(void *)r;
-}
-
 static void session_free(struct session *s);
 static void session_maybe_close(struct session *s);
 
-const char *
+static const char *
 session_instance(const struct session *s)
 {
 	return s->instance;
 }
 
-struct proto_conn *
+static struct proto_conn *
 session_proto(struct session *s)
 {
 	return &s->pc;
@@ -139,13 +139,13 @@ session_out_len(const struct session *s)
 	    evbuffer_get_length(s->stage);
 }
 
-int
+static int
 session_can_write(const struct session *s)
 {
 	return !s->closing && session_out_len(s) < SESSION_OUT_HIGH;
 }
 
-int
+static int
 session_send(struct session *s, struct proto_stream *st,
     const struct proto_msg *m)
 {
@@ -170,7 +170,7 @@ session_send(struct session *s, struct proto_stream *st,
 	    EGRESS_ERR_NOMEM;
 }
 
-int
+static int
 session_send_data(struct session *s, struct proto_stream *st,
     struct evbuffer *buf, size_t n, uint8_t flags)
 {
@@ -200,7 +200,7 @@ session_send_data(struct session *s, struct proto_stream *st,
 	return 0;
 }
 
-int
+static int
 session_send_error(struct session *s, struct proto_stream *st,
     uint32_t code)
 {
@@ -225,7 +225,7 @@ session_window_update(struct session *s, struct proto_stream *st,
 	(void)session_send(s, st, &m);
 }
 
-void
+static void
 session_consumed(struct session *s, struct proto_stream *st, size_t n)
 {
 	uint32_t ci = 0, si = 0;
@@ -238,43 +238,110 @@ session_consumed(struct session *s, struct proto_stream *st, size_t n)
 		session_window_update(s, st, si);
 }
 
-static struct request *
+/* ---- The guest seam: what a request sees of its session -------------- */
+
+static const char *
+guest_instance(void *ctx)
+{
+	return session_instance(ctx);
+}
+
+static struct proto_conn *
+guest_proto(void *ctx)
+{
+	return session_proto(ctx);
+}
+
+static int
+guest_send(void *ctx, struct proto_stream *st, const struct proto_msg *m)
+{
+	return session_send(ctx, st, m);
+}
+
+static int
+guest_send_data(void *ctx, struct proto_stream *st, struct evbuffer *buf,
+    size_t n, uint8_t flags)
+{
+	return session_send_data(ctx, st, buf, n, flags);
+}
+
+static int
+guest_send_error(void *ctx, struct proto_stream *st, uint32_t code)
+{
+	return session_send_error(ctx, st, code);
+}
+
+static void
+guest_consumed(void *ctx, struct proto_stream *st, size_t n)
+{
+	session_consumed(ctx, st, n);
+}
+
+static int
+guest_can_write(const void *ctx)
+{
+	return session_can_write(ctx);
+}
+
+static const struct guest_ops session_guest_ops = {
+	.instance = guest_instance,
+	.proto = guest_proto,
+	.send = guest_send,
+	.send_data = guest_send_data,
+	.send_error = guest_send_error,
+	.consumed = guest_consumed,
+	.can_write = guest_can_write,
+};
+
+/* ---- Streams ----------------------------------------------------------- */
+
+static struct stream *
 session_find(struct session *s, uint32_t id)
 {
-	struct request *r;
+	struct stream *t;
 
-	for (r = s->reqs; r != NULL; r = links(r)->next)
-		if (request_id(r) == id)
-			return r;
+	for (t = s->streams; t != NULL; t = t->next)
+		if (request_id(t->r) == id)
+			return t;
 	return NULL;
 }
 
 static void
-session_link(struct session *s, struct request *r)
+session_link(struct session *s, struct stream *t)
 {
-	links(r)->prev = NULL;
-	links(r)->next = s->reqs;
-	if (s->reqs != NULL)
-		links(s->reqs)->prev = r;
-	s->reqs = r;
-	s->nreqs++;
+	t->prev = NULL;
+	t->next = s->streams;
+	if (s->streams != NULL)
+		s->streams->prev = t;
+	s->streams = t;
+	s->nstreams++;
 }
 
-void
-session_request_done(struct session *s, struct request *r)
+static void
+session_unlink(struct session *s, struct stream *t)
 {
-	if (s->rr == r)
-		s->rr = links(r)->next;
-	if (links(r)->prev != NULL)
-		links(links(r)->prev)->next = links(r)->next;
-	else if (s->reqs == r)
-		s->reqs = links(r)->next;
+	if (s->rr == t)
+		s->rr = t->next;
+	if (t->prev != NULL)
+		t->prev->next = t->next;
 	else
-		return;		/* never linked */
-	if (links(r)->next != NULL)
-		links(links(r)->next)->prev = links(r)->prev;
-	links(r)->next = links(r)->prev = NULL;
-	s->nreqs--;
+		s->streams = t->next;
+	if (t->next != NULL)
+		t->next->prev = t->prev;
+	t->next = t->prev = NULL;
+	s->nstreams--;
+}
+
+/* A request finished and its stream is closed: unlink and free both. */
+static void
+session_stream_done(void *arg, struct request *r)
+{
+	struct stream *t = arg;
+	struct session *s = t->s;
+
+	session_unlink(s, t);
+	free(t);
+	request_free(r);
 	/* Never free the session under a caller: check from the loop. */
 	if (s->b->draining && s->defer != NULL)
 		event_active(s->defer, EV_TIMEOUT, 1);
@@ -289,15 +356,15 @@ session_request_done(struct session *s, struct request *r)
 static void
 session_flush_all(struct session *s)
 {
-	struct request *r, *next;
-	size_t i, n = s->nreqs;
+	struct stream *t, *next;
+	size_t i, n = s->nstreams;
 
-	r = s->rr != NULL ? s->rr : s->reqs;
-	for (i = 0; i < n && r != NULL && session_can_write(s); i++, r = next) {
-		next = links(r)->next != NULL ? links(r)->next : s->reqs;
-		if (next == r)
+	t = s->rr != NULL ? s->rr : s->streams;
+	for (i = 0; i < n && t != NULL && session_can_write(s); i++, t = next) {
+		next = t->next != NULL ? t->next : s->streams;
+		if (next == t)
 			next = NULL;	/* the only stream */
-		request_flush(r);	/* may free r, never next */
+		request_flush(t->r);	/* may free t, never next */
 		s->rr = next;
 	}
 }
@@ -319,10 +386,10 @@ session_send_goaway(struct session *s)
 static void
 session_maybe_close(struct session *s)
 {
-	struct request *r;
+	struct stream *t;
 
-	for (r = s->reqs; r != NULL; r = links(r)->next)
-		if (request_is_active(r))
+	for (t = s->streams; t != NULL; t = t->next)
+		if (request_is_active(t->r))
 			return;
 	s->closing = 1;
 	(void)event_del(s->rev);
@@ -338,25 +405,33 @@ static int
 session_frame(struct session *s, struct proto_msg *m)
 {
 	struct request *r = NULL;
+	struct stream *t;
 	struct proto_msg reply;
 	enum proto_fault f = PROTO_FAULT_NONE;
 	uint16_t v;
 	int rv;
 
 	if (m->type == PROTO_MSG_REQUEST) {
-		if ((r = request_new(s->b, s, m->stream)) == NULL)
+		if ((t = calloc(1, sizeof(*t))) == NULL)
 			return -1;
-		rv = proto_conn_recv(&s->pc, request_stream(r), m, &f);
+		t->s = s;
+		if ((t->r = request_new(s->b, &s->guest, m->stream,
+		    session_stream_done, t)) == NULL) {
+			free(t);
+			return -1;
+		}
+		rv = proto_conn_recv(&s->pc, request_stream(t->r), m, &f);
 		if (rv != PROTO_ACCEPT) {
-			request_discard(r);
+			request_discard(t->r);
+			free(t);
 			return rv == PROTO_IGNORE ? 0 : -1;
 		}
-		session_link(s, r);
-		request_start(r, m);	/* may free r */
+		session_link(s, t);
+		request_start(t->r, m);	/* may free t */
 		return 0;
 	}
-	if (m->stream != 0)
-		r = session_find(s, m->stream);
+	if (m->stream != 0 && (t = session_find(s, m->stream)) != NULL)
+		r = t->r;
 	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL, m,
 	    &f);
 	if (rv < 0)
@@ -416,7 +491,8 @@ static int
 session_data(struct session *s, const struct proto_hdr *h)
 {
 	struct proto_msg m;
-	struct request *r;
+	struct request *r = NULL;
+	struct stream *t;
 	enum proto_fault f;
 	int rv;
 
@@ -425,7 +501,8 @@ session_data(struct session *s, const struct proto_hdr *h)
 	m.flags = h->flags;
 	m.stream = h->stream;
 	m.data.len = h->length;
-	r = session_find(s, h->stream);
+	if ((t = session_find(s, h->stream)) != NULL)
+		r = t->r;
 	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL,
 	    &m, &f);
 	if (rv < 0)
@@ -646,11 +723,12 @@ static void
 session_free(struct session *s)
 {
 	struct broker *b = s->b;
-	struct request *r;
+	struct stream *t;
 
-	while ((r = s->reqs) != NULL) {
-		s->reqs = links(r)->next;
-		request_abort(r);
+	while ((t = s->streams) != NULL) {
+		s->streams = t->next;
+		request_abort(t->r);
+		free(t);
 	}
 	if (s->prev != NULL)
 		s->prev->next = s->next;
@@ -788,6 +866,8 @@ session_accept(struct broker *b, int fd, const char *instance)
 	s->count->n++;
 	s->b = b;
 	s->fd = fd;
+	s->guest.ops = &session_guest_ops;
+	s->guest.ctx = s;
 	memcpy(s->instance, instance, strlen(instance) + 1);
 	proto_conn_init(&s->pc, PROTO_ROLE_BROKER);
 	s->in = evbuffer_new();

@@ -8,7 +8,10 @@
  * concurrent request streams, each checked against proto's state table
  * (proto_conn_recv / proto_conn_send) and flow control; a protocol
  * violation drops this connection only. The session is bound to the
- * instance of the socket it was accepted on for its whole life.
+ * instance of the socket it was accepted on for its whole life. The
+ * session owns its requests: each sees the connection only through the
+ * guest seam (guest.h), reports its end through a callback, and the
+ * session unlinks and frees it.
  * Memory per connection is bounded: unread input at most one frame, and
  * output to the guest stops being produced above SESSION_OUT_HIGH (the
  * guest not reading pauses response DATA, and above it no more input is
@@ -20,10 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/request.h"
-#include "proto/proto.h"
-
-struct evbuffer;
+struct broker;
 
 /*
  * An idle session costs about 2 KiB of broker memory and one descriptor
@@ -45,44 +45,6 @@ struct evbuffer;
  * draining. Return 0 or a negative error (fd closed either way on error).
  */
 int session_accept(struct broker *b, int fd, const char *instance);
-
-/* Return the instance name sess is bound to (borrowed). */
-const char *session_instance(const struct session *sess);
-
-/* Return the protocol state of sess (borrowed). */
-struct proto_conn *session_proto(struct session *sess);
-
-/*
- * Encode m (a frame on stream s, or NULL for stream 0), apply it to the
- * state table with proto_conn_send() and queue it. Return 0, or the
- * proto_conn_send()/proto_encode() error (nothing queued).
- */
-int session_send(struct session *sess, struct proto_stream *s,
-    const struct proto_msg *m);
-
-/*
- * Queue one DATA frame of n bytes moved from buf (no copy) on s, with
- * flags. n must not exceed proto_conn_sendable(). Return 0 or an error.
- */
-int session_send_data(struct session *sess, struct proto_stream *s,
-    struct evbuffer *buf, size_t n, uint8_t flags);
-
-/* Send ERROR with code on s (stream-level), closing the stream. */
-int session_send_error(struct session *sess, struct proto_stream *s,
-    uint32_t code);
-
-/*
- * Record that n guest DATA bytes on s (NULL: a freed stream) were
- * consumed, and send the WINDOW_UPDATEs now due.
- */
-void session_consumed(struct session *sess, struct proto_stream *s,
-    size_t n);
-
-/* Answer whether the guest's output queue has room for more DATA. */
-int session_can_write(const struct session *sess);
-
-/* r finished (its stream is closed): unlink and free it. */
-void session_request_done(struct session *sess, struct request *r);
 
 /*
  * Begin draining every session: send GOAWAY, close sessions without

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The daemon-wide state of egressd (see broker.h): the resolver and TLS
+ * holders that follow each snapshot and stay alive while lookups and
+ * requests in flight use them, the pruning of the keep-alive pool at a
+ * reload, and this host's addresses.
+ */
+#include <sys/stat.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include <egress/error.h>
+
+#include "broker/broker.h"
+#include "broker/log.h"
+#include "broker/net/dial.h"
+#include "broker/net/dns.h"
+#include "broker/net/lease.h"
+#include "broker/net/localaddr.h"
+#include "broker/net/netaddr.h"
+#include "broker/net/pool.h"
+#include "conf/conf.h"
+#include "policy/policy.h"
+
+#define LOCAL_REFRESH_MS	1000	/* re-read interface addresses */
+
+uint64_t
+broker_now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t
+broker_now_us(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* A resolver shared by the lookups that use it. */
+struct broker_dns {
+	struct broker *b;
+	struct dns_resolver *r;
+	unsigned refs;			/* the broker's, plus one per query */
+	char *key;			/* servers and timeout, for comparing */
+};
+
+static void
+broker_dns_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct broker_dns *d = arg;
+
+	dns_resolver_free(d->r);
+	free(d->key);
+	free(d);
+}
+
+static void
+broker_dns_unref(struct broker_dns *d)
+{
+	struct timeval zero = { 0, 0 };
+
+	if (d == NULL || --d->refs > 0)
+		return;
+	/* Never free a resolver from inside its own callback. */
+	if (event_base_once(d->b->base, -1, EV_TIMEOUT, broker_dns_free_cb, d,
+	    &zero) != 0)
+		broker_dns_free_cb(-1, 0, d);
+}
+
+struct broker_dns *
+broker_dns_hold(struct broker *b)
+{
+	if (b->dns != NULL)
+		b->dns->refs++;
+	return b->dns;
+}
+
+struct dns_resolver *
+broker_dns_resolver(const struct broker_dns *d)
+{
+	return d->r;
+}
+
+void
+broker_dns_release(struct broker_dns *d)
+{
+	broker_dns_unref(d);
+}
+
+static char *
+dns_key(const struct conf_snapshot *s)
+{
+	size_t i, n = 32;
+	char *k;
+
+	for (i = 0; i < s->nresolver_servers; i++)
+		n += strlen(s->resolver_servers[i]) + 1;
+	if ((k = malloc(n)) == NULL)
+		return NULL;
+	(void)snprintf(k, n, "%u;", s->resolver_timeout_ms);
+	for (i = 0; i < s->nresolver_servers; i++) {
+		strcat(k, s->resolver_servers[i]);
+		strcat(k, ",");
+	}
+	return k;
+}
+
+static void
+broker_log_problem(const char *what, const char *detail)
+{
+	json_t *o;
+
+	o = json_pack("{s:s, s:s, s:s}", "status", "error", "what", what,
+	    "detail", detail);
+	if (o != NULL)
+		log_event("egress.broker", o);
+}
+
+struct pool_prune {
+	struct broker *b;
+	const struct conf_snapshot *s;
+	int tls_changed;
+};
+
+/* Should an idle pooled connection go at this reload? */
+static int
+pool_prune_cb(void *arg, const struct pool_key *k)
+{
+	static struct policy_verdict v;	/* large; single-threaded */
+	struct pool_prune *pr = arg;
+	const struct conf_instance *ci;
+	struct policy_dest d;
+
+	if (k->tls && pr->tls_changed)
+		return 1;	/* verified under the old trust */
+	if ((ci = conf_instance_find(pr->s, k->instance)) == NULL)
+		return 1;	/* the instance is gone */
+	if (lease_count(pr->b->leases, k->instance) >
+	    pr->s->max_connections_per_instance)
+		return 1;	/* over a lowered budget */
+	/* The host is no longer granted (the next request would be denied
+	 * anyway: free the connection and its lease now). */
+	memset(&d, 0, sizeof(d));
+	(void)snprintf(d.scheme, sizeof(d.scheme), "%s",
+	    k->tls ? "https" : "http");
+	d.host = *k->host;
+	d.port = k->port;
+	return policy_check_destination(&ci->policy, POLICY_TRANSPORT_HTTP,
+	    &d, &v) != 0 || v.reason != POLICY_REASON_ALLOW;
+}
+
+static void
+broker_file_id(const char *path, struct broker_file_id *ret)
+{
+	struct stat st;
+
+	memset(ret, 0, sizeof(*ret));
+	if (path == NULL || stat(path, &st) != 0)
+		return;
+	ret->ok = 1;
+	ret->dev = (uint64_t)st.st_dev;
+	ret->ino = (uint64_t)st.st_ino;
+	ret->size = (uint64_t)st.st_size;
+	ret->mtime = st.st_mtim;
+	ret->ctime = st.st_ctim;
+}
+
+static int
+broker_file_id_eq(const struct broker_file_id *a,
+    const struct broker_file_id *b)
+{
+	return a->ok && b->ok && a->dev == b->dev && a->ino == b->ino &&
+	    a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+	    a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	    a->ctime.tv_sec == b->ctime.tv_sec &&
+	    a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+int
+broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
+{
+	struct broker_file_id caid;
+	struct broker_dns *d = NULL;
+	struct dial_tls *t = NULL;
+	struct pool_prune pr;
+	char *key, *ca = NULL;
+	int err, ret = 0;
+
+	memset(&pr, 0, sizeof(pr));
+	pr.b = b;
+	pr.s = s;
+	if (b->pool == NULL)
+		b->pool = pool_new(b->base, 0, 0);	/* NULL: no reuse */
+
+	if ((key = dns_key(s)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	if (b->dns != NULL && strcmp(b->dns->key, key) == 0) {
+		free(key);
+	} else if ((d = calloc(1, sizeof(*d))) == NULL) {
+		free(key);
+		ret = EGRESS_ERR_NOMEM;
+	} else {
+		d->b = b;
+		d->key = key;
+		d->refs = 1;
+		err = dns_resolver_new(b->base,
+		    (const char *const *)s->resolver_servers,
+		    s->nresolver_servers, (int)s->resolver_timeout_ms, &d->r);
+		if (err != 0) {
+			broker_log_problem("resolver", egress_strerror(err));
+			free(d->key);
+			free(d);
+			ret = err;
+		} else {
+			broker_dns_unref(b->dns);
+			b->dns = d;
+		}
+	}
+
+	/* Taken before loading: a rewrite during the load shows next time. */
+	broker_file_id(s->ca_file, &caid);
+	if (b->tls == NULL || !b->tls_ok || (s->ca_file == NULL) !=
+	    (b->tls_ca == NULL) || (s->ca_file != NULL &&
+	    (strcmp(s->ca_file, b->tls_ca) != 0 ||
+	    !broker_file_id_eq(&caid, &b->tls_ca_id)))) {
+		if (s->ca_file != NULL && (ca = strdup(s->ca_file)) == NULL)
+			return EGRESS_ERR_NOMEM;
+		err = dial_tls_new(s->ca_file, &t);
+		pr.tls_changed = 1;
+		b->tls_gen++;	/* connections verified before: never reused */
+		dial_tls_free(b->tls);
+		free(b->tls_ca);
+		b->tls = t;
+		b->tls_ca = ca;
+		b->tls_ca_id = caid;
+		b->tls_ok = err == 0;
+		if (err != 0) {
+			broker_log_problem("tls trust", egress_strerror(err));
+			if (ret == 0)
+				ret = err;
+		}
+	}
+	(void)pool_drop_if(b->pool, pool_prune_cb, &pr);
+	return ret;
+}
+
+void
+broker_release(struct broker *b)
+{
+	pool_free(b->pool);		/* gives its leases back */
+	b->pool = NULL;
+	if (b->dns != NULL) {
+		/* At exit: free now, callbacks are gone with the sessions. */
+		dns_resolver_free(b->dns->r);
+		free(b->dns->key);
+		free(b->dns);
+		b->dns = NULL;
+	}
+	dial_tls_free(b->tls);
+	b->tls = NULL;
+	free(b->tls_ca);
+	b->tls_ca = NULL;
+	lease_table_free(b->leases);
+	b->leases = NULL;
+	free(b->local);
+	b->local = NULL;
+	b->nlocal = 0;
+}
+
+const struct policy_addr *
+broker_local_addrs(struct broker *b, size_t *ret_n)
+{
+	struct policy_addr *a = NULL;
+	size_t n = 0;
+	uint64_t t = broker_now_ms();
+
+	if (b->netaddr != NULL)
+		return netaddr_addrs(b->netaddr, ret_n);
+	if ((b->local_read_ms == 0 || t - b->local_read_ms >=
+	    LOCAL_REFRESH_MS) && localaddr_read(&a, &n) == 0) {
+		free(b->local);
+		b->local = a;
+		b->nlocal = n;
+		b->local_read_ms = t;
+	}
+	*ret_n = b->nlocal;
+	return b->local;
+}

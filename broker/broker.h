@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * broker: the daemon-wide state of egressd (struct broker), one per
+ * process, owned by egressd.c. It holds the configuration in force, the
+ * resolver and TLS client context that follow it (kept alive while
+ * requests or lookups in flight use them), the per-instance connection
+ * leases, the keep-alive pool, this host's addresses, the metrics and the
+ * open sessions. Sessions and requests borrow it; nothing here serves a
+ * connection.
+ */
+#ifndef EGRESS_BROKER_BROKER_H
+#define EGRESS_BROKER_BROKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "broker/confstate.h"
+#include "broker/net/nat64disc.h"
+#include "policy/policy.h"
+
+struct event;
+struct event_base;
+struct listen_ctx;
+struct dial_tls;
+struct session;
+struct lease_table;
+struct pool;
+struct dns_resolver;
+struct netaddr;
+struct metrics;
+struct control_server;
+
+/* A file's identity, to notice a file replaced or rewritten in place. */
+struct broker_file_id {
+	int ok;				/* 0: could not stat it */
+	uint64_t dev, ino, size;
+	struct timespec mtime, ctime;
+};
+
+/* A resolver shared by the lookups that use it (opaque). */
+struct broker_dns;
+
+struct broker {
+	struct event_base *base;
+	struct confstate conf;
+	struct listen_ctx *listen;
+
+	struct broker_dns *dns;		/* current resolver */
+	struct dial_tls *tls;		/* current TLS client context */
+	char *tls_ca;			/* its ca_file (NULL: system) */
+	int tls_ok;			/* 0: TLS trust failed to load */
+	uint64_t tls_gen;		/* bumped whenever tls is rebuilt */
+	struct broker_file_id tls_ca_id; /* tls_ca's identity when loaded */
+
+	struct lease_table *leases;	/* per-instance upstream counts */
+	struct pool *pool;		/* idle keep-alive upstreams; NULL:
+					   no reuse (Connection: close) */
+
+	struct policy_addr *local;	/* own interface addresses, when */
+	size_t nlocal;			/* netaddr is NULL (no netlink) */
+	uint64_t local_read_ms;		/* monotonic time of last read */
+	struct netaddr *netaddr;	/* host addresses from netlink */
+	struct metrics *metrics;	/* counters for `show metrics` */
+	struct control_server *control;
+	struct nat64disc *nat64q;	/* discovery in flight, or NULL */
+	struct nat64disc_result nat64;	/* the last discovery's outcome */
+	time_t started;
+
+	/* Bumped by every guest read and upstream event: the busy-poll
+	 * loop ([broker] busy_poll_us, egressd.c) spins while it moves. */
+	unsigned long activity;
+
+	struct session *sessions;
+	size_t nsessions;
+	size_t nrequests;		/* streams being served */
+	uint64_t request_seq;
+	char id_prefix[12];
+	int draining;
+	struct event *drain_timer;
+};
+
+/*
+ * Make the resolver and TLS context follow snapshot s (a resolver or TLS
+ * context in use by requests in flight stays alive until they finish).
+ * Also create the connection pool on the first call (none: no reuse) and
+ * close the idle pooled connections s no longer allows: those of removed
+ * instances, those whose host s no longer grants, those over the
+ * instance's new budget, and every TLS one when the trust changed. The
+ * trust changes when [tls] ca_file names another path, or the same path
+ * now holds another file or the file was rewritten (device, inode, size,
+ * mtime or ctime differ): a CA bundle replaced in place is reloaded at
+ * the next reload.
+ * Return 0, or a negative error when the resolver could not be created
+ * (the old one is kept) or the TLS trust failed to load (HTTPS requests
+ * then fail with tls-failed until fixed); both are logged.
+ */
+int broker_apply_conf(struct broker *b, const struct conf_snapshot *s);
+
+/* Release the pool, resolver, TLS context, leases and local-address
+ * cache. */
+void broker_release(struct broker *b);
+
+/*
+ * Take a reference on the current resolver (NULL when there is none), so
+ * that a lookup keeps it alive across reloads. Give it back with
+ * broker_dns_release() (NULL is a no-op; safe inside the resolver's own
+ * callback: the resolver is freed from the loop, later) before
+ * broker_release().
+ */
+struct broker_dns *broker_dns_hold(struct broker *b);
+struct dns_resolver *broker_dns_resolver(const struct broker_dns *d);
+void broker_dns_release(struct broker_dns *d);
+
+/*
+ * Return this host's own addresses (borrowed until the loop runs again)
+ * and their count in *ret_n: netlink's current set, or, without netlink,
+ * a getifaddrs() read at most one second old (the previous list is kept
+ * when a read fails).
+ */
+const struct policy_addr *broker_local_addrs(struct broker *b,
+    size_t *ret_n);
+
+/* Return the monotonic clock in milliseconds and in microseconds. */
+uint64_t broker_now_ms(void);
+uint64_t broker_now_us(void);
+
+#endif /* EGRESS_BROKER_BROKER_H */

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * guest: the seam between a request and the plugin connection it serves.
+ * A request reaches its connection only through these operations; the
+ * connection (session.c, or a test's fake) implements them. The request
+ * never learns what the connection is, and the connection owns and frees
+ * its requests.
+ */
+#ifndef EGRESS_BROKER_GUEST_H
+#define EGRESS_BROKER_GUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct evbuffer;
+struct proto_conn;
+struct proto_msg;
+struct proto_stream;
+
+struct guest_ops {
+	/* Return the instance name the connection is bound to (borrowed
+	 * for the connection's life). */
+	const char *(*instance)(void *ctx);
+	/* Return the connection's protocol state (borrowed). */
+	struct proto_conn *(*proto)(void *ctx);
+	/* Encode m (on stream s, or NULL for stream 0), apply it to the
+	 * state table and queue it. Return 0 or an error (nothing
+	 * queued). */
+	int (*send)(void *ctx, struct proto_stream *s,
+	    const struct proto_msg *m);
+	/* Queue one DATA frame of n bytes moved from buf (no copy) on s
+	 * with flags; n must not exceed proto_conn_sendable(). With s
+	 * NULL, queue the n bytes of buf as they are (an already encoded
+	 * frame whose header was applied with proto_conn_send()). Return
+	 * 0 or an error. */
+	int (*send_data)(void *ctx, struct proto_stream *s,
+	    struct evbuffer *buf, size_t n, uint8_t flags);
+	/* Send ERROR with the wire code on s, closing the stream. */
+	int (*send_error)(void *ctx, struct proto_stream *s, uint32_t code);
+	/* n guest DATA bytes on s were consumed (s NULL: the stream is
+	 * gone): send the WINDOW_UPDATEs now due. */
+	void (*consumed)(void *ctx, struct proto_stream *s, size_t n);
+	/* Answer whether the output queue has room for more DATA. */
+	int (*can_write)(const void *ctx);
+};
+
+/* One connection as a request sees it: operations and their context. */
+struct guest {
+	const struct guest_ops *ops;
+	void *ctx;
+};
+
+#endif /* EGRESS_BROKER_GUEST_H */

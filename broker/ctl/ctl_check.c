@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "broker/ctl/ctl.h"
+#include "broker/net/decide.h"
 #include "broker/net/dns.h"
 #include "broker/net/localaddr.h"
 #include "conf/conf.h"
@@ -108,11 +109,33 @@ check_addrs_str(const struct policy_addr *v, size_t n, char *buf, size_t len)
 	return buf;
 }
 
+/* Print the verdict: reason NULL is allow (to v's addresses). */
+/* The policy of the file read, and this host's addresses. */
+struct check_policy {
+	const struct policy_instance *instance;
+	const struct policy_nat64_list *nat64;
+	struct policy_addr *local;
+	size_t nlocal;
+};
+
+static int
+check_policy(void *arg, struct decide_policy *ret)
+{
+	const struct check_policy *p = arg;
+
+	ret->instance = p->instance;
+	ret->nat64 = p->nat64;
+	ret->local = p->local;
+	ret->nlocal = p->nlocal;
+	return 0;
+}
+
 static int
 check_print(int json, const char *instance, enum policy_transport transport,
-    const struct policy_dest *dest, const struct policy_verdict *v)
+    const struct policy_dest *dest, const char *reason,
+    const struct policy_verdict *v)
 {
-	int allow = v->reason == POLICY_REASON_ALLOW;
+	int allow = reason == NULL;
 
 	if (json) {
 		json_t *o, *addrs;
@@ -132,7 +155,7 @@ check_print(int json, const char *instance, enum policy_transport transport,
 		json_object_set_new(o, "verdict",
 		    json_string(allow ? "allow" : "deny"));
 		json_object_set_new(o, "reason", allow ? json_null() :
-		    json_string(policy_reason_str(v->reason)));
+		    json_string(reason));
 		json_object_set_new(o, "instance", json_string(instance));
 		json_object_set_new(o, "transport",
 		    json_string(policy_transport_name(transport)));
@@ -153,7 +176,7 @@ check_print(int json, const char *instance, enum policy_transport transport,
 		printf("allow %s %s\n", dest->host.name,
 		    check_addrs_str(v->addrs, v->naddrs, buf, sizeof(buf)));
 	} else
-		printf("deny %s\n", policy_reason_str(v->reason));
+		printf("deny %s\n", reason);
 	return allow ? CTL_EXIT_OK : CTL_EXIT_NO;
 }
 
@@ -175,17 +198,15 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 	const struct conf_instance *ci;
 	struct policy_dest dest;
 	struct policy_err perr;
-	struct policy_verdict *v = NULL;
-	struct policy_addr answers[POLICY_ANSWERS_MAX];
-	struct policy_addr *local = NULL;
-	size_t nanswers = 0, nlocal = 0;
-	struct policy_classify_ctx cctx;
-	int transport = 0, json = 0, ch, rc = CTL_EXIT_ERROR, r;
+	struct check_policy pol = { 0 };
+	const struct decide_result *res;
+	struct decide *d = NULL;
+	int transport = 0, json = 0, ch, rc = CTL_EXIT_USAGE, r;
 	const char *config = ctx->config_path, *instance, *destination;
 
 	resolves = calloc(CHECK_RESOLVE_MAX, sizeof(*resolves));
-	v = calloc(1, sizeof(*v));
-	if (resolves == NULL || v == NULL)
+	d = calloc(1, sizeof(*d));
+	if (resolves == NULL || d == NULL)
 		goto out;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
@@ -232,11 +253,8 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 	instance = argv[optind];
 	destination = argv[optind + 1];
 
-	if (conf_load(config, &snap, &errs) != 0) {
-		for (i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", errs.msgs[i]);
-		fprintf(stderr, "egressctl: %s: configuration refused\n",
-		    config);
+	if (ctl_conf_load(config, &snap) != 0) {
+		rc = CTL_EXIT_CONFIG;
 		goto out;
 	}
 
@@ -274,9 +292,8 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (r != 0) {
 		fprintf(stderr, "egressctl: %s: %s\n", destination, perr.msg);
-		memset(v, 0, sizeof(*v));
-		v->reason = POLICY_REASON_INVALID_DESTINATION;
-		rc = check_print(json, instance, transport, NULL, v);
+		rc = check_print(json, instance, transport, NULL,
+		    policy_reason_str(POLICY_REASON_INVALID_DESTINATION), NULL);
 		goto out;
 	}
 
@@ -284,68 +301,45 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 	if (ci != NULL && ci->manifest == NULL && ci->manifest_error != NULL)
 		fprintf(stderr, "egressctl: instance %s: manifest refused: "
 		    "%s\n", instance, ci->manifest_error);
-	if (policy_check_destination(ci ? &ci->policy : NULL, transport,
-	    &dest, v) != 0)
-		goto out;
-	if (v->reason != POLICY_REASON_ALLOW) {
-		rc = check_print(json, instance, transport, &dest, v);
-		goto out;
-	}
-
-	/* The answer set: the literal itself, --resolve, or the resolver. */
-	if (!v->need_resolve) {
-		memset(&answers[0], 0, sizeof(answers[0]));
-		answers[0].family = dest.host.kind == POLICY_HOST_IPV4 ? 4 : 6;
-		memcpy(answers[0].bytes, dest.host.addr, 16);
-		nanswers = 1;
-	} else {
-		for (i = 0; i < nresolves; i++)
-			if (strcmp(resolves[i].host.name, dest.host.name) == 0)
-				break;
-		if (i < nresolves) {
-			nanswers = resolves[i].naddrs;
-			memcpy(answers, resolves[i].addrs,
-			    nanswers * sizeof(answers[0]));
-		} else {
-			enum dns_status st = DNS_ERROR;
-
-			r = dns_resolve_sync((const char *const *)
-			    snap->resolver_servers, snap->nresolver_servers,
-			    (int)snap->resolver_timeout_ms, dest.host.name,
-			    answers, POLICY_ANSWERS_MAX, &nanswers, &st);
-			if (r != 0 || st != DNS_OK) {
-				/* No usable answer is no answer: the verdict is
-				 * unresolvable. Say why a resolver failed. */
-				if (r != 0)
-					fprintf(stderr, "egressctl: resolving "
-					    "%s: %s\n", dest.host.name,
-					    egress_strerror(r));
-				else if (dns_status_error(st) !=
-				    EGRESS_ERR_NOT_FOUND)
-					fprintf(stderr, "egressctl: resolving "
-					    "%s: %s\n", dest.host.name,
-					    dns_status_str(st));
-				nanswers = 0;
-			}
-		}
-	}
-	if (localaddr_read(&local, &nlocal) != 0) {
+	if (localaddr_read(&pol.local, &pol.nlocal) != 0) {
 		fprintf(stderr, "egressctl: cannot read this host's "
 		    "addresses; refusing to guess\n");
 		goto out;
 	}
-	cctx.nat64 = &snap->nat64;
-	cctx.local = local;
-	cctx.nlocal = nlocal;
-	if (policy_check_answers(ci ? &ci->policy : NULL, &dest, answers,
-	    nanswers, &cctx, v) != 0)
+	pol.instance = ci != NULL ? &ci->policy : NULL;
+	pol.nat64 = &snap->nat64;
+
+	/* The answer set: the literal itself, --resolve, or the resolver,
+	 * through the one decision the broker makes. */
+	for (i = 0; i < nresolves; i++)
+		if (strcmp(resolves[i].host.name, dest.host.name) == 0)
+			break;
+	r = decide_run_sync(d, transport, &dest, check_policy, &pol,
+	    (const char *const *)snap->resolver_servers,
+	    snap->nresolver_servers, (int)snap->resolver_timeout_ms,
+	    i < nresolves ? resolves[i].addrs : NULL,
+	    i < nresolves ? resolves[i].naddrs : 0);
+	if (r != 0) {
+		fprintf(stderr, "egressctl: resolving %s: %s\n",
+		    dest.host.name, egress_strerror(r));
 		goto out;
-	rc = check_print(json, instance, transport, &dest, v);
+	}
+	res = decide_result(d);
+	if (res->invalid)
+		goto out;
+	/* No usable answer is no answer: the verdict is unresolvable. Say
+	 * why a resolver failed. */
+	if (res->resolved && res->dns != DNS_OK &&
+	    dns_status_error(res->dns) != EGRESS_ERR_NOT_FOUND)
+		fprintf(stderr, "egressctl: resolving %s: %s\n",
+		    dest.host.name, dns_status_str(res->dns));
+	rc = check_print(json, instance, transport, &dest, res->reason,
+	    res->verdict);
 out:
 	conf_errors_done(&errs);
 	conf_snapshot_free(snap);
-	free(local);
+	free(pol.local);
 	free(resolves);
-	free(v);
+	free(d);
 	return rc;
 }

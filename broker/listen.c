@@ -2,11 +2,11 @@
 /*
  * Instance sockets and the control socket of egressd: creation with a
  * safe mode from the first moment (set on the socket before bind(), under
- * a matching umask), then chown and chmod by path without following
- * links, in a folder only the broker may write; reconciliation against
- * each new snapshot, and the control
- * socket's permissions, which follow [broker] control_uids/control_gids.
- * See listen.h.
+ * a matching umask), then chown and chmod without following links, in a
+ * folder that only root and the broker can change, checked component by
+ * component from "/" without following any symlink; reconciliation
+ * against each new snapshot, and the control socket's permissions, which
+ * follow [broker] control_uids/control_gids. See listen.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +30,7 @@
 #include "broker/log.h"
 
 #define LISTEN_RETRY_MS		100	/* after accept() fails (EMFILE) */
+#define LISTEN_DIR_REFUSED	"instance_socket_dir refused: "
 #define LISTEN_CHOWN_HINT	"chown: a group needs the broker in it " \
 	"(SupplementaryGroups=), an owner needs CAP_CHOWN; see " \
 	"docs/deployment.md"
@@ -42,6 +43,7 @@ struct lsock {
 	struct evconnlistener *lev;
 	struct event *retry;
 	int seen;			/* reconcile mark */
+	int keep_file;			/* close, leave the file */
 	int applied;			/* uid/gid below are in force */
 	uid_t uid;
 	gid_t gid;
@@ -127,20 +129,25 @@ listen_resolve_gid(const char *s, gid_t *ret)
  * the socket for one): a link fails (EOPNOTSUPP) and nothing changes.
  */
 static int
-listen_chmod(const char *path, mode_t mode)
+listen_chmod(int dirfd, const char *name, mode_t mode)
 {
-	return fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW);
+	return fchmodat(dirfd, name, mode, AT_SYMLINK_NOFOLLOW);
 }
 
 /*
- * Create a listening Unix socket at path with mode. A stale socket file
- * is replaced; anything else in the way is EGRESS_ERR_EXISTS. The mode
- * is set on the socket before bind() (Linux creates the file with the
- * socket inode's mode less the umask), so the file never needs a chmod
- * by path and is never wider than mode.
+ * Create a listening Unix socket at path, which is name in the folder
+ * dirfd (AT_FDCWD with name == path for the control socket), with mode.
+ * A stale socket file is replaced; anything else in the way is
+ * EGRESS_ERR_EXISTS. The mode is set on the socket before bind() (Linux
+ * creates the file with the socket inode's mode less the umask), so the
+ * file is never wider than mode. bind() takes a path: for an instance
+ * socket, every component of that path was checked to be a folder that
+ * only root and the broker can change (listen_dir_open()), so nobody
+ * else can re-point it between the check and the bind.
  */
 static int
-listen_unix(const char *path, mode_t mode, int *ret_fd)
+listen_unix(int dirfd, const char *name, const char *path, mode_t mode,
+    int *ret_fd)
 {
 	struct sockaddr_un sun;
 	struct stat st;
@@ -152,12 +159,12 @@ listen_unix(const char *path, mode_t mode, int *ret_fd)
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return EGRESS_ERR_TOO_BIG;
 	memcpy(sun.sun_path, path, strlen(path));
-	if (lstat(path, &st) == 0) {
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			errno = EEXIST;
 			return EGRESS_ERR_EXISTS;
 		}
-		if (unlink(path) != 0)
+		if (unlinkat(dirfd, name, 0) != 0)
 			return EGRESS_ERR_IO;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -172,7 +179,7 @@ listen_unix(const char *path, mode_t mode, int *ret_fd)
 	}
 	(void)umask(old);
 	if (listen(fd, LISTEN_BACKLOG) != 0) {
-		(void)unlink(path);
+		(void)unlinkat(dirfd, name, 0);
 		goto out;
 	}
 	*ret_fd = fd;
@@ -236,7 +243,8 @@ lsock_free(struct lsock *ls)
 		return;
 	if (ls->lev != NULL) {
 		evconnlistener_free(ls->lev);
-		(void)unlink(ls->path);
+		if (!ls->keep_file)
+			(void)unlink(ls->path);
 	}
 	if (ls->retry != NULL)
 		event_free(ls->retry);
@@ -245,9 +253,11 @@ lsock_free(struct lsock *ls)
 	free(ls);
 }
 
+/* Open a listener at path, which is name in the folder dirfd. */
 static int
-lsock_open(struct listen_ctx *l, const char *instance, const char *path,
-    mode_t mode, evconnlistener_cb cb, struct lsock **ret)
+lsock_open(struct listen_ctx *l, const char *instance, int dirfd,
+    const char *name, const char *path, mode_t mode, evconnlistener_cb cb,
+    struct lsock **ret)
 {
 	struct lsock *ls;
 	int fd = -1, err;
@@ -261,7 +271,7 @@ lsock_open(struct listen_ctx *l, const char *instance, const char *path,
 		lsock_free(ls);
 		return EGRESS_ERR_NOMEM;
 	}
-	err = listen_unix(path, mode, &fd);
+	err = listen_unix(dirfd, name, path, mode, &fd);
 	if (err != 0) {
 		lsock_free(ls);
 		return err;
@@ -270,7 +280,7 @@ lsock_open(struct listen_ctx *l, const char *instance, const char *path,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (ls->lev == NULL) {
 		(void)close(fd);
-		(void)unlink(path);
+		(void)unlinkat(dirfd, name, 0);
 		lsock_free(ls);
 		return EGRESS_ERR_NOMEM;
 	}
@@ -306,7 +316,7 @@ listen_new(struct event_base *base, listen_accept_cb cb,
  */
 static int
 listen_apply_owner(struct lsock *ls, const struct conf_instance *ci,
-    const char *path)
+    int dirfd, const char *name, const char *path)
 {
 	struct listen_ctx *l = ls->ctx;
 	uid_t uid = geteuid();
@@ -324,12 +334,12 @@ listen_apply_owner(struct lsock *ls, const struct conf_instance *ci,
 		listen_log("unknown socket_group", ci->name, path, 0);
 		goto closed;
 	}
-	if (fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+	if (fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
 		listen_log(errno == EPERM ? LISTEN_CHOWN_HINT : "chown",
 		    ci->name, path, errno);
 		goto closed;
 	}
-	if (listen_chmod(path, 0660) != 0) {
+	if (listen_chmod(dirfd, name, 0660) != 0) {
 		listen_log("chmod", ci->name, path, errno);
 		goto closed;
 	}
@@ -341,7 +351,7 @@ listen_apply_owner(struct lsock *ls, const struct conf_instance *ci,
 	return 0;
 closed:
 	/* Closed, never the old owner or group. */
-	(void)listen_chmod(path, 0600);
+	(void)listen_chmod(dirfd, name, 0600);
 	if (was && l->rcb != NULL)
 		l->rcb(l->cb_arg, ci->name);
 	return -1;
@@ -360,53 +370,237 @@ listen_name_ok(const char *name)
 	    strchr(name, '/') == NULL;
 }
 
+/* Log why instance_socket_dir is refused, naming the component at fault. */
+static void
+listen_dir_log(const char *dir, const char *component, size_t clen,
+    const char *why, int errnum)
+{
+	json_t *o;
+
+	o = json_object();
+	if (o == NULL)
+		return;
+	(void)json_object_set_new(o, "status", json_string("error"));
+	(void)json_object_set_new(o, "what", json_string(why));
+	(void)json_object_set_new(o, "path",
+	    log_bounded_string(dir, strlen(dir)));
+	(void)json_object_set_new(o, "component",
+	    log_bounded_string(component, clen));
+	if (errnum != 0)
+		(void)json_object_set_new(o, "errno",
+		    json_string(strerror(errnum)));
+	log_event("egress.listen", o);
+}
+
 /*
- * The socket folder must be the broker's alone: a folder others can
- * write to (or own) lets them swap a socket for a file or link of their
- * own between bind() and the chown/chmod by path.
+ * The next component of a path from p, skipping runs of '/' and "."
+ * components; NULL at the end. *ret_len is its length.
+ */
+static const char *
+listen_next_component(const char *p, size_t *ret_len)
+{
+	size_t n;
+
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			return NULL;
+		n = strcspn(p, "/");
+		if (n != 1 || p[0] != '.') {
+			*ret_len = n;
+			return p;
+		}
+		p++;
+	}
+}
+
+/*
+ * Why the folder st (the socket folder itself when final) cannot hold
+ * the instance sockets, or NULL when it can. Only root and the broker's
+ * euid may own it, and no one else may write to it: whoever can write to
+ * a folder can rename or replace what is in it (a socket, or the next
+ * folder of the path, for a link to a folder holding a socket of their
+ * own). A parent with the sticky bit (/tmp, 1777) is the exception: there
+ * others can only add names, never rename or remove the entries of root
+ * or the broker, and the next component is itself checked to belong to
+ * one of them, so the path still leads where it was checked to. The
+ * socket folder itself is never allowed to be writable by others.
+ */
+static const char *
+listen_dir_fault(const struct stat *st, int final)
+{
+	if (S_ISLNK(st->st_mode))
+		return LISTEN_DIR_REFUSED "a component is a symlink";
+	if (!S_ISDIR(st->st_mode))
+		return LISTEN_DIR_REFUSED "a component is not a folder";
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return LISTEN_DIR_REFUSED "a component is owned by a user "
+		    "other than root and the broker";
+	if ((st->st_mode & 022) == 0)
+		return NULL;
+	if (final)
+		return LISTEN_DIR_REFUSED "the folder is group- or "
+		    "world-writable";
+	if ((st->st_mode & S_ISVTX) == 0)
+		return LISTEN_DIR_REFUSED "a parent folder is group- or "
+		    "world-writable without the sticky bit";
+	return NULL;
+}
+
+/*
+ * Open the instance socket folder dir (relative: to the working folder)
+ * one component at a time from "/", each with O_PATH | O_NOFOLLOW |
+ * O_DIRECTORY relative to the one before, so no symlink is ever
+ * followed, and check each with listen_dir_fault(). A missing last
+ * component is created (0755, one level) in its checked parent. Return 0
+ * and write *ret_fd (O_PATH, CLOEXEC; the caller closes it), or -1 after
+ * logging the path and the component at fault. Nobody but root and the
+ * broker can change any component that passed, so paths through the
+ * folder (bind() takes one) lead to the folder that was checked.
  */
 static int
-listen_dir_is_safe(const char *dir)
+listen_dir_open(const char *dir, int *ret_fd)
 {
+	char path[PATH_MAX], name[NAME_MAX + 1];
+	const char *p, *next, *why;
 	struct stat st;
+	size_t n, nextn = 0, cwdlen;
+	int fd = -1, nfd, err;
 
-	if (stat(dir, &st) != 0) {
-		listen_log("instance_socket_dir", NULL, dir, errno);
-		return 0;
+	if (dir[0] == '/') {
+		if (strlen(dir) >= sizeof(path)) {
+			listen_dir_log(dir, dir, strlen(dir), LISTEN_DIR_REFUSED
+			    "path too long", ENAMETOOLONG);
+			return -1;
+		}
+		memcpy(path, dir, strlen(dir) + 1);
+	} else {
+		if (getcwd(path, sizeof(path)) == NULL) {
+			listen_dir_log(dir, ".", 1, LISTEN_DIR_REFUSED
+			    "relative path and no working folder", errno);
+			return -1;
+		}
+		cwdlen = strlen(path);
+		if ((size_t)snprintf(path + cwdlen, sizeof(path) - cwdlen,
+		    "/%s", dir) >= sizeof(path) - cwdlen) {
+			listen_dir_log(dir, dir, strlen(dir), LISTEN_DIR_REFUSED
+			    "path too long", ENAMETOOLONG);
+			return -1;
+		}
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		listen_log("instance_socket_dir is not a folder", NULL, dir,
-		    0);
-		return 0;
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		listen_dir_log(dir, "/", 1, LISTEN_DIR_REFUSED "cannot open",
+		    errno);
+		goto fail;
 	}
-	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		listen_log("instance_socket_dir must be owned by the broker "
-		    "and not group- or world-writable: refused", NULL, dir, 0);
-		return 0;
+	p = listen_next_component(path, &n);
+	if ((why = listen_dir_fault(&st, p == NULL)) != NULL) {
+		listen_dir_log(dir, "/", 1, why, 0);
+		goto fail;
 	}
-	return 1;
+	for (; p != NULL; p = next, n = nextn) {
+		next = listen_next_component(p + n, &nextn);
+		if (n > NAME_MAX) {
+			listen_dir_log(dir, path, (size_t)(p - path) + n,
+			    LISTEN_DIR_REFUSED "name too long", ENAMETOOLONG);
+			goto fail;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		nfd = openat(fd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY |
+		    O_CLOEXEC);
+		if (nfd < 0 && errno == ENOENT && next == NULL) {
+			if (mkdirat(fd, name, 0755) != 0 && errno != EEXIST) {
+				listen_dir_log(dir, path, (size_t)(p - path) +
+				    n, LISTEN_DIR_REFUSED "cannot create the "
+				    "folder", errno);
+				goto fail;
+			}
+			nfd = openat(fd, name, O_PATH | O_NOFOLLOW |
+			    O_DIRECTORY | O_CLOEXEC);
+		}
+		if (nfd < 0) {
+			err = errno;
+			if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    (why = listen_dir_fault(&st, next == NULL)) != NULL)
+				err = 0;
+			else
+				why = LISTEN_DIR_REFUSED "cannot open";
+			listen_dir_log(dir, path, (size_t)(p - path) + n, why,
+			    err);
+			goto fail;
+		}
+		(void)close(fd);
+		fd = nfd;
+		if (fstat(fd, &st) != 0) {
+			listen_dir_log(dir, path, (size_t)(p - path) + n,
+			    LISTEN_DIR_REFUSED "cannot open", errno);
+			goto fail;
+		}
+		if ((why = listen_dir_fault(&st, next == NULL)) != NULL) {
+			listen_dir_log(dir, path, (size_t)(p - path) + n, why,
+			    0);
+			goto fail;
+		}
+	}
+	*ret_fd = fd;
+	return 0;
+fail:
+	if (fd >= 0)
+		(void)close(fd);
+	return -1;
+}
+
+/*
+ * A reload found dir unsafe: stop serving the sockets there. Their files
+ * are left (unlinking through a folder that may now lead elsewhere could
+ * remove someone else's file); the next reconcile with a safe folder
+ * replaces them. Open connections are not touched.
+ */
+static void
+listen_drop_dir(struct listen_ctx *l, const char *dir)
+{
+	struct lsock *ls, **pp;
+	size_t n = strlen(dir);
+
+	for (pp = &l->socks; *pp != NULL;) {
+		ls = *pp;
+		if (strncmp(ls->path, dir, n) != 0 || ls->path[n] != '/' ||
+		    strchr(ls->path + n + 1, '/') != NULL) {
+			pp = &ls->next;
+			continue;
+		}
+		*pp = ls->next;
+		l->nsocks--;
+		ls->keep_file = 1;
+		lsock_free(ls);
+	}
 }
 
 int
 listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 {
 	struct lsock *ls, **pp;
-	char path[PATH_MAX];
+	char path[PATH_MAX], file[NAME_MAX + 1];
 	size_t i;
-	int bad = 0, err;
+	int bad = 0, err, dirfd = -1;
 
-	if (mkdir(s->instance_socket_dir, 0755) != 0 && errno != EEXIST)
-		listen_log("mkdir", NULL, s->instance_socket_dir, errno);
-	if (!listen_dir_is_safe(s->instance_socket_dir))
-		return (int)s->ninstances;	/* nothing touched */
+	if (listen_dir_open(s->instance_socket_dir, &dirfd) != 0) {
+		listen_drop_dir(l, s->instance_socket_dir);
+		return (int)s->ninstances;
+	}
 	for (ls = l->socks; ls != NULL; ls = ls->next)
 		ls->seen = 0;
 	for (i = 0; i < s->ninstances; i++) {
 		const struct conf_instance *ci = &s->instances[i];
 
 		if (!listen_name_ok(ci->name) ||
-		    (size_t)snprintf(path, sizeof(path), "%s/%s.sock",
-		    s->instance_socket_dir, ci->name) >= sizeof(path)) {
+		    (size_t)snprintf(file, sizeof(file), "%s.sock",
+		    ci->name) >= sizeof(file) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s",
+		    s->instance_socket_dir, file) >= sizeof(path)) {
 			listen_log("bad socket path", ci->name, NULL, 0);
 			bad++;
 			continue;
@@ -416,7 +610,7 @@ listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 			    strcmp(ls->path, path) == 0)
 				break;
 		if (ls == NULL) {
-			err = lsock_open(l, ci->name, path, 0600,
+			err = lsock_open(l, ci->name, dirfd, file, path, 0600,
 			    listen_instance_cb, &ls);
 			if (err != 0) {
 				listen_log("socket", ci->name, path,
@@ -430,9 +624,10 @@ listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 			l->nsocks++;
 		}
 		ls->seen = 1;
-		if (listen_apply_owner(ls, ci, path) != 0)
+		if (listen_apply_owner(ls, ci, dirfd, file, path) != 0)
 			bad++;
 	}
+	(void)close(dirfd);
 	for (pp = &l->socks; *pp != NULL;) {
 		ls = *pp;
 		if (ls->seen) {
@@ -477,15 +672,15 @@ listen_control_perm(const struct conf_snapshot *s, const char *path)
 	gid_t gid;
 
 	listen_control_mode(s, &mode, &gid);
-	if (gid != (gid_t)-1 &&
-	    fchownat(AT_FDCWD, path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+	if (gid != (gid_t)-1 && fchownat(AT_FDCWD, path, (uid_t)-1, gid,
+	    AT_SYMLINK_NOFOLLOW) != 0) {
 		listen_log(errno == EPERM ? "control socket group: "
 		    LISTEN_CHOWN_HINT : "control socket group", NULL, path,
 		    errno);
-		(void)listen_chmod(path, 0600);
+		(void)listen_chmod(AT_FDCWD, path, 0600);
 		return EGRESS_ERR_IO;
 	}
-	if (listen_chmod(path, mode) != 0) {
+	if (listen_chmod(AT_FDCWD, path, mode) != 0) {
 		listen_log("control socket mode", NULL, path, errno);
 		return EGRESS_ERR_IO;
 	}
@@ -500,8 +695,8 @@ listen_control_open(struct listen_ctx *l, const struct conf_snapshot *s)
 
 	if (l->control == NULL || strcmp(l->control->path,
 	    s->control_socket) != 0) {
-		err = lsock_open(l, NULL, s->control_socket, 0600,
-		    listen_control_accept_cb, &ls);
+		err = lsock_open(l, NULL, AT_FDCWD, s->control_socket,
+		    s->control_socket, 0600, listen_control_accept_cb, &ls);
 		if (err != 0)
 			return err;
 		lsock_free(l->control);

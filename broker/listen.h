@@ -65,19 +65,24 @@ int listen_new(struct event_base *base, listen_accept_cb cb,
 void listen_set_revoke_cb(struct listen_ctx *l, listen_revoke_cb rcb);
 
 /*
- * Make the instance sockets match snapshot s: create s's instance socket
- * folder if missing (mode 0755, one level), and refuse it (log, touch
- * nothing, return s->ninstances) unless it is a folder owned by the
- * broker's euid and not group- or world-writable, create a socket for every
- * instance that has none, apply socket_owner/socket_group (unset: the
- * broker's own euid/egid, so removing the line revokes the old owner's
- * or group's access) and mode 0660 to every instance socket (0600 when
- * they cannot be applied), call the revoke callback for each existing
- * socket whose owner or group changed, and close and unlink the sockets of instances
- * no longer in s. A stale socket file at a path is replaced; any other
- * kind of file there is left alone and that instance gets no socket.
- * Problems are logged (egress.listen events) and counted. Return the
- * number of instances without a working socket (0 when all are fine).
+ * Make the instance sockets match snapshot s. Open s's instance socket
+ * folder one component at a time from "/" (a relative one from the
+ * working folder) without following any symlink, creating the last one
+ * if missing (mode 0755, one level). Refuse it unless every component is
+ * a folder owned by root or the broker's euid and not group- or
+ * world-writable (a non-final folder with the sticky bit may be): log
+ * the path and the component at fault, close the listeners in that
+ * folder without unlinking their files, and return s->ninstances.
+ * Otherwise create a socket for every instance that has none, apply
+ * socket_owner/socket_group (unset: the broker's own euid/egid, so
+ * removing the line revokes the old owner's or group's access) and mode
+ * 0660 to every instance socket (0600 when they cannot be applied), call
+ * the revoke callback for each existing socket whose owner or group
+ * changed, and close and unlink the sockets of instances no longer in s.
+ * A stale socket file at a path is replaced; any other kind of file
+ * there is left alone and that instance gets no socket. Problems are
+ * logged (egress.listen events) and counted. Return the number of
+ * instances without a working socket (0 when all are fine).
  */
 int listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s);
 

@@ -6,14 +6,22 @@
  * change of owner or group revokes the connections accepted before it
  * (the revoke callback names the instance), and an unchanged entry
  * revokes nothing. A socket swapped for a symlink is never chmodded
- * through it, and an instance_socket_dir others can write to, or that the
- * broker does not own, is refused. Sockets live in a fresh folder under
- * /tmp; the chown
- * to a foreign id needs root (CAP_CHOWN), so those cases skip otherwise.
+ * through it. An instance_socket_dir is checked component by component
+ * from "/": a symlink anywhere on the path, a component owned by a user
+ * other than root and the broker, a parent writable by others without the
+ * sticky bit, or a socket folder writable by others, is refused, with a
+ * log line naming the path and the component at fault; a link an
+ * attacker re-points is refused before and after, and a folder that turns
+ * unsafe at a reload stops being served. Sockets live in a fresh tree
+ * under /tmp; the chown to a foreign id needs root (CAP_CHOWN), so those
+ * cases skip otherwise.
  */
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +32,10 @@
 #include <event2/event.h>
 
 #include "broker/listen.h"
+#include "broker/log.h"
 #include "conf/conf.h"
+
+#define NOBODY		65534
 
 struct revokes {
 	int n;
@@ -260,4 +271,367 @@ Test(broker_listen, chmod_never_follows_a_link)
 	(void)unlink(victim);
 	(void)rmdir(dir);
 	event_base_free(base);
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)remove(path);
+	return 0;
+}
+
+/* Remove the tree at dir without following links. */
+static void
+rm_tree(const char *dir)
+{
+	(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void
+mkdir_as(const char *path, unsigned mode, int uid)
+{
+	cr_assert(mkdir(path, 0700) == 0, "mkdir %s", path);
+	if (uid >= 0)
+		cr_assert(chown(path, (uid_t)uid, (gid_t)-1) == 0);
+	cr_assert(chmod(path, mode) == 0);
+}
+
+/* A listening socket at path standing for someone else's broker. */
+static int
+bind_at(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	cr_assert(strlen(path) < sizeof(sun.sun_path));
+	memcpy(sun.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(fd >= 0);
+	cr_assert(bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0);
+	cr_assert(listen(fd, 1) == 0);
+	return fd;
+}
+
+/* Send the log to a temporary file; return its fd. */
+static int
+log_capture(void)
+{
+	char name[] = "/tmp/test_broker_listen_logXXXXXX";
+	int fd = mkstemp(name);
+
+	cr_assert(fd >= 0);
+	(void)unlink(name);
+	log_set_fd(fd);
+	return fd;
+}
+
+/* Whether the log in fd has a line holding every needle. */
+static int
+log_has(int fd, const char *needle1, const char *needle2)
+{
+	static char buf[64 * 1024];
+	char *line, *save = NULL;
+	ssize_t n;
+
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		if (strstr(line, needle1) != NULL &&
+		    strstr(line, needle2) != NULL)
+			return 1;
+	return 0;
+}
+
+struct tree_case {
+	char name[32];
+	unsigned parent_mode;	/* BASE/p */
+	int parent_uid;		/* -1: the test's own (root) */
+	int parent_link;	/* the path goes through BASE/lp -> p */
+	unsigned final_mode;	/* BASE/p/s; 0: missing (created) */
+	int final_uid;
+	int final_link;		/* the path ends in BASE/p/ls -> s */
+	char fault[4];		/* component named in the log; "": accepted */
+};
+
+ParameterizedTestParameters(broker_listen, socket_dir_every_component)
+{
+	static struct tree_case cases[] = {
+		{ "good", 0755, -1, 0, 0755, -1, 0, "" },
+		{ "good-0700", 0700, -1, 0, 0700, -1, 0, "" },
+		{ "created", 0755, -1, 0, 0, -1, 0, "" },
+		{ "symlinked-folder", 0755, -1, 0, 0755, -1, 1, "ls" },
+		{ "symlinked-parent", 0755, -1, 1, 0755, -1, 0, "lp" },
+		{ "parent-foreign-uid", 0755, NOBODY, 0, 0755, -1, 0, "p" },
+		{ "parent-group-writable", 0775, -1, 0, 0755, -1, 0, "p" },
+		{ "parent-world-writable", 0777, -1, 0, 0755, -1, 0, "p" },
+		{ "parent-sticky", 01777, -1, 0, 0755, -1, 0, "" },
+		{ "parent-sticky-created", 01777, -1, 0, 0, -1, 0, "" },
+		{ "parent-sticky-foreign", 01777, NOBODY, 0, 0755, -1, 0,
+		    "p" },
+		{ "sticky-foreign-folder", 01777, -1, 0, 0755, NOBODY, 0,
+		    "s" },
+		{ "folder-group-writable", 0755, -1, 0, 0775, -1, 0, "s" },
+		{ "folder-sticky", 0755, -1, 0, 01777, -1, 0, "s" },
+	};
+
+	return cr_make_param_array(struct tree_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct tree_case *c, broker_listen,
+    socket_dir_every_component)
+{
+	char base[] = "/tmp/test_broker_listen_treeXXXXXX", dir[256],
+	    p[256], fin[256], sock[512], comp[512];
+	struct event_base *base_ev = event_base_new();
+	struct conf_snapshot s;
+	struct conf_instance ci;
+	struct listen_ctx *l = NULL;
+	struct stat st;
+	int logfd, refused = c->fault[0] != '\0';
+
+	if (geteuid() != 0)
+		cr_skip_test("the tree needs chown to uid %d: run as root",
+		    NOBODY);
+	memset(&s, 0, sizeof(s));
+	memset(&ci, 0, sizeof(ci));
+	cr_assert(mkdtemp(base) != NULL);
+	cr_assert(chmod(base, 0755) == 0);
+	(void)snprintf(p, sizeof(p), "%s/p", base);
+	(void)snprintf(fin, sizeof(fin), "%s/p/s", base);
+	mkdir_as(p, 0755, -1);
+	if (c->final_mode != 0)
+		mkdir_as(fin, c->final_mode, c->final_uid);
+	if (c->parent_link) {
+		(void)snprintf(comp, sizeof(comp), "%s/lp", base);
+		cr_assert(symlink("p", comp) == 0);
+		(void)snprintf(dir, sizeof(dir), "%s/lp/s", base);
+	} else if (c->final_link) {
+		(void)snprintf(comp, sizeof(comp), "%s/p/ls", base);
+		cr_assert(symlink("s", comp) == 0);
+		(void)snprintf(dir, sizeof(dir), "%s/p/ls", base);
+	} else
+		(void)snprintf(dir, sizeof(dir), "%s/p/s", base);
+	/* Last, so that the test itself may still write in p. */
+	if (c->parent_uid >= 0)
+		cr_assert(chown(p, (uid_t)c->parent_uid, (gid_t)-1) == 0);
+	cr_assert(chmod(p, c->parent_mode) == 0);
+
+	logfd = log_capture();
+	cr_assert(listen_new(base_ev, acc_cb, NULL, NULL, &l) == 0);
+	s.instance_socket_dir = dir;
+	s.instances = &ci;
+	s.ninstances = 1;
+	ci.name = "a";
+	cr_assert_eq(listen_reconcile(l, &s), refused, "%s", c->name);
+	(void)snprintf(sock, sizeof(sock), "%s/a.sock", fin);
+	if (refused) {
+		cr_assert_eq(listen_count(l), 0, "%s", c->name);
+		cr_assert(lstat(sock, &st) != 0, "%s: socket created",
+		    c->name);
+		(void)snprintf(comp, sizeof(comp),
+		    "\"component\":\"%s/%s%s\"", base,
+		    strcmp(c->fault, "s") == 0 || strcmp(c->fault, "ls") ==
+		    0 ? "p/" : "", c->fault);
+		cr_assert(log_has(logfd, comp, dir), "%s: no log line with "
+		    "%s", c->name, comp);
+	} else {
+		cr_assert_eq(listen_count(l), 1, "%s", c->name);
+		cr_assert(lstat(sock, &st) == 0, "%s", c->name);
+		cr_assert(S_ISSOCK(st.st_mode));
+		cr_assert_eq(st.st_mode & 0777, 0660);
+	}
+	listen_free(l);
+	log_set_fd(-1);
+	(void)close(logfd);
+	rm_tree(base);
+	event_base_free(base_ev);
+}
+
+/*
+ * The review's attack: instance_socket_dir is a link in a folder another
+ * user owns, first pointing at a real folder of root's, then re-pointed
+ * by that user at a folder holding a fake broker socket of theirs. Both
+ * are refused, and the fake socket is neither replaced nor removed.
+ */
+Test(broker_listen, link_swap_refused_before_and_after)
+{
+	char base[] = "/tmp/test_broker_listen_swapXXXXXX", att[256],
+	    good[256], fake[256], link[256], tmp[256], sock[512],
+	    fsock[512], comp[512];
+	struct event_base *base_ev = event_base_new();
+	struct conf_snapshot s;
+	struct conf_instance ci;
+	struct listen_ctx *l = NULL;
+	struct stat st, fst;
+	int logfd, ffd;
+
+	if (geteuid() != 0)
+		cr_skip_test("the attacker's folder needs chown to uid %d: "
+		    "run as root", NOBODY);
+	memset(&s, 0, sizeof(s));
+	memset(&ci, 0, sizeof(ci));
+	cr_assert(mkdtemp(base) != NULL);
+	cr_assert(chmod(base, 0755) == 0);
+	(void)snprintf(att, sizeof(att), "%s/att", base);
+	(void)snprintf(good, sizeof(good), "%s/good", base);
+	(void)snprintf(fake, sizeof(fake), "%s/att/fake", base);
+	(void)snprintf(link, sizeof(link), "%s/att/run", base);
+	(void)snprintf(tmp, sizeof(tmp), "%s/att/run.new", base);
+	mkdir_as(good, 0755, -1);
+	mkdir_as(att, 0755, NOBODY);
+	mkdir_as(fake, 0755, NOBODY);
+	(void)snprintf(fsock, sizeof(fsock), "%s/a.sock", fake);
+	ffd = bind_at(fsock);
+	cr_assert(lchown(fsock, NOBODY, NOBODY) == 0);
+	cr_assert(lstat(fsock, &fst) == 0);
+	cr_assert(symlink(good, link) == 0);
+	cr_assert(lchown(link, NOBODY, NOBODY) == 0);
+
+	logfd = log_capture();
+	cr_assert(listen_new(base_ev, acc_cb, NULL, NULL, &l) == 0);
+	s.instance_socket_dir = link;
+	s.instances = &ci;
+	s.ninstances = 1;
+	ci.name = "a";
+	(void)snprintf(comp, sizeof(comp), "\"component\":\"%s\"", att);
+
+	/* Before: the link leads to root's own folder. */
+	cr_assert_eq(listen_reconcile(l, &s), 1);
+	cr_assert_eq(listen_count(l), 0);
+	(void)snprintf(sock, sizeof(sock), "%s/a.sock", good);
+	cr_assert(lstat(sock, &st) != 0, "a socket behind the link");
+	cr_assert(log_has(logfd, comp, "owned by a user other than root"));
+
+	/* After: the attacker re-points it at the fake broker. */
+	cr_assert(symlink(fake, tmp) == 0);
+	cr_assert(rename(tmp, link) == 0);
+	cr_assert_eq(listen_reconcile(l, &s), 1);
+	cr_assert_eq(listen_count(l), 0);
+	cr_assert(lstat(fsock, &st) == 0, "the fake socket was removed");
+	cr_assert(st.st_ino == fst.st_ino && st.st_uid == NOBODY,
+	    "the fake socket was replaced");
+
+	/* The same link in a folder of root's: the link itself is refused. */
+	(void)snprintf(link, sizeof(link), "%s/run", base);
+	cr_assert(symlink(good, link) == 0);
+	cr_assert_eq(listen_reconcile(l, &s), 1);
+	cr_assert_eq(listen_count(l), 0);
+	cr_assert(lstat(sock, &st) != 0, "a socket behind the link");
+	(void)snprintf(comp, sizeof(comp), "\"component\":\"%s\"", link);
+	cr_assert(log_has(logfd, comp, "symlink"));
+
+	listen_free(l);
+	log_set_fd(-1);
+	(void)close(logfd);
+	(void)close(ffd);
+	rm_tree(base);
+	event_base_free(base_ev);
+}
+
+/*
+ * A folder that was served and turns unsafe by a reload (its parent
+ * handed to another user, who swaps the folder for a link to a folder of
+ * their own): the reload refuses it and stops serving its sockets,
+ * without unlinking through the link; once the folder is safe again, the
+ * next reload serves it again.
+ */
+Test(broker_listen, folder_turned_unsafe_stops_serving)
+{
+	char base[] = "/tmp/test_broker_listen_turnXXXXXX", p[256],
+	    dir[256], old[256], evil[256], sock[512], esock[512];
+	struct event_base *base_ev = event_base_new();
+	struct conf_snapshot s;
+	struct conf_instance ci;
+	struct listen_ctx *l = NULL;
+	struct stat st, est;
+	int efd;
+
+	if (geteuid() != 0)
+		cr_skip_test("chown to uid %d needs root", NOBODY);
+	memset(&s, 0, sizeof(s));
+	memset(&ci, 0, sizeof(ci));
+	cr_assert(mkdtemp(base) != NULL);
+	cr_assert(chmod(base, 0755) == 0);
+	(void)snprintf(p, sizeof(p), "%s/p", base);
+	(void)snprintf(dir, sizeof(dir), "%s/p/s", base);
+	(void)snprintf(old, sizeof(old), "%s/p/s.old", base);
+	(void)snprintf(evil, sizeof(evil), "%s/evil", base);
+	mkdir_as(p, 0755, -1);
+	mkdir_as(evil, 0755, NOBODY);
+	cr_assert(listen_new(base_ev, acc_cb, NULL, NULL, &l) == 0);
+	s.instance_socket_dir = dir;
+	s.instances = &ci;
+	s.ninstances = 1;
+	ci.name = "a";
+	cr_assert_eq(listen_reconcile(l, &s), 0);
+	cr_assert_eq(listen_count(l), 1);
+
+	(void)snprintf(esock, sizeof(esock), "%s/a.sock", evil);
+	efd = bind_at(esock);
+	cr_assert(lstat(esock, &est) == 0);
+	cr_assert(chown(p, NOBODY, (gid_t)-1) == 0);
+	cr_assert(rename(dir, old) == 0);
+	cr_assert(symlink(evil, dir) == 0);
+	cr_assert_eq(listen_reconcile(l, &s), 1);
+	cr_assert_eq(listen_count(l), 0, "still serving an unsafe folder");
+	cr_assert(lstat(esock, &st) == 0 && st.st_ino == est.st_ino,
+	    "the other user's socket was replaced or removed");
+	(void)snprintf(sock, sizeof(sock), "%s/a.sock", old);
+	cr_assert(lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode),
+	    "the old socket file was unlinked through the unsafe path");
+
+	/* Safe again: served again, the stale socket file replaced. */
+	cr_assert(unlink(dir) == 0);
+	cr_assert(rename(old, dir) == 0);
+	cr_assert(chown(p, 0, (gid_t)-1) == 0);
+	cr_assert_eq(listen_reconcile(l, &s), 0);
+	cr_assert_eq(listen_count(l), 1);
+	(void)snprintf(sock, sizeof(sock), "%s/a.sock", dir);
+	cr_assert(lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode));
+
+	listen_free(l);
+	(void)close(efd);
+	rm_tree(base);
+	event_base_free(base_ev);
+}
+
+/* A relative instance_socket_dir is checked from "/" too. */
+Test(broker_listen, relative_dir_checked_from_root)
+{
+	char base[] = "/tmp/test_broker_listen_relXXXXXX", cwd[4096],
+	    sock[512];
+	struct event_base *base_ev = event_base_new();
+	struct conf_snapshot s;
+	struct conf_instance ci;
+	struct listen_ctx *l = NULL;
+	struct stat st;
+
+	memset(&s, 0, sizeof(s));
+	memset(&ci, 0, sizeof(ci));
+	cr_assert(getcwd(cwd, sizeof(cwd)) != NULL);
+	cr_assert(mkdtemp(base) != NULL);
+	cr_assert(chdir(base) == 0);
+	cr_assert(mkdir("p", 0777) == 0);
+	cr_assert(chmod("p", 0777) == 0);	/* no sticky bit */
+	cr_assert(listen_new(base_ev, acc_cb, NULL, NULL, &l) == 0);
+	s.instance_socket_dir = "p/./s";
+	s.instances = &ci;
+	s.ninstances = 1;
+	ci.name = "a";
+	cr_assert_eq(listen_reconcile(l, &s), 1);
+	cr_assert(lstat("p/s", &st) != 0, "created under an unsafe parent");
+	cr_assert(chmod("p", 0755) == 0);
+	cr_assert_eq(listen_reconcile(l, &s), 0);
+	(void)snprintf(sock, sizeof(sock), "%s/p/s/a.sock", base);
+	cr_assert(lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode));
+	listen_free(l);
+	cr_assert(chdir(cwd) == 0);
+	rm_tree(base);
+	event_base_free(base_ev);
 }

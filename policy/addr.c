@@ -37,8 +37,9 @@ int
 policy_addr_parse(const char *s, struct policy_addr *ret_addr)
 {
 	struct policy_addr a;
-	char canon[POLICY_INET6_TEXT];
+	char canon[POLICY_INET6_TEXT] = { 0 };
 	size_t len;
+	int r;
 
 	if (s == NULL || ret_addr == NULL)
 		return EGRESS_ERR_INVALID;
@@ -53,8 +54,11 @@ policy_addr_parse(const char *s, struct policy_addr *ret_addr)
 	else
 		return EGRESS_ERR_INVALID;
 	/* Canonical means exactly what inet_ntop prints. */
-	if (policy_addr_format(&a, canon, sizeof(canon)) != 0 ||
-	    strcmp(canon, s) != 0)
+	if (a.family == 4)
+		r = policy_inet4_format(a.bytes, canon);
+	else
+		r = policy_inet6_format(a.bytes, canon, sizeof(canon));
+	if (r < 0 || (size_t)r != len || memcmp(canon, s, len) != 0)
 		return EGRESS_ERR_INVALID;
 	*ret_addr = a;
 	return 0;

@@ -29,25 +29,35 @@ chars_is_hex(int c)
 }
 
 /*
- * Answer whether a label is numeric in the sense of inet_aton(): digits,
- * or "0x" and hex digits (a lone "0x" counts). Such a last label makes a
- * host an address to resolvers, never a name.
+ * Answer whether the label s[start..end) is numeric in the sense of
+ * inet_aton(): digits, or "0x" and hex digits (a lone "0x" counts). Such a
+ * last label makes a host an address to resolvers, never a name.
  */
 static inline int
-chars_label_is_numeric(const char *s, size_t len)
+chars_label_is_numeric_at(const char *s, size_t start, size_t end)
 {
 	size_t i;
 
-	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		for (i = 2; i < len; i++)
+	if (start >= end)
+		return 0;
+	if (end - start >= 2 && s[start] == '0' &&
+	    (s[start + 1] == 'x' || s[start + 1] == 'X')) {
+		for (i = start + 2; i < end; i++)
 			if (!chars_is_hex((unsigned char)s[i]))
 				return 0;
 		return 1;
 	}
-	for (i = 0; i < len; i++)
+	for (i = start; i < end; i++)
 		if (!chars_is_digit((unsigned char)s[i]))
 			return 0;
-	return len > 0;
+	return 1;
+}
+
+/* chars_label_is_numeric_at() over the whole of s[0..len). */
+static inline int
+chars_label_is_numeric(const char *s, size_t len)
+{
+	return chars_label_is_numeric_at(s, 0, len);
 }
 
 #endif

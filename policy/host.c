@@ -47,7 +47,7 @@ hex_val(int c)
 static int
 aton_like(const char *s, size_t len, uint32_t *ret)
 {
-	uint32_t parts[4];
+	uint32_t parts[4] = { 0 };
 	size_t i = 0, np = 0;
 	uint32_t v;
 
@@ -158,7 +158,7 @@ static int
 host_parse_v6(const char *s, size_t len, struct policy_host *ret_host,
     struct policy_err *reterr)
 {
-	char text[HOST_V6_TEXT_MAX + 1];
+	char text[HOST_V6_TEXT_MAX + 1] = { 0 };
 	struct policy_host h;
 	size_t i;
 
@@ -275,19 +275,21 @@ policy_host_parse(const char *s, size_t len, struct policy_host *ret_host,
 
 	last = 0;
 	for (lab = 0; lab <= len; lab = i + 1) {
+		int prev = 0;
+
 		for (i = lab; i < len && h.name[i] != '.'; i++)
-			;
+			prev = h.name[i];
 		if (i == lab)
 			return host_fail(reterr, "empty label in host");
 		if (i - lab > POLICY_LABEL_MAX)
 			return host_fail(reterr,
 			    "label longer than 63 bytes in host");
-		if (h.name[lab] == '-' || h.name[i - 1] == '-')
+		if (h.name[lab] == '-' || prev == '-')
 			return host_fail(reterr,
 			    "a label may not start or end with '-'");
 		last = lab;
 	}
-	if (chars_label_is_numeric(h.name + last, len - last)) {
+	if (chars_label_is_numeric_at(h.name, last, len)) {
 		if (quad_parse(h.name, len, h.addr) != 0)
 			return host_numeric_fail(h.name, len, reterr);
 		h.kind = POLICY_HOST_IPV4;

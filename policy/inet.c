@@ -25,21 +25,16 @@ hex_digit(int c)
 	return -1;
 }
 
-int
-policy_inet4_parse(const char *s, size_t len, uint8_t ret[4])
+/* Parse s[start..len) as a dotted quad; policy_inet4_parse() is start 0. */
+static int
+inet4_parse_at(const char *s, size_t start, size_t len, uint8_t ret[4])
 {
 	uint8_t tmp[4] = { 0 };
 	size_t i, octets = 0;
 	unsigned v = 0;
 	int digit = 0;
 
-	/*@ loop invariant 0 <= i <= len;
-	    loop invariant 0 <= octets <= 4;
-	    loop invariant v <= 255;
-	    loop assigns i, octets, v, digit, tmp[0 .. 3];
-	    loop variant len - i;
-	 */
-	for (i = 0; i < len; i++) {
+	for (i = start; i < len; i++) {
 		int c = (unsigned char)s[i];
 
 		if (c >= '0' && c <= '9') {
@@ -73,10 +68,16 @@ policy_inet4_parse(const char *s, size_t len, uint8_t ret[4])
 }
 
 int
+policy_inet4_parse(const char *s, size_t len, uint8_t ret[4])
+{
+	return inet4_parse_at(s, 0, len, ret);
+}
+
+int
 policy_inet6_parse(const char *s, size_t len, uint8_t ret[16])
 {
 	uint8_t tmp[16] = { 0 };
-	size_t i = 0, tp = 0, tok = 0, ndig = 0, colonp = 0, n, k;
+	size_t i = 0, tp = 0, tok = 0, ndig = 0, colonp = 0, k;
 	int has_colonp = 0;
 	unsigned v = 0;
 
@@ -89,15 +90,6 @@ policy_inet6_parse(const char *s, size_t len, uint8_t ret[16])
 		i = 1;
 	}
 	tok = i;
-	/*@ loop invariant 0 <= i <= len;
-	    loop invariant 0 <= tp <= 16 && tp % 2 == 0;
-	    loop invariant 0 <= colonp <= tp;
-	    loop invariant 0 <= tok <= i;
-	    loop invariant 0 <= ndig <= 4;
-	    loop invariant v <= 0xffff;
-	    loop assigns i, tp, tok, ndig, colonp, has_colonp, v, tmp[0 .. 15];
-	    loop variant len - i;
-	 */
 	while (i < len) {
 		int c = (unsigned char)s[i++];
 		int d = hex_digit(c);
@@ -129,7 +121,7 @@ policy_inet6_parse(const char *s, size_t len, uint8_t ret[16])
 			continue;
 		}
 		if (c == '.' && tp + 4 <= 16 &&
-		    policy_inet4_parse(s + tok, len - tok, tmp + tp)) {
+		    inet4_parse_at(s, tok, len, tmp + tp)) {
 			tp += 4;
 			ndig = 0;
 			break;
@@ -146,23 +138,14 @@ policy_inet6_parse(const char *s, size_t len, uint8_t ret[16])
 		/* "::" must stand for at least one zero group. */
 		if (tp == 16)
 			return 0;
-		n = tp - colonp;
-		/*@ loop invariant 0 <= k <= n;
-		    loop assigns k, tmp[0 .. 15];
-		    loop variant n - k;
-		 */
-		for (k = 0; k < n; k++) {
-			tmp[15 - k] = tmp[tp - 1 - k];
-			tmp[tp - 1 - k] = 0;
-		}
-		tp = 16;
+		/* Open one zero group at colonp at a time; the two bytes
+		 * shifted out at the end are still zero. */
+		for (; tp < 16; tp += 2)
+			for (k = 16; k-- > colonp;)
+				tmp[k] = k >= colonp + 2 ? tmp[k - 2] : 0;
 	}
 	if (tp != 16)
 		return 0;
-	/*@ loop invariant 0 <= k <= 16;
-	    loop assigns k, ret[0 .. 15];
-	    loop variant 16 - k;
-	 */
 	for (k = 0; k < 16; k++)
 		ret[k] = tmp[k];
 	return 1;
@@ -192,11 +175,6 @@ policy_inet4_format(const uint8_t a[4], char *buf)
 {
 	int i, n = 0;
 
-	/*@ loop invariant 0 <= i <= 4;
-	    loop invariant 0 <= n <= 4 * i;
-	    loop assigns i, n, buf[0 .. 15];
-	    loop variant 4 - i;
-	 */
 	for (i = 0; i < 4; i++) {
 		if (i > 0)
 			buf[n++] = '.';
@@ -218,7 +196,6 @@ put_hex16(unsigned v, char *buf)
 	static const char digits[] = "0123456789abcdef";
 	int n = 0, shift, started = 0;
 
-	/*@ loop assigns shift, n, started, buf[0 .. 3]; */
 	for (shift = 12; shift >= 0; shift -= 4) {
 		unsigned d = (v >> shift) & 0xf;
 
@@ -233,7 +210,9 @@ put_hex16(unsigned v, char *buf)
 int
 policy_inet6_format(const uint8_t a[16], char *buf, size_t n)
 {
-	char tmp[POLICY_INET6_TEXT];
+	/* Room for more than the longest text: o is checked once at the
+	 * end rather than before every write. */
+	char tmp[64] = { 0 };
 	unsigned w[8];
 	int i, best = -1, bestlen = 0, cur = -1, curlen = 0, o = 0;
 
@@ -282,6 +261,8 @@ policy_inet6_format(const uint8_t a[16], char *buf, size_t n)
 	}
 	if (best >= 0 && best + bestlen == 8)
 		tmp[o++] = ':';
+	if (o >= POLICY_INET6_TEXT)
+		return -1;	/* cannot happen: at most 45 bytes */
 	tmp[o] = '\0';
 	for (i = 0; i <= o; i++)
 		buf[i] = tmp[i];

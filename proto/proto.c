@@ -230,7 +230,11 @@ proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
 	return PROTO_HDR_SIZE;
 }
 
-/* A bounds-checked reader over one payload. */
+/*
+ * A bounds-checked reader over one payload. off never passes len (at most
+ * PROTO_PAYLOAD_MAX), so the checks are written as "off + n > len", which
+ * cannot wrap and bounds off itself.
+ */
 struct rd {
 	const uint8_t *p;
 	size_t len;
@@ -241,7 +245,7 @@ struct rd {
 static int
 rd_u8(struct rd *r, uint8_t *v)
 {
-	if (r->len - r->off < 1) {
+	if (r->off + 1 > r->len) {
 		r->fault = PROTO_FAULT_TRUNCATED;
 		return -1;
 	}
@@ -253,7 +257,7 @@ rd_u8(struct rd *r, uint8_t *v)
 static int
 rd_u16(struct rd *r, uint16_t *v)
 {
-	if (r->len - r->off < 2) {
+	if (r->off + 2 > r->len) {
 		r->fault = PROTO_FAULT_TRUNCATED;
 		return -1;
 	}
@@ -265,7 +269,7 @@ rd_u16(struct rd *r, uint16_t *v)
 static int
 rd_u32(struct rd *r, uint32_t *v)
 {
-	if (r->len - r->off < 4) {
+	if (r->off + 4 > r->len) {
 		r->fault = PROTO_FAULT_TRUNCATED;
 		return -1;
 	}
@@ -286,7 +290,7 @@ rd_str(struct rd *r, size_t min, size_t max, struct proto_str *s)
 		r->fault = PROTO_FAULT_STRING;
 		return -1;
 	}
-	if (r->len - r->off < n) {
+	if (r->off + n > r->len) {
 		r->fault = PROTO_FAULT_TRUNCATED;
 		return -1;
 	}
@@ -441,7 +445,7 @@ int
 proto_frame_decode(const uint8_t *buf, size_t len, struct proto_msg *ret_msg,
     enum proto_fault *reterr_fault)
 {
-	struct proto_hdr h;
+	struct proto_hdr h = { 0 };
 	int rc;
 
 	rc = proto_hdr_decode(buf, len, &h, reterr_fault);

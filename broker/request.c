@@ -722,55 +722,6 @@ request_start(struct request *r, const struct proto_msg *m)
 static void request_pump_body(struct request *r);
 static void request_push(struct request *r);
 
-static int
-hdr_is(const struct http1_header *h, const char *name)
-{
-	return h->name_len == strlen(name) &&
-	    strncasecmp(h->name, name, h->name_len) == 0;
-}
-
-/* Does the comma-separated list v name token? */
-static int
-list_has(const char *v, size_t n, const char *tok, size_t tl)
-{
-	size_t i = 0, a, e;
-
-	while (i < n) {
-		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-			i++;
-		a = i;
-		while (i < n && v[i] != ',')
-			i++;
-		e = i;
-		while (e > a && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-			e--;
-		if (e - a == tl && strncasecmp(v + a, tok, tl) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* Hop-by-hop response headers belong to the broker's connection. */
-static int
-resp_is_hop(const struct http1_response *resp, const struct http1_header *h)
-{
-	static const char *const hop[] = {
-		"connection", "keep-alive", "proxy-connection",
-		"transfer-encoding", "te", "trailer", "upgrade",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-		if (hdr_is(h, hop[i]))
-			return 1;
-	for (i = 0; i < resp->nheaders; i++)
-		if (hdr_is(&resp->headers[i], "connection") &&
-		    list_has(resp->headers[i].value,
-		    resp->headers[i].value_len, h->name, h->name_len))
-			return 1;
-	return 0;
-}
-
 /* Fill m's header list from hs; 0, or -1 over the protocol's bounds. */
 static int
 fill_headers(struct proto_msg *m, const struct http1_header *hs, size_t n,
@@ -780,7 +731,8 @@ fill_headers(struct proto_msg *m, const struct http1_header *hs, size_t n,
 
 	m->nheaders = 0;
 	for (i = 0; i < n; i++) {
-		if (resp != NULL && resp_is_hop(resp, &hs[i]))
+		if (resp != NULL && http1_response_is_hop(resp->headers,
+		    resp->nheaders, &hs[i]))
 			continue;
 		if (m->nheaders == PROTO_HEADERS_MAX ||
 		    hs[i].name_len == 0 || hs[i].name_len > PROTO_NAME_MAX ||

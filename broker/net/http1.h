@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * http1: the broker's HTTP/1.1 client side of the pinned send path. Two
- * parts: a pure request-head validator and filter (method, origin-form
- * path, header grammar, the 64 KiB head cap, Host against the authorized
- * authority, hop-by-hop headers dropped), and one request/response
- * exchange over an already dialed bufferevent (plain or TLS), with the
+ * http1: the broker's HTTP/1.1 client side of the pinned send path: one
+ * request/response exchange over an already dialed bufferevent (plain or
+ * TLS), on a head that http1_head.h validated and filtered, with the
  * response parsed by Debian's http-parser and streamed back through
  * callbacks under caller-driven flow control. The exchange never follows
  * a redirect, never retries and never resolves anything.
@@ -15,78 +13,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "broker/net/http1_head.h"
 #include "policy/policy.h"
 
 struct bufferevent;
 struct evbuffer;
 struct http1_exchange;
 
-#define HTTP1_HEAD_MAX		(64 * 1024)	/* request or response head */
 #define HTTP1_HEADERS_MAX	512		/* response header lines */
-#define HTTP1_METHOD_MAX	32
-#define HTTP1_CONN_TOKENS_MAX	32		/* names listed in Connection */
 #define HTTP1_INTERIM_MAX	16	/* 1xx responses before the final one;
 					   more: upstream-protocol-error */
 #define HTTP1_READ_HIGH		(128 * 1024)	/* bytes read ahead, at most */
 #define HTTP1_READ_CHUNK	4096		/* libevent 2.1 reads this */
 #define HTTP1_WRITE_LOW		(32 * 1024)	/* on_writable threshold */
-
-/* One header line; both strings borrowed, not NUL-terminated. */
-struct http1_header {
-	const char *name;
-	size_t name_len;
-	const char *value;
-	size_t value_len;
-};
-
-/*
- * A request head, all strings borrowed. body_length is the announced
- * body size, or -1 when unknown (the body is then sent chunked).
- */
-struct http1_head {
-	const char *method;
-	size_t method_len;
-	const char *path;		/* origin form: "/path?query" */
-	size_t path_len;
-	const struct http1_header *headers;
-	size_t nheaders;
-	int64_t body_length;
-};
-
-/*
- * Validate a guest's request head for destination dest (the authorized
- * authority) and filter its headers. Checks: method is a token of at
- * most HTTP1_METHOD_MAX bytes and not CONNECT; path starts with '/' and
- * holds only visible ASCII other than '#' (no space, CR, LF, NUL, other
- * control or non-ASCII byte); header names are tokens; values hold no
- * control byte except HTAB; the head as sent (request line, header
- * lines, final CRLF) is at most HTTP1_HEAD_MAX bytes; at most one Host
- * header, which must name dest's host and port (the port defaulting to
- * the scheme's); Content-Length values are decimal, all equal, and not
- * combined with Transfer-Encoding; Connection lists at most
- * HTTP1_CONN_TOKENS_MAX names.
- * Dropped from the output: Host, Content-Length (the broker frames the
- * body), Connection and every header it names, Keep-Alive, Proxy-*, TE,
- * Trailer, Transfer-Encoding, Upgrade and Expect. Kept headers are
- * written to kept[] (capacity kept_max >= in->nheaders) in order, with
- * values trimmed of surrounding spaces and tabs, pointing into in's
- * strings. in->body_length is ignored.
- * On success write *ret_head: in's method and path, headers = kept,
- * nheaders = the kept count, body_length = the Content-Length value or
- * -1. Return 0, or EGRESS_ERR_INVALID_REQUEST with reterr (if not NULL)
- * naming the first problem, or EGRESS_ERR_INVALID for bad arguments.
- * Pure: no allocation, no I/O.
- */
-int http1_request_check(const struct policy_dest *dest,
-    const struct http1_head *in, struct http1_header *kept, size_t kept_max,
-    struct http1_head *ret_head, struct policy_err *reterr);
-
-/*
- * Format the Host value the broker sends for dest: the host (IPv6 in
- * brackets), with ":port" unless port is the scheme's default. Return
- * the length written to buf (NUL-terminated), or EGRESS_ERR_TOO_BIG.
- */
-int http1_format_host(const struct policy_dest *dest, char *buf, size_t n);
 
 /* Per-exchange timeouts in milliseconds; 0 disables one. */
 struct http1_timeouts {

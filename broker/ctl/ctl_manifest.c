@@ -137,7 +137,7 @@ ctl_key_fingerprint(const char *path, char *buf, size_t n, char *reterr_msg,
 }
 
 static int
-cmd_keygen(int argc, char **argv)
+cmd_keygen(const struct ctl_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "out", required_argument, NULL, 'o' },
@@ -185,7 +185,7 @@ cmd_keygen(int argc, char **argv)
 	printf("wrote %s (Ed25519 private key, mode 0600) and %s (public "
 	    "key)\n", out, pub);
 	printf("key fingerprint: sha256:%s\n", fp);
-	printf("trust it with: [plugins.security] trusted_keys = %s\n", pub);
+	printf("trust it with: %s trust add %s\n", ctl_cmd(ctx), pub);
 	rc = CTL_EXIT_OK;
 out:
 	BIO_free(bpriv);
@@ -502,7 +502,7 @@ ctl_manifest_main(struct ctl_ctx *ctx, int argc, char **argv)
 		return CTL_EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "keygen") == 0)
-		return cmd_keygen(argc - 1, argv + 1);
+		return cmd_keygen(ctx, argc - 1, argv + 1);
 	if (strcmp(argv[1], "sign") == 0)
 		return cmd_sign(argc - 1, argv + 1);
 	if (strcmp(argv[1], "verify") == 0)

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
+# egressctl's command-line conventions and advice, against copies of
+# tests/data/cli/ in a temporary folder: --help and --version, usage
+# errors that name the argument, one exit status per meaning (0 ok, 1 no,
+# 2 usage, 3 configuration, 4 other), errors that say what failed (a
+# folder given as the configuration, a missing key folder), the trust
+# commands, the strict-without-key refusal, grant warnings for literals
+# the address rules refuse, and diagnose: --egress none is a note, every
+# logged reason is classified against the current file (golden output in
+# tests/data/cli/golden/; UPDATE_GOLDEN=1 rewrites it). No network.
+set -uo pipefail
+. "$(dirname "$0")/wrap.sh"
+ctl=${1:?usage: ctl_cli.sh EGRESSCTL SRCDIR}
+src=${2:?usage: ctl_cli.sh EGRESSCTL SRCDIR}
+case $ctl in /*) ;; *) ctl=$PWD/$ctl ;; esac
+case $src in /*) ;; *) src=$PWD/$src ;; esac
+data=$src/tests/data/cli
+work=$(mktemp -d /tmp/ctl-cli.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+cp -r "$data/egressd.ini" "$data/strict.ini" "$data/pkgs" "$data/decisions.log" "$work/"
+cp -r "$src/tests/data/ceremony/pkgs/weather-1.4.0" "$work/pkgs/"
+cd "$work"
+
+# run ARGS...: egressctl in $work; sets rc, out (stdout), err (stderr).
+run() {
+	"${EGRESS_WRAP_CMD[@]}" "$ctl" "$@" >"$work/.out" 2>"$work/.err"
+	rc=$?
+	out=$(cat "$work/.out")
+	err=$(cat "$work/.err")
+}
+
+# expect NAME RC [--out FRAGMENT] [--err FRAGMENT] [--no-err] -- ARGS...
+expect() {
+	local name=$1 want=$2 o="" e="" noerr=0
+	shift 2
+	while [ "$1" != "--" ]; do
+		case $1 in
+		--out) o=$2; shift 2 ;;
+		--err) e=$2; shift 2 ;;
+		--no-err) noerr=1; shift ;;
+		esac
+	done
+	shift
+	run "$@"
+	if [ "$rc" != "$want" ] || { [ -n "$o" ] && [[ $out != *"$o"* ]]; } ||
+	    { [ -n "$e" ] && [[ $err != *"$e"* ]]; } ||
+	    { [ $noerr = 1 ] && [ -n "$err" ]; }; then
+		bad "$name: egressctl $*: exit $rc (want $want)"
+		printf '  stdout: %s\n  stderr: %s\n' "$out" "$err"
+		[ -n "$o" ] && printf '  want stdout ~ %s\n' "$o"
+		[ -n "$e" ] && printf '  want stderr ~ %s\n' "$e"
+		return
+	fi
+	ok
+}
+
+# ---- --help, --version ------------------------------------------------
+expect help 0 --out "usage: egressctl [-c FILE] check" --no-err -- --help
+expect help-h 0 --out "Exit status: 0 success" --no-err -- -h
+expect version 0 --out "egressctl " --no-err -- --version
+expect version-V 0 --out "egressctl " --no-err -- -V
+expect plugin-help 0 --out "plugin grant INSTANCE" --no-err -- plugin --help
+expect trust-help 0 --out "trust remove FINGERPRINT" --no-err -- trust --help
+expect status-help 0 --out "status [--socket PATH] [--json]" --no-err -- status --help
+expect diagnose-help 0 --out "diagnose [--log FILE]" --no-err -- diagnose --help
+
+# ---- usage errors name the argument (exit 2) ---------------------------
+expect no-command 2 --err "missing command" --
+expect bad-command 2 --err "unknown command 'frob'" -- frob
+expect bad-option 2 --err "unknown option '--frob'" -- --frob
+expect plugin-frob 2 --err "plugin: unknown subcommand 'frob'" -- -c egressd.ini plugin frob
+expect plugin-none 2 --err "plugin: missing subcommand" -- -c egressd.ini plugin
+expect manifest-frob 2 --err "manifest: unknown subcommand 'frob'" -- manifest frob
+expect trust-frob 2 --err "trust: unknown subcommand 'frob'" -- -c egressd.ini trust frob
+expect plugin-list-extra 2 --err "plugin list: unexpected argument 'extra'" -- -c egressd.ini plugin list extra
+expect plugin-remove-extra 2 --err "plugin remove: unexpected argument 'b'" -- -c egressd.ini plugin remove a b
+expect plugin-grant-nohost 2 --err "plugin grant localdev: missing HOST" -- -c egressd.ini plugin grant localdev
+expect diagnose-extra 2 --err "diagnose: unexpected argument 'x'" -- -c egressd.ini diagnose x
+expect status-extra 2 --err "status: unexpected argument 'x'" -- -c egressd.ini status x
+expect grants-noname 2 --err "grants: missing NAME" -- -c egressd.ini grants
+expect metrics-json 2 --err "metrics: --json is not supported" -- -c egressd.ini metrics --json
+expect trust-remove-bad 2 --err "'xyz': a fingerprint is sha256:" -- -c egressd.ini trust remove xyz
+
+# ---- one exit status per meaning ---------------------------------------
+expect grant-unknown 1 --err "no instance nosuch in egressd.ini" -- -c egressd.ini plugin grant nosuch a.example
+expect check-unknown 1 --out "deny unknown-instance" -- -c egressd.ini check nosuch https://a.example/
+expect folder-config 3 --err "it is a folder, not a file" -- -c pkgs diagnose
+expect folder-config-edit 3 --err "it is a folder, not a file" -- -c pkgs plugin grant localdev a.example
+expect folder-config-check 3 --err "it is a folder, not a file" -- -c pkgs check localdev https://a.example/
+expect missing-config 3 --err "missing.ini" -- -c missing.ini plugin list
+expect no-broker 4 --err "the socket does not exist" -- -c egressd.ini grants nosuch --socket "$work/none.sock"
+
+# ---- errors that say what failed ---------------------------------------
+expect keygen-nofolder 4 --err "the folder keys does not exist; create it first (mkdir -m 0700 keys)" -- manifest keygen --out keys/x.pem
+
+# ---- trust add | list | remove -----------------------------------------
+mkdir -m 0700 keys
+expect keygen 0 --out "wrote keys/release.pem" -- manifest keygen --out keys/release.pem
+fp=$(printf '%s\n' "$out" | sed -n 's/^key fingerprint: //p')
+[[ $fp =~ ^sha256:[0-9a-f]{32}$ ]] && ok || bad "keygen fingerprint '$fp'"
+cp strict.ini strict-orig.ini
+expect strict-no-key 1 --err "no key is trusted yet; trust the key the package is signed with: egressctl -c strict.ini trust add KEY.pub" -- -c strict.ini plugin install pkgs/weather-1.4.0
+[[ $err == *"or accept unsigned packages: set [plugins.security] signature_mode = permissive in strict.ini"* ]] && ok ||
+    bad "strict refusal: no permissive hint: $err"
+expect diagnose-strict 1 --out "  egressctl -c strict.ini trust add KEY.pub" -- -c strict.ini diagnose
+expect trust-list-empty 0 --out "no trusted key" -- -c strict.ini trust list
+expect trust-add 0 --out "trusted key $fp (keys/release.pem.pub)" -- -c strict.ini trust add keys/release.pem.pub
+grep -qx 'trusted_keys = keys/release.pem.pub' strict.ini && ok || bad "trust add did not write trusted_keys: $(cat strict.ini)"
+head -c "$(stat -c %s strict-orig.ini)" strict.ini | cmp -s - strict-orig.ini && ok ||
+    bad "trust add changed bytes it did not have to"
+expect trust-add-again 0 --out "already trusted" -- -c strict.ini trust add keys/release.pem.pub
+expect trust-list 0 --out "$fp keys/release.pem.pub" -- -c strict.ini trust list
+expect trust-add-notkey 1 --err "not an Ed25519 public key" -- -c strict.ini trust add strict.ini
+expect trust-remove-none 1 --err "no trusted key has fingerprint sha256:00000000000000000000000000000000" -- -c strict.ini trust remove sha256:00000000000000000000000000000000
+expect sign 0 -- manifest sign --key keys/release.pem pkgs/weather-1.4.0
+expect install-strict 0 --out "signature valid" -- -c strict.ini plugin install pkgs/weather-1.4.0
+expect trust-remove 0 --out "no longer trusted: key $fp" -- -c strict.ini trust remove "${fp#sha256:}"
+[[ $out == *"every package is refused"* ]] && ok || bad "trust remove of the last key under strict: no warning"
+grep -q 'release.pem.pub' strict.ini && bad "trust remove left the key" || ok
+
+# ---- grant of a literal the address rules refuse -----------------------
+expect grant-metadata 0 --err "169.254.169.254 is a cloud metadata address: the address rules refuse it whatever the grant" -- -c egressd.ini plugin grant localdev 169.254.169.254
+expect grant-reserved 0 --err "192.0.2.1 is a reserved address" -- -c egressd.ini plugin grant localdev 192.0.2.1
+expect grant-private 0 --err "egressctl -c egressd.ini plugin grant localdev --private 10.0.0.5" -- -c egressd.ini plugin grant localdev 10.0.0.5
+expect grant-public 0 --no-err -- -c egressd.ini plugin grant localdev 93.184.216.34
+expect revoke-back 0 -- -c egressd.ini plugin revoke localdev 169.254.169.254 192.0.2.1 10.0.0.5 93.184.216.34
+
+# ---- diagnose -----------------------------------------------------------
+# quiet was installed with --egress none: a note, and nothing to act on.
+expect diagnose-none 0 --out "quiet: no destination granted (--egress none)" -- -c egressd.ini diagnose
+[[ $out == *"nothing to act on"* ]] && ok || bad "diagnose with only notes: $out"
+run -c egressd.ini diagnose --log decisions.log
+got=$(printf 'exit %s\n%s\n%s\n' "$rc" "$out" "$err")
+if [ -n "${UPDATE_GOLDEN:-}" ]; then
+	printf '%s\n' "$got" >"$data/golden/diagnose-log.out"
+fi
+diff -u "$data/golden/diagnose-log.out" <(printf '%s\n' "$got") >"$work/diff" && ok ||
+    { bad "diagnose --log differs from golden/diagnose-log.out"; sed 's/^/  | /' "$work/diff"; }
+# Never a grant the address rules would refuse, never one already there.
+if grep -E 'plugin grant localdev (169\.254\.169\.254|192\.0\.2\.1|api\.example\.com)$' <<<"$out"; then
+	bad "diagnose proposed a useless grant"
+else
+	ok
+fi
+grep -q 'refused by the address rules' <<<"$out" &&
+    bad "diagnose labels a denial 'refused by the address rules' wholesale" || ok
+
+echo "ctl_cli.sh: $pass passed, $fail failed"
+[ "$fail" = 0 ]

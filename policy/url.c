@@ -31,30 +31,31 @@ is_path_char(int c)
 }
 
 /*
- * Parse a port: 1 to 5 decimal digits, no sign, no leading zero, 1..65535.
+ * Parse the port s[start..end): 1 to 5 decimal digits, no sign, no leading
+ * zero, 1..65535.
  */
 static int
-port_parse(const char *s, size_t len, uint16_t *ret_port,
+port_parse(const char *s, size_t start, size_t end, uint16_t *ret_port,
     struct policy_err *reterr)
 {
 	unsigned long v = 0;
 	size_t i;
 
-	if (len == 0)
+	if (start >= end)
 		return url_fail(reterr, "empty port");
-	if (s[0] == '+' || s[0] == '-')
+	if (s[start] == '+' || s[start] == '-')
 		return url_fail(reterr, "a port has no sign");
-	for (i = 0; i < len; i++)
+	for (i = start; i < end; i++)
 		if (!chars_is_digit((unsigned char)s[i]))
 			return url_fail(reterr,
 			    "a port is decimal digits only");
-	if (len == 1 && s[0] == '0')
+	if (end - start == 1 && s[start] == '0')
 		return url_fail(reterr, "port 0 is not allowed");
-	if (s[0] == '0')
+	if (s[start] == '0')
 		return url_fail(reterr, "a port has no leading zero");
-	if (len > 5)
+	if (end - start > 5)
 		return url_fail(reterr, "port over 65535");
-	for (i = 0; i < len; i++)
+	for (i = start; i < end; i++)
 		v = v * 10 + (unsigned long)(s[i] - '0');
 	if (v > 65535)
 		return url_fail(reterr, "port over 65535");
@@ -70,8 +71,7 @@ authority_parse(const char *s, size_t len, uint16_t default_port,
     struct policy_dest *ret_dest, struct policy_err *reterr)
 {
 	struct policy_dest d;
-	const char *colon = NULL;
-	size_t hlen, i;
+	size_t hlen, i, colon = 0, ncolon = 0;
 
 	if (s == NULL || ret_dest == NULL)
 		return url_fail(reterr, "no destination");
@@ -93,26 +93,32 @@ authority_parse(const char *s, size_t len, uint16_t default_port,
 	}
 	if (len == 0)
 		return url_fail(reterr, "empty host");
+	/* Indices rather than pointers into s: colon is the offset of the
+	 * port's ':' when ncolon is 1. */
 	if (s[0] == '[') {
-		const char *close = memchr(s, ']', len);
-
-		if (close == NULL)
+		hlen = 0;
+		for (i = 0; i < len; i++)
+			if (s[i] == ']') {
+				hlen = i + 1;
+				break;
+			}
+		if (hlen == 0)
 			return url_fail(reterr, "unterminated '[' in host");
-		hlen = (size_t)(close - s) + 1;
 		if (hlen < len) {
 			if (s[hlen] != ':')
 				return url_fail(reterr,
 				    "unexpected text after ']' in host");
-			colon = s + hlen;
+			colon = hlen;
+			ncolon = 1;
 		}
 	} else {
-		colon = memchr(s, ':', len);
-		if (colon != NULL &&
-		    memchr(colon + 1, ':', len - (size_t)(colon - s) - 1) !=
-		    NULL)
+		for (i = 0; i < len; i++)
+			if (s[i] == ':' && ncolon++ == 0)
+				colon = i;
+		if (ncolon > 1)
 			return url_fail(reterr, "an IPv6 address must be in "
 			    "brackets");
-		hlen = colon == NULL ? len : (size_t)(colon - s);
+		hlen = ncolon == 0 ? len : colon;
 	}
 
 	memset(&d, 0, sizeof(d));
@@ -120,8 +126,8 @@ authority_parse(const char *s, size_t len, uint16_t default_port,
 		return url_fail(reterr, "empty host");
 	if (policy_host_parse(s, hlen, &d.host, reterr) != 0)
 		return EGRESS_ERR_INVALID;
-	if (colon != NULL) {
-		if (port_parse(colon + 1, len - hlen - 1, &d.port, reterr) != 0)
+	if (ncolon > 0) {
+		if (port_parse(s, colon + 1, len, &d.port, reterr) != 0)
 			return EGRESS_ERR_INVALID;
 	} else if (default_port == 0)
 		return url_fail(reterr, "no port: write HOST:PORT");

@@ -296,13 +296,21 @@ ctl_check_deny(struct ctl_check *c, const char *reason)
 	ctl_check_finish(c, 0, &d);
 }
 
-/* The policy a request of that instance would decide with now. */
+/* The policy a request of that instance would decide with now (taken
+ * again when the answers arrive, as a request does). */
 static int
-ctl_check_policy(void *arg, struct decide_policy *ret)
+ctl_check_policy(void *arg, int answers, struct decide_policy *ret)
 {
 	struct ctl_check *c = arg;
 	const struct conf_instance *ci;
+	struct confref *now;
 
+	if (answers) {
+		if ((now = confstate_get(&c->b->conf)) == NULL)
+			return -1;
+		confref_unref(c->conf);
+		c->conf = now;
+	}
 	ci = conf_instance_find(c->conf->snap, c->instance);
 	ret->instance = ci != NULL ? &ci->policy : NULL;
 	ret->nat64 = &c->conf->snap->nat64;

@@ -502,13 +502,27 @@ request_decided(struct request *r, const struct decide_result *res)
 	request_connect(r);
 }
 
-/* The policy the decision reads: the request's snapshot, and this
- * host's addresses now. */
+/*
+ * The policy the decision reads: the snapshot in force, and this host's
+ * addresses now. At the start that is the snapshot the request just
+ * took; when the answers arrive it is taken again, so that a
+ * configuration that broke, or an instance removed or a grant revoked
+ * while the lookup was out, decides (a broken file: policy-unavailable).
+ */
 static int
-request_policy(void *arg, struct decide_policy *ret)
+request_policy(void *arg, int answers, struct decide_policy *ret)
 {
 	struct request *r = arg;
+	struct confref *now;
 
+	if (answers) {
+		if ((now = confstate_get_for(&r->b->conf, g_instance(r))) ==
+		    NULL)
+			return -1;
+		confref_unref(r->conf);
+		r->conf = now;
+		r->ci = conf_instance_find(now->snap, g_instance(r));
+	}
 	ret->instance = r->ci != NULL ? &r->ci->policy : NULL;
 	ret->nat64 = &r->conf->snap->nat64;
 	ret->local = broker_local_addrs(r->b, &ret->nlocal);

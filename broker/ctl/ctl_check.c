@@ -119,7 +119,7 @@ struct check_policy {
 };
 
 static int
-check_policy(void *arg, struct decide_policy *ret)
+check_policy(void *arg, int answers, struct decide_policy *ret)
 {
 	const struct check_policy *p = arg;
 

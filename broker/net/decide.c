@@ -36,12 +36,12 @@ decide_deny_reason(struct decide *d, enum policy_reason reason)
  * it allowed, 0 when the decision is over (a deny or invalid).
  */
 static int
-decide_destination(struct decide *d, struct decide_policy *pol)
+decide_destination(struct decide *d, int answers, struct decide_policy *pol)
 {
 	int err;
 
 	memset(pol, 0, sizeof(*pol));
-	if (d->policy(d->policy_arg, pol) != 0) {
+	if (d->policy(d->policy_arg, answers, pol) != 0) {
 		decide_deny(d, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return 0;
 	}
@@ -110,7 +110,7 @@ decide_dns_cb(void *arg, enum dns_status status,
 		n = 0;		/* no answer: unresolvable */
 	/* The configuration may have changed while the lookup was out:
 	 * decide again against the one in force now. */
-	if (decide_destination(d, &pol)) {
+	if (decide_destination(d, 1, &pol)) {
 		if (decide_take(d, addrs, n) != 0)
 			decide_deny_reason(d, POLICY_REASON_UNRESOLVABLE);
 		else
@@ -141,7 +141,7 @@ decide_run(struct decide *d, enum policy_transport transport,
 	d->res.verdict = &d->verdict;
 	d->res.answers = d->answers;
 	d->res.dns = DNS_OK;
-	if (!decide_destination(d, &pol))
+	if (!decide_destination(d, 0, &pol))
 		return 1;
 
 	/* An IP literal is its own answer; given answers stand for the

@@ -35,11 +35,13 @@ struct decide_policy {
 };
 
 /*
- * Fill *ret with the policy in force now. Return 0, or a negative error
- * when none is (a broken configuration): the decision is then the deny
- * "policy-unavailable".
+ * Fill *ret with the policy in force now: at the start (answers 0), and
+ * again when the answers of a lookup arrived (answers 1), when it may
+ * have changed. Return 0, or a negative error when none is (a broken
+ * configuration): the decision is then the deny "policy-unavailable".
  */
-typedef int (*decide_policy_fn)(void *arg, struct decide_policy *ret);
+typedef int (*decide_policy_fn)(void *arg, int answers,
+    struct decide_policy *ret);
 
 /* How the name is resolved, when it is a name. */
 struct decide_lookup {

@@ -8,6 +8,8 @@ UDP and TCP and answer by the queried name's first label (any zone):
   tc         UDP: an empty answer with TC set; TCP: the full answer
   tconly     UDP: TC set; TCP: the connection is closed without an answer
   cut        UDP: the answer cut off in the middle of its record, no TC
+  gate*      held until a file named "release.LABEL" exists beside LOG,
+             then answered as "anything else" (UDP and TCP)
   anything   A ADDR_A (argv[4]), TTL 0; AAAA is NODATA; the name
   else       "nx" is NXDOMAIN
 
@@ -15,10 +17,12 @@ Each query is appended to LOG (argv[3]) as "udp|tcp TYPE NAME". Prints
 "ready" on stdout once both sockets are bound. Runs until killed."""
 
 import ipaddress
+import os
 import socket
 import struct
 import sys
 import threading
+import time
 
 LOCK = threading.Lock()
 
@@ -73,17 +77,33 @@ def logq(logf, proto, qname, qtype):
                 qtype, str(qtype)), qname))
 
 
+def gate_wait(logf, qname):
+    """Hold a gate* name's answer until its release file exists."""
+    first = qname.split(".", 1)[0]
+    if not first.startswith("gate"):
+        return
+    release = os.path.join(os.path.dirname(logf), "release." + first)
+    while not os.path.exists(release):
+        time.sleep(0.01)
+
+
+def udp_answer(s, buf, peer, logf, addr_a):
+    try:
+        out, qname, qtype = answer(buf, addr_a, False)
+    except (IndexError, struct.error):
+        return
+    if qname is not None:
+        logq(logf, "udp", qname, qtype)
+        gate_wait(logf, qname)
+    if out is not None:
+        s.sendto(out, peer)
+
+
 def udp_loop(s, logf, addr_a):
     while True:
         buf, peer = s.recvfrom(4096)
-        try:
-            out, qname, qtype = answer(buf, addr_a, False)
-        except (IndexError, struct.error):
-            continue
-        if qname is not None:
-            logq(logf, "udp", qname, qtype)
-        if out is not None:
-            s.sendto(out, peer)
+        threading.Thread(target=udp_answer, args=(s, buf, peer, logf, addr_a),
+                         daemon=True).start()
 
 
 def recv_exact(c, n):
@@ -108,6 +128,7 @@ def tcp_conn(c, logf, addr_a):
             out, qname, qtype = answer(buf, addr_a, True)
             if qname is not None:
                 logq(logf, "tcp", qname, qtype)
+                gate_wait(logf, qname)
             if out is None:
                 if qname is not None and qname.startswith("tconly."):
                     return		# close without an answer

@@ -11,8 +11,12 @@
  * ipv4only.arpa AAAA (RFC 7050, bounded by DIAG_NAT64_TIMEOUT_MS) and, if
  * the answers lie in a NAT64 prefix nat64_prefixes does not declare,
  * prints the warning and the nat64_prefixes line to write; --no-nat64
- * skips the lookup. Exit 0 when nothing is listed, 1 otherwise, 2 for a
- * usage or configuration error.
+ * skips the lookup. Every logged denial is classified by its reason and
+ * checked against the file as it is now: no grant is proposed that the
+ * address rules would refuse or that the file already holds. Notes
+ * (unsigned under permissive, an empty grant chosen with --egress none,
+ * a denial fixed since) do not count. Exit 0 when nothing but notes is
+ * listed, 1 otherwise, 2 for a usage error, 3 for a configuration error.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -252,7 +252,7 @@ unsigned
 policy_addr_classify(const struct policy_classify_ctx *ctx,
     const struct policy_addr *addr)
 {
-	uint8_t v4[POLICY_NAT64_DECODE_MAX][4];
+	uint8_t v4[POLICY_NAT64_DECODE_MAX][4] = { { 0 } };
 	size_t i, n;
 	unsigned mask = 0;
 

@@ -91,8 +91,11 @@ policy_nat64_decode_all(const struct policy_nat64_list *list,
 		n++;
 	if (list == NULL)
 		return n;
+	/* n < POLICY_NAT64_DECODE_MAX always holds (n <= i + 1); the test
+	 * states the bound of ret_v4 where it is written. */
 	for (i = 0; i < list->n && i < POLICY_NAT64_MAX; i++)
-		if (policy_nat64_decode(&list->v[i], addr, ret_v4[n]))
+		if (n < POLICY_NAT64_DECODE_MAX &&
+		    policy_nat64_decode(&list->v[i], addr, ret_v4[n]))
 			n++;
 	return n;
 }

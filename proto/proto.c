@@ -403,6 +403,12 @@ rd_payload(struct rd *r, struct proto_msg *m)
 		return 0;
 	case PROTO_MSG_PING:
 	case PROTO_MSG_PONG:
+		/* hdr_check() already made the length PROTO_PING_SIZE; the
+		 * reader states it again where the bytes are read. */
+		if (r->off + PROTO_PING_SIZE > r->len) {
+			r->fault = PROTO_FAULT_TRUNCATED;
+			return -1;
+		}
 		memcpy(m->ping.opaque, r->p, PROTO_PING_SIZE);
 		r->off = PROTO_PING_SIZE;
 		return 0;

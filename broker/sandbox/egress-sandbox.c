@@ -615,22 +615,27 @@ landlock_enter(int abi)
  * no_new_privs no exec can use. Exit on failure.
  */
 static void
-caps_bound_drop(int strict)
+caps_bound_drop(int strict, int keep)
 {
 	int cap;
 
 	for (cap = 0; cap <= 63; cap++) {
 		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0)
 			break;		/* past the last capability */
+		if (cap == keep)
+			continue;
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && strict)
 			die_child(EXIT_SANDBOX, "PR_CAPBSET_DROP",
 			    strerror(errno));
 	}
 }
 
-/* Clear the ambient, inheritable, permitted and effective sets. */
+/*
+ * Clear the ambient and inheritable sets; leave only keep (or nothing,
+ * -1) in the permitted and effective ones.
+ */
 static void
-caps_clear(void)
+caps_clear(int keep)
 {
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3 };
@@ -641,6 +646,8 @@ caps_clear(void)
 		die_child(EXIT_SANDBOX, "PR_CAP_AMBIENT_CLEAR_ALL",
 		    strerror(errno));
 	memset(data, 0, sizeof(data));
+	if (keep >= 0 && keep < 32)
+		data[0].effective = data[0].permitted = 1U << keep;
 	if (syscall(SYS_capset, &hdr, data) != 0)
 		die_child(EXIT_SANDBOX, "capset", strerror(errno));
 }
@@ -748,7 +755,7 @@ registry_key_clean(const char *s, char *out, size_t len)
 	size_t i;
 
 	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
-		out[i] = s[i] > ' ' && s[i] < 0x7f ? s[i] : '?';
+		out[i] = s[i] >= ' ' && s[i] < 0x7f ? s[i] : '?';
 	out[i] = '\0';
 }
 
@@ -861,10 +868,10 @@ run_worker(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
 	if (close_range((unsigned)target + 1, ~0U, 0) != 0)
 		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
-	caps_bound_drop(switch_user);
+	caps_bound_drop(switch_user, -1);
 	if (switch_user)
 		become(uid, gid);
-	caps_clear();
+	caps_clear(-1);
 	caps_check(switch_user);
 	/* After the credential change, which clears it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
@@ -909,8 +916,9 @@ run_init(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 	if (pid == 0)
 		run_worker(argv, target, switch_user, uid, gid, abi);
 	(void)close(target);
-	caps_bound_drop(1);
-	caps_clear();
+	/* CAP_KILL: the worker has another uid, and signals are forwarded. */
+	caps_bound_drop(1, CAP_KILL);
+	caps_clear(CAP_KILL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		die_child(EXIT_SANDBOX, "PR_SET_NO_NEW_PRIVS", strerror(errno));
 	_exit(supervise(pid));

@@ -430,6 +430,10 @@ log_decision(const struct log_decision *d)
 	else {
 		LB_LIT(",\"verdict\":\"deny\",\"reason\":");
 		lb_str(d->reason);
+		if (d->detail != NULL) {
+			LB_LIT(",\"detail\":");
+			lb_str(d->detail);
+		}
 	}
 	LB_LIT(",\"addresses\":[");
 	for (i = 0; i < d->naddrs; i++) {

@@ -81,6 +81,8 @@ struct log_decision {
 	unsigned port;			/* 0: unknown (JSON null) */
 	int allow;
 	const char *reason;		/* on a deny; ignored on allow */
+	const char *detail;		/* NULL, or what an invalid request
+					   got wrong (omitted when NULL) */
 	const struct policy_addr *addrs;	/* the validated set */
 	size_t naddrs;
 };

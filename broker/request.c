@@ -100,6 +100,8 @@ struct request {
 	uint64_t bytes_in, bytes_out;
 	int logged_close;
 	int decided;			/* egress.decision logged */
+	const char *detail;		/* what an invalid request got wrong
+					   (static) */
 };
 
 /* ---- Request life ------------------------------------------------------ */
@@ -395,6 +397,7 @@ request_log_decision(struct request *r, const char *host, size_t host_len,
 	d.port = port;
 	d.allow = allow;
 	d.reason = reason;
+	d.detail = allow ? NULL : r->detail;
 	d.addrs = r->verdict != NULL ? r->verdict->addrs : NULL;
 	d.naddrs = r->verdict != NULL ? r->verdict->naddrs : 0;
 	log_decision(&d);
@@ -413,6 +416,14 @@ request_deny(struct request *r, const char *reason, int err)
 	r->verdict = NULL;
 	request_log_decision(r, host, strlen(host), r->dest.port, 0, reason);
 	request_fail(r, err);
+}
+
+/* Refuse r as an invalid request; detail says what was invalid. */
+static void
+request_invalid(struct request *r, const char *detail)
+{
+	r->detail = detail;
+	request_deny(r, "invalid-request", EGRESS_ERR_INVALID_REQUEST);
 }
 
 static void request_connect(struct request *r);
@@ -464,7 +475,7 @@ request_decided(struct request *r, const struct decide_result *res)
 
 	r->verdict = res->verdict;
 	if (res->invalid) {
-		request_deny(r, "invalid-request", EGRESS_ERR_INVALID_REQUEST);
+		request_invalid(r, "destination refused by the policy");
 		return;
 	}
 	if (!res->allow) {
@@ -619,42 +630,45 @@ str_is(const struct proto_str *s, const char *lit)
 	return s->len == strlen(lit) && memcmp(s->ptr, lit, s->len) == 0;
 }
 
-void
-request_start(struct request *r, const struct proto_msg *m)
+/*
+ * Check the REQUEST frame m's transport, scheme, authority and head
+ * (http1_request_check()) and its method against the standard set and
+ * [limits] extra_methods; fill r->dest and *ret_head (pointing into m and
+ * static storage, valid until the next call). Return 0, or -1 when r was
+ * refused (finished).
+ */
+static int
+request_check_head(struct request *r, const struct proto_msg *m,
+    struct http1_head *ret_head)
 {
 	static struct http1_header in[PROTO_HEADERS_MAX];
 	static struct http1_header kept[PROTO_HEADERS_MAX];
+	static char detail[sizeof(((struct policy_err *)0)->msg) + 32];
 	const struct proto_request *rq = &m->request;
-	const struct conf_snapshot *s;
-	struct decide_lookup lk;
-	struct http1_head head, out;
+	const struct conf_snapshot *s = r->conf->snap;
+	struct http1_head head;
 	struct policy_err perr;
 	size_t i;
 
-	/* The host as the guest wrote it, until it parses. */
-	i = rq->authority.ptr == NULL ? 0 : rq->authority.len <
-	    sizeof(r->dest.host.name) ? rq->authority.len :
-	    sizeof(r->dest.host.name) - 1;
-	if (i > 0)
-		memcpy(r->dest.host.name, rq->authority.ptr, i);
-	r->dest.host.name[i] = '\0';
-
-	/* 1. The head. Only the http transport exists so far. */
+	/* Only the http transport exists so far. */
 	if (rq->transport != PROTO_TRANSPORT_HTTP ||
 	    !(str_is(&rq->scheme, "http") || str_is(&rq->scheme, "https"))) {
 		r->dest.host.name[0] = '\0';
+		r->detail = rq->transport != PROTO_TRANSPORT_HTTP ?
+		    "transport not supported" : "scheme not supported";
 		request_log_decision(r, rq->authority.ptr, rq->authority.len,
 		    0, 0, "invalid-request");
 		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
-		return;
+		return -1;
 	}
 	r->https = str_is(&rq->scheme, "https");
 	if (rq->authority.len == 0 || policy_authority_parse(rq->authority.ptr,
 	    rq->authority.len, r->https ? 443 : 80, &r->dest, &perr) != 0) {
+		r->detail = "authority does not parse";
 		request_log_decision(r, rq->authority.ptr, rq->authority.len,
 		    0, 0, "invalid-request");
 		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
-		return;
+		return -1;
 	}
 	if (r->https)
 		memcpy(r->dest.scheme, "https", sizeof("https"));
@@ -673,28 +687,53 @@ request_start(struct request *r, const struct proto_msg *m)
 	head.path_len = rq->path.len;
 	head.headers = in;
 	head.nheaders = m->nheaders;
-	if (head.method == NULL || head.path == NULL ||
-	    http1_request_check(&r->dest, &head, kept, PROTO_HEADERS_MAX,
-	    &out, &perr) != 0) {
-		request_deny(r, "invalid-request", EGRESS_ERR_INVALID_REQUEST);
-		return;
+	if (head.method == NULL || head.path == NULL) {
+		request_invalid(r, "no method or path");
+		return -1;
+	}
+	perr.msg[0] = '\0';
+	if (http1_request_check(&r->dest, &head, kept, PROTO_HEADERS_MAX,
+	    ret_head, &perr) != 0) {
+		(void)snprintf(detail, sizeof(detail), "%s", perr.msg[0] ?
+		    perr.msg : "invalid head");
+		request_invalid(r, detail);
+		return -1;
+	}
+	if (!http1_method_is_allowed(head.method, head.method_len,
+	    (const char *const *)s->extra_methods, s->nextra_methods)) {
+		request_invalid(r, "method not relayed");
+		return -1;
 	}
 	if (m->flags & PROTO_FLAG_END_STREAM) {
 		r->body_ended = 1;
-		if (out.body_length > 0) {
+		if (ret_head->body_length > 0) {
 			/* A Content-Length the body cannot match. */
-			request_deny(r, "invalid-request",
-			    EGRESS_ERR_INVALID_REQUEST);
-			return;
+			request_invalid(r, "Content-Length with no body");
+			return -1;
 		}
-		out.body_length = 0;
+		ret_head->body_length = 0;
 	}
-	if (request_copy_head(r, &out) != 0) {
-		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
-		return;
-	}
+	return 0;
+}
 
-	/* 2. The current snapshot, re-read if a file changed. */
+void
+request_start(struct request *r, const struct proto_msg *m)
+{
+	const struct proto_request *rq = &m->request;
+	const struct conf_snapshot *s;
+	struct decide_lookup lk;
+	struct http1_head out;
+	size_t i;
+
+	/* The host as the guest wrote it, until it parses. */
+	i = rq->authority.ptr == NULL ? 0 : rq->authority.len <
+	    sizeof(r->dest.host.name) ? rq->authority.len :
+	    sizeof(r->dest.host.name) - 1;
+	if (i > 0)
+		memcpy(r->dest.host.name, rq->authority.ptr, i);
+	r->dest.host.name[i] = '\0';
+
+	/* 1. The current snapshot, re-read if a file changed. */
 	if ((r->conf = confstate_get_for(&r->b->conf,
 	    g_instance(r))) == NULL) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
@@ -702,6 +741,14 @@ request_start(struct request *r, const struct proto_msg *m)
 	}
 	s = r->conf->snap;
 	r->ci = conf_instance_find(s, g_instance(r));
+
+	/* 2. The head. */
+	if (request_check_head(r, m, &out) != 0)
+		return;
+	if (request_copy_head(r, &out) != 0) {
+		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
 
 	/* Limits: the guest may lower each, never raise it. */
 	r->deadline_ms = r->start_ms + lower(s->connect_timeout_ms,
@@ -736,17 +783,21 @@ request_start(struct request *r, const struct proto_msg *m)
 static void request_pump_body(struct request *r);
 static void request_push(struct request *r);
 
-/* Fill m's header list from hs; 0, or -1 over the protocol's bounds. */
+/*
+ * Fill m's header list from the n response headers (trailers: 1, the
+ * trailer section) hs, without the fields that must not reach the guest.
+ * Return 0, or -1 over the protocol's bounds.
+ */
 static int
 fill_headers(struct proto_msg *m, const struct http1_header *hs, size_t n,
-    const struct http1_response *resp)
+    int trailers)
 {
 	size_t i, bytes = 0;
 
 	m->nheaders = 0;
 	for (i = 0; i < n; i++) {
-		if (resp != NULL && http1_response_is_hop(resp->headers,
-		    resp->nheaders, &hs[i]))
+		if (trailers ? http1_trailer_is_dropped(hs, n, &hs[i]) :
+		    http1_response_is_hop(hs, n, &hs[i]))
 			continue;
 		if (m->nheaders == PROTO_HEADERS_MAX ||
 		    hs[i].name_len == 0 || hs[i].name_len > PROTO_NAME_MAX ||
@@ -777,7 +828,7 @@ up_on_head(void *arg, const struct http1_response *resp)
 	m->type = PROTO_MSG_RESPONSE;
 	m->stream = r->st.id;
 	m->response.status = (uint16_t)resp->status;
-	if (fill_headers(m, resp->headers, resp->nheaders, resp) != 0) {
+	if (fill_headers(m, resp->headers, resp->nheaders, 0) != 0) {
 		request_fail(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
 		return;
 	}
@@ -900,10 +951,12 @@ up_on_end(void *arg, int err, const struct http1_header *trailers,
 	m->stream = r->st.id;
 	if (ntrailers > 0) {
 		m->type = PROTO_MSG_TRAILERS;
-		if (fill_headers(m, trailers, ntrailers, NULL) != 0) {
+		if (fill_headers(m, trailers, ntrailers, 1) != 0) {
 			request_fail(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
 			return;
 		}
+		if (m->nheaders == 0)
+			m->type = PROTO_MSG_DATA;	/* none left */
 	} else
 		m->type = PROTO_MSG_DATA;
 	n = proto_encode(m, buf, sizeof(buf), NULL);

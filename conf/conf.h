@@ -67,6 +67,8 @@ struct conf_keyring;
 #define CONF_SIG_B64_LEN	88	/* its base64 text, without newline */
 #define CONF_SIG_FILE_MAX	1024	/* bytes of manifest.ini.sig read */
 #define CONF_NAME_MAX		64	/* instance, plugin and version names */
+#define CONF_METHOD_MAX		32	/* bytes of an extra_methods item */
+#define CONF_METHODS_MAX	32	/* items of [limits] extra_methods */
 
 /*
  * Load every PEM public key (Ed25519 only) from the given files. Return 0
@@ -183,6 +185,9 @@ struct conf_snapshot {
 	unsigned connect_timeout_ms;
 	unsigned first_byte_timeout_ms;
 	unsigned between_bytes_timeout_ms;
+	char **extra_methods;		/* request methods beyond the
+					   standard set (tokens) */
+	size_t nextra_methods;
 
 	/* [tls] */
 	char *ca_file;			/* NULL: system store */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -80,6 +81,7 @@ static const struct conf_keydef limits_keys[] = {
 	{ "connect_timeout_ms", 0 },
 	{ "first_byte_timeout_ms", 0 },
 	{ "between_bytes_timeout_ms", 0 },
+	{ "extra_methods", 1 },
 	{ NULL, 0 },
 };
 static const struct conf_keydef tls_keys[] = {
@@ -576,6 +578,71 @@ build_keyring(struct cfg_parse *cp, struct conf_snapshot *s)
 	conf_errors_done(&e);
 }
 
+/* A method name: an HTTP token of upper-case letters, digits and '-'. */
+static int
+method_is_valid(const char *m)
+{
+	size_t i, n = strlen(m);
+
+	if (n == 0 || n > CONF_METHOD_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((m[i] >= 'A' && m[i] <= 'Z') ||
+		    (m[i] >= '0' && m[i] <= '9') || m[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* [limits] extra_methods: methods a guest may use beyond the standard
+ * set. CONNECT is never one of them. */
+static void
+get_methods(struct cfg_parse *cp, struct conf_snapshot *s)
+{
+	const struct conf_val *v;
+	size_t i;
+	int bad = 0;
+
+	if ((v = fixed_val(cp, SEC_LIMITS, "extra_methods")) == NULL ||
+	    v->list.n == 0)
+		return;
+	if (v->list.n > CONF_METHODS_MAX) {
+		conf_errors_addf(cp->errs, "%s:%d: [limits] extra_methods: "
+		    "%zu methods; at most %d", cp->path, v->line, v->list.n,
+		    CONF_METHODS_MAX);
+		return;
+	}
+	for (i = 0; i < v->list.n; i++) {
+		const char *m = v->list.v[i].s;
+
+		if (strcasecmp(m, "CONNECT") == 0) {
+			conf_errors_addf(cp->errs, "%s:%d: [limits] "
+			    "extra_methods: 'CONNECT' is never relayed",
+			    cp->path, v->list.v[i].line);
+			bad = 1;
+		} else if (!method_is_valid(m)) {
+			conf_errors_addf(cp->errs, "%s:%d: [limits] "
+			    "extra_methods: '%s': a method is 1 to %d upper-case "
+			    "letters, digits or '-'", cp->path,
+			    v->list.v[i].line, m, CONF_METHOD_MAX);
+			bad = 1;
+		}
+	}
+	if (bad)
+		return;
+	if ((s->extra_methods = calloc(v->list.n,
+	    sizeof(*s->extra_methods))) == NULL) {
+		cp->nomem = 1;
+		return;
+	}
+	for (i = 0; i < v->list.n; i++) {
+		if ((s->extra_methods[i] = strdup(v->list.v[i].s)) == NULL) {
+			cp->nomem = 1;
+			return;
+		}
+		s->nextra_methods++;
+	}
+}
+
 static void
 build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 {
@@ -663,6 +730,7 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	    &s->first_byte_timeout_ms);
 	(void)get_ms(cp, SEC_LIMITS, "between_bytes_timeout_ms",
 	    &s->between_bytes_timeout_ms);
+	get_methods(cp, s);
 	(void)get_path(cp, SEC_TLS, "ca_file", &s->ca_file);
 }
 
@@ -1077,6 +1145,9 @@ conf_snapshot_free(struct conf_snapshot *s)
 	for (i = 0; i < s->nresolver_servers; i++)
 		free(s->resolver_servers[i]);
 	free(s->resolver_servers);
+	for (i = 0; i < s->nextra_methods; i++)
+		free(s->extra_methods[i]);
+	free(s->extra_methods);
 	free(s->ca_file);
 	for (i = 0; i < s->ninstances; i++)
 		instance_done(&s->instances[i]);

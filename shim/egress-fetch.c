@@ -553,12 +553,90 @@ origin_eq(const struct url *a, const struct url *b)
 	    strcasecmp(a->authority, b->authority) == 0;
 }
 
+/* Connect to the broker: --socket PATH, or the environment's. */
+static struct egress_client *
+connect_broker(const struct opts *o)
+{
+	struct egress_client *c = NULL;
+	struct stat st;
+	int rv;
+
+	if (o->socket != NULL) {
+		if (stat(o->socket, &st) != 0 && errno == ENOENT) {
+			if (!quiet)
+				fprintf(stderr, "egress-fetch: unavailable: %s: "
+				    "the socket does not exist (is egressd "
+				    "running, and is the instance in its "
+				    "configuration?)\n", o->socket);
+			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
+		}
+		if (stat(o->socket, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+			if (!quiet)
+				fprintf(stderr, "egress-fetch: unavailable: %s: "
+				    "not a socket\n", o->socket);
+			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
+		}
+		rv = egress_client_connect(o->socket, &c);
+	} else
+		rv = egress_client_from_env(&c);
+	if (rv < 0)
+		die_err(rv == EGRESS_ERR_INVALID || rv == EGRESS_ERR_NOT_FOUND ?
+		    EGRESS_ERR_UNAVAILABLE : rv, NULL);
+	return c;
+}
+
+/* With -v, the response trailers on stderr ("< Name: value"). */
+static void
+print_trailers(struct egress_request *req)
+{
+	const struct egress_header *t;
+	size_t i, n;
+
+	if ((t = egress_response_trailers(req, &n)) == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		fprintf(stderr, "< %.*s: %.*s\n", (int)t[i].name_len,
+		    t[i].name, (int)t[i].value_len, t[i].value);
+}
+
+/* The final response: -f refuses a 4xx/5xx; else the body to out_fd,
+ * the trailers with -v, and -w's report. */
+static void
+deliver(const struct opts *o, struct egress_request *req, int out_fd,
+    int status, const char *url, long redirs)
+{
+	static char buf[65536];
+	int rv;
+
+	if (o->fail && status >= 400) {
+		if (!quiet)
+			fprintf(stderr, "egress-fetch: the server returned HTTP "
+			    "%d%s%s\n", status, reason_phrase(status)[0] ? " " :
+			    "", reason_phrase(status));
+		if (o->write_out != NULL)
+			write_out(o->write_out, status, url, redirs);
+		exit(EXIT_HTTP_FAIL);
+	}
+	for (;;) {
+		rv = egress_response_read(req, buf, sizeof(buf), 0);
+		if (rv < 0)
+			die_err(rv, egress_request_message(req));
+		if (rv == 0)
+			break;
+		write_all(out_fd, buf, (size_t)rv);
+	}
+	if (o->verbose)
+		print_trailers(req);
+	if (o->write_out != NULL)
+		write_out(o->write_out, status, url, redirs);
+}
+
 int
 main(int argc, char **argv)
 {
 	static struct egress_header hdrs[EGRESS_HEADERS_MAX];
 	static char buf[65536];
-	struct egress_client *c = NULL;
+	struct egress_client *c;
 	struct egress_request *req;
 	struct egress_request_head head;
 	const struct egress_header *rh;
@@ -577,29 +655,7 @@ main(int argc, char **argv)
 		die_usage("not an absolute http(s) URL", o.url);
 	if (o.timeout_ms > 0)
 		deadline = shim_now_ms() + o.timeout_ms;
-	if (o.socket != NULL) {
-		struct stat st;
-
-		if (stat(o.socket, &st) != 0 && errno == ENOENT) {
-			if (!quiet)
-				fprintf(stderr, "egress-fetch: unavailable: %s: "
-				    "the socket does not exist (is egressd "
-				    "running, and is the instance in its "
-				    "configuration?)\n", o.socket);
-			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
-		}
-		if (stat(o.socket, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-			if (!quiet)
-				fprintf(stderr, "egress-fetch: unavailable: %s: "
-				    "not a socket\n", o.socket);
-			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
-		}
-		rv = egress_client_connect(o.socket, &c);
-	} else
-		rv = egress_client_from_env(&c);
-	if (rv < 0)
-		die_err(rv == EGRESS_ERR_INVALID || rv == EGRESS_ERR_NOT_FOUND ?
-		    EGRESS_ERR_UNAVAILABLE : rv, NULL);
+	c = connect_broker(&o);
 	if (o.output != NULL) {
 		out_fd = open(o.output, O_WRONLY | O_CREAT | O_TRUNC |
 		    O_CLOEXEC, 0666);
@@ -689,25 +745,7 @@ main(int argc, char **argv)
 		}
 	}
 
-	if (o.fail && status >= 400) {
-		if (!quiet)
-			fprintf(stderr, "egress-fetch: the server returned HTTP "
-			    "%d%s%s\n", status, reason_phrase(status)[0] ? " " :
-			    "", reason_phrase(status));
-		if (o.write_out != NULL)
-			write_out(o.write_out, status, h.url, redirs);
-		exit(EXIT_HTTP_FAIL);
-	}
-	for (;;) {
-		rv = egress_response_read(req, buf, sizeof(buf), 0);
-		if (rv < 0)
-			die_err(rv, egress_request_message(req));
-		if (rv == 0)
-			break;
-		write_all(out_fd, buf, (size_t)rv);
-	}
-	if (o.write_out != NULL)
-		write_out(o.write_out, status, h.url, redirs);
+	deliver(&o, req, out_fd, status, h.url, redirs);
 	if (out_fd != STDOUT_FILENO && close(out_fd) != 0)
 		die_local(o.output, strerror(errno));
 	egress_request_free(req);

@@ -166,6 +166,30 @@ http1_response_is_hop(const struct http1_header *all, size_t nall,
 	return 0;
 }
 
+int
+http1_trailer_is_dropped(const struct http1_header *all, size_t nall,
+    const struct http1_header *h)
+{
+	/* Fields a sender must not put in trailers (RFC 9110, 6.5.1):
+	 * framing, routing, authentication, response control and content
+	 * processing. */
+	static const char *const never[] = {
+		"content-length", "host", "authorization", "set-cookie",
+		"cookie", "location", "content-type", "content-encoding",
+		"content-range", "cache-control", "expires", "date", "age",
+		"vary", "retry-after", "max-forwards", "www-authenticate",
+		"proxy-authenticate", "proxy-authorization",
+	};
+	size_t i;
+
+	if (http1_response_is_hop(all, nall, h))
+		return 1;
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (http1_header_is(h, never[i]))
+			return 1;
+	return 0;
+}
+
 /* Is h a header the broker drops from a guest's request? */
 static int
 http1_request_is_hop(const struct http1_header *h,
@@ -209,7 +233,7 @@ http1_request_check(const struct policy_dest *dest,
 	if (in->method_len > HTTP1_METHOD_MAX ||
 	    !http1_is_token(in->method, in->method_len))
 		return http1_fail(reterr, "method is not a token");
-	if (in->method_len == 7 && memcmp(in->method, "CONNECT", 7) == 0)
+	if (in->method_len == 7 && strncasecmp(in->method, "CONNECT", 7) == 0)
 		return http1_fail(reterr, "CONNECT is not an origin request");
 	if (in->path_len == 0 || in->path[0] != '/')
 		return http1_fail(reterr, "path is not in origin form");
@@ -352,4 +376,26 @@ http1_format_host(const struct policy_dest *dest, char *buf, size_t n)
 		len = (int)o;
 	}
 	return len;
+}
+
+int
+http1_method_is_allowed(const char *m, size_t n, const char *const *extra,
+    size_t nextra)
+{
+	/* RFC 9110, 9.3, without CONNECT, and PATCH (RFC 5789). */
+	static const char *const std[] = {
+		"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE",
+		"PATCH",
+	};
+	size_t i;
+
+	if (n == 7 && strncasecmp(m, "CONNECT", 7) == 0)
+		return 0;
+	for (i = 0; i < sizeof(std) / sizeof(std[0]); i++)
+		if (n == strlen(std[i]) && memcmp(m, std[i], n) == 0)
+			return 1;
+	for (i = 0; i < nextra; i++)
+		if (n == strlen(extra[i]) && memcmp(m, extra[i], n) == 0)
+			return 1;
+	return 0;
 }

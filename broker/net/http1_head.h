@@ -86,6 +86,25 @@ int http1_format_host(const struct policy_dest *dest, char *buf, size_t n);
 int http1_response_is_hop(const struct http1_header *all, size_t nall,
     const struct http1_header *h);
 
+/*
+ * Answer whether response trailer h (of the trailer section all[0..nall))
+ * is dropped: a hop-by-hop field as for http1_response_is_hop(), or a
+ * field that must not be sent as a trailer (RFC 9110, 6.5.1: framing,
+ * routing, authentication, response control and content processing,
+ * e.g. Content-Length, Host, Set-Cookie, Location, Content-Type).
+ */
+int http1_trailer_is_dropped(const struct http1_header *all, size_t nall,
+    const struct http1_header *h);
+
+/*
+ * Answer whether a guest may use the method m (n bytes): one of the
+ * standard set (GET, HEAD, POST, PUT, DELETE, OPTIONS, TRACE, PATCH,
+ * compared case-sensitively as RFC 9110 says) or one of extra[0..nextra)
+ * (the operator's [limits] extra_methods). CONNECT, in any case, never.
+ */
+int http1_method_is_allowed(const char *m, size_t n,
+    const char *const *extra, size_t nextra);
+
 /* Answer whether h's name is name (ASCII case-insensitive). */
 int http1_header_is(const struct http1_header *h, const char *name);
 

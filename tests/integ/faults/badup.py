@@ -25,6 +25,10 @@ Paths:
   /invalid     an invalid status line
   /bad-length  a 200 head whose Content-Length is not a number
   /oversized   a status line, then header lines without end (up to 1 MiB)
+  /trailers    200, a chunked body "ok" with trailers: X-Sum (end to
+               end) and fields that must not reach the guest (Connection
+               naming X-Named, X-Named, Transfer-Encoding, Content-Length,
+               Set-Cookie, Host)
   /sink        read the request body (logging progress) until EOF; when
                it is complete, answer as /ok
 Prints "ready" on stdout once listening. Runs until killed."""
@@ -137,6 +141,15 @@ def serve(s, logf, n):
                   % (64 << 20))
         s.sendall(b"d" * (512 << 10))
         log(logf, "sent", n, 512 << 10)
+        wait_eof(s, logf, n)
+    elif path == "/trailers":
+        s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                  b"Trailer: X-Sum\r\nConnection: close\r\n\r\n"
+                  b"2\r\nok\r\n0\r\nX-Sum: 1\r\nConnection: X-Named\r\n"
+                  b"X-Named: n\r\nTransfer-Encoding: chunked\r\n"
+                  b"Content-Length: 9\r\nSet-Cookie: a=b\r\n"
+                  b"Host: evil.example\r\n\r\n")
+        s.shutdown(socket.SHUT_WR)
         wait_eof(s, logf, n)
     elif path == "/invalid":
         s.sendall(b"HTTP/1.1 2x0 Fine\r\nContent-Length: 2\r\n\r\nhi")

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# The control socket of a live egressd (issue 5, section 1), in the netns
+# The control socket of a live egressd, in the netns
 # lab: every command once through `socat - UNIX-CONNECT:...` (show status,
 # show instances, show instance NAME, show grants NAME, show metrics,
 # check INSTANCE DESTINATION through the live resolver, reload, attach

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Loopback-only smoke test of egressd (issue 3, sections 1 and 3): the real
+# Loopback-only smoke test of egressd: the real
 # daemon with a real DNS server (dnsmasq on 127.0.0.1, answering 127.0.0.1
 # for api.smoke.test), a real HTTP upstream on 127.0.0.1 (a small Python
 # server written below), and a throwaway Python client of the wire

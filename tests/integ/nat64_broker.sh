@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# NAT64 discovery as a warning (issue 5, section 4), in the netns lab: the
+# NAT64 discovery as a warning, in the netns lab: the
 # lab's DNS server answers ipv4only.arpa AAAA inside 2001:db8:64::/96 as a
 # DNS64 would (RFC 7050). With nat64_prefixes not declaring it, the live
 # broker logs one egress.nat64 warning at start, `show status` carries the

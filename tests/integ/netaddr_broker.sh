@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# The host's own addresses through the real broker (issue 5, section 3),
+# The host's own addresses through the real broker,
 # in the netns lab: a granted name resolving to a public-looking address
 # is allowed by the live broker's `check`; once that address is added to
 # lo in the broker's namespace it is denied private-address (by `check`

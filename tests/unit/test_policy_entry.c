@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * Unit tests for the entry grammar (policy_entry_parse/format): every
- * accepted and rejected form of the issue's section 2 with the message it
+ * accepted and rejected form of the grammar with the message it
  * must carry (the canonical spelling to write where one exists), the
  * public-suffix callback and its failure modes, and the permission and
  * transport name tables.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Fault group 1 (issue 6, section 3): a misbehaving upstream. It resets the
+# Fault group 1: a misbehaving upstream. It resets the
 # connection mid-body, resets or closes it before responding, stalls before
 # the first byte and between bytes (short [limits] first_byte_timeout_ms
 # and between_bytes_timeout_ms), and sends an invalid, a malformed or an

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Fault group 2 (issue 6, section 3): a faulty DNS server (faultdns.py as
+# Fault group 2: a faulty DNS server (faultdns.py as
 # the broker's only resolver, short [resolver] timeout_ms). SERVFAIL, no
 # answer at all (timeout), an answer truncated with TC set (the resolver
 # must retry over TCP and then succeed; or fail cleanly when TCP is closed

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Fault group 3 (issue 6, section 3): the guest disconnects mid-request
+# Fault group 3: the guest disconnects mid-request
 # (a raw client has sent part of an announced POST body, which the upstream
 # has received, and is killed) and mid-response (egress-fetch has received
 # part of a 64 MiB body the upstream keeps open, and is killed). Each time

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Fault group 4 (issue 6, section 3): signals to the broker.
+# Fault group 4: signals to the broker.
 # SIGTERM with requests in flight (two instances, held at the upstream):
 # the listening sockets go away at once, so a new egress-fetch gets
 # unavailable (exit 18); an open connection gets GOAWAY and a REQUEST it

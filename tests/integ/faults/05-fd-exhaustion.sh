@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Fault group 5 (issue 6, section 3): file-descriptor exhaustion. egressd
+# Fault group 5: file-descriptor exhaustion. egressd
 # runs under `prlimit --nofile=64:64`; a raw client opens 80 connections to
 # one instance socket and sends HELLO on each. The broker answers as many
 # as its descriptors allow and then stops accepting (the rest wait in the

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Fault group 6 (issue 6, section 3): the configuration replaced by an
+# Fault group 6: the configuration replaced by an
 # invalid file and then fixed, during load. Four loaders (two per
 # instance) run egress-fetch in a bounded loop against the upstream. The
 # file is broken (an unterminated section header) once requests flow, and

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Issue 6, section 2, last bullet: a protocol-level fuzzer drives a running
+# A protocol-level fuzzer drives a running
 # broker through its real instance sockets. Three raw clients (guest.py
 # fuzz: random bytes, truncated, oversized, field-mutated and reordered
 # frames, broker-only types, reused and idle stream ids, bad windows; a

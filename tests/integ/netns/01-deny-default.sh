@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 1 (issue 3, section 5): no entry means no network. An instance
+# Scenario 1: no entry means no network. An instance
 # without an entry has no socket; an entry with an empty grant is denied
 # before any DNS query; an entry without the http_client permission is
 # denied; and a connection whose instance entry is removed by an edit gets

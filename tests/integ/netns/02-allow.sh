@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 2 (issue 3, section 5): a request allowed through a seeded entry
+# Scenario 2: a request allowed through a seeded entry
 # reaches the upstream over HTTP and over HTTPS, byte for byte (100 bytes
 # and 50 MiB), with the decision naming the instance and the validated
 # address, and the close event naming the address used. A non-2xx response

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 3 (issue 3, section 5): granted names that resolve to the
+# Scenario 3: granted names that resolve to the
 # metadata addresses 169.254.169.254 (A) and fd00:ec2::254 (AAAA), with a
 # metadata server listening on both, are denied (reason metadata) and the
 # metadata server is never hit; the same with the names carved out in

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 4 (issue 3, section 5): a granted name resolving to 10.0.0.7 is
+# Scenario 4: a granted name resolving to 10.0.0.7 is
 # denied (private-address); carved out in egress_allow_private it is
 # allowed and reaches 10.0.0.7; a name answering 93.184.216.34 and
 # 10.0.0.7 together is denied private-address without the carve-out and

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 5 (issue 3, section 5): an allowed host answers 302 Location:
+# Scenario 5: an allowed host answers 302 Location:
 # http://169.254.169.254/. The broker returns the 302 untouched (it never
 # follows a redirect); egress-fetch -L sends the second request itself,
 # which passes the whole policy again and is denied (metadata when the

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 6 (issue 3, section 5): resolution happens exactly once per
+# Scenario 6: resolution happens exactly once per
 # request: dnsmasq sees one A and one AAAA query per request; and against
 # a rebinding DNS server whose answer changes from 93.184.216.34 to
 # 10.0.0.7 after the first query, the broker connects to the address it

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 7 (issue 3, section 5): SNI and certificate verification on the
+# Scenario 7: SNI and certificate verification on the
 # pinned address. A server whose certificate names another host gives
 # tls-failed (and no request is served); the right certificate on the
 # pinned IP passes, and the upstream saw the host name in SNI; an IP

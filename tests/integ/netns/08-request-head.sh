@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 8 (issue 3, section 5): a guest Host header naming another host
+# Scenario 8: a guest Host header naming another host
 # is refused (invalid-request) and nothing reaches the upstream; a Host
 # header equal to the authority passes; hop-by-hop headers from the guest
 # (Connection and what it names, Keep-Alive, Proxy-*, TE, Upgrade) never

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 9 (issue 3, section 5): the configuration is read per request.
+# Scenario 9: the configuration is read per request.
 # On one open connection (egress-fetch -L held at the gate while the test
 # edits the file, then following the redirect), an edit that adds a grant
 # applies to the next request and an edit that removes it denies the next

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 10 (issue 3, section 5): with max_connections_per_instance = 2,
+# Scenario 10: with max_connections_per_instance = 2,
 # two downloads held open by stalled guests take the instance's budget; a
 # third concurrent request is refused budget-exhausted at once, without
 # reaching the upstream; another instance is unaffected; once one held

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 11 (issue 3, section 5): a guest that stops reading a 50 MiB
+# Scenario 11: a guest that stops reading a 50 MiB
 # body does not make the broker buffer it: flow control pushes back to the
 # upstream (nginx's send queue fills and it never finishes the response),
 # the broker's RSS stays within LAB_RSS_GROWTH_KB (default 24 MiB) of its

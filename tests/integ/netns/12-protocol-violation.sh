@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 12 (issue 3, section 5): a protocol violation drops that one
+# Scenario 12: a protocol violation drops that one
 # connection only. Garbage, an oversized frame (two forms), a frame before
 # HELLO and a second HELLO are each answered by the broker closing that
 # connection; the broker keeps running, a download held open on another

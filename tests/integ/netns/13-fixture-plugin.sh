@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Scenario 13 (issue 3, section 5): a fixture plugin process built on the
+# Scenario 13: a fixture plugin process built on the
 # shim runs under a seccomp filter (libseccomp) that refuses every socket
 # family but AF_UNIX. Its own socket(AF_INET) and socket(AF_INET6) fail
 # with EPERM, while its request through the broker works; a destination

@@ -931,7 +931,7 @@ main(int argc, char **argv)
 	const char *sockpath = NULL, *user = NULL;
 	const char *registry = SANDBOX_REGISTRY_DEFAULT;
 	char num[16], key[SANDBOX_KEY_MAX], clean[SANDBOX_KEY_MAX];
-	int ai, target = 3, fd, root, pidns = 0, abi, regfd, rc;
+	int ai, target = 3, fd, root, abi, regfd, rc;
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -1003,42 +1003,54 @@ main(int argc, char **argv)
 	if (setenv("EGRESS_FD", num, 1) != 0)
 		die(EXIT_SANDBOX, "setenv", strerror(errno));
 
-	/* Keep other processes out of the worker's reach. */
+	(void)snprintf(key, sizeof(key), "%s%s", instance != NULL ?
+	    "instance " : "socket ", instance != NULL ? instance : sockpath);
+	registry_key_clean(key, clean, sizeof(clean));
+	regfd = registry_enter(registry, uid, clean);
+
+	/*
+	 * Keep other processes out of the worker's reach: the child starts
+	 * in new PID and mount namespaces (clone, so this process keeps
+	 * its own: its later children, such as a sanitizer's, stay here).
+	 */
 	abi = landlock_abi();
+	(void)fflush(stdout);
+	(void)fflush(stderr);
+	pid = -1;
 	if (root) {
-		if (unshare(CLONE_NEWPID | CLONE_NEWNS) == 0)
-			pidns = 1;
-		else
+		pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS |
+		    SIGCHLD, NULL, NULL, NULL, 0L);
+		if (pid == 0) {
+			if (regfd >= 0)
+				(void)close(regfd);
+			run_init(argv + ai, target, root, uid, gid, abi);
+		}
+		if (pid < 0)
 			(void)fprintf(stderr, "egress-sandbox: no private PID "
 			    "namespace: %s\n", strerror(errno));
 	} else
 		(void)fprintf(stderr, "egress-sandbox: no private PID "
 		    "namespace: the caller is not root\n");
-	if (!pidns && abi == 0 && yama_scope() < 1)
+	if (pid < 0 && abi == 0 && yama_scope() < 1)
 		die(EXIT_SANDBOX, "refusing to start: no PID namespace, no "
 		    "Landlock and no Yama ptrace scope; other processes of "
 		    "the worker's uid would be in its reach", NULL);
-	if (!pidns)
+	if (pid < 0)
 		(void)fprintf(stderr, "egress-sandbox: other processes stay "
 		    "visible; %s refuses access to them\n", abi > 0 ?
 		    "Landlock" : "Yama");
 	if (abi == 0)
 		(void)fprintf(stderr, "egress-sandbox: no Landlock in this "
 		    "kernel\n");
-
-	(void)snprintf(key, sizeof(key), "%s%s", instance != NULL ?
-	    "instance " : "socket ", instance != NULL ? instance : sockpath);
-	registry_key_clean(key, clean, sizeof(clean));
-	regfd = registry_enter(registry, uid, clean);
-	(void)fflush(stderr);
-	if ((pid = fork()) < 0)
-		die(EXIT_SANDBOX, "fork", strerror(errno));
-	if (pid == 0) {
-		if (regfd >= 0)
-			(void)close(regfd);
-		if (pidns)
-			run_init(argv + ai, target, root, uid, gid, abi);
-		run_worker(argv + ai, target, root, uid, gid, abi);
+	if (pid < 0) {
+		(void)fflush(stderr);
+		if ((pid = fork()) < 0)
+			die(EXIT_SANDBOX, "fork", strerror(errno));
+		if (pid == 0) {
+			if (regfd >= 0)
+				(void)close(regfd);
+			run_worker(argv + ai, target, root, uid, gid, abi);
+		}
 	}
 	(void)close(target);
 	rc = supervise(pid);

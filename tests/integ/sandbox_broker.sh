@@ -37,6 +37,9 @@ W_FETCH=$LAB_DIR/bin/$(basename "$EGRESS_FETCH")
 W_PROBE=$LAB_DIR/bin/$(basename "$SANDBOX_PROBE")
 W_PLUGIN=$LAB_DIR/bin/$(basename "$EGRESS_FIXTURE_PLUGIN")
 SB_REG=$LAB_DIR/run/sandbox-registry
+# A sanitizer build's leak check works by ptrace, which the sandbox
+# refuses: off for the workers (egress-sandbox keeps it).
+W_ENV=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 
 CTL=$LAB_DIR/run/control.sock
 lab_dns_set api.weather.example="$LAB_PUB4" api.radar.example="$LAB_PUB4"
@@ -58,7 +61,7 @@ sandboxed()
 	shift 2
 	SB_RC=0
 	lab_ns_b timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" --instance "$inst" \
-	    --control "$CTL" --user "$WU:$WU" --registry "$SB_REG" -- "$@" \
+	    --control "$CTL" --user "$WU:$WU" --registry "$SB_REG" -- "${W_ENV[@]}" "$@" \
 	    >"$out" 2>"$LAB_DIR/sandbox.err" || SB_RC=$?
 }
 
@@ -160,7 +163,7 @@ lab_mark
 mkfifo -m 0666 "$LAB_DIR/go"
 lab_spawn victim "$LAB_NS_B" timeout -k 5 "$(egress_wait 60)" \
     "$EGRESS_SANDBOX" --instance radar --control "$CTL" --user "$WU:$WU" \
-    --registry "$SB_REG" -- sh -c \
+    --registry "$SB_REG" -- "${W_ENV[@]}" sh -c \
     'read x < "$1"; exec "$2" http://api.weather.example/small' sh \
     "$LAB_DIR/go" "$W_FETCH"
 victim_pid()

@@ -25,6 +25,8 @@
 #include "broker/net/localaddr.h"
 #include "broker/net/netaddr.h"
 #include "broker/net/pool.h"
+#include "broker/net/share.h"
+#include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 
@@ -201,6 +203,8 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 	memset(&pr, 0, sizeof(pr));
 	pr.b = b;
 	pr.s = s;
+	if ((err = broker_apply_shares(b, s)) != 0)
+		return err;
 	if (b->pool == NULL)
 		b->pool = pool_new(b->base, 0, 0);	/* NULL: no reuse */
 
@@ -224,6 +228,7 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 			free(d);
 			ret = err;
 		} else {
+			dns_resolver_set_share(d->r, b->dns_share);
 			broker_dns_unref(b->dns);
 			b->dns = d;
 		}
@@ -256,6 +261,34 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 	return ret;
 }
 
+int
+broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
+{
+	struct share_member *m;
+	size_t i;
+	int err = 0;
+
+	if (b->dns_share == NULL && (b->dns_share = share_new(
+	    BROKER_DNS_SHARE, BROKER_DNS_GUARANTEE,
+	    BROKER_DNS_PER_INSTANCE)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	if (b->session_share == NULL && (b->session_share = share_new(
+	    SESSIONS_MAX, BROKER_SESSION_GUARANTEE,
+	    SESSIONS_PER_INSTANCE)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	if ((m = calloc(s->ninstances + 1, sizeof(*m))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	for (i = 0; i < s->ninstances; i++) {
+		m[i].instance = s->instances[i].name;
+		m[i].plugin = s->instances[i].plugin;
+	}
+	if (share_configure(b->dns_share, m, s->ninstances) != 0 ||
+	    share_configure(b->session_share, m, s->ninstances) != 0)
+		err = EGRESS_ERR_NOMEM;
+	free(m);
+	return err;
+}
+
 void
 broker_release(struct broker *b)
 {
@@ -274,6 +307,10 @@ broker_release(struct broker *b)
 	b->tls_ca = NULL;
 	lease_table_free(b->leases);
 	b->leases = NULL;
+	share_free(b->dns_share);
+	b->dns_share = NULL;
+	share_free(b->session_share);
+	b->session_share = NULL;
 	free(b->local);
 	b->local = NULL;
 	b->nlocal = 0;

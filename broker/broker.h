@@ -30,6 +30,20 @@ struct dns_resolver;
 struct netaddr;
 struct metrics;
 struct control_server;
+struct share;
+
+/*
+ * The fair shares of the pools instances contend for (share.h): each
+ * configured instance is guaranteed BROKER_*_GUARANTEE of a pool, the
+ * rest is borrowed fairly across plugins, never past the per-instance
+ * maximum.
+ */
+#define BROKER_DNS_SHARE	(1024 - 64)	/* tagged lookups (of
+						   DNS_PENDING_MAX; the rest
+						   for the broker's own) */
+#define BROKER_DNS_GUARANTEE	16
+#define BROKER_DNS_PER_INSTANCE	128
+#define BROKER_SESSION_GUARANTEE	16
 
 /* A file's identity, to notice a file replaced or rewritten in place. */
 struct broker_file_id {
@@ -71,6 +85,9 @@ struct broker {
 	 * loop ([broker] busy_poll_us, egressd.c) spins while it moves. */
 	unsigned long activity;
 
+	struct share *dns_share;	/* pending lookups per instance */
+	struct share *session_share;	/* sessions per instance */
+
 	struct session *sessions;
 	size_t nsessions;
 	size_t nrequests;		/* streams being served */
@@ -97,8 +114,15 @@ struct broker {
  */
 int broker_apply_conf(struct broker *b, const struct conf_snapshot *s);
 
-/* Release the pool, resolver, TLS context, leases and local-address
- * cache. */
+/*
+ * Create the fair shares on the first call and declare snapshot s's
+ * instances to them (their guarantees are reserved from then on).
+ * Return 0 or EGRESS_ERR_NOMEM.
+ */
+int broker_apply_shares(struct broker *b, const struct conf_snapshot *s);
+
+/* Release the pool, resolver, TLS context, leases, fair shares and
+ * local-address cache (after every session is gone). */
 void broker_release(struct broker *b);
 
 /*

@@ -403,7 +403,7 @@ request_log_decision(struct request *r, const char *host, size_t host_len,
 	log_decision(&d);
 	r->decided = 1;
 	r->allowed = allow;
-	metrics_decision(r->b->metrics, d.instance, allow ? "allow" : reason,
+	metrics_decision(r->b->metrics, d.instance, allow, reason,
 	    broker_now_us() - r->start_us);
 }
 
@@ -764,8 +764,7 @@ request_start(struct request *r, const struct proto_msg *m)
 	memset(&lk, 0, sizeof(lk));
 	r->dns = broker_dns_hold(r->b);
 	lk.resolver = r->dns != NULL ? broker_dns_resolver(r->dns) : NULL;
-	lk.tag = g_instance(r);
-	lk.tag_max = REQUEST_DNS_PER_INSTANCE;
+	lk.tag = g_instance(r);	/* the resolver's fair share (broker.h) */
 	if (decide_run(&r->decide, POLICY_TRANSPORT_HTTP, &r->dest,
 	    request_policy, r, &lk, request_decide_cb, r)) {
 		broker_dns_release(r->dns);

@@ -42,9 +42,6 @@ struct request;
 /* Bytes of request body queued towards the upstream before the broker
  * stops moving guest DATA (and so stops granting window). */
 #define REQUEST_UP_HIGH		(64 * 1024)
-/* DNS lookups one instance may keep outstanding (of DNS_PENDING_MAX):
- * a lookup counts until c-ares has finished it, cancelled or not. */
-#define REQUEST_DNS_PER_INSTANCE	128
 
 /*
  * Called once when r is finished and its stream closed: the owner

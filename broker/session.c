@@ -23,6 +23,7 @@
 #include "broker/broker.h"
 #include "broker/guest.h"
 #include "broker/log.h"
+#include "broker/net/share.h"
 #include "broker/request.h"
 #include "broker/session.h"
 #include "conf/conf.h"
@@ -57,7 +58,7 @@ struct session {
 	struct evbuffer *in;
 	struct proto_conn pc;
 	char instance[CONF_NAME_MAX + 1];
-	struct session_count *count;	/* sessions of this instance */
+	int shared;		/* holds a unit of b->session_share */
 	struct guest guest;		/* what its requests see of it */
 	struct stream *streams;
 	struct stream *rr;	/* next stream session_flush_all serves */
@@ -68,42 +69,6 @@ struct session {
 };
 
 static struct proto_msg session_msg;	/* decode scratch (one thread) */
-
-/*
- * Open sessions per (broker, instance), so that accept checks
- * SESSIONS_PER_INSTANCE in constant time: counting them by walking every
- * session cost 10,000 strcmp()s per accept at 10,000 sessions (90% of the
- * broker's CPU while they connect), stalled the loop past the HELLO
- * deadline and got connections closed (docs/benchmarks.md, "10,000 idle
- * connections"). A node lives while its instance has a session.
- */
-#define SESSION_COUNT_BUCKETS	1024
-
-struct session_count {
-	struct session_count *next;
-	const struct broker *b;
-	size_t n;
-	char instance[CONF_NAME_MAX + 1];
-};
-
-static struct session_count *session_counts[SESSION_COUNT_BUCKETS];
-
-/* Return the link that holds (or would hold) the node of b and instance. */
-static struct session_count **
-session_count_slot(const struct broker *b, const char *instance)
-{
-	struct session_count **pp;
-	const unsigned char *p;
-	uint32_t h = 2166136261u;	/* FNV-1a */
-
-	for (p = (const unsigned char *)instance; *p != '\0'; p++)
-		h = (h ^ *p) * 16777619u;
-	for (pp = &session_counts[h % SESSION_COUNT_BUCKETS]; *pp != NULL;
-	    pp = &(*pp)->next)
-		if ((*pp)->b == b && strcmp((*pp)->instance, instance) == 0)
-			break;
-	return pp;
-}
 
 static void session_free(struct session *s);
 static void session_maybe_close(struct session *s);
@@ -737,13 +702,8 @@ session_free(struct session *s)
 	if (s->next != NULL)
 		s->next->prev = s->prev;
 	b->nsessions--;
-	if (s->count != NULL && --s->count->n == 0) {
-		struct session_count **pp = session_count_slot(b,
-		    s->count->instance);
-
-		*pp = s->count->next;
-		free(s->count);
-	}
+	if (s->shared)
+		share_release(b->session_share, s->instance, 1);
 	if (s->hello_timer != NULL)
 		event_free(s->hello_timer);
 	if (s->defer != NULL)
@@ -837,33 +797,40 @@ int
 session_accept(struct broker *b, int fd, const char *instance)
 {
 	struct timeval hello = { SESSION_HELLO_MS / 1000, 0 };
-	struct session_count **pp;
 	struct session *s;
+	const char *cap = NULL;
+	int err = 0;
 
-	pp = session_count_slot(b, instance);
-	if (!b->draining && (b->nsessions >= SESSIONS_MAX ||
-	    (*pp != NULL && (*pp)->n >= SESSIONS_PER_INSTANCE))) {
-		session_log_refused(b, instance, b->nsessions >= SESSIONS_MAX ?
-		    "sessions_max" : "sessions_per_instance");
+	/*
+	 * The caps, and the instance's fair share of the sessions: each
+	 * configured instance is guaranteed some, the rest is borrowed
+	 * fairly across plugins (share.h), constant time per accept.
+	 */
+	if (b->draining || strlen(instance) > CONF_NAME_MAX) {
 		(void)close(fd);
 		return EGRESS_ERR_AGAIN;
 	}
-	if (b->draining || strlen(instance) > CONF_NAME_MAX ||
-	    (s = calloc(1, sizeof(*s))) == NULL) {
+	if (b->nsessions >= SESSIONS_MAX)
+		cap = "sessions_max";
+	else if (b->session_share != NULL &&
+	    share_held(b->session_share, instance) >= SESSIONS_PER_INSTANCE)
+		cap = "sessions_per_instance";
+	else if (b->session_share != NULL &&
+	    (err = share_acquire(b->session_share, instance, NULL, 1)) != 0)
+		cap = err == EGRESS_ERR_NOMEM ? NULL : "sessions_share";
+	if (cap != NULL || err != 0) {
+		if (cap != NULL)
+			session_log_refused(b, instance, cap);
 		(void)close(fd);
 		return EGRESS_ERR_AGAIN;
 	}
-	if (*pp == NULL) {
-		if ((*pp = calloc(1, sizeof(**pp))) == NULL) {
-			free(s);
-			(void)close(fd);
-			return EGRESS_ERR_AGAIN;
-		}
-		(*pp)->b = b;
-		memcpy((*pp)->instance, instance, strlen(instance) + 1);
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		if (b->session_share != NULL)
+			share_release(b->session_share, instance, 1);
+		(void)close(fd);
+		return EGRESS_ERR_AGAIN;
 	}
-	s->count = *pp;
-	s->count->n++;
+	s->shared = b->session_share != NULL;
 	s->b = b;
 	s->fd = fd;
 	s->guest.ops = &session_guest_ops;

@@ -180,6 +180,14 @@ decide_run(struct decide *d, enum policy_transport transport,
 	d->res.resolved = 1;
 	err = dns_resolve_tagged(lookup->resolver, lookup->tag, h->name,
 	    decide_dns_cb, d, &d->q);
+	if (err == EGRESS_ERR_BUDGET_EXHAUSTED) {
+		/* The tag's fair share of the resolver is used up. */
+		d->q = NULL;
+		d->res.resolved = 0;
+		decide_deny(d, "budget-exhausted",
+		    EGRESS_ERR_BUDGET_EXHAUSTED);
+		return 1;
+	}
 	if (err != 0) {
 		/* Too many lookups pending, or no memory: no answer. */
 		d->q = NULL;

@@ -24,6 +24,7 @@
 #include <event2/event.h>
 
 #include "broker/net/dns.h"
+#include "broker/net/share.h"
 
 #define DNS_CLASS_IN	1
 #define DNS_TYPE_A	1
@@ -52,6 +53,7 @@ struct dns_query {
 	size_t n[2];
 	int overflow;
 	char tag[DNS_TAG_MAX + 1];	/* who asked ("" for nobody) */
+	int shared;		/* holds a unit of r->share under tag */
 	struct policy_addr addrs[2][POLICY_ANSWERS_MAX];
 	struct policy_addr out[POLICY_ANSWERS_MAX];
 };
@@ -68,6 +70,7 @@ struct dns_resolver {
 	uint64_t nqueries;
 	int timeout_ms;
 	int destroying;
+	struct share *share;	/* tagged lookups' fair shares, or NULL */
 };
 
 static void dns_rearm(struct dns_resolver *);
@@ -244,6 +247,8 @@ dns_query_unlink_free(struct dns_query *q)
 		q->next->prev = q->prev;
 	if (q->ev != NULL)
 		event_free(q->ev);
+	if (q->shared)
+		share_release(r->share, q->tag, 1);
 	r->outstanding--;
 	free(q);
 }
@@ -452,16 +457,25 @@ dns_resolve_tagged(struct dns_resolver *r, const char *tag, const char *name,
 	memcpy(q->tag, tag != NULL ? tag : "", tlen);
 	q->tag[tlen] = '\0';
 	q->ev = evtimer_new(r->base, dns_query_ev_cb, q);
-	if (q->ev == NULL) {
+	tv.tv_sec = r->timeout_ms / 1000;
+	tv.tv_usec = (r->timeout_ms % 1000) * 1000;
+	if (q->ev == NULL || evtimer_add(q->ev, &tv) != 0) {
+		if (q->ev != NULL)
+			event_free(q->ev);
 		free(q);
 		return EGRESS_ERR_NOMEM;
 	}
-	tv.tv_sec = r->timeout_ms / 1000;
-	tv.tv_usec = (r->timeout_ms % 1000) * 1000;
-	if (evtimer_add(q->ev, &tv) != 0) {
-		event_free(q->ev);
-		free(q);
-		return EGRESS_ERR_NOMEM;
+	/* A tagged lookup takes its unit of the fair share until c-ares
+	 * has finished it, cancelled or not. */
+	if (r->share != NULL && tlen > 0) {
+		int err = share_acquire(r->share, q->tag, NULL, 1);
+
+		if (err != 0) {
+			event_free(q->ev);
+			free(q);
+			return err;
+		}
+		q->shared = 1;
 	}
 	q->cb = cb;
 	q->arg = arg;
@@ -620,6 +634,12 @@ dns_resolver_new(struct event_base *base, const char *const *servers,
 out:
 	dns_resolver_free(r);
 	return rc;
+}
+
+void
+dns_resolver_set_share(struct dns_resolver *r, struct share *sh)
+{
+	r->share = sh;
 }
 
 void

@@ -21,6 +21,7 @@
 struct event_base;
 struct dns_resolver;
 struct dns_query;
+struct share;
 
 #define DNS_SERVERS_MAX		16	/* entries of [resolver] servers */
 #define DNS_PENDING_MAX		1024	/* lookups c-ares still works on */
@@ -84,6 +85,14 @@ int dns_resolver_new(struct event_base *base, const char *const *servers,
 void dns_resolver_free(struct dns_resolver *r);
 
 /*
+ * From now on, every lookup made with a tag (dns_resolve_tagged()) takes
+ * one unit of sh under its tag (the instance) for as long as c-ares works
+ * on it, and is refused with EGRESS_ERR_BUDGET_EXHAUSTED when sh's fair
+ * share says no. sh is borrowed and must outlive r's lookups. NULL: none.
+ */
+void dns_resolver_set_share(struct dns_resolver *r, struct share *sh);
+
+/*
  * Start resolving name (a host name, as policy_host.name: at most
  * POLICY_NAME_MAX bytes, one trailing dot allowed) for A and AAAA. The
  * name is always treated as absolute. cb is called exactly once later,
@@ -102,7 +111,9 @@ int dns_resolve(struct dns_resolver *r, const char *name, dns_cb cb,
  * NULL or "" for none) with the lookup for as long as c-ares works on it,
  * cancelled or not, so that dns_resolver_outstanding_tag() can count it.
  * The broker tags each lookup with its instance name. Return as
- * dns_resolve(), or EGRESS_ERR_INVALID for an over-long tag.
+ * dns_resolve(), or EGRESS_ERR_INVALID for an over-long tag, or
+ * EGRESS_ERR_BUDGET_EXHAUSTED when the resolver's fair share
+ * (dns_resolver_set_share()) refuses the tag another lookup.
  */
 int dns_resolve_tagged(struct dns_resolver *r, const char *tag,
     const char *name, dns_cb cb, void *arg, struct dns_query **ret_query);

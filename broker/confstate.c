@@ -5,6 +5,7 @@
  * a broken edit; log the errors once per failed parse).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -109,15 +110,48 @@ confstate_log_errors(const struct confstate *cs, int err,
 	log_event("egress.config", o);
 }
 
+json_t *
+confstate_refused_json(const struct conf_snapshot *s)
+{
+	char file[LOG_STR_MAX + sizeof(LOG_TRUNC_MARK)];
+	const struct conf_instance *ci;
+	json_t *a, *o;
+	size_t i;
+
+	if ((a = json_array()) == NULL)
+		return NULL;
+	if (log_bound(s->path, strlen(s->path), file, sizeof(file)) < 0)
+		file[0] = '\0';
+	for (i = 0; i < s->ninstances; i++) {
+		ci = &s->instances[i];
+		if (ci->manifest != NULL)
+			continue;
+		o = json_pack("{s:o, s:o, s:o, s:o}",
+		    "instance", json_string(ci->name),
+		    "plugin", ci->plugin != NULL ? json_string(ci->plugin) :
+		    json_null(),
+		    "entry", json_sprintf("%s:%d", file, ci->line),
+		    "error", ci->manifest_error != NULL ?
+		    log_bounded_string(ci->manifest_error,
+		    strlen(ci->manifest_error)) : json_string("refused"));
+		if (o == NULL || json_array_append_new(a, o) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 static void
 confstate_log_loaded(const struct confstate *cs)
 {
 	const struct conf_snapshot *s = cs->cur->snap;
 	json_t *o;
 
-	o = json_pack("{s:s, s:I, s:I}", "status", "loaded",
+	o = json_pack("{s:s, s:I, s:I, s:o*}", "status", "loaded",
 	    "generation", (json_int_t)s->generation,
-	    "instances", (json_int_t)s->ninstances);
+	    "instances", (json_int_t)s->ninstances,
+	    "refused", confstate_refused_json(s));
 	if (o != NULL)
 		log_event("egress.config", o);
 }
@@ -152,6 +186,18 @@ fail:
 	return err;
 }
 
+static void
+confstate_clear_errors(struct confstate *cs)
+{
+	size_t i;
+
+	for (i = 0; i < cs->nerrors; i++)
+		free(cs->errors[i]);
+	free(cs->errors);
+	cs->errors = NULL;
+	cs->nerrors = 0;
+}
+
 void
 confstate_done(struct confstate *cs)
 {
@@ -161,6 +207,7 @@ confstate_done(struct confstate *cs)
 	cs->path = NULL;
 	free(cs->error);
 	cs->error = NULL;
+	confstate_clear_errors(cs);
 }
 
 const char *
@@ -178,10 +225,24 @@ confstate_note_error(struct confstate *cs, int err,
 	char buf[LOG_STR_MAX + sizeof(LOG_TRUNC_MARK)];
 	const char *m = e->n > 0 ? e->msgs[0] : egress_strerror(err);
 
+	size_t i, n = e->n > 0 ? e->n : 1;
+
 	free(cs->error);
 	cs->error = NULL;
 	if (log_bound(m, strlen(m), buf, sizeof(buf)) >= 0)
 		cs->error = strdup(buf);
+	confstate_clear_errors(cs);
+	if (n > CONFSTATE_ERRORS_MAX)
+		n = CONFSTATE_ERRORS_MAX;
+	if ((cs->errors = calloc(n, sizeof(*cs->errors))) == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		m = e->n > 0 ? e->msgs[i] : egress_strerror(err);
+		if (log_bound(m, strlen(m), buf, sizeof(buf)) < 0 ||
+		    (cs->errors[cs->nerrors] = strdup(buf)) == NULL)
+			break;
+		cs->nerrors++;
+	}
 }
 
 void
@@ -205,6 +266,8 @@ confstate_reload(struct confstate *cs)
 		confref_unref(cs->cur);
 		cs->cur = NULL;
 		cs->failures++;
+		if (cs->broken_since_unix == 0)
+			cs->broken_since_unix = (int64_t)time(NULL);
 		confstate_note_broken(cs);
 		confstate_note_error(cs, err, &errs);
 		confstate_log_errors(cs, err, &errs);
@@ -218,6 +281,8 @@ confstate_reload(struct confstate *cs)
 	cs->loaded_unix = (int64_t)time(NULL);
 	free(cs->error);
 	cs->error = NULL;
+	confstate_clear_errors(cs);
+	cs->broken_since_unix = 0;
 	cs->reloads++;
 	confstate_log_loaded(cs);
 	if (cs->cb != NULL)
@@ -239,4 +304,16 @@ confstate_get_for(struct confstate *cs, const char *instance)
 	} else if (confstate_broken_changed(cs))
 		confstate_reload(cs);
 	return confref_ref(cs->cur);
+}
+
+void
+confstate_poll(struct confstate *cs)
+{
+	confref_unref(confstate_get(cs));
+}
+
+int
+confstate_is_valid(const struct confstate *cs)
+{
+	return cs->cur != NULL;
 }

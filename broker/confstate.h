@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "conf/conf.h"
 
 /* A counted reference to one immutable snapshot. */
@@ -48,12 +50,24 @@ struct confstate {
 	off_t broken_size;
 	int64_t broken_mtime_ns;
 	int64_t broken_ctime_ns;
+	/*
+	 * What `show status` and the metrics report. The configuration is
+	 * valid when cur != NULL (confstate_is_valid()); broken_since_unix
+	 * is the wall time it broke (0 while valid), loaded_unix the last
+	 * successful load, failures the failed re-parses so far.
+	 */
 	uint64_t reloads;		/* successful re-parses */
 	uint64_t failures;		/* failed re-parses */
 	int64_t loaded_unix;		/* wall time of the last swap-in */
+	int64_t broken_since_unix;	/* wall time of the break, 0: valid */
 	char *error;			/* first error of the failed parse
 					   (bounded), NULL when not broken */
+	char **errors;			/* every error of the failed parse,
+					   bounded, at most CONFSTATE_ERRORS_MAX */
+	size_t nerrors;
 };
+
+#define CONFSTATE_ERRORS_MAX	32
 
 /*
  * Load the configuration at path as the first snapshot (generation 1).
@@ -93,6 +107,25 @@ const char *confstate_error(const struct confstate *cs);
 
 /* Re-read the configuration now (SIGHUP), whether or not it changed. */
 void confstate_reload(struct confstate *cs);
+
+/*
+ * Re-read the configuration if any file changed, as the next request
+ * would (confstate_get() with the reference dropped). Called from an
+ * idle timer, so that a file that broke (or was fixed) is reported at
+ * once instead of at the next request.
+ */
+void confstate_poll(struct confstate *cs);
+
+/* Answer whether a snapshot is in force (1) or the file is broken (0). */
+int confstate_is_valid(const struct confstate *cs);
+
+/*
+ * Return a new JSON array with one object per instance of s whose
+ * manifest is refused: "instance", "plugin", "entry" (FILE:LINE of its
+ * [plugins.entries.NAME] header) and "error" (the manifest's error).
+ * Empty when none is; NULL on out-of-memory.
+ */
+json_t *confstate_refused_json(const struct conf_snapshot *s);
 
 /* Take another reference; NULL is passed through. */
 struct confref *confref_ref(struct confref *r);

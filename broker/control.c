@@ -152,6 +152,42 @@ rfc3339(int64_t t)
 
 /* ---- Commands --------------------------------------------------------- */
 
+/* The instances of s whose manifest is refused, and why. */
+static json_t *
+refused_array(const struct conf_snapshot *s)
+{
+	json_t *a = json_array(), *o;
+	size_t i;
+
+	for (i = 0; a != NULL && i < s->ninstances; i++) {
+		if (s->instances[i].manifest != NULL)
+			continue;
+		o = json_pack("{s:o, s:o, s:o, s:o}",
+		    "instance", js(s->instances[i].name),
+		    "plugin", js(s->instances[i].plugin),
+		    "entry", json_sprintf("%s:%d", s->path,
+		    s->instances[i].line),
+		    "error", js(s->instances[i].manifest_error));
+		if (o != NULL)
+			(void)json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* The configuration's errors, [] when it is fine. */
+static json_t *
+errors_array(const struct control_status *st)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a != NULL && i < st->nconfig_errors; i++)
+		(void)json_array_append_new(a, js(st->config_errors[i]));
+	if (a != NULL && st->nconfig_errors == 0 && st->config_error != NULL)
+		(void)json_array_append_new(a, js(st->config_error));
+	return a;
+}
+
 static int
 cmd_status(const struct control_ops *ops, void *b, control_reply_fn fn,
     void *arg)
@@ -160,15 +196,19 @@ cmd_status(const struct control_ops *ops, void *b, control_reply_fn fn,
 
 	memset(&st, 0, sizeof(st));
 	ops->status(b, &st);
-	return reply_json(json_pack("{s:o, s:I, s:{s:o, s:I, s:o, s:o, s:I, "
-	    "s:I}, s:I, s:I, s:I, s:I, s:{s:I, s:o}, s:{s:o, s:o}}",
+	return reply_json(json_pack("{s:o, s:I, s:I, s:{s:o, s:I, s:o, s:o, "
+	    "s:o, s:o, s:I, s:I}, s:I, s:I, s:I, s:I, s:{s:I, s:o}, "
+	    "s:{s:o, s:o}}",
 	    "version", js(st.version),
+	    "pid", (json_int_t)st.pid,
 	    "uptime_s", (json_int_t)st.uptime_s,
 	    "config",
 	    "path", js(st.config_path),
 	    "generation", (json_int_t)st.generation,
 	    "loaded_at", rfc3339(st.loaded_unix),
 	    "error", js(st.config_error),
+	    "errors", errors_array(&st),
+	    "error_since", rfc3339(st.config_error_since),
 	    "reloads", (json_int_t)st.reloads,
 	    "reload_failures", (json_int_t)st.reload_failures,
 	    "instances", (json_int_t)(ops->snapshot(b) != NULL ?
@@ -411,12 +451,19 @@ cmd_reload(const struct control_ops *ops, void *b, control_reply_fn fn,
 	memset(&st, 0, sizeof(st));
 	ops->status(b, &st);
 	if (err != 0 || st.config_error != NULL)
-		return reply_json(json_pack("{s:s, s:s, s:o}", "error",
-		    "reload failed", "code", "failed", "detail",
+		return reply_json(json_pack("{s:s, s:s, s:o, s:o, s:o}",
+		    "error", "reload failed", "code", "failed", "detail",
 		    js(st.config_error != NULL ? st.config_error :
-		    egress_strerror(err))), -1, fn, arg);
-	return reply_json(json_pack("{s:b, s:I}", "reloaded", 1,
-	    "generation", (json_int_t)st.generation), -1, fn, arg);
+		    egress_strerror(err)), "errors", err != 0 &&
+		    st.config_error == NULL ? json_pack("[s]",
+		    egress_strerror(err)) : errors_array(&st),
+		    "path", js(st.config_path)), -1, fn, arg);
+	return reply_json(json_pack("{s:b, s:I, s:I, s:o*}", "reloaded", 1,
+	    "generation", (json_int_t)st.generation,
+	    "instances", (json_int_t)(ops->snapshot(b) != NULL ?
+	    ops->snapshot(b)->ninstances : 0),
+	    "refused", ops->snapshot(b) != NULL ?
+	    refused_array(ops->snapshot(b)) : NULL), -1, fn, arg);
 }
 
 static int
@@ -876,9 +923,9 @@ control_server_accept(struct control_server *cs, int fd)
 		return EGRESS_ERR_AGAIN;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &sl) != 0 ||
-	    sl != sizeof(cred) ||
+	    sl != sizeof(cred) || (cred.uid != geteuid() &&
 	    !control_peer_allowed(cs->ops->snapshot(cs->broker), cred.uid,
-	    cred.gid)) {
+	    cred.gid))) {
 		refuse(fd, "{\"error\":\"permission denied\","
 		    "\"code\":\"denied\"}\n");
 		return EGRESS_ERR_DENIED;

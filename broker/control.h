@@ -48,6 +48,10 @@ struct control_status {
 	uint64_t generation;		/* of the current snapshot */
 	int64_t loaded_unix;		/* when it was loaded (0: unknown) */
 	const char *config_error;	/* NULL: the configuration is fine */
+	const char *const *config_errors;	/* every error (bounded) */
+	size_t nconfig_errors;
+	int64_t config_error_since;	/* when it broke (0: it is fine) */
+	int64_t pid;			/* the broker's process id */
 	uint64_t reloads;
 	uint64_t reload_failures;
 	size_t connections;		/* plugin connections open */
@@ -151,8 +155,9 @@ int control_server_new(struct event_base *base, const struct control_ops *ops,
 /*
  * Serve one accepted connection. Takes ownership of fd. Over
  * CONTROL_CONNS_MAX, or when the SO_PEERCRED peer is not allowed
- * (control_peer_allowed with ops->snapshot()), write one error line and
- * close it. Return 0 when served, or a negative error (fd closed).
+ * (control_peer_allowed with ops->snapshot()) and is not the broker's own
+ * euid (a unit's ExecReload runs as the broker's user), write one error
+ * line and close it. Return 0 when served, or a negative error (fd closed).
  */
 int control_server_accept(struct control_server *cs, int fd);
 

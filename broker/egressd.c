@@ -17,8 +17,10 @@
  * file and line and exits 0 or 1, like `nginx -t`. docs/egressd.md and
  * docs/egressd.8 describe the daemon.
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,21 +71,78 @@ struct ctl_check {
 };
 static struct ctl_check *ctl_checks;	/* in flight */
 
+/* How often the configuration files are re-checked while idle. */
+#define CONF_WATCH_MS	1000
+
+/* The usage lines (the synopsis of docs/egressd.md and egressd(8)); full
+ * adds the options and the exit status. */
 static void
-usage(FILE *f)
+usage(FILE *f, int full)
 {
 	(void)fprintf(f,
-	    "usage: egressd [-c FILE] [--foreground] [--check-config]\n");
+	    "usage: egressd [-c FILE] [--foreground]\n"
+	    "       egressd [-c FILE] --check-config [--strict]\n"
+	    "       egressd --help\n"
+	    "       egressd --version\n");
+	if (!full)
+		return;
+	(void)fprintf(f, "\n"
+	    "  -c, --config FILE   the configuration (default: $EGRESSD_CONFIG, "
+	    "else\n"
+	    "                      %s)\n"
+	    "  -f, --foreground    do not detach\n"
+	    "  -t, --check-config  validate the configuration and its "
+	    "manifests, print\n"
+	    "                      errors and warnings as FILE:LINE: ..., "
+	    "exit 0 or 1\n"
+	    "      --strict        with --check-config: a warning (a refused "
+	    "manifest)\n"
+	    "                      fails too\n"
+	    "  -h, --help          print this help and exit\n"
+	    "  -V, --version       print the version and exit\n"
+	    "\nExit status: 0 after SIGTERM/SIGINT or a passed check; 1 an "
+	    "invalid\nconfiguration or a socket that cannot be created; 2 a "
+	    "usage error.\nSee egressd(8).\n", CONF_DEFAULT_PATH);
 }
 
-/* Validate the configuration and every manifest; print file:line errors. */
+/*
+ * Print one warning per refused manifest: the daemon serves without that
+ * instance (every request of it is denied manifest-refused). Return how
+ * many.
+ */
+static size_t
+check_refused(const struct conf_snapshot *s)
+{
+	const struct conf_instance *ci;
+	size_t i, n = 0;
+
+	for (i = 0; i < s->ninstances; i++) {
+		ci = &s->instances[i];
+		if (ci->manifest != NULL)
+			continue;
+		(void)fprintf(stderr, "%s:%d: warning: [plugins.entries.%s]: "
+		    "manifest refused, the instance is served nothing: %s\n",
+		    s->path, ci->line, ci->name, ci->manifest_error != NULL ?
+		    ci->manifest_error : "refused");
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Validate the configuration and every manifest, by the daemon's rule: a
+ * configuration error (printed as FILE:LINE: ...) fails, a refused
+ * manifest is a warning (the daemon serves the other instances), which
+ * fails only when strict.
+ */
 static int
-check_config(const char *path)
+check_config(const char *path, int strict)
 {
 	struct conf_snapshot *s = NULL;
 	struct conf_errors errs = { 0, NULL };
 	struct dial_tls *t = NULL;
-	size_t i, bad = 0;
+	size_t bad = 0, warn;
+	size_t i;
 	int err;
 
 	err = conf_load(path, &s, &errs);
@@ -99,12 +158,7 @@ check_config(const char *path)
 		return 1;
 	}
 	conf_errors_done(&errs);
-	for (i = 0; i < s->ninstances; i++) {
-		if (s->instances[i].manifest_error == NULL)
-			continue;
-		(void)fprintf(stderr, "%s\n", s->instances[i].manifest_error);
-		bad++;
-	}
+	warn = check_refused(s);
 	if (dial_tls_new(s->ca_file, &t) != 0) {
 		(void)fprintf(stderr, "%s: [tls] ca_file: '%s' cannot be "
 		    "loaded as PEM certificates\n", path,
@@ -113,13 +167,14 @@ check_config(const char *path)
 	}
 	dial_tls_free(t);
 	conf_snapshot_free(s);
-	if (bad > 0) {
+	if (bad > 0 || (strict && warn > 0)) {
 		(void)fprintf(stderr, "egressd: configuration %s test "
-		    "failed\n", path);
+		    "failed%s\n", path, bad == 0 ? " (--strict: warnings "
+		    "fail)" : "");
 		return 1;
 	}
 	(void)fprintf(stderr, "egressd: configuration %s test is "
-	    "successful\n", path);
+	    "successful (%zu warning%s)\n", path, warn, warn == 1 ? "" : "s");
 	return 0;
 }
 
@@ -216,6 +271,10 @@ ctl_status(void *arg, struct control_status *st)
 	st->generation = b->conf.generation;
 	st->loaded_unix = b->conf.loaded_unix;
 	st->config_error = confstate_error(&b->conf);
+	st->config_errors = (const char *const *)b->conf.errors;
+	st->nconfig_errors = b->conf.nerrors;
+	st->config_error_since = b->conf.broken_since_unix;
+	st->pid = (int64_t)getpid();
 	st->reloads = b->conf.reloads;
 	st->reload_failures = b->conf.failures;
 	st->connections = b->nsessions;
@@ -456,9 +515,14 @@ on_reload(void *arg, const struct conf_snapshot *s)
 		return;
 	(void)broker_apply_conf(b, s);
 	if (listen_control_open(b->listen, s) != 0) {
-		json_t *o = json_pack("{s:s, s:s, s:s}", "status", "error",
-		    "what", "control socket", "path", s->control_socket);
+		const char *call;
+		json_t *o;
+		int e;
 
+		listen_last_error(b->listen, &call, &e);
+		o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "status", "error",
+		    "what", "control socket", "path", s->control_socket,
+		    "call", call, "errno", strerror(e));
 		if (o != NULL)
 			log_event("egress.listen", o);
 	}
@@ -612,67 +676,198 @@ make_id_prefix(struct broker *b)
 	    "%02x%02x%02x%02x", r[0], r[1], r[2], r[3]);
 }
 
-int
-main(int argc, char **argv)
+struct args {
+	const char *path;	/* the configuration, as given */
+	int foreground, check, strict;
+};
+
+/* Parse the command line. Return -1 to go on, else the exit status. */
+static int
+parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "check-config", no_argument, NULL, 't' },
+		{ "strict", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct broker *b = &broker;
-	struct conf_errors errs = { 0, NULL };
-	struct event *sigs[4] = { NULL, NULL, NULL, NULL };
-	static const int signums[4] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
-	const struct conf_snapshot *s;
-	const char *arg_path = NULL, *path;
-	int c, foreground = 0, check = 0, err, rc = 1;
-	size_t i;
+	const char *arg_path = NULL;
+	int c;
 
+	memset(a, 0, sizeof(*a));
 	while ((c = getopt_long(argc, argv, "c:fthV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			arg_path = optarg;
 			break;
 		case 'f':
-			foreground = 1;
+			a->foreground = 1;
 			break;
 		case 't':
-			check = 1;
+			a->check = 1;
+			break;
+		case 's':
+			a->strict = 1;
 			break;
 		case 'h':
-			usage(stdout);
+			usage(stdout, 1);
 			return 0;
 		case 'V':
 			(void)printf("egressd %s\n", EGRESSD_VERSION);
 			return 0;
 		default:
-			usage(stderr);
+			usage(stderr, 0);
 			return 2;
 		}
 	}
-	if (optind != argc) {
-		usage(stderr);
+	if (optind != argc || (a->strict && !a->check)) {
+		if (optind != argc)
+			(void)fprintf(stderr, "egressd: unexpected argument "
+			    "'%s'\n", argv[optind]);
+		else
+			(void)fprintf(stderr, "egressd: --strict needs "
+			    "--check-config\n");
+		usage(stderr, 0);
 		return 2;
 	}
-	path = conf_default_path(arg_path);
-	if (check)
-		return check_config(path);
+	a->path = conf_default_path(arg_path);
+	return -1;
+}
+
+/*
+ * The configuration path made absolute against the working folder, so
+ * that re-reading it still works after daemon() moved to / (every path in
+ * the file is resolved against its folder). Return it (malloc'd), or NULL
+ * with the reason printed.
+ */
+static char *
+absolute_config_path(const char *path)
+{
+	char cwd[PATH_MAX], *abs = NULL;
+
+	if (path[0] == '/')
+		abs = strdup(path);
+	else if (getcwd(cwd, sizeof(cwd)) == NULL) {
+		(void)fprintf(stderr, "egressd: %s: getcwd: %s (give -c an "
+		    "absolute path)\n", path, strerror(errno));
+		return NULL;
+	} else if (asprintf(&abs, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ?
+	    "" : "/", path) < 0)
+		abs = NULL;
+	if (abs == NULL)
+		(void)fprintf(stderr, "egressd: out of memory\n");
+	return abs;
+}
+
+/* Load the first snapshot; on failure print every error. Return 0 or 1. */
+static int
+load_first(struct broker *b, const char *path)
+{
+	struct conf_errors errs = { 0, NULL };
+	size_t i;
+	int err;
+
+	err = confstate_init(&b->conf, path, on_reload, b, &errs);
+	if (err == 0)
+		return 0;
+	for (i = 0; i < errs.n; i++)
+		(void)fprintf(stderr, "%s\n", errs.msgs[i]);
+	if (errs.n == 0)
+		(void)fprintf(stderr, "egressd: %s: %s\n", path,
+		    egress_strerror(err));
+	conf_errors_done(&errs);
+	return 1;
+}
+
+/* Say which system call failed on the control socket, and why. */
+static void
+control_open_failed(const struct broker *b, const struct conf_snapshot *s)
+{
+	const char *call;
+	int e;
+
+	listen_last_error(b->listen, &call, &e);
+	(void)fprintf(stderr, "egressd: cannot create the control socket %s "
+	    "([broker] control_socket in %s): %s: %s\n", s->control_socket,
+	    s->path, call, strerror(e));
+}
+
+/* egress.start, with the instances whose manifest is refused. */
+static void
+log_start(const struct conf_snapshot *s)
+{
+	json_t *o = json_pack("{s:s, s:s, s:I, s:o*}", "status", "started",
+	    "version", EGRESSD_VERSION, "instances",
+	    (json_int_t)s->ninstances, "refused", confstate_refused_json(s));
+
+	if (o != NULL)
+		log_event("egress.start", o);
+}
+
+/* While idle, a file that broke or was fixed is noticed within a tick. */
+static void
+conf_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct broker *b = arg;
+
+	if (!b->draining)
+		confstate_poll(&b->conf);
+}
+
+/* Handle the signals and start the idle re-check. Return 0 or -1. */
+static int
+events_add(struct broker *b, struct event **evs, size_t n)
+{
+	static const int signums[4] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+	const struct timeval tv = { CONF_WATCH_MS / 1000,
+	    (CONF_WATCH_MS % 1000) * 1000 };
+	size_t i;
+
+	assert(n == 5);
+	for (i = 0; i < 4; i++) {
+		evs[i] = evsignal_new(b->base, signums[i], on_signal, b);
+		if (evs[i] == NULL || evsignal_add(evs[i], NULL) != 0) {
+			(void)fprintf(stderr, "egressd: cannot handle "
+			    "signals\n");
+			return -1;
+		}
+	}
+	evs[4] = event_new(b->base, -1, EV_PERSIST, conf_watch_cb, b);
+	if (evs[4] == NULL || event_add(evs[4], &tv) != 0) {
+		(void)fprintf(stderr, "egressd: cannot start the configuration "
+		    "timer\n");
+		return -1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct broker *b = &broker;
+	struct event *sigs[5] = { NULL, NULL, NULL, NULL, NULL };
+	const struct conf_snapshot *s;
+	struct args a;
+	char *path = NULL;
+	int err, rc = 1;
+	size_t i;
+
+	if ((rc = parse_args(argc, argv, &a)) >= 0)
+		return rc;
+	if (a.check)
+		return check_config(a.path, a.strict);
+	rc = 1;
+	if ((path = absolute_config_path(a.path)) == NULL)
+		return 1;
 
 	(void)signal(SIGPIPE, SIG_IGN);
 	memset(b, 0, sizeof(*b));
 	make_id_prefix(b);
-	err = confstate_init(&b->conf, path, on_reload, b, &errs);
-	if (err != 0) {
-		for (i = 0; i < errs.n; i++)
-			(void)fprintf(stderr, "%s\n", errs.msgs[i]);
-		if (errs.n == 0)
-			(void)fprintf(stderr, "egressd: %s: %s\n", path,
-			    egress_strerror(err));
-		conf_errors_done(&errs);
+	if (load_first(b, path) != 0) {
+		free(path);
 		return 1;
 	}
 	s = b->conf.cur->snap;
@@ -710,10 +905,8 @@ main(int argc, char **argv)
 	    listen_new(b->base, on_accept, on_control, b, &b->listen) != 0)
 		goto out;
 	listen_set_revoke_cb(b->listen, on_revoke);
-	err = listen_control_open(b->listen, s);
-	if (err != 0) {
-		(void)fprintf(stderr, "egressd: %s: cannot create the control "
-		    "socket: %s\n", s->control_socket, egress_strerror(err));
+	if (listen_control_open(b->listen, s) != 0) {
+		control_open_failed(b, s);
 		goto out;
 	}
 	if (listen_reconcile(b->listen, s) != 0) {
@@ -721,28 +914,15 @@ main(int argc, char **argv)
 		    "socket (see the log)\n");
 		goto out;
 	}
-	for (i = 0; i < 4; i++) {
-		sigs[i] = evsignal_new(b->base, signums[i], on_signal, b);
-		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) != 0) {
-			(void)fprintf(stderr, "egressd: cannot handle "
-			    "signals\n");
-			goto out;
-		}
-	}
-	if (!foreground && (daemon(0, s->log_path != NULL ? 0 : 1) != 0 ||
+	if (events_add(b, sigs, 5) != 0)
+		goto out;
+	if (!a.foreground && (daemon(0, s->log_path != NULL ? 0 : 1) != 0 ||
 	    event_reinit(b->base) != 0)) {
 		(void)fprintf(stderr, "egressd: daemon: %s\n",
 		    strerror(errno));
 		goto out;
 	}
-	{
-		json_t *o = json_pack("{s:s, s:s, s:I}", "status", "started",
-		    "version", EGRESSD_VERSION, "instances",
-		    (json_int_t)s->ninstances);
-
-		if (o != NULL)
-			log_event("egress.start", o);
-	}
+	log_start(s);
 	nat64_start(b, s);
 	(void)notify_ready();
 	if (broker_run(b) < 0)
@@ -757,7 +937,7 @@ out:
 	b->control = NULL;
 	ctl_checks_cancel();	/* frees the connections they held */
 	nat64_stop(b);
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		if (sigs[i] != NULL)
 			event_free(sigs[i]);
 	if (b->drain_timer != NULL)
@@ -775,5 +955,6 @@ out:
 	confstate_done(&b->conf);
 	log_close();
 	free(log_path_now);
+	free(path);
 	return rc;
 }

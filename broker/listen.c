@@ -58,6 +58,8 @@ struct listen_ctx {
 	struct lsock *socks;		/* instance sockets */
 	struct lsock *control;
 	size_t nsocks;
+	const char *err_call;		/* of the last failed socket */
+	int err_errno;
 };
 
 static void
@@ -147,47 +149,61 @@ listen_chmod(int dirfd, const char *name, mode_t mode)
  */
 static int
 listen_unix(int dirfd, const char *name, const char *path, mode_t mode,
-    int *ret_fd)
+    int *ret_fd, const char **reterr_call)
 {
 	struct sockaddr_un sun;
 	struct stat st;
 	mode_t old;
-	int fd = -1, err = EGRESS_ERR_IO;
+	int fd = -1, err = EGRESS_ERR_IO, saved;
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
+	*reterr_call = "bind";
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
 		return EGRESS_ERR_TOO_BIG;
+	}
 	memcpy(sun.sun_path, path, strlen(path));
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
+			*reterr_call = "bind (not a socket in the way)";
 			errno = EEXIST;
 			return EGRESS_ERR_EXISTS;
 		}
-		if (unlinkat(dirfd, name, 0) != 0)
+		if (unlinkat(dirfd, name, 0) != 0) {
+			*reterr_call = "unlink (a stale socket)";
 			return EGRESS_ERR_IO;
+		}
 	}
+	*reterr_call = "socket";
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return EGRESS_ERR_IO;
+	*reterr_call = "fchmod";
 	if (fchmod(fd, mode) != 0)
 		goto out;
+	*reterr_call = "bind";
 	old = umask((mode_t)(~mode & 0777));
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
 		(void)umask(old);
 		goto out;
 	}
 	(void)umask(old);
+	*reterr_call = "listen";
 	if (listen(fd, LISTEN_BACKLOG) != 0) {
+		saved = errno;
 		(void)unlinkat(dirfd, name, 0);
+		errno = saved;
 		goto out;
 	}
 	*ret_fd = fd;
 	fd = -1;
 	err = 0;
 out:
+	saved = errno;
 	if (fd >= 0)
 		(void)close(fd);
+	errno = saved;
 	return err;
 }
 
@@ -271,8 +287,9 @@ lsock_open(struct listen_ctx *l, const char *instance, int dirfd,
 		lsock_free(ls);
 		return EGRESS_ERR_NOMEM;
 	}
-	err = listen_unix(dirfd, name, path, mode, &fd);
+	err = listen_unix(dirfd, name, path, mode, &fd, &l->err_call);
 	if (err != 0) {
+		l->err_errno = errno;
 		lsock_free(ls);
 		return err;
 	}
@@ -727,6 +744,14 @@ listen_free(struct listen_ctx *l)
 		return;
 	listen_stop(l);
 	free(l);
+}
+
+void
+listen_last_error(const struct listen_ctx *l, const char **ret_call,
+    int *ret_errno)
+{
+	*ret_call = l->err_call != NULL ? l->err_call : "socket";
+	*ret_errno = l->err_errno;
 }
 
 size_t

@@ -107,6 +107,13 @@ void listen_control_mode(const struct conf_snapshot *s, mode_t *ret_mode,
 int listen_control_open(struct listen_ctx *l, const struct conf_snapshot *s);
 
 /*
+ * After a socket could not be created: the system call that failed
+ * ("bind", "listen", ...; borrowed, static) and its errno.
+ */
+void listen_last_error(const struct listen_ctx *l, const char **ret_call,
+    int *ret_errno);
+
+/*
  * Stop accepting on every socket (instance and control), close the
  * listeners and unlink their files. Open connections are not touched.
  */

@@ -19,7 +19,9 @@
 #define CONF_LINE_MAX		200	/* bytes per line, without the newline */
 #define CONF_MANIFEST_MAX	(64 * 1024)
 #define CONF_MANIFEST_HOSTS_MAX	1024
+#ifndef CONF_DEFAULT_PATH	/* the build sets it: SYSCONFDIR/egressd/... */
 #define CONF_DEFAULT_PATH	"/etc/egressd/egressd.ini"
+#endif
 
 /* A list of error messages, each "FILE:LINE: [section] key: message". */
 struct conf_errors {
@@ -233,6 +235,18 @@ struct conf_snapshot {
  * reterr, and write nothing.
  */
 int conf_load(const char *path, struct conf_snapshot **ret,
+    struct conf_errors *reterr);
+
+/*
+ * Read only [broker] control_socket from the configuration at path, even
+ * when other parts of the file are invalid (so that a tool can still reach
+ * the running broker). Write *ret (malloc'd, resolved against the file's
+ * folder; the default when the file has no valid control_socket line) and
+ * *ret_found (1 when the line was read), and add every error of the file to
+ * reterr: the file is invalid when reterr->n > 0. Return 0, or a negative
+ * error when the file cannot be read (the reason in reterr).
+ */
+int conf_peek_control_socket(const char *path, char **ret, int *ret_found,
     struct conf_errors *reterr);
 
 /* Same over the bytes of a configuration; path and its folder are used for

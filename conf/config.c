@@ -1075,6 +1075,70 @@ conf_load_buffer(const char *path, const char *buf, size_t len,
 	return load_buffer(path, buf, len, NULL, ret, reterr);
 }
 
+/* The message of a configuration file that cannot be read (errno). */
+static void
+conf_read_error(const char *path, struct conf_errors *reterr)
+{
+	if (errno == EISDIR)
+		conf_errors_addf(reterr, "%s: cannot read the configuration: "
+		    "it is a folder, not a file", path);
+	else if (errno == EINVAL)
+		conf_errors_addf(reterr, "%s: cannot read the configuration: "
+		    "not a regular file", path);
+	else
+		conf_errors_addf(reterr, "%s: cannot read the configuration: "
+		    "%s", path, strerror(errno));
+}
+
+int
+conf_peek_control_socket(const char *path, char **ret, int *ret_found,
+    struct conf_errors *reterr)
+{
+	struct cfg_parse cp;
+	struct conf_file_id id;
+	char *buf = NULL, *sock = NULL;
+	size_t len = 0;
+	int r;
+
+	memset(&id, 0, sizeof(id));
+	memset(&cp, 0, sizeof(cp));
+	r = conf_read_file(path, CONFIG_FILE_MAX, &buf, &len, &id);
+	if (r == EGRESS_ERR_NOT_FOUND)
+		conf_errors_addf(reterr, "%s: no such configuration file",
+		    path);
+	else if (r == EGRESS_ERR_TOO_BIG)
+		conf_errors_addf(reterr, "%s: the configuration is over %d "
+		    "bytes", path, CONFIG_FILE_MAX);
+	else if (r == EGRESS_ERR_IO)
+		conf_read_error(path, reterr);
+	if (r != 0)
+		return r;
+	cp.path = path;
+	cp.errs = reterr;
+	if ((cp.dir = dir_of(path)) == NULL ||
+	    conf_ini_parse(path, buf, len, cfg_section, &cp, reterr) ==
+	    EGRESS_ERR_NOMEM || cp.nomem ||
+	    (sock = strdup(DEF_CONTROL_SOCKET)) == NULL) {
+		r = EGRESS_ERR_NOMEM;
+		goto out;
+	}
+	/* A value too long to resolve keeps the default (error added). */
+	r = get_path(&cp, SEC_BROKER, "control_socket", &sock);
+	if (r == EGRESS_ERR_NOMEM)
+		goto out;
+	*ret_found = r == 0 &&
+	    fixed_val(&cp, SEC_BROKER, "control_socket") != NULL;
+	r = 0;
+	*ret = sock;
+	sock = NULL;
+out:
+	free(sock);
+	free((char *)cp.dir);
+	cfg_parse_done(&cp);
+	free(buf);
+	return r;
+}
+
 int
 conf_load(const char *path, struct conf_snapshot **ret,
     struct conf_errors *reterr)
@@ -1099,8 +1163,7 @@ conf_load(const char *path, struct conf_snapshot **ret,
 		return EGRESS_ERR_INVALID;
 	}
 	if (r != 0) {
-		conf_errors_addf(reterr, "%s: cannot read the configuration: "
-		    "%s", path, strerror(errno));
+		conf_read_error(path, reterr);
 		return EGRESS_ERR_IO;
 	}
 	r = load_buffer(path, buf, len, &id, ret, reterr);

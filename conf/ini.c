@@ -819,7 +819,7 @@ conf_read_file(const char *path, size_t max, char **ret_buf,
 	}
 	id_from_stat(id, &sb);
 	if (!S_ISREG(sb.st_mode)) {
-		errno = EINVAL;
+		errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
 		rc = EGRESS_ERR_IO;
 		goto out;
 	}

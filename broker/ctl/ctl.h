@@ -45,6 +45,10 @@ int ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv);
  * of the broker's control socket (broker/ctl_status.c). */
 int ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv);
 
+/* `egressctl reload`: the broker re-reads its configuration; print the
+ * new generation and the refused instances, or every error (exit 3). */
+int ctl_reload_main(struct ctl_ctx *ctx, int argc, char **argv);
+
 /*
  * Return s as a POSIX shell word: unchanged when it holds only safe bytes,
  * else single-quoted ('(unprintable)' when it holds a quote). Written into

@@ -21,6 +21,8 @@
 
 #include <jansson.h>
 
+#include <egress/error.h>
+
 #include "broker/net/unixsock.h"
 #include "broker/ctl/ctl.h"
 #include "conf/conf.h"
@@ -165,8 +167,15 @@ print_status(json_t *o, json_t *insts)
 	printf("%s (generation %lld, loaded %s)\n", sval(c, "path"),
 	    ival(c, "generation"), sval(c, "loaded_at"));
 	label(STATUS_W, "config error:");
-	printf("%s\n", json_is_string(json_object_get(c, "error")) ?
-	    sval(c, "error") : "none");
+	if (json_is_string(json_object_get(c, "error"))) {
+		printf("%s (since %s; serving nothing until fixed)\n",
+		    sval(c, "error"), sval(c, "error_since"));
+		json_array_foreach(json_object_get(c, "errors"), i, v)
+			if (i > 0)
+				printf("%-*s%s\n", STATUS_W, "",
+				    json_string_value(v));
+	} else
+		printf("none\n");
 	label(STATUS_W, "reloads:");
 	printf("%lld (%lld failed)\n", ival(c, "reloads"),
 	    ival(c, "reload_failures"));
@@ -296,18 +305,37 @@ usage(FILE *f, const char *cmd)
 	    " NAME [-- COMMAND [ARG...]]" : "");
 }
 
-/* [broker] control_socket of the configuration, if it loads. */
+/*
+ * [broker] control_socket of the configuration at path, read even when
+ * other parts of the file are invalid (the broker still listens there).
+ * When the file is invalid, say so on stderr, and when the line itself
+ * cannot be read, that the default is used and why. NULL when the file
+ * cannot be read at all (said too).
+ */
 static char *
-socket_from_config(const char *path)
+socket_from_config(const char *cmd, const char *path)
 {
-	struct conf_snapshot *s = NULL;
 	struct conf_errors errs = { 0, NULL };
 	char *p = NULL;
+	int found = 0, err;
 
-	if (conf_load(path, &s, &errs) == 0) {
-		p = strdup(s->control_socket);
-		conf_snapshot_free(s);
-	}
+	if ((err = conf_peek_control_socket(path, &p, &found, &errs)) != 0) {
+		/* No file at the default path: the default socket, quietly. */
+		if (err != EGRESS_ERR_NOT_FOUND ||
+		    strcmp(path, CONF_DEFAULT_PATH) != 0)
+			fprintf(stderr, "egressctl: %s: %s; using the default "
+			    "control socket %s\n", cmd, errs.n > 0 ?
+			    errs.msgs[0] : path, STATUS_DEFAULT_SOCKET);
+		p = NULL;
+	} else if (errs.n > 0 && found)
+		fprintf(stderr, "egressctl: %s: note: %s is invalid (%s%s); "
+		    "its [broker] control_socket %s is used\n", cmd, path,
+		    errs.msgs[0], errs.n > 1 ? ", ..." : "", p);
+	else if (errs.n > 0)
+		fprintf(stderr, "egressctl: %s: note: %s is invalid (%s%s) and "
+		    "has no valid [broker] control_socket line; using the "
+		    "default %s\n", cmd, path, errs.msgs[0], errs.n > 1 ?
+		    ", ..." : "", p);
 	conf_errors_done(&errs);
 	return p;
 }
@@ -381,8 +409,8 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		    "(1 to %d bytes, no blank)\n", cmd, name, CONF_NAME_MAX);
 		return CTL_EXIT_USAGE;
 	}
-	if (sock == NULL && (cfgsock = socket_from_config(ctx->config_path)) !=
-	    NULL)
+	if (sock == NULL && (cfgsock = socket_from_config(cmd,
+	    ctx->config_path)) != NULL)
 		sock = cfgsock;
 	if (sock == NULL)
 		sock = STATUS_DEFAULT_SOCKET;
@@ -478,6 +506,94 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		print_grants(doc);
 out:
 	json_decref(insts);
+	json_decref(doc);
+	free(r.buf);
+	if (r.fd >= 0)
+		(void)close(r.fd);
+	free(cfgsock);
+	return rc;
+}
+
+/* The instances a loaded configuration refuses, one line each. */
+static void
+print_refused(json_t *a)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(a, i, v)
+		printf("refused: %s (%s): %s\n", sval(v, "instance"),
+		    sval(v, "entry"), sval(v, "error"));
+}
+
+int
+ctl_reload_main(struct ctl_ctx *ctx, int argc, char **argv)
+{
+	const char *sock = NULL;
+	char *cfgsock = NULL;
+	struct reply r = { NULL, 0, -1 };
+	json_t *doc = NULL, *v;
+	int i, json = 0, rc = CTL_EXIT_ERROR;
+	size_t k;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0) {
+			usage(stdout, "reload");
+			return CTL_EXIT_OK;
+		} else if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
+			sock = argv[++i];
+		else {
+			fprintf(stderr, "egressctl: reload: %s '%s'\n",
+			    argv[i][0] == '-' ? strcmp(argv[i], "--socket") ==
+			    0 ? "a PATH must follow" : "unknown option" :
+			    "unexpected argument", argv[i]);
+			usage(stderr, "reload");
+			return CTL_EXIT_USAGE;
+		}
+	}
+	if (sock == NULL && (cfgsock = socket_from_config("reload",
+	    ctx->config_path)) != NULL)
+		sock = cfgsock;
+	if (sock == NULL)
+		sock = STATUS_DEFAULT_SOCKET;
+	if (status_request(sock, "reload\n", 0, &r) != 0) {
+		fprintf(stderr, "egressctl: reload: cannot reach the broker at "
+		    "%s: %s\n", sock, strerror(errno));
+		goto out;
+	}
+	if ((doc = json_loads(r.buf, 0, NULL)) == NULL) {
+		fprintf(stderr, "egressctl: reload: the broker's reply is not "
+		    "JSON\n");
+		goto out;
+	}
+	if (json)
+		fputs(r.buf, stdout);
+	if (json_is_true(json_object_get(doc, "reloaded"))) {
+		if (!json)
+			printf("reloaded: generation %lld, %lld instances\n",
+			    ival(doc, "generation"), ival(doc, "instances"));
+		if (!json)
+			print_refused(json_object_get(doc, "refused"));
+		rc = CTL_EXIT_OK;
+		goto out;
+	}
+	if (strcmp(sval(doc, "code"), "failed") != 0) {
+		if (!json)
+			fprintf(stderr, "egressctl: reload: the broker says: "
+			    "%s\n", sval(doc, "error"));
+		goto out;
+	}
+	if (!json) {
+		fprintf(stderr, "egressctl: reload: %s is invalid; the broker "
+		    "serves nothing until it is fixed:\n", sval(doc, "path"));
+		json_array_foreach(json_object_get(doc, "errors"), k, v)
+			fprintf(stderr, "%s\n", json_string_value(v));
+	}
+	rc = CTL_EXIT_CONFIG;
+out:
 	json_decref(doc);
 	free(r.buf);
 	if (r.fd >= 0)

@@ -28,6 +28,7 @@ static const struct ctl_command commands[] = {
 	{ "grants", ctl_status_main },
 	{ "metrics", ctl_status_main },
 	{ "attach", ctl_status_main },
+	{ "reload", ctl_reload_main },
 };
 
 /* Every usage line, in the order of docs/egressctl.md. */
@@ -59,6 +60,7 @@ static const char *const synopses[] = {
 	"[-c FILE] grants [--socket PATH] [--json] NAME",
 	"[-c FILE] metrics [--socket PATH]",
 	"[-c FILE] attach [--socket PATH] NAME [-- COMMAND [ARG...]]",
+	"[-c FILE] reload [--socket PATH] [--json]",
 	"--help",
 	"--version",
 };

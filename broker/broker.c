@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <jansson.h>
@@ -261,6 +262,96 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 	return ret;
 }
 
+/* The default memory budget: 1 GiB, or a quarter of the RAM if less. */
+static uint64_t
+broker_mem_default(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t ram;
+
+	if (pages <= 0 || psz <= 0)
+		return BROKER_MEM_DEFAULT_MAX;
+	ram = (uint64_t)pages * (uint64_t)psz / 4;
+	return ram < BROKER_MEM_DEFAULT_MAX ? ram : BROKER_MEM_DEFAULT_MAX;
+}
+
+static void
+broker_mem_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct broker *b = arg;
+	struct broker_mem *m;
+
+	/* Each holder is taken off the list before it runs: one that still
+	 * finds no room puts itself back. */
+	while ((m = b->mem_waiters) != NULL) {
+		b->mem_waiters = m->wnext;
+		if (m->wnext != NULL)
+			m->wnext->wprev = NULL;
+		m->wnext = m->wprev = NULL;
+		m->waiting = 0;
+		m->wake(m->arg);
+	}
+}
+
+static void
+broker_mem_unwait(struct broker *b, struct broker_mem *m)
+{
+	if (!m->waiting)
+		return;
+	if (m->wprev != NULL)
+		m->wprev->wnext = m->wnext;
+	else
+		b->mem_waiters = m->wnext;
+	if (m->wnext != NULL)
+		m->wnext->wprev = m->wprev;
+	m->wnext = m->wprev = NULL;
+	m->waiting = 0;
+}
+
+int
+broker_mem_room(struct broker *b, const char *instance,
+    struct broker_mem *m, size_t used, size_t limit)
+{
+	if (used < m->credit)
+		return 1;
+	if (b->mem_share == NULL)
+		return used < limit;
+	while (used >= m->credit && m->credit + BROKER_MEM_CHUNK <= limit &&
+	    share_acquire(b->mem_share, instance, NULL,
+	    BROKER_MEM_CHUNK / 1024) == 0)
+		m->credit += BROKER_MEM_CHUNK;
+	if (used < m->credit)
+		return 1;
+	if (!m->waiting && m->wake != NULL) {
+		m->waiting = 1;
+		m->wprev = NULL;
+		m->wnext = b->mem_waiters;
+		if (b->mem_waiters != NULL)
+			b->mem_waiters->wprev = m;
+		b->mem_waiters = m;
+	}
+	return 0;
+}
+
+void
+broker_mem_trim(struct broker *b, const char *instance,
+    struct broker_mem *m, size_t used, int all)
+{
+	size_t keep = all ? 0 : used + BROKER_MEM_CHUNK, give = 0;
+
+	if (all)
+		broker_mem_unwait(b, m);
+	while (m->credit >= keep + BROKER_MEM_CHUNK && m->credit > 0) {
+		m->credit -= BROKER_MEM_CHUNK;
+		give += BROKER_MEM_CHUNK;
+	}
+	if (give == 0 || b->mem_share == NULL)
+		return;
+	share_release(b->mem_share, instance, give / 1024);
+	if (b->mem_waiters != NULL && b->mem_wake_ev != NULL)
+		event_active(b->mem_wake_ev, EV_TIMEOUT, 0);
+}
+
 int
 broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 {
@@ -268,6 +359,18 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 	size_t i;
 	int err = 0;
 
+	/* The memory budget is fixed at start: holders keep their credit
+	 * across reloads. */
+	if (b->mem_share == NULL) {
+		b->memory_max = s->memory_max != 0 ? s->memory_max :
+		    broker_mem_default();
+		b->mem_share = share_new(b->memory_max / 1024,
+		    BROKER_MEM_GUARANTEE / 1024, b->memory_max / 1024 / 4);
+		b->mem_wake_ev = event_new(b->base, -1, 0, broker_mem_wake_cb,
+		    b);
+		if (b->mem_share == NULL || b->mem_wake_ev == NULL)
+			return EGRESS_ERR_NOMEM;
+	}
 	if (b->dns_share == NULL && (b->dns_share = share_new(
 	    BROKER_DNS_SHARE, BROKER_DNS_GUARANTEE,
 	    BROKER_DNS_PER_INSTANCE)) == NULL)
@@ -283,7 +386,8 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 		m[i].plugin = s->instances[i].plugin;
 	}
 	if (share_configure(b->dns_share, m, s->ninstances) != 0 ||
-	    share_configure(b->session_share, m, s->ninstances) != 0)
+	    share_configure(b->session_share, m, s->ninstances) != 0 ||
+	    share_configure(b->mem_share, m, s->ninstances) != 0)
 		err = EGRESS_ERR_NOMEM;
 	free(m);
 	return err;
@@ -311,6 +415,11 @@ broker_release(struct broker *b)
 	b->dns_share = NULL;
 	share_free(b->session_share);
 	b->session_share = NULL;
+	share_free(b->mem_share);
+	b->mem_share = NULL;
+	if (b->mem_wake_ev != NULL)
+		event_free(b->mem_wake_ev);
+	b->mem_wake_ev = NULL;
 	free(b->local);
 	b->local = NULL;
 	b->nlocal = 0;

@@ -44,6 +44,26 @@ struct share;
 #define BROKER_DNS_GUARANTEE	16
 #define BROKER_DNS_PER_INSTANCE	128
 #define BROKER_SESSION_GUARANTEE	16
+/* Buffered bytes ([broker] memory_max, counted in KiB units): each
+ * configured instance is guaranteed 4 MiB and may hold at most a quarter
+ * of the whole; holders take credit in 64 KiB chunks. */
+#define BROKER_MEM_GUARANTEE	(4u << 20)
+#define BROKER_MEM_CHUNK	(64u << 10)
+#define BROKER_MEM_DEFAULT_MAX	(1ULL << 30)	/* and at most RAM / 4 */
+
+/*
+ * One holder's credit of buffered bytes (a session's output queue, a
+ * request's response buffer): what it may buffer without asking again.
+ * A holder that could not get more waits: wake(arg) is called from the
+ * event loop once memory was given back somewhere.
+ */
+struct broker_mem {
+	size_t credit;			/* bytes held from the share */
+	struct broker_mem *wprev, *wnext;
+	int waiting;
+	void (*wake)(void *arg);
+	void *arg;
+};
 
 /* A file's identity, to notice a file replaced or rewritten in place. */
 struct broker_file_id {
@@ -87,6 +107,10 @@ struct broker {
 
 	struct share *dns_share;	/* pending lookups per instance */
 	struct share *session_share;	/* sessions per instance */
+	struct share *mem_share;	/* buffered KiB per instance */
+	uint64_t memory_max;		/* its capacity in bytes */
+	struct broker_mem *mem_waiters;	/* holders waiting for credit */
+	struct event *mem_wake_ev;	/* wakes them from the loop */
 
 	struct session *sessions;
 	size_t nsessions;
@@ -120,6 +144,20 @@ int broker_apply_conf(struct broker *b, const struct conf_snapshot *s);
  * Return 0 or EGRESS_ERR_NOMEM.
  */
 int broker_apply_shares(struct broker *b, const struct conf_snapshot *s);
+
+/*
+ * Answer whether used bytes fit m's credit for instance, growing the
+ * credit by BROKER_MEM_CHUNK steps up to limit bytes from the broker's
+ * memory share (1), or not (0: m now waits for its wake callback).
+ * Without a memory share (tests), everything up to limit fits.
+ */
+int broker_mem_room(struct broker *b, const char *instance,
+    struct broker_mem *m, size_t used, size_t limit);
+
+/* Give back m's credit beyond used plus one chunk (all of it when used
+ * is 0 and all is set), and stop m waiting when all is set. */
+void broker_mem_trim(struct broker *b, const char *instance,
+    struct broker_mem *m, size_t used, int all);
 
 /* Release the pool, resolver, TLS context, leases, fair shares and
  * local-address cache (after every session is gone). */

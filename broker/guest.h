@@ -40,8 +40,10 @@ struct guest_ops {
 	/* n guest DATA bytes on s were consumed (s NULL: the stream is
 	 * gone): send the WINDOW_UPDATEs now due. */
 	void (*consumed)(void *ctx, struct proto_stream *s, size_t n);
-	/* Answer whether the output queue has room for more DATA. */
-	int (*can_write)(const void *ctx);
+	/* Answer whether the output queue has room for more DATA (within
+	 * the connection's bound and its instance's memory budget; when the
+	 * budget says no, the connection retries once memory is freed). */
+	int (*can_write)(void *ctx);
 };
 
 /* One connection as a request sees it: operations and their context. */

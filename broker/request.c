@@ -92,6 +92,7 @@ struct request {
 	int body_ended;			/* the guest ended its body */
 	int body_finished;		/* http1_finish_body() done */
 	struct evbuffer *resp;		/* response body for the guest */
+	struct broker_mem mem;		/* credit for resp */
 	int paused;			/* upstream reads paused */
 	struct evbuffer *tail;		/* encoded last frame, when ready */
 	uint8_t tail_type;
@@ -129,6 +130,8 @@ request_format_id(char *buf, size_t n, const char *prefix, uint64_t seq)
 	buf[len + take] = '\0';
 }
 
+static void request_mem_wake(void *arg);
+
 static const char *
 g_instance(const struct request *r)
 {
@@ -153,6 +156,8 @@ request_new(struct broker *b, const struct guest *g, uint32_t id,
 	r->g = *g;
 	r->done = done;
 	r->done_arg = done_arg;
+	r->mem.wake = request_mem_wake;
+	r->mem.arg = r;
 	proto_stream_init(&r->st, id);
 	if ((r->body = evbuffer_new()) == NULL ||
 	    (r->resp = evbuffer_new()) == NULL) {
@@ -279,6 +284,7 @@ request_free(struct request *r)
 	if (r == NULL)
 		return;
 	request_upstream_done(r);
+	broker_mem_trim(r->b, g_instance(r), &r->mem, 0, 1);
 	confref_unref(r->conf);
 	evbuffer_free(r->body);
 	evbuffer_free(r->resp);
@@ -838,6 +844,31 @@ up_on_head(void *arg, const struct http1_response *resp)
 	r->status = resp->status;
 }
 
+/*
+ * May more response body be read for r: under REQUEST_RESP_HIGH and
+ * within the instance's memory budget (credit taken as needed; when the
+ * budget says no, request_mem_wake() retries once memory is freed)?
+ */
+static int
+request_resp_room(struct request *r)
+{
+	size_t n = evbuffer_get_length(r->resp);
+
+	return n < REQUEST_RESP_HIGH && broker_mem_room(r->b, g_instance(r),
+	    &r->mem, n, REQUEST_RESP_HIGH + HTTP1_READ_HIGH);
+}
+
+static void
+request_mem_wake(void *arg)
+{
+	struct request *r = arg;
+
+	if (r->paused && r->x != NULL && request_resp_room(r)) {
+		r->paused = 0;
+		http1_resume_read(r->x);
+	}
+}
+
 static void
 up_on_data(void *arg, struct evbuffer *in, size_t n)
 {
@@ -850,7 +881,7 @@ up_on_data(void *arg, struct evbuffer *in, size_t n)
 		return;
 	}
 	r->bytes_in += n;
-	if (!r->paused && evbuffer_get_length(r->resp) >= REQUEST_RESP_HIGH) {
+	if (!r->paused && !request_resp_room(r)) {
 		http1_pause_read(r->x);
 		r->paused = 1;
 	}
@@ -1132,10 +1163,13 @@ request_push(struct request *r)
 		}
 	}
 	if (r->paused && r->x != NULL &&
-	    evbuffer_get_length(r->resp) <= REQUEST_RESP_LOW) {
+	    evbuffer_get_length(r->resp) <= REQUEST_RESP_LOW &&
+	    request_resp_room(r)) {
 		r->paused = 0;
 		http1_resume_read(r->x);
 	}
+	broker_mem_trim(r->b, g_instance(r), &r->mem,
+	    evbuffer_get_length(r->resp), 0);
 	if (r->phase != PHASE_FLUSHING || r->tail == NULL ||
 	    evbuffer_get_length(r->resp) > 0)
 		return;

@@ -59,6 +59,8 @@ struct session {
 	struct proto_conn pc;
 	char instance[CONF_NAME_MAX + 1];
 	int shared;		/* holds a unit of b->session_share */
+	struct broker_mem mem;		/* credit for queued output */
+	struct event *stall_timer;	/* reading paused: drop at expiry */
 	struct guest guest;		/* what its requests see of it */
 	struct stream *streams;
 	struct stream *rr;	/* next stream session_flush_all serves */
@@ -104,10 +106,21 @@ session_out_len(const struct session *s)
 	    evbuffer_get_length(s->stage);
 }
 
+/* Is there room to queue more output, within SESSION_OUT_HIGH and the
+ * instance's memory budget (credit taken as needed)? */
 static int
-session_can_write(const struct session *s)
+session_has_room(struct session *s)
 {
-	return !s->closing && session_out_len(s) < SESSION_OUT_HIGH;
+	size_t n = session_out_len(s);
+
+	return n < SESSION_OUT_HIGH && broker_mem_room(s->b, s->instance,
+	    &s->mem, n, SESSION_OUT_HIGH);
+}
+
+static int
+session_can_write(struct session *s)
+{
+	return !s->closing && session_has_room(s);
 }
 
 static int
@@ -243,7 +256,7 @@ guest_consumed(void *ctx, struct proto_stream *st, size_t n)
 }
 
 static int
-guest_can_write(const void *ctx)
+guest_can_write(void *ctx)
 {
 	return session_can_write(ctx);
 }
@@ -613,9 +626,14 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 		session_maybe_close(s);
 		return;
 	}
-	if (session_out_len(s) >= SESSION_OUT_HIGH) {
+	if (!session_has_room(s)) {
+		/* A guest that sends without reading what it is sent: stop
+		 * reading it, and drop it if it stays so. */
+		struct timeval stall = { SESSION_STALL_MS / 1000, 0 };
+
 		s->read_paused = 1;
 		(void)event_del(s->rev);
+		(void)evtimer_add(s->stall_timer, &stall);
 	}
 }
 
@@ -629,10 +647,28 @@ session_drained(struct session *s)
 		return;
 	}
 	session_flush_all(s);
-	if (s->read_paused && session_out_len(s) < SESSION_OUT_HIGH) {
+	if (s->read_paused && session_has_room(s)) {
 		s->read_paused = 0;
+		(void)evtimer_del(s->stall_timer);
 		(void)event_add(s->rev, NULL);
 	}
+	broker_mem_trim(s->b, s->instance, &s->mem, session_out_len(s), 0);
+}
+
+/* Memory was given back somewhere: try again what the budget stopped. */
+static void
+session_mem_wake(void *arg)
+{
+	struct session *s = arg;
+
+	if (!s->closing)
+		session_drained(s);
+}
+
+static void
+session_stall_cb(evutil_socket_t fd, short what, void *arg)
+{
+	session_free(arg);	/* sent for SESSION_STALL_MS, read nothing */
 }
 
 static void
@@ -663,6 +699,8 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 	/* All of it taken: do what the write callback would have. */
 	if (s->closing || s->read_paused || before >= SESSION_OUT_HIGH)
 		session_drained(s);
+	else
+		broker_mem_trim(s->b, s->instance, &s->mem, 0, 0);
 }
 
 static void
@@ -704,6 +742,9 @@ session_free(struct session *s)
 	b->nsessions--;
 	if (s->shared)
 		share_release(b->session_share, s->instance, 1);
+	broker_mem_trim(b, s->instance, &s->mem, 0, 1);
+	if (s->stall_timer != NULL)
+		event_free(s->stall_timer);
 	if (s->hello_timer != NULL)
 		event_free(s->hello_timer);
 	if (s->defer != NULL)
@@ -835,6 +876,8 @@ session_accept(struct broker *b, int fd, const char *instance)
 	s->fd = fd;
 	s->guest.ops = &session_guest_ops;
 	s->guest.ctx = s;
+	s->mem.wake = session_mem_wake;
+	s->mem.arg = s;
 	memcpy(s->instance, instance, strlen(instance) + 1);
 	proto_conn_init(&s->pc, PROTO_ROLE_BROKER);
 	s->in = evbuffer_new();
@@ -842,6 +885,7 @@ session_accept(struct broker *b, int fd, const char *instance)
 	s->rev = event_new(b->base, fd, EV_READ | EV_PERSIST, session_read_cb,
 	    s);
 	s->hello_timer = evtimer_new(b->base, session_hello_cb, s);
+	s->stall_timer = evtimer_new(b->base, session_stall_cb, s);
 	s->defer = event_new(b->base, -1, 0, session_defer_cb, s);
 	s->stage = evbuffer_new();
 	s->flush_ev = event_new(b->base, -1, 0, session_flush_cb, s);
@@ -851,7 +895,8 @@ session_accept(struct broker *b, int fd, const char *instance)
 	b->sessions = s;
 	b->nsessions++;
 	if (s->in == NULL || s->bev == NULL || s->rev == NULL ||
-	    s->hello_timer == NULL || s->defer == NULL || s->stage == NULL ||
+	    s->hello_timer == NULL || s->stall_timer == NULL ||
+	    s->defer == NULL || s->stage == NULL ||
 	    s->flush_ev == NULL) {
 		session_free(s);
 		return EGRESS_ERR_NOMEM;

@@ -13,9 +13,11 @@
  * guest seam (guest.h), reports its end through a callback, and the
  * session unlinks and frees it.
  * Memory per connection is bounded: unread input at most one frame, and
- * output to the guest stops being produced above SESSION_OUT_HIGH (the
- * guest not reading pauses response DATA, and above it no more input is
- * read either, so PINGs cannot queue PONGs without bound).
+ * output to the guest stops being produced above SESSION_OUT_HIGH or
+ * when the instance's memory budget (broker.h) gives no more credit (the
+ * guest not reading pauses response DATA, and then no more input is
+ * read either, so PINGs cannot queue PONGs without bound); a guest whose
+ * reading stays paused for SESSION_STALL_MS is dropped.
  */
 #ifndef EGRESS_BROKER_SESSION_H
 #define EGRESS_BROKER_SESSION_H
@@ -38,6 +40,8 @@ struct broker;
 #define SESSION_OUT_LOW		(512 * 1024)
 #define SESSION_READ_MAX	(64 * 1024)	/* bytes per recvmsg() */
 #define SESSION_HELLO_MS	10000	/* HELLO must arrive by then */
+#define SESSION_STALL_MS	10000	/* reading paused (a guest that
+					   sends but does not read): drop */
 
 /*
  * Serve a connection accepted on instance's socket. Takes ownership of fd.

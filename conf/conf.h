@@ -70,6 +70,8 @@ struct conf_keyring;
 #define CONF_SIG_FILE_MAX	1024	/* bytes of manifest.ini.sig read */
 #define CONF_NAME_MAX		64	/* instance, plugin and version names */
 #define CONF_METHOD_MAX		32	/* bytes of an extra_methods item */
+#define CONF_MEMORY_MIN		(16ULL << 20)	/* [broker] memory_max */
+#define CONF_MEMORY_MAX		(64ULL << 30)
 #define CONF_METHODS_MAX	32	/* items of [limits] extra_methods */
 
 /*
@@ -173,6 +175,7 @@ struct conf_snapshot {
 	char *log_path;			/* NULL: stderr */
 	unsigned drain_timeout_ms;
 	unsigned busy_poll_us;		/* 0: off (docs/configuration.md) */
+	uint64_t memory_max;		/* bytes; 0: derived by the broker */
 	uid_t *control_uids;
 	size_t ncontrol_uids;
 	gid_t *control_gids;

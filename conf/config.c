@@ -68,6 +68,7 @@ static const struct conf_keydef broker_keys[] = {
 	{ "log", 0 },
 	{ "drain_timeout_ms", 0 },
 	{ "busy_poll_us", 0 },
+	{ "memory_max", 0 },
 	{ "control_uids", 1 },
 	{ "control_gids", 1 },
 	{ NULL, 0 },
@@ -295,6 +296,50 @@ get_busy_poll(struct cfg_parse *cp, unsigned *ret)
 		    "digits (default 0)", cp->path, v->line, v->str,
 		    CONF_BUSY_POLL_MAX_US);
 	*ret = (unsigned)n;
+	return 0;
+}
+
+/*
+ * [broker] memory_max: a size in bytes, with an optional K, M or G
+ * (powers of 1024), from CONF_MEMORY_MIN to CONF_MEMORY_MAX; 0 when the
+ * key is absent (the broker derives the default from the machine).
+ */
+static int
+get_memory_max(struct cfg_parse *cp, uint64_t *ret)
+{
+	const struct conf_val *v = fixed_val(cp, SEC_BROKER, "memory_max");
+	char digits[32];
+	uint64_t n, mul = 1;
+	size_t len;
+
+	*ret = 0;
+	if (v == NULL || v->str == NULL)
+		return 0;
+	len = strlen(v->str);
+	if (len > 0 && len < sizeof(digits)) {
+		switch (v->str[len - 1]) {
+		case 'K':
+			mul = 1024;
+			break;
+		case 'M':
+			mul = 1024 * 1024;
+			break;
+		case 'G':
+			mul = 1024 * 1024 * 1024;
+			break;
+		}
+		memcpy(digits, v->str, len + 1);
+		if (mul != 1)
+			digits[len - 1] = '\0';
+	}
+	if (len == 0 || len >= sizeof(digits) ||
+	    conf_parse_uint(digits, 1, CONF_MEMORY_MAX / mul, &n) != 0 ||
+	    n * mul < CONF_MEMORY_MIN)
+		return conf_errors_addf(cp->errs, "%s:%d: [broker] "
+		    "memory_max: '%s' is not a size; write bytes, or a number "
+		    "followed by K, M or G, from 16M to 64G", cp->path,
+		    v->line, v->str);
+	*ret = n * mul;
 	return 0;
 }
 
@@ -671,6 +716,7 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	(void)get_ms(cp, SEC_BROKER, "drain_timeout_ms", &s->drain_timeout_ms);
 	s->busy_poll_us = 0;
 	(void)get_busy_poll(cp, &s->busy_poll_us);
+	(void)get_memory_max(cp, &s->memory_max);
 
 	/* Root only, unless the operator lists the peers. */
 	if ((s->control_uids = calloc(1, sizeof(*s->control_uids))) == NULL) {

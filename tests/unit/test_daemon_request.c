@@ -176,7 +176,7 @@ fg_consumed(void *ctx, struct proto_stream *s, size_t n)
 }
 
 static int
-fg_can_write(const void *ctx)
+fg_can_write(void *ctx)
 {
 	return 1;
 }

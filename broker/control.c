@@ -415,13 +415,15 @@ cmd_grants(const struct control_ops *ops, void *b, const char *name,
 	return reply_json(o, -1, fn, arg);
 }
 
-static int
-cmd_metrics(const struct control_ops *ops, void *b, control_reply_fn fn,
-    void *arg)
+int
+control_metrics_text(const struct control_ops *ops, void *b, char **ret_text,
+    size_t *ret_len)
 {
 	const struct conf_snapshot *s = ops->snapshot(b);
 	struct metrics_gauge *g = NULL;
-	struct control_reply r = { NULL, 0, -1 };
+	struct metrics_process proc;
+	struct metrics_facts f;
+	struct control_status st;
 	size_t i, n = s != NULL ? s->ninstances : 0;
 	int err;
 
@@ -431,10 +433,41 @@ cmd_metrics(const struct control_ops *ops, void *b, control_reply_fn fn,
 		g[i].instance = s->instances[i].name;
 		g[i].value = ops->leases(b, s->instances[i].name);
 	}
-	err = metrics_format(ops->metrics(b), g, n, &r.text, &r.len);
+	memset(&st, 0, sizeof(st));
+	ops->status(b, &st);
+	memset(&f, 0, sizeof(f));
+	f.version = st.version;
+	f.config_valid = s != NULL && st.config_error == NULL;
+	f.config_generation = st.generation;
+	f.config_loaded_unix = st.loaded_unix;
+	f.config_reloads = st.reloads;
+	f.config_reload_failures = st.reload_failures;
+	f.leases = g;
+	f.nleases = n;
+	f.process = metrics_process_read(&proc) == 0 ? &proc : NULL;
+	err = metrics_format(ops->metrics(b), &f, ret_text, ret_len);
 	free(g);
-	if (err != 0)
+	return err;
+}
+
+/* The exposition, then one empty line that ends the reply. */
+static int
+cmd_metrics(const struct control_ops *ops, void *b, control_reply_fn fn,
+    void *arg)
+{
+	struct control_reply r = { NULL, 0, -1 };
+	char *p;
+	int err;
+
+	if ((err = control_metrics_text(ops, b, &r.text, &r.len)) != 0)
 		return err;
+	if ((p = realloc(r.text, r.len + 2)) == NULL) {
+		free(r.text);
+		return EGRESS_ERR_NOMEM;
+	}
+	r.text = p;
+	r.text[r.len++] = '\n';
+	r.text[r.len] = '\0';
 	fn(arg, &r);
 	control_reply_done(&r);
 	return 0;

@@ -4,9 +4,10 @@
  * UNIX-CONNECT:/run/egressd/control.sock`) and tools (egressctl status,
  * ...). One text command per line (LF, an optional CR before it), words
  * separated by spaces or tabs; one reply per command: a JSON document on
- * one line, except `show metrics`, whose reply is Prometheus text
- * exposition ending with the line "# EOF" (raw text reads better through
- * socat, as HAProxy's stats socket does). Commands:
+ * one line, except `show metrics`, whose reply is the Prometheus text
+ * exposition (version 0.0.4) followed by one empty line, which ends the
+ * reply (the exposition holds none; raw text reads better through socat,
+ * and HAProxy's stats socket ends its replies the same way). Commands:
  *
  *   show status | show instances | show instance NAME | show grants NAME
  *   show metrics | check INSTANCE DESTINATION | reload | attach INSTANCE
@@ -125,6 +126,17 @@ void control_reply_done(struct control_reply *r);
  * itself is borrowed for the call).
  */
 typedef void (*control_reply_fn)(void *arg, struct control_reply *reply);
+
+/*
+ * Render the metrics exposition as `show metrics` answers it (without
+ * the empty line that ends the reply): the broker's counters with the
+ * facts read through ops (version, configuration state, leases of each
+ * instance) and this process's metrics. Write a malloc'd NUL-terminated
+ * text to *ret_text (caller frees) and its length to *ret_len. Return 0
+ * or EGRESS_ERR_NOMEM.
+ */
+int control_metrics_text(const struct control_ops *ops, void *broker,
+    char **ret_text, size_t *ret_len);
 
 /*
  * Run one command line (len bytes, without its LF; a trailing CR is

@@ -42,6 +42,7 @@
 #include "broker/listen.h"
 #include "broker/log.h"
 #include "broker/metrics.h"
+#include "broker/metrics_http.h"
 #include "broker/net/decide.h"
 #include "broker/net/dial.h"
 #include "broker/net/dns.h"
@@ -503,6 +504,52 @@ static const struct control_ops ctl_ops = {
 	.attach = ctl_attach,
 };
 
+/* ---- Scrape endpoint ---------------------------------------------------- */
+
+static struct metrics_http *metrics_ep;	/* [metrics] listen, or NULL */
+
+static int
+metrics_render(void *arg, char **ret_text, size_t *ret_len)
+{
+	return control_metrics_text(&ctl_ops, arg, ret_text, ret_len);
+}
+
+/*
+ * Serve [metrics] listen of s: bind a changed address before the old one
+ * is closed, so a failed re-bind keeps the endpoint that works (logged);
+ * close it when the key is gone. Return 0 or the error of the bind.
+ */
+static int
+metrics_apply(struct broker *b, const struct conf_snapshot *s)
+{
+	const char *want = s->metrics_listen;
+	struct metrics_http *h = NULL;
+	json_t *o;
+	int err;
+
+	if (metrics_ep == NULL ? want == NULL : want != NULL &&
+	    strcmp(metrics_http_listen(metrics_ep), want) == 0)
+		return 0;	/* unchanged */
+	if (want != NULL && (err = metrics_http_new(b->base, want,
+	    metrics_render, b, &h)) != 0) {
+		o = json_pack("{s:s, s:s, s:s, s:s}", "status", "error", "what",
+		    "metrics endpoint not bound", "listen", want, "error",
+		    err == EGRESS_ERR_IO ? strerror(errno) :
+		    egress_strerror(err));
+		if (o != NULL)
+			log_event("egress.metrics", o);
+		return err;
+	}
+	metrics_http_free(metrics_ep);
+	metrics_ep = h;
+	o = json_pack("{s:s, s:o}", "status", h != NULL ? "listening" :
+	    "closed", "listen", want != NULL ? json_string(want) :
+	    json_null());
+	if (o != NULL)
+		log_event("egress.metrics", o);
+	return 0;
+}
+
 /* ---- Configuration and sockets ----------------------------------------- */
 
 static void
@@ -527,6 +574,7 @@ on_reload(void *arg, const struct conf_snapshot *s)
 			log_event("egress.listen", o);
 	}
 	(void)listen_reconcile(b->listen, s);
+	(void)metrics_apply(b, s);
 	nat64_start(b, s);
 }
 
@@ -914,6 +962,11 @@ main(int argc, char **argv)
 		    "socket (see the log)\n");
 		goto out;
 	}
+	if (s->metrics_listen != NULL && metrics_apply(b, s) != 0) {
+		(void)fprintf(stderr, "egressd: [metrics] listen %s: cannot "
+		    "serve it (see the log)\n", s->metrics_listen);
+		goto out;
+	}
 	if (events_add(b, sigs, 5) != 0)
 		goto out;
 	if (!a.foreground && (daemon(0, s->log_path != NULL ? 0 : 1) != 0 ||
@@ -930,6 +983,8 @@ main(int argc, char **argv)
 	log_simple("egress.stop", "status", "stopped");
 	rc = 0;
 out:
+	metrics_http_free(metrics_ep);
+	metrics_ep = NULL;
 	listen_free(b->listen);
 	b->listen = NULL;
 	session_free_all(b);

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * Bounded counters and histograms of the broker, and their Prometheus
- * text exposition. Instances live in an array sorted by name (binary
+ * Bounded counters and histograms of the broker, their Prometheus text
+ * exposition, and the process metrics read from /proc/self. Instances live in an array sorted by name (binary
  * search; insertion only when a new instance is first seen). See
  * metrics.h.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <egress/error.h>
 
@@ -165,8 +168,8 @@ minst_get(struct metrics *m, const char *name)
 }
 
 void
-metrics_decision(struct metrics *m, const char *instance, const char *reason,
-    uint64_t usec)
+metrics_decision(struct metrics *m, const char *instance, int allow,
+    const char *reason, uint64_t usec)
 {
 	struct minst *p;
 
@@ -177,7 +180,7 @@ metrics_decision(struct metrics *m, const char *instance, const char *reason,
 		m->inst_dropped++;
 		return;
 	}
-	if (reason != NULL && strcmp(reason, "allow") == 0)
+	if (allow)
 		p->allowed++;
 	else
 		lset_add(&p->denied, reason, 1);
@@ -260,13 +263,36 @@ put_label(FILE *f, const char *s)
 }
 
 static void
+put_head(FILE *f, const char *name, const char *type, const char *help)
+{
+	(void)fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+	    type);
+}
+
+/* One sample without labels. */
+static void
+put_u64(FILE *f, const char *name, const char *type, const char *help,
+    uint64_t v)
+{
+	put_head(f, name, type, help);
+	(void)fprintf(f, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void
+put_double(FILE *f, const char *name, const char *type, const char *help,
+    double v)
+{
+	put_head(f, name, type, help);
+	(void)fprintf(f, "%s %.2f\n", name, v);
+}
+
+static void
 put_hist(FILE *f, const char *name, const char *help, const struct hist *h)
 {
 	uint64_t cum = 0;
 	size_t i;
 
-	(void)fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help,
-	    name);
+	put_head(f, name, "histogram", help);
 	for (i = 0; i < METRICS_BUCKETS; i++) {
 		cum += h->b[i];
 		(void)fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name,
@@ -292,59 +318,91 @@ put_lset(FILE *f, const char *name, const char *label, const struct lset *s)
 	}
 }
 
-int
-metrics_format(const struct metrics *m, const struct metrics_gauge *leases,
-    size_t nleases, char **ret_text, size_t *ret_len)
+/* egressd_decisions_total{instance,verdict,reason}: one sample. */
+static void
+put_decision(FILE *f, const char *instance, const char *verdict,
+    const char *reason, uint64_t n)
 {
-	static const struct metrics empty;
-	char *buf = NULL;
-	size_t len = 0, i, j;
-	FILE *f;
+	(void)fputs("egressd_decisions_total{instance=\"", f);
+	put_label(f, instance);
+	(void)fprintf(f, "\",verdict=\"%s\",reason=\"", verdict);
+	put_label(f, reason);
+	(void)fprintf(f, "\"} %llu\n", (unsigned long long)n);
+}
 
-	if (m == NULL)
-		m = &empty;
-	if ((f = open_memstream(&buf, &len)) == NULL)
-		return EGRESS_ERR_NOMEM;
-	(void)fputs("# HELP egressd_decisions_total Egress decisions by "
-	    "instance and reason.\n# TYPE egressd_decisions_total counter\n",
-	    f);
+/* Build and configuration state, from the facts the broker supplies. */
+static void
+put_facts(FILE *f, const struct metrics_facts *c)
+{
+	put_head(f, "egressd_build_info", "gauge",
+	    "The running egressd's version; always 1.");
+	(void)fputs("egressd_build_info{version=\"", f);
+	put_label(f, c->version != NULL ? c->version : "unknown");
+	(void)fputs("\"} 1\n", f);
+	put_u64(f, "egressd_config_valid", "gauge", "1 while a "
+	    "configuration is in force, 0 while the file is broken (every "
+	    "request is then denied policy-unavailable).",
+	    c->config_valid ? 1 : 0);
+	put_u64(f, "egressd_config_generation", "gauge", "Generation of the "
+	    "last configuration swapped in (1 at start).",
+	    c->config_generation);
+	put_u64(f, "egressd_config_last_reload_success_timestamp_seconds",
+	    "gauge", "Unix time of the last successful configuration load.",
+	    c->config_loaded_unix > 0 ? (uint64_t)c->config_loaded_unix : 0);
+	put_u64(f, "egressd_config_reloads_total", "counter", "Successful "
+	    "configuration re-reads since start.", c->config_reloads);
+	put_u64(f, "egressd_config_reload_failures_total", "counter",
+	    "Failed configuration re-reads since start.",
+	    c->config_reload_failures);
+}
+
+static void
+put_decisions(FILE *f, const struct metrics *m)
+{
+	size_t i, j;
+
+	put_head(f, "egressd_decisions_total", "counter", "Egress decisions "
+	    "by instance, verdict (allow, deny) and reason (granted on "
+	    "allow).");
 	for (i = 0; i < m->ninst; i++) {
 		const struct minst *p = &m->inst[i];
 
-		(void)fputs("egressd_decisions_total{instance=\"", f);
-		put_label(f, p->name);
-		(void)fprintf(f, "\",reason=\"allow\"} %llu\n",
-		    (unsigned long long)p->allowed);
-		for (j = 0; j < p->denied.n; j++) {
-			(void)fputs("egressd_decisions_total{instance=\"", f);
-			put_label(f, p->name);
-			(void)fputs("\",reason=\"", f);
-			put_label(f, p->denied.v[j].label);
-			(void)fprintf(f, "\"} %llu\n",
-			    (unsigned long long)p->denied.v[j].n);
-		}
+		put_decision(f, p->name, "allow", "granted", p->allowed);
+		for (j = 0; j < p->denied.n; j++)
+			put_decision(f, p->name, "deny", p->denied.v[j].label,
+			    p->denied.v[j].n);
 	}
-	(void)fprintf(f, "# HELP egressd_metrics_dropped_total Events not "
-	    "counted per instance (instance cap).\n"
-	    "# TYPE egressd_metrics_dropped_total counter\n"
-	    "egressd_metrics_dropped_total %llu\n",
-	    (unsigned long long)m->inst_dropped);
-	(void)fputs("# HELP egressd_upstream_errors_total Upstream failures "
-	    "by guest-visible code.\n"
-	    "# TYPE egressd_upstream_errors_total counter\n", f);
+	put_u64(f, "egressd_metrics_dropped_total", "counter", "Events not "
+	    "counted per instance (instance cap).", m->inst_dropped);
+}
+
+static void
+put_leases(FILE *f, const struct metrics_facts *c)
+{
+	size_t i;
+
+	put_head(f, "egressd_leases_in_use", "gauge", "Upstream connection "
+	    "leases held, by instance.");
+	for (i = 0; i < c->nleases; i++) {
+		(void)fputs("egressd_leases_in_use{instance=\"", f);
+		put_label(f, c->leases[i].instance != NULL ?
+		    c->leases[i].instance : "");
+		(void)fprintf(f, "\"} %llu\n",
+		    (unsigned long long)c->leases[i].value);
+	}
+}
+
+static void
+put_traffic(FILE *f, const struct metrics *m)
+{
+	size_t i;
+
+	put_head(f, "egressd_upstream_errors_total", "counter", "Upstream "
+	    "failures by guest-visible code.");
 	put_lset(f, "egressd_upstream_errors_total", "code",
 	    &m->upstream_errors);
-	(void)fputs("# HELP egressd_leases_in_use Upstream connection leases "
-	    "held, by instance.\n# TYPE egressd_leases_in_use gauge\n", f);
-	for (i = 0; i < nleases; i++) {
-		(void)fputs("egressd_leases_in_use{instance=\"", f);
-		put_label(f, leases[i].instance != NULL ? leases[i].instance :
-		    "");
-		(void)fprintf(f, "\"} %llu\n",
-		    (unsigned long long)leases[i].value);
-	}
-	(void)fputs("# HELP egressd_dns_lookups_total DNS resolutions by "
-	    "status.\n# TYPE egressd_dns_lookups_total counter\n", f);
+	put_head(f, "egressd_dns_lookups_total", "counter", "DNS resolutions "
+	    "by status.");
 	put_lset(f, "egressd_dns_lookups_total", "status", &m->dns);
 	put_hist(f, "egressd_dns_lookup_seconds",
 	    "DNS resolution latency (A and AAAA together).", &m->h_dns);
@@ -352,8 +410,8 @@ metrics_format(const struct metrics *m, const struct metrics_gauge *leases,
 	    "Time from request to verdict.", &m->h_decision);
 	put_hist(f, "egressd_connect_seconds",
 	    "Upstream connect latency, TCP and TLS.", &m->h_connect);
-	(void)fputs("# HELP egressd_bytes_total Body bytes by instance and "
-	    "direction.\n# TYPE egressd_bytes_total counter\n", f);
+	put_head(f, "egressd_bytes_total", "counter", "Body bytes by "
+	    "instance and direction (in: from the upstream).");
 	for (i = 0; i < m->ninst; i++) {
 		(void)fputs("egressd_bytes_total{instance=\"", f);
 		put_label(f, m->inst[i].name);
@@ -364,7 +422,49 @@ metrics_format(const struct metrics *m, const struct metrics_gauge *leases,
 		(void)fprintf(f, "\",direction=\"out\"} %llu\n",
 		    (unsigned long long)m->inst[i].bytes_out);
 	}
-	(void)fputs("# EOF\n", f);
+}
+
+static void
+put_process(FILE *f, const struct metrics_process *p)
+{
+	put_double(f, "process_cpu_seconds_total", "counter",
+	    "Total user and system CPU time spent in seconds.",
+	    p->cpu_seconds);
+	put_u64(f, "process_open_fds", "gauge",
+	    "Number of open file descriptors.", p->open_fds);
+	put_u64(f, "process_max_fds", "gauge",
+	    "Maximum number of open file descriptors.", p->max_fds);
+	put_u64(f, "process_resident_memory_bytes", "gauge",
+	    "Resident memory size in bytes.", p->resident_bytes);
+	put_u64(f, "process_virtual_memory_bytes", "gauge",
+	    "Virtual memory size in bytes.", p->virtual_bytes);
+	put_double(f, "process_start_time_seconds", "gauge",
+	    "Start time of the process since unix epoch in seconds.",
+	    p->start_time);
+}
+
+int
+metrics_format(const struct metrics *m, const struct metrics_facts *facts,
+    char **ret_text, size_t *ret_len)
+{
+	static const struct metrics empty;
+	static const struct metrics_facts nofacts;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (m == NULL)
+		m = &empty;
+	if (facts == NULL)
+		facts = &nofacts;
+	if ((f = open_memstream(&buf, &len)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	put_facts(f, facts);
+	put_decisions(f, m);
+	put_leases(f, facts);
+	put_traffic(f, m);
+	if (facts->process != NULL)
+		put_process(f, facts->process);
 	if (ferror(f) != 0) {
 		(void)fclose(f);
 		free(buf);
@@ -376,5 +476,78 @@ metrics_format(const struct metrics *m, const struct metrics_gauge *leases,
 	}
 	*ret_text = buf;
 	*ret_len = len;
+	return 0;
+}
+
+/* ---- Process ----------------------------------------------------------- */
+
+/* The boot time (btime of /proc/stat), in Unix seconds; 0 if unknown. */
+static uint64_t
+boot_time(void)
+{
+	char line[256];
+	unsigned long long bt = 0;
+	FILE *f;
+
+	if ((f = fopen("/proc/stat", "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "btime %llu", &bt) == 1)
+			break;
+	(void)fclose(f);
+	return bt;
+}
+
+/* Open descriptors: the entries of /proc/self/fd but the one reading it. */
+static int
+count_fds(uint64_t *ret)
+{
+	struct dirent *e;
+	uint64_t n = 0;
+	DIR *d;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return EGRESS_ERR_IO;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
+			n++;
+	(void)closedir(d);
+	*ret = n;
+	return 0;
+}
+
+int
+metrics_process_read(struct metrics_process *ret)
+{
+	char buf[1024], *p;
+	unsigned long long ut, st, start, vsize;
+	long long rss;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	struct metrics_process r;
+	struct rlimit rl;
+	size_t n;
+	FILE *f;
+
+	memset(&r, 0, sizeof(r));
+	if (tck <= 0 || page <= 0 || count_fds(&r.open_fds) != 0 ||
+	    (f = fopen("/proc/self/stat", "re")) == NULL)
+		return EGRESS_ERR_IO;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	(void)fclose(f);
+	buf[n] = '\0';
+	/* Fields after the command name, which may hold spaces and ')'. */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+	    "%llu %*d %*d %*d %*d %*d %*d %llu %llu %lld", &ut, &st, &start,
+	    &vsize, &rss) != 5)
+		return EGRESS_ERR_IO;
+	r.cpu_seconds = (double)(ut + st) / (double)tck;
+	r.virtual_bytes = vsize;
+	r.resident_bytes = rss > 0 ? (uint64_t)rss * (uint64_t)page : 0;
+	r.start_time = (double)boot_time() + (double)start / (double)tck;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		r.max_fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX :
+		    (uint64_t)rl.rlim_cur;
+	*ret = r;
 	return 0;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * metrics: the broker's counters and histograms, and their Prometheus
- * text exposition for `show metrics`. The daemon reports each event once
+ * text exposition (version 0.0.4) for `show metrics` and the scrape
+ * endpoint, with the facts the broker supplies at exposition time (build,
+ * configuration state, leases, process). The daemon reports each event once
  * (a decision, an upstream error, a DNS lookup, a connect, bytes moved);
  * this module only counts. Every series is bounded: at most
  * METRICS_INSTANCES_MAX instances and METRICS_LABELS_MAX distinct reason
@@ -29,12 +31,12 @@ struct metrics *metrics_new(void);
 void metrics_free(struct metrics *m);
 
 /*
- * Count one decision for instance: reason is "allow" or a deny reason
- * ("not-granted", "private-address", "budget-exhausted", ...). usec is
- * the time the decision took, for egressd_decision_seconds. NULL m is a
- * no-op.
+ * Count one decision for instance: allow is the verdict; reason is the
+ * deny reason ("not-granted", "private-address", "budget-exhausted", ...)
+ * and is ignored on allow (exposed as reason="granted"). usec is the time
+ * the decision took, for egressd_decision_seconds. NULL m is a no-op.
  */
-void metrics_decision(struct metrics *m, const char *instance,
+void metrics_decision(struct metrics *m, const char *instance, int allow,
     const char *reason, uint64_t usec);
 
 /* Count one upstream failure by guest-visible code ("connect-failed",
@@ -77,14 +79,45 @@ struct metrics_gauge {
 	uint64_t value;
 };
 
+/* The process metrics, with their standard names (process_*). */
+struct metrics_process {
+	double cpu_seconds;		/* user + system */
+	uint64_t resident_bytes;
+	uint64_t virtual_bytes;
+	uint64_t open_fds;
+	uint64_t max_fds;		/* RLIMIT_NOFILE soft limit */
+	double start_time;		/* Unix seconds */
+};
+
 /*
- * Render the Prometheus text exposition (version 0.0.4) of every counter
- * and histogram, plus egressd_leases_in_use{instance} from the nleases
- * samples given (borrowed), ending with the line "# EOF". Write a
+ * Read this process's metrics from /proc/self (stat, fd) and
+ * getrlimit(2) into *ret. Return 0, or EGRESS_ERR_IO when /proc cannot be
+ * read (*ret is then untouched).
+ */
+int metrics_process_read(struct metrics_process *ret);
+
+/* What the broker supplies at exposition time; every pointer borrowed. */
+struct metrics_facts {
+	const char *version;		/* egressd_build_info{version} */
+	int config_valid;		/* 0: the configuration is broken */
+	uint64_t config_generation;	/* of the snapshot in force */
+	int64_t config_loaded_unix;	/* last successful load, 0: never */
+	uint64_t config_reloads;	/* successful re-reads */
+	uint64_t config_reload_failures;
+	const struct metrics_gauge *leases;	/* one per instance */
+	size_t nleases;
+	const struct metrics_process *process;	/* NULL: not exposed */
+};
+
+/*
+ * Render the Prometheus text exposition (version 0.0.4, as served with
+ * Content-Type text/plain; version=0.0.4) of the facts f (NULL: none) and
+ * every counter and histogram: one HELP and TYPE line per family, label
+ * values escaped, no blank line and no OpenMetrics "# EOF". Write a
  * malloc'd NUL-terminated text to *ret_text (caller frees) and its length
  * to *ret_len. Return 0 or EGRESS_ERR_NOMEM.
  */
-int metrics_format(const struct metrics *m, const struct metrics_gauge *leases,
-    size_t nleases, char **ret_text, size_t *ret_len);
+int metrics_format(const struct metrics *m, const struct metrics_facts *f,
+    char **ret_text, size_t *ret_len);
 
 #endif /* EGRESS_BROKER_METRICS_H */

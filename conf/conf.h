@@ -197,6 +197,11 @@ struct conf_snapshot {
 	/* [tls] */
 	char *ca_file;			/* NULL: system store */
 
+	/* [metrics] */
+	char *metrics_listen;		/* NULL: no scrape endpoint; else a
+					   loopback ADDR:PORT, [::1]:PORT or
+					   an absolute Unix socket path */
+
 	struct conf_instance *instances;	/* sorted by name */
 	size_t ninstances;
 

@@ -89,6 +89,10 @@ static const struct conf_keydef tls_keys[] = {
 	{ "ca_file", 0 },
 	{ NULL, 0 },
 };
+static const struct conf_keydef metrics_keys[] = {
+	{ "listen", 0 },
+	{ NULL, 0 },
+};
 static const struct conf_keydef entry_keys[] = {
 	{ "plugin", 0 },
 	{ "manifest", 0 },
@@ -109,6 +113,7 @@ enum {
 	SEC_RESOLVER,
 	SEC_LIMITS,
 	SEC_TLS,
+	SEC_METRICS,
 	SEC_NFIXED,
 };
 
@@ -124,6 +129,7 @@ static const struct {
 	[SEC_RESOLVER] = { "resolver", resolver_keys },
 	[SEC_LIMITS] = { "limits", limits_keys },
 	[SEC_TLS] = { "tls", tls_keys },
+	[SEC_METRICS] = { "metrics", metrics_keys },
 };
 
 struct cfg_parse {
@@ -444,6 +450,67 @@ server_is_valid(const char *s, const char **why)
 		return 0;
 	}
 	return 1;
+}
+
+/*
+ * [metrics] listen: an absolute Unix socket path, or a loopback address
+ * with its port (127.0.0.0/8 as ADDR:PORT, ::1 as [::1]:PORT). Names are
+ * refused: what a name resolves to could change under the daemon.
+ */
+static int
+metrics_listen_is_valid(const char *s, const char **why)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	unsigned char bin[16];
+	const char *colon;
+	size_t len;
+
+	if (s[0] == '/') {
+		if (strlen(s) < sizeof(((struct sockaddr_un *)0)->sun_path))
+			return 1;
+		*why = "longer than a Unix socket path may be";
+		return 0;
+	}
+	*why = "write 127.0.0.1:PORT, [::1]:PORT or an absolute Unix "
+	    "socket path; only loopback is served";
+	if ((colon = strrchr(s, ':')) == NULL || (s[0] == '[' &&
+	    (colon == s || colon[-1] != ']')) || !server_is_valid(s, why))
+		return 0;
+	len = (size_t)(colon - s);
+	if (s[0] == '[') {
+		if (len != 5 || strncmp(s, "[::1]", 5) != 0) {
+			*why = "not a loopback address; only loopback is "
+			    "served (127.0.0.0/8, ::1) or a Unix socket path";
+			return 0;
+		}
+		return 1;
+	}
+	memcpy(addr, s, len);
+	addr[len] = '\0';
+	if (inet_pton(AF_INET, addr, bin) != 1 || bin[0] != 127) {
+		*why = "not a loopback address; only loopback is served "
+		    "(127.0.0.0/8, ::1) or a Unix socket path";
+		return 0;
+	}
+	return 1;
+}
+
+/* [metrics] listen: NULL (no scrape endpoint) unless set. */
+static void
+get_metrics_listen(struct cfg_parse *cp, struct conf_snapshot *s)
+{
+	const struct conf_val *v = fixed_val(cp, SEC_METRICS, "listen");
+	const char *why = NULL;
+
+	if (v == NULL || v->str == NULL || v->str[0] == '\0')
+		return;
+	if (!metrics_listen_is_valid(v->str, &why)) {
+		conf_errors_addf(cp->errs, "%s:%d: [metrics] listen: '%s': %s",
+		    cp->path, v->line, v->str, why);
+		return;
+	}
+	if ((s->metrics_listen = strdup(v->str)) == NULL)
+		cp->nomem = 1;
 }
 
 /* A user or group: a name, or a numeric id. Kept as written. */
@@ -778,6 +845,7 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	    &s->between_bytes_timeout_ms);
 	get_methods(cp, s);
 	(void)get_path(cp, SEC_TLS, "ca_file", &s->ca_file);
+	get_metrics_listen(cp, s);
 }
 
 /* Every egress_allow_private item must be covered by egress_hosts. */
@@ -1258,6 +1326,7 @@ conf_snapshot_free(struct conf_snapshot *s)
 		free(s->extra_methods[i]);
 	free(s->extra_methods);
 	free(s->ca_file);
+	free(s->metrics_listen);
 	for (i = 0; i < s->ninstances; i++)
 		instance_done(&s->instances[i]);
 	free(s->instances);

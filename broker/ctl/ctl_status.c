@@ -36,7 +36,8 @@ struct reply {
 	int fd;
 };
 
-/* Send cmd, read one reply: a line, or metrics text up to "# EOF\n". */
+/* Send cmd, read one reply: a line, or metrics text up to the empty line
+ * that ends it. */
 static int
 status_request(const char *path, const char *cmd, int metrics,
     struct reply *ret)
@@ -92,8 +93,8 @@ status_request(const char *path, const char *cmd, int metrics,
 		ret->len += (size_t)n;
 		ret->buf[ret->len] = '\0';
 		if (metrics && ret->buf[0] != '{')
-			done = ret->len >= 6 && strcmp(ret->buf + ret->len - 6,
-			    "# EOF\n") == 0;
+			done = ret->len >= 2 && strcmp(ret->buf + ret->len - 2,
+			    "\n\n") == 0;
 		else
 			done = ret->buf[ret->len - 1] == '\n';
 	}
@@ -102,6 +103,8 @@ status_request(const char *path, const char *cmd, int metrics,
 		errno = EPROTO;
 		return -1;
 	}
+	if (metrics && ret->buf[0] != '{')
+		ret->buf[--ret->len] = '\0';	/* the exposition alone */
 	return 0;
 }
 

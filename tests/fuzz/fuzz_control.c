@@ -108,12 +108,17 @@ on_reply(void *arg, struct control_reply *r)
 {
 	json_error_t e;
 	json_t *doc;
-	int is_metrics = r->len >= 6 &&
-	    memcmp(r->text + r->len - 6, "# EOF\n", 6) == 0;
+	/* The exposition ends with an empty line; a JSON reply never does. */
+	int is_metrics = r->len >= 2 &&
+	    memcmp(r->text + r->len - 2, "\n\n", 2) == 0;
 
 	nreplies++;
 	if (r->len == 0 || r->text[r->len - 1] != '\n' ||
 	    strlen(r->text) != r->len)
+		abort();
+	/* Pure text exposition: no other empty line, no OpenMetrics end. */
+	if (is_metrics && (memmem(r->text, r->len - 1, "\n\n", 2) != NULL ||
+	    memmem(r->text, r->len, "# EOF", 5) != NULL))
 		abort();
 	if (is_metrics)
 		return;
@@ -163,8 +168,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc < 0 || nreplies != 1)
 			abort();
 		/* Let decisions of the input show up in metrics. */
-		metrics_decision(mets, "a", size > 1 && (data[1] & 1) ?
-		    "allow" : "not-granted", (uint64_t)size);
+		metrics_decision(mets, "a", size > 1 && (data[1] & 1),
+		    "not-granted", (uint64_t)size);
 		p = nl + 1;
 	}
 	return 0;

@@ -171,9 +171,9 @@ setup(void)
 	    0, "example configuration: %s", errs.n ? errs.msgs[0] : "?");
 	F.m = metrics_new();
 	cr_assert(F.m != NULL);
-	metrics_decision(F.m, "weather", "allow", 300);
-	metrics_decision(F.m, "weather", "allow", 300);
-	metrics_decision(F.m, "weather", "private-address", 3000000);
+	metrics_decision(F.m, "weather", 1, NULL, 300);
+	metrics_decision(F.m, "weather", 1, NULL, 300);
+	metrics_decision(F.m, "weather", 0, "private-address", 3000000);
 	metrics_bytes(F.m, "weather", 1000, 10);
 	metrics_dns(F.m, "ok", 1200);
 	metrics_upstream_error(F.m, "tls-failed");
@@ -245,7 +245,18 @@ static struct cmd_case cmd_cases[] = {
 	{ "show grants gitea", "\"effective\":[\"git.lan.example\"]", "" },
 	{ "show grants", "\"code\":\"usage\"", "" },
 	{ "show metrics", "egressd_decisions_total{instance=\"weather\","
-	    "reason=\"private-address\"} 1\n", "{" "\"error" },
+	    "verdict=\"deny\",reason=\"private-address\"} 1\n",
+	    "{" "\"error" },
+	{ "show metrics", "egressd_decisions_total{instance=\"weather\","
+	    "verdict=\"allow\",reason=\"granted\"} 2\n", "reason=\"allow\"" },
+	{ "show metrics", "egressd_build_info{version=\"0.1.0\"} 1\n", "" },
+	{ "show metrics", "\negressd_config_valid 1\n", "" },
+	{ "show metrics", "\negressd_config_generation 3\n", "" },
+	{ "show metrics", "\negressd_config_last_reload_success_timestamp_"
+	    "seconds 86400\n", "" },
+	{ "show metrics", "\negressd_config_reload_failures_total 0\n", "" },
+	{ "show metrics", "\n# TYPE process_open_fds gauge\nprocess_open_fds ",
+	    "" },
 	{ "show metrics", "egressd_leases_in_use{instance=\"weather\"} 2\n",
 	    "" },
 	{ "show metrics", "egressd_upstream_errors_total{code=\"tls-failed\"} "
@@ -257,7 +268,7 @@ static struct cmd_case cmd_cases[] = {
 	{ "show metrics", "egressd_bytes_total{instance=\"weather\","
 	    "direction=\"in\"} 1000\n", "" },
 	{ "show metrics", "egressd_dns_lookup_seconds_count 1\n# HELP", "" },
-	{ "show metrics", "\n# EOF\n", "" },
+	{ "show metrics", "\n\n", "# EOF" },
 	{ "check weather http://api.weather.example/", "\"verdict\":\"allow\","
 	    "\"reason\":null,\"addresses\":[\"93.184.216.34\"]", "" },
 	{ "check weather http://10.0.0.7/", "\"verdict\":\"deny\","
@@ -265,7 +276,8 @@ static struct cmd_case cmd_cases[] = {
 	{ "check weather http://fail.example/", "\"code\":\"failed\"", "" },
 	{ "check nope http://x.example/", "\"code\":\"not-found\"", "" },
 	{ "check weather", "\"code\":\"usage\"", "" },
-	{ "reload", "{\"reloaded\":true,\"generation\":3}", "" },
+	{ "reload", "{\"reloaded\":true,\"generation\":3,\"instances\":3,"
+	    "\"refused\":[]}", "" },
 	{ "reload now", "\"code\":\"usage\"", "" },
 	{ "attach nope", "\"code\":\"not-found\"", "" },
 	{ "help", "\"attach INSTANCE\"", "" },
@@ -524,15 +536,16 @@ Test(broker_metrics, label_cap_and_escaping)
 
 	for (i = 0; i < METRICS_LABELS_MAX + 10; i++) {
 		(void)snprintf(name, sizeof(name), "reason-%d", i);
-		metrics_decision(m, "a\"b", name, 1);
+		metrics_decision(m, "a\"b", 0, name, 1);
 	}
 	metrics_instance_get(m, "a\"b", &mi);
 	cr_assert_eq(mi.denied, METRICS_LABELS_MAX + 10);
 	cr_assert_eq(mi.nreasons, METRICS_LABELS_MAX + 1);
 	cr_assert_str_eq(mi.reasons[METRICS_LABELS_MAX].reason, "other");
 	cr_assert_eq(mi.reasons[METRICS_LABELS_MAX].count, 10);
-	cr_assert_eq(metrics_format(m, NULL, 0, &text, &len), 0);
-	cr_assert(strstr(text, "instance=\"a\\\"b\",reason=\"other\"} 10\n") !=
+	cr_assert_eq(metrics_format(m, NULL, &text, &len), 0);
+	cr_assert(strstr(text, "instance=\"a\\\"b\",verdict=\"deny\","
+	    "reason=\"other\"} 10\n") !=
 	    NULL, "%s", text);
 	cr_assert_eq(strlen(text), len);
 	free(text);

@@ -45,6 +45,16 @@ stream, big-endian). Modes (argv[1]):
       more GET on a new stream: print "error CODE" for the ERROR it gets
       ("response STATUS" if it got an answer, "none" if nothing came in
       10 s) and exit 0.
+  hold SOCK AUTHORITY PATH N
+      HELLO, then N GET REQUESTs for PATH at once, each on a new stream;
+      read until 1 s passes without input and print "refused K" (the
+      streams answered with ERROR budget-exhausted) and "other M" (any
+      other answer); then keep the connection open until killed.
+  pingflood SOCK N
+      HELLO, then N PINGs, never reading a byte; print "sent" once
+      written (or "blocked" when the broker stopped reading first) and
+      "closed" when the broker drops the connection, then exit 0; wait
+      until killed otherwise.
   ctl SOCK LINE
       Send LINE to the control socket and print the reply line."""
 
@@ -456,6 +466,79 @@ def mode_resetflood(sock, authority, path, n, cancelled=10):
     return 0
 
 
+BUDGET_EXHAUSTED = 2
+
+
+def mode_hold(sock, authority, path, n):
+    s = connect(sock)
+    a = authority.encode()
+    hs = [(b"Host", a)]
+    out = hello()
+    for k in range(n):
+        out += request(2 * k + 1, b"GET", a, path.encode(), hs)
+    s.sendall(out)
+    buf, refused, other = b"", 0, 0
+    while True:
+        b = read_some(s, 1.0)
+        if not b:
+            break
+        buf += b
+        while len(buf) >= 12:
+            ln, _, ftype, _, _, sid = struct.unpack("!IBBBBI", buf[:12])
+            if len(buf) < 12 + ln:
+                break
+            body, buf = buf[12:12 + ln], buf[12 + ln:]
+            if sid == 0:
+                continue
+            if ftype == ERROR and \
+                    struct.unpack("!I", body[:4])[0] == BUDGET_EXHAUSTED:
+                refused += 1
+            else:
+                other += 1
+    print("refused %d" % refused, flush=True)
+    print("other %d" % other, flush=True)
+    while True:
+        if read_some(s, 60) == b"":
+            return 0
+
+
+def mode_pingflood(sock, n):
+    s = connect(sock)
+    s.sendall(hello())
+    s.setblocking(False)
+    data = frame(PING, b"p" * 8) * n
+    off, stalled = 0, 0.0
+    while off < len(data):
+        _, w, _ = select.select([], [s], [], 1.0)
+        if not w:
+            stalled += 1.0
+            if stalled >= 5.0:
+                print("blocked", flush=True)
+                break
+            continue
+        try:
+            off += s.send(data[off:off + 65536])
+        except BlockingIOError:
+            continue
+        except OSError:
+            print("closed", flush=True)
+            return 0
+    else:
+        print("sent", flush=True)
+    ping = frame(PING, b"p" * 8)
+    while True:
+        # Never read the broker's PONGs; only notice the broker leaving
+        # (a send to a closed connection fails).
+        time.sleep(0.2)
+        try:
+            s.send(ping)
+        except BlockingIOError:
+            pass
+        except OSError:
+            print("closed", flush=True)
+            return 0
+
+
 def mode_ctl(sock, line):
     s = connect(sock)
     s.sendall(line.encode() + b"\n")
@@ -490,6 +573,11 @@ def main():
     if m == "resetflood":
         return mode_resetflood(sys.argv[2], sys.argv[3], sys.argv[4],
                                int(sys.argv[5]))
+    if m == "hold":
+        return mode_hold(sys.argv[2], sys.argv[3], sys.argv[4],
+                         int(sys.argv[5]))
+    if m == "pingflood":
+        return mode_pingflood(sys.argv[2], int(sys.argv[3]))
     if m == "ctl":
         return mode_ctl(sys.argv[2], sys.argv[3])
     print("unknown mode", file=sys.stderr)

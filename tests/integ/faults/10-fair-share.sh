@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: ISC
+#
+# No instance starves the others of a shared pool. Eight attacking
+# instances of one plugin flood, in turn: never-answering lookups (each
+# up to its per-instance maximum), sessions, PINGs without reading the
+# PONGs (the memory budget: [broker] memory_max = 64M), and slow
+# upstreams that never answer. Meanwhile a victim instance of another
+# plugin makes ordinary requests: every one must succeed, the attack must
+# have been refused somewhere (it really contended), and the broker's RSS
+# stays within its warmed-up size plus the memory budget. The victim's
+# latency (p50/p99 of whole egress-fetch runs) is printed for the record
+# in docs/reliability.md, not asserted.
+set -euo pipefail
+. "$(dirname "$0")/../lab/lab.sh"
+. "$(dirname "$0")/faults.sh"
+lab_init
+lab_need_bins
+lab_up
+
+ATTACKERS="a1 a2 a3 a4 a5 a6 a7 a8"
+{
+	DNS_PORT=$FAULT_DNS_PORT fault_config_base timeout_ms=60000 |
+	    sed "/^\[broker\]/a memory_max = 64M"
+	for a in $ATTACKERS; do
+		lab_entry "$a" weather "*.weather.example, $LAB_PUB4"
+	done
+	lab_entry victim radar "*.weather.example"
+} | lab_config_install
+fault_badup_start
+fault_dns_start
+# shellcheck disable=SC2086
+lab_egressd_start $ATTACKERS victim
+ok_url() { printf 'http://ok.weather.example:%s/ok' "$FAULT_UP_PORT"; }
+sock() { printf '%s/%s.sock' "$LAB_SOCK_DIR" "$1"; }
+
+# victim_round LABEL N: N sequential victim fetches; all must succeed.
+# Prints "LABEL: N/N ok, p50 X ms, p99 Y ms".
+victim_round()
+{
+	local label=$1 n=$2 i t0 t1 ms=() okc=0
+	for ((i = 0; i < n; i++)); do
+		t0=$(date +%s%N)
+		lab_fetch victim "$(ok_url)"
+		t1=$(date +%s%N)
+		if [ "$LAB_FETCH_RC" = 0 ]; then
+			okc=$((okc + 1))
+		else
+			lab_log "$label: victim fetch $i failed: $LAB_FETCH_ERR"
+		fi
+		ms+=($(((t1 - t0) / 1000000)))
+	done
+	mapfile -t ms < <(printf '%s\n' "${ms[@]}" | sort -n)
+	lab_log "$label: victim $okc/$n ok, p50 ${ms[$((n / 2))]} ms," \
+	    "p99 ${ms[$(((n * 99 + 99) / 100 - 1))]} ms," \
+	    "broker RSS $(lab_egressd_rss_kb) KiB"
+	lab_expect_eq "$label: victim requests that succeeded" "$n/$n" \
+	    "$okc/$n"
+}
+
+victim_round unloaded 20
+base_rss=$(lab_egressd_rss_kb)
+
+# 1. Lookups that never answer: each attacker holds as many as it may.
+for a in $ATTACKERS; do
+	lab_spawn "dns-$a" "$LAB_NS_B" "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" \
+	    hold "$(sock "$a")" hang.weather.example /x 200
+done
+for a in $ATTACKERS; do
+	lab_poll 20 test -s "$LAB_DIR/log/dns-$a.out" ||
+	    lab_fail "attacker $a never finished sending its lookups"
+done
+refused=$(cat "$LAB_DIR"/log/dns-a*.out | awk '$1 == "refused" { s += $2 }
+    END { print s + 0 }')
+[ "$refused" -gt 0 ] || lab_fail "no attacker lookup was refused: no contention"
+lab_ok "attackers had $refused lookups refused (budget-exhausted)"
+victim_round lookups 20
+for a in $ATTACKERS; do lab_stop "dns-$a"; done
+
+# 2. Sessions: every attacker opens more than it may keep.
+for a in $ATTACKERS; do
+	lab_spawn "ses-$a" "$LAB_NS_B" "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" \
+	    conns "$(sock "$a")" 150
+done
+for a in $ATTACKERS; do
+	lab_poll 30 grep -q '^answered' "$LAB_DIR/log/ses-$a.out" ||
+	    lab_fail "attacker $a: its connections were never answered"
+done
+victim_round sessions 20
+for a in $ATTACKERS; do lab_stop "ses-$a"; done
+
+# 3. PINGs without reading: output the guest never takes.
+for a in a1 a2; do
+	for k in 1 2 3 4 5 6 7 8; do
+		lab_spawn "ping-$a-$k" "$LAB_NS_B" "$LAB_PYTHON" \
+		    "$FAULT_SRC_DIR/guest.py" pingflood "$(sock "$a")" 400000
+	done
+done
+peak=0
+fault__pingers_closed()
+{
+	local f rss
+	rss=$(lab_egressd_rss_kb)
+	[ "$rss" -le "$peak" ] || peak=$rss
+	for f in "$LAB_DIR"/log/ping-*.out; do
+		grep -q '^closed' "$f" || return 1
+	done
+}
+victim_round pings 20
+lab_poll 60 fault__pingers_closed ||
+    lab_fail "a guest that sends without reading was never dropped"
+lab_ok "every PING flooder was dropped"
+lab_log "pings: broker RSS peak $peak KiB (warmed up $base_rss KiB)"
+[ "$peak" -le $((base_rss + 64 * 1024 + 16 * 1024)) ] ||
+    lab_fail "RSS peak $peak KiB over the warmed-up $base_rss KiB plus the budget"
+lab_ok "RSS stayed within the memory budget"
+for a in a1 a2; do
+	for k in 1 2 3 4 5 6 7 8; do lab_stop "ping-$a-$k"; done
+done
+
+# 4. Slow upstreams: requests the upstream holds without answering (to
+# the upstream's address, as the attackers' lookups of step 1 still hold
+# their share of the resolver until c-ares gives up on them).
+fault__held() { [ "$(fault_ev '^req [0-9]+ /hold/never-' | wc -l)" -ge "$1" ]; }
+for a in $ATTACKERS; do
+	for k in 1 2 3 4; do
+		fault_spawn_fetch "slow-$a-$k" "$a" \
+		    "http://$LAB_PUB4:$FAULT_UP_PORT/hold/never-$a-$k"
+	done
+done
+lab_poll 20 fault__held 32 || lab_fail "the slow requests never reached the upstream"
+victim_round slow-upstreams 20
+for a in $ATTACKERS; do
+	for k in 1 2 3 4; do lab_stop "slow-$a-$k"; done
+done
+lab_finish

@@ -924,6 +924,89 @@ run_init(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 	_exit(supervise(pid));
 }
 
+/* Who the worker runs as (--user, or the caller): never root. Return
+ * whether this process is root. */
+static int
+worker_identity(const char *user, uid_t *ret_uid, gid_t *ret_gid)
+{
+	int root = getuid() == 0 || geteuid() == 0;
+	uid_t uid;
+	gid_t gid;
+
+	if (user != NULL)
+		parse_user(user, &uid, &gid);
+	else if (root)
+		die(EXIT_USAGE, "refusing to run the worker as root: give "
+		    "--user USER[:GROUP]", NULL);
+	else {
+		uid = getuid();
+		gid = getgid();
+	}
+	if (uid == 0 || gid == 0)
+		die(EXIT_USAGE, "refusing to run the worker as root (uid 0 or "
+		    "gid 0)", user);
+	if (!root && (uid != getuid() || gid != getgid()))
+		die(EXIT_SANDBOX, "--user other than the caller needs root",
+		    user);
+	*ret_uid = uid;
+	*ret_gid = gid;
+	return root;
+}
+
+/*
+ * Start the worker (cmd) and return its pid (the PID namespace's init
+ * when there is one). Keep other processes out of its reach: the child
+ * starts in new PID and mount namespaces (clone, so this process keeps
+ * its own: its later children, such as a sanitizer's, stay here).
+ */
+static pid_t
+spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid,
+    int regfd)
+{
+	int abi = landlock_abi();
+	pid_t pid;
+
+	(void)fflush(stdout);
+	(void)fflush(stderr);
+	pid = -1;
+	if (root) {
+		pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS |
+		    SIGCHLD, NULL, NULL, NULL, 0L);
+		if (pid == 0) {
+			if (regfd >= 0)
+				(void)close(regfd);
+			run_init(cmd, target, root, uid, gid, abi);
+		}
+		if (pid < 0)
+			(void)fprintf(stderr, "egress-sandbox: no private PID "
+			    "namespace: %s\n", strerror(errno));
+	} else
+		(void)fprintf(stderr, "egress-sandbox: no private PID "
+		    "namespace: the caller is not root\n");
+	if (pid < 0 && abi == 0 && yama_scope() < 1)
+		die(EXIT_SANDBOX, "refusing to start: no PID namespace, no "
+		    "Landlock and no Yama ptrace scope; other processes of "
+		    "the worker's uid would be in its reach", NULL);
+	if (pid < 0)
+		(void)fprintf(stderr, "egress-sandbox: other processes stay "
+		    "visible; %s refuses access to them\n", abi > 0 ?
+		    "Landlock" : "Yama");
+	if (abi == 0)
+		(void)fprintf(stderr, "egress-sandbox: no Landlock in this "
+		    "kernel\n");
+	if (pid < 0) {
+		(void)fflush(stderr);
+		if ((pid = fork()) < 0)
+			die(EXIT_SANDBOX, "fork", strerror(errno));
+		if (pid == 0) {
+			if (regfd >= 0)
+				(void)close(regfd);
+			run_worker(cmd, target, root, uid, gid, abi);
+		}
+	}
+	return pid;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -931,7 +1014,7 @@ main(int argc, char **argv)
 	const char *sockpath = NULL, *user = NULL;
 	const char *registry = SANDBOX_REGISTRY_DEFAULT;
 	char num[16], key[SANDBOX_KEY_MAX], clean[SANDBOX_KEY_MAX];
-	int ai, target = 3, fd, root, abi, regfd, rc;
+	int ai, target = 3, fd, root, regfd, rc;
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -975,24 +1058,7 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
-	/* Who the worker runs as: never root. */
-	root = getuid() == 0 || geteuid() == 0;
-	if (user != NULL)
-		parse_user(user, &uid, &gid);
-	else if (root)
-		die(EXIT_USAGE, "refusing to run the worker as root: give "
-		    "--user USER[:GROUP]", NULL);
-	else {
-		uid = getuid();
-		gid = getgid();
-	}
-	if (uid == 0 || gid == 0)
-		die(EXIT_USAGE, "refusing to run the worker as root (uid 0 or "
-		    "gid 0)", user);
-	if (!root && (uid != getuid() || gid != getgid()))
-		die(EXIT_SANDBOX, "--user other than the caller needs root",
-		    user);
-
+	root = worker_identity(user, &uid, &gid);
 	if (sockpath != NULL) {
 		if ((fd = unixsock_connect(sockpath)) < 0)
 			die(EXIT_ATTACH, sockpath, strerror(errno));
@@ -1008,50 +1074,7 @@ main(int argc, char **argv)
 	registry_key_clean(key, clean, sizeof(clean));
 	regfd = registry_enter(registry, uid, clean);
 
-	/*
-	 * Keep other processes out of the worker's reach: the child starts
-	 * in new PID and mount namespaces (clone, so this process keeps
-	 * its own: its later children, such as a sanitizer's, stay here).
-	 */
-	abi = landlock_abi();
-	(void)fflush(stdout);
-	(void)fflush(stderr);
-	pid = -1;
-	if (root) {
-		pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS |
-		    SIGCHLD, NULL, NULL, NULL, 0L);
-		if (pid == 0) {
-			if (regfd >= 0)
-				(void)close(regfd);
-			run_init(argv + ai, target, root, uid, gid, abi);
-		}
-		if (pid < 0)
-			(void)fprintf(stderr, "egress-sandbox: no private PID "
-			    "namespace: %s\n", strerror(errno));
-	} else
-		(void)fprintf(stderr, "egress-sandbox: no private PID "
-		    "namespace: the caller is not root\n");
-	if (pid < 0 && abi == 0 && yama_scope() < 1)
-		die(EXIT_SANDBOX, "refusing to start: no PID namespace, no "
-		    "Landlock and no Yama ptrace scope; other processes of "
-		    "the worker's uid would be in its reach", NULL);
-	if (pid < 0)
-		(void)fprintf(stderr, "egress-sandbox: other processes stay "
-		    "visible; %s refuses access to them\n", abi > 0 ?
-		    "Landlock" : "Yama");
-	if (abi == 0)
-		(void)fprintf(stderr, "egress-sandbox: no Landlock in this "
-		    "kernel\n");
-	if (pid < 0) {
-		(void)fflush(stderr);
-		if ((pid = fork()) < 0)
-			die(EXIT_SANDBOX, "fork", strerror(errno));
-		if (pid == 0) {
-			if (regfd >= 0)
-				(void)close(regfd);
-			run_worker(argv + ai, target, root, uid, gid, abi);
-		}
-	}
+	pid = spawn_worker(argv + ai, target, root, uid, gid, regfd);
 	(void)close(target);
 	rc = supervise(pid);
 	registry_leave(registry, uid, regfd);

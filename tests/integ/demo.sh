@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: ISC
+# demo.sh SRCDIR: scripts/demo, as README.md has a new user run it, twice
+# with a build folder of its own (EGRESS_DEMO_BUILD). The first run says
+# "building egressd (first run only)..." before anything else, as its
+# first line; the second run builds nothing new and does not say it. Each
+# run exits 0 and shows the verdicts, the broker's requests, its
+# decisions in `egressctl metrics` (allowed localdev, denied weather, as
+# the requests before them were decided) and the JSON reply to
+# `show instance localdev` sent by hand with socat.
+set -eu
+
+src=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+check_run() {
+	local out=$1 reply
+	grep -q '^egressd demo: policy verdicts for the example configuration$' \
+		"$out" || fail "no verdicts"
+	grep -q '^egressd demo: the broker, on loopback$' "$out" ||
+		fail "the broker part did not run"
+	grep -Eq '^egressd_decisions_total\{instance="localdev",[^}]*"allow"[^}]*\} [1-9]' \
+		"$out" || fail "metrics: no allowed decision for localdev"
+	grep -E '^egressd_decisions_total\{instance="weather",[^}]*\} [1-9]' \
+		"$out" | grep -qv allow || fail "metrics: no denied decision for weather"
+	reply=$(awk '/^\$ printf .show instance localdev/ { getline; print; exit }' "$out")
+	jq -e . <<<"$reply" >/dev/null ||
+		fail "the control socket's reply is not JSON: $reply"
+	jq -e 'tostring | test("localdev")' <<<"$reply" >/dev/null ||
+		fail "the reply does not name localdev: $reply"
+}
+
+EGRESS_DEMO_BUILD=$work/build "$src/scripts/demo" > "$work/first" 2>&1 ||
+	{ cat "$work/first"; fail "scripts/demo, first run"; }
+[ "$(grep -v "^bootstrap:" "$work/first" | head -1)" = \
+	"building egressd (first run only)..." ] ||
+	{ head -5 "$work/first"; fail "the first run does not say it builds"; }
+check_run "$work/first"
+
+EGRESS_DEMO_BUILD=$work/build "$src/scripts/demo" > "$work/second" 2>&1 ||
+	{ cat "$work/second"; fail "scripts/demo, second run"; }
+! grep -q 'first run only' "$work/second" ||
+	fail "the second run says it builds"
+check_run "$work/second"
+sed -n '/^# its metrics/,$p' "$work/second"
+echo "ok: scripts/demo, first and second run"

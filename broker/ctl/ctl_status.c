@@ -412,10 +412,8 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		    "(1 to %d bytes, no blank)\n", cmd, name, CONF_NAME_MAX);
 		return CTL_EXIT_USAGE;
 	}
-	if (sock == NULL && (cfgsock = socket_from_config(cmd,
-	    ctx->config_path)) != NULL)
-		sock = cfgsock;
-	if (sock == NULL)
+	if (sock == NULL && (sock = cfgsock = socket_from_config(cmd,
+	    ctx->config_path)) == NULL)
 		sock = STATUS_DEFAULT_SOCKET;
 	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "instances") == 0 ||
 	    metrics)
@@ -557,10 +555,8 @@ ctl_reload_main(struct ctl_ctx *ctx, int argc, char **argv)
 			return CTL_EXIT_USAGE;
 		}
 	}
-	if (sock == NULL && (cfgsock = socket_from_config("reload",
-	    ctx->config_path)) != NULL)
-		sock = cfgsock;
-	if (sock == NULL)
+	if (sock == NULL && (sock = cfgsock = socket_from_config("reload",
+	    ctx->config_path)) == NULL)
 		sock = STATUS_DEFAULT_SOCKET;
 	if (status_request(sock, "reload\n", 0, &r) != 0) {
 		fprintf(stderr, "egressctl: reload: cannot reach the broker at "

@@ -37,7 +37,7 @@ sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$src/docs/egressctl.8" | grep '^\\fBegressc
     sed -e 's/\\fB//g' -e 's/\\fR//g' -e 's/\\-/-/g' -e 's/\\\\/\\/g' | tr -s ' ' >"$work/man"
 diff -u "$work/man" "$work/help" >"$work/d2" && ok ||
     { bad "docs/egressctl.8 SYNOPSIS differs from egressctl --help"; sed 's/^/  | /' "$work/d2"; }
-for c in check manifest plugin trust diagnose status instances instance grants metrics attach; do
+for c in check manifest plugin trust diagnose status instances instance grants metrics attach reload; do
 	"${EGRESS_WRAP_CMD[@]}" "$ctl" "$c" --help >"$work/c.out" 2>"$work/c.err"
 	rc=$?
 	[ "$rc" = 0 ] && [ ! -s "$work/c.err" ] && ok || bad "egressctl $c --help: exit $rc, stderr $(cat "$work/c.err")"

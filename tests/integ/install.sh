@@ -50,11 +50,24 @@ for line in Type=notify User=egressd Group=egressd RuntimeDirectory=egressd \
 	'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK' \
 	SystemCallFilter=@system-service \
 	'SystemCallFilter=~@privileged @resources' SystemCallFilter=@chown \
-	CapabilityBoundingSet= \
-	'ExecReload=/bin/kill -HUP $MAINPID'; do
+	CapabilityBoundingSet=; do
 	grep -qxF "$line" "$unit" || fail "unit lacks '$line'"
 done
 grep -q '^ExecStart=.*egressd --foreground' "$unit" || fail "ExecStart"
+# systemctl reload fails when the new file is invalid: egressctl reload.
+grep -qx "ExecReload=$prefix/bin/egressctl -c ${ini#"$dest"} reload" "$unit" ||
+	fail "ExecReload is not egressctl reload of the installed file"
+# The file the unit names, the file installed and the programs' default
+# agree (under the default prefix /usr/local too).
+for exe in ExecStartPre ExecStart; do
+	grep -q "^$exe=.* -c ${ini#"$dest"}\$" "$unit" ||
+		fail "$exe does not name the installed ${ini#"$dest"}"
+done
+"$root/sbin/egressd" --help | tr -s ' \n' ' ' |
+	grep -qF "else ${ini#"$dest"})" ||
+	fail "egressd's default is not the installed ${ini#"$dest"}"
+"$root/bin/egressctl" --help | grep -qF "else ${ini#"$dest"}." ||
+	fail "egressctl's default is not the installed ${ini#"$dest"}"
 grep -q '^AmbientCapabilities=' "$unit" && fail "the unit grants capabilities"
 sysusers=$(find "$dest" -path '*/sysusers.d/egressd.conf' | head -1)
 [ -n "$sysusers" ] || fail "sysusers.d/egressd.conf not installed"
@@ -62,8 +75,9 @@ sysusers=$(find "$dest" -path '*/sysusers.d/egressd.conf' | head -1)
 	2>/dev/null ||
 	fail "the installed configuration does not pass --check-config"
 if command -v systemd-analyze >/dev/null; then
-	sed "s|^\(Exec[A-Za-z]*=\)[^ ]*/egressd|\1$root/sbin/egressd|" "$unit" \
-		> "$dest/egressd.service"
+	sed -e "s|^\(Exec[A-Za-z]*=\)[^ ]*/egressd |\1$root/sbin/egressd |" \
+		-e "s|^\(Exec[A-Za-z]*=\)[^ ]*/egressctl |\1$root/bin/egressctl |" \
+		"$unit" > "$dest/egressd.service"
 	systemd-analyze verify --man=no "$dest/egressd.service" ||
 		fail "systemd-analyze verify"
 	security=$(systemd-analyze security --offline=true --no-pager \

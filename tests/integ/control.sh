@@ -119,16 +119,20 @@ expect_jq "show grants weather" "$r" \
     (.effective | index("api.weather.example")) != null'
 ctl "show metrics" >"$LAB_DIR/metrics.txt"
 for want in \
-    'egressd_decisions_total{instance="weather",reason="allow"} 1' \
-    'egressd_decisions_total{instance="weather",reason="not-granted"} 1' \
-    'egressd_decisions_total{instance="weather",reason="private-address"} 1' \
+    'egressd_decisions_total{instance="weather",verdict="allow",reason="granted"} 1' \
+    'egressd_decisions_total{instance="weather",verdict="deny",reason="not-granted"} 1' \
+    'egressd_decisions_total{instance="weather",verdict="deny",reason="private-address"} 1' \
     'egressd_leases_in_use{instance="weather"} 1' \
     'egressd_dns_lookups_total{status="ok"} 2' \
-    '# EOF'; do
+    'egressd_config_valid 1'; do
 	grep -qxF "$want" "$LAB_DIR/metrics.txt" ||
 	    lab_fail "show metrics lacks '$want'"
 	lab_ok "show metrics has '$want'"
 done
+# The reply ends with one empty line; the exposition has no "# EOF".
+[ "$(tail -c 2 "$LAB_DIR/metrics.txt" | od -An -c | tr -d ' ')" = '\n\n' ] &&
+    ! grep -q '^# EOF' "$LAB_DIR/metrics.txt" ||
+    lab_fail "show metrics: want the exposition, then one empty line"
 grep -q '^egressd_connect_seconds_count 1$' "$LAB_DIR/metrics.txt" ||
     lab_fail "show metrics: want one connect"
 grep -q '^egressd_bytes_total{instance="weather",direction="in"} 100$' \

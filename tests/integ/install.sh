@@ -4,9 +4,9 @@
 # binaries, the shim library with headers and pkg-config file, the unit,
 # the sysusers.d file, the configuration, docs, examples and man pages.
 # The installed unit carries every hardening line docs/deployment.md
-# explains (its own user, no capability, the syscall filter, MemoryMax=),
-# passes `systemd-analyze verify` with its ExecStart pointed at the built
-# egressd, and `systemd-analyze security --offline=true` rates it below
+# explains (its own user, no capability, the syscall filter, MemoryMax=
+# 512 MiB above the default [broker] memory_max), passes `systemd-analyze
+# verify` with its ExecStart pointed at the built egressd, and `systemd-analyze security --offline=true` rates it below
 # 1.5, the figure the installed deployment.md gives. systemd-sysusers
 # creates the unit's user from the installed file in a scratch root (a
 # system account, home the state folder, no login shell). The installed
@@ -46,7 +46,7 @@ find "$dest" -type d -path '*/lib/egressd/packages' | grep -q . ||
 for line in Type=notify User=egressd Group=egressd RuntimeDirectory=egressd \
 	NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes \
 	PrivateMounts=yes ProtectProc=invisible ProcSubset=pid UMask=0077 \
-	RemoveIPC=yes MemoryMax=1G \
+	RemoveIPC=yes MemoryMax=2G \
 	'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK' \
 	SystemCallFilter=@system-service \
 	'SystemCallFilter=~@privileged @resources' SystemCallFilter=@chown \
@@ -69,6 +69,19 @@ done
 "$root/bin/egressctl" --help | grep -qF "else ${ini#"$dest"}." ||
 	fail "egressctl's default is not the installed ${ini#"$dest"}"
 grep -q '^AmbientCapabilities=' "$unit" && fail "the unit grants capabilities"
+# MemoryMax= fences the whole process: it stays 512 MiB above the buffer
+# budget [broker] memory_max (at most 1 GiB by default), so the broker's
+# own accounting throttles long before the kernel kills it.
+bytes() {
+	awk -v v="$1" 'BEGIN { n = v + 0; u = substr(v, length(v));
+		if (u == "K") n *= 1024; if (u == "M") n *= 1048576;
+		if (u == "G") n *= 1073741824; printf "%.0f\n", n }'
+}
+fence=$(bytes "$(sed -n 's/^MemoryMax=//p' "$unit")")
+budget=$(sed -n 's/^memory_max *= *//p' "$ini")
+budget=$(bytes "${budget:-1G}")
+[ "$fence" -ge $((budget + 536870912)) ] ||
+	fail "MemoryMax= ($fence) leaves less than 512 MiB above memory_max ($budget)"
 sysusers=$(find "$dest" -path '*/sysusers.d/egressd.conf' | head -1)
 [ -n "$sysusers" ] || fail "sysusers.d/egressd.conf not installed"
 "${EGRESS_WRAP_CMD[@]}" "$root/sbin/egressd" --check-config -c "$ini" \

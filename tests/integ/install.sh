@@ -6,8 +6,9 @@
 # The installed unit carries every hardening line docs/deployment.md
 # explains (its own user, no capability, the syscall filter, MemoryMax=
 # 512 MiB above the default [broker] memory_max), passes `systemd-analyze
-# verify` with its ExecStart pointed at the built egressd, and `systemd-analyze security --offline=true` rates it below
-# 1.5, the figure the installed deployment.md gives. systemd-sysusers
+# verify` with its ExecStart pointed at the built egressd, and
+# `systemd-analyze security --offline=true` rates it below 1.5, the
+# figure the installed deployment.md gives. systemd-sysusers
 # creates the unit's user from the installed file in a scratch root (a
 # system account, home the state folder, no login shell). The installed
 # configuration passes `egressd --check-config`; as root, the installed

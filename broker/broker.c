@@ -379,6 +379,10 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 	    SESSIONS_MAX, BROKER_SESSION_GUARANTEE,
 	    SESSIONS_PER_INSTANCE)) == NULL)
 		return EGRESS_ERR_NOMEM;
+	if (b->tls_share == NULL && (b->tls_share = share_new(
+	    BROKER_TLS_SHARE, BROKER_TLS_GUARANTEE,
+	    BROKER_TLS_PER_INSTANCE)) == NULL)
+		return EGRESS_ERR_NOMEM;
 	if ((m = calloc(s->ninstances + 1, sizeof(*m))) == NULL)
 		return EGRESS_ERR_NOMEM;
 	for (i = 0; i < s->ninstances; i++) {
@@ -387,7 +391,8 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 	}
 	if (share_configure(b->dns_share, m, s->ninstances) != 0 ||
 	    share_configure(b->session_share, m, s->ninstances) != 0 ||
-	    share_configure(b->mem_share, m, s->ninstances) != 0)
+	    share_configure(b->mem_share, m, s->ninstances) != 0 ||
+	    share_configure(b->tls_share, m, s->ninstances) != 0)
 		err = EGRESS_ERR_NOMEM;
 	free(m);
 	return err;
@@ -417,6 +422,8 @@ broker_release(struct broker *b)
 	b->session_share = NULL;
 	share_free(b->mem_share);
 	b->mem_share = NULL;
+	share_free(b->tls_share);
+	b->tls_share = NULL;
 	if (b->mem_wake_ev != NULL)
 		event_free(b->mem_wake_ev);
 	b->mem_wake_ev = NULL;

@@ -44,6 +44,9 @@ struct share;
 #define BROKER_DNS_GUARANTEE	16
 #define BROKER_DNS_PER_INSTANCE	128
 #define BROKER_SESSION_GUARANTEE	16
+#define BROKER_TLS_SHARE	256	/* TLS handshakes in progress */
+#define BROKER_TLS_GUARANTEE	4
+#define BROKER_TLS_PER_INSTANCE	64
 /* Buffered bytes ([broker] memory_max, counted in KiB units): each
  * configured instance is guaranteed 4 MiB and may hold at most a quarter
  * of the whole; holders take credit in 64 KiB chunks. */
@@ -108,6 +111,7 @@ struct broker {
 	struct share *dns_share;	/* pending lookups per instance */
 	struct share *session_share;	/* sessions per instance */
 	struct share *mem_share;	/* buffered KiB per instance */
+	struct share *tls_share;	/* TLS handshakes in progress */
 	uint64_t memory_max;		/* its capacity in bytes */
 	struct broker_mem *mem_waiters;	/* holders waiting for credit */
 	struct event *mem_wake_ev;	/* wakes them from the loop */

@@ -1129,6 +1129,8 @@ request_connect(struct request *r)
 	p.addrs = r->verdict->addrs;
 	p.naddrs = r->verdict->naddrs;
 	p.timeout_ms = (int)(until - t);
+	p.handshakes = r->b->tls_share;	/* a fair share of handshakes */
+	p.tag = g_instance(r);
 	r->dial_us = broker_now_us();
 	r->tls_gen = r->b->tls_gen;
 	err = dial_start(r->b->base, r->https ? r->b->tls : NULL, &p,

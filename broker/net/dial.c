@@ -26,6 +26,7 @@
 #include <openssl/x509v3.h>
 
 #include "broker/net/dial.h"
+#include "broker/net/share.h"
 
 struct dial_tls {
 	SSL_CTX *ctx;
@@ -55,6 +56,9 @@ struct dial {
 	dial_cb cb;
 	void *arg;
 	int in_cb;
+	struct share *handshakes;	/* fair share of TLS handshakes */
+	int handshaking;		/* holds a unit of it */
+	char tag[DIAL_TAG_MAX + 1];
 };
 
 int
@@ -124,6 +128,8 @@ dial_free(struct dial *d)
 		dial_attempt_close(&d->att[i]);
 	if (d->bev != NULL)
 		bufferevent_free(d->bev);
+	if (d->handshaking)
+		share_release(d->handshakes, d->tag, 1);
 	if (d->deadline != NULL)
 		event_free(d->deadline);
 	if (d->stagger != NULL)
@@ -249,6 +255,9 @@ dial_tls_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct dial *d = arg;
 
 	if (what & BEV_EVENT_CONNECTED) {
+		if (d->handshaking)
+			share_release(d->handshakes, d->tag, 1);
+		d->handshaking = 0;
 		d->bev = NULL;
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 		(void)bufferevent_disable(bev, EV_READ | EV_WRITE);
@@ -287,6 +296,18 @@ dial_won(struct dial *d, struct dial_attempt *a)
 		}
 		dial_finish(d, 0, bev);
 		return;
+	}
+	/* A handshake costs the broker CPU: each tag takes its fair share
+	 * of those in progress (dial_params.handshakes). */
+	if (d->handshakes != NULL) {
+		int err = share_acquire(d->handshakes, d->tag, NULL, 1);
+
+		if (err != 0) {
+			(void)close(fd);
+			dial_finish(d, err, NULL);
+			return;
+		}
+		d->handshaking = 1;
 	}
 	if ((ssl = SSL_new(d->ctx)) == NULL)
 		goto nomem;
@@ -351,6 +372,7 @@ dial_start(struct event_base *base, struct dial_tls *tls,
 	int ms;
 
 	if (base == NULL || p == NULL || cb == NULL || p->host == NULL ||
+	    (p->tag != NULL && strlen(p->tag) > DIAL_TAG_MAX) ||
 	    p->addrs == NULL || p->naddrs == 0 ||
 	    p->naddrs > POLICY_ANSWERS_MAX || p->port == 0 ||
 	    p->timeout_ms < 0 ||
@@ -373,6 +395,10 @@ dial_start(struct event_base *base, struct dial_tls *tls,
 	}
 	d->cb = cb;
 	d->arg = arg;
+	if (p->tag != NULL) {
+		d->handshakes = p->handshakes;
+		memcpy(d->tag, p->tag, strlen(p->tag) + 1);
+	}
 	if (tls != NULL) {
 		if (SSL_CTX_up_ref(tls->ctx) != 1) {
 			free(d);

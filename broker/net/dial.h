@@ -23,9 +23,11 @@ struct event_base;
 struct bufferevent;
 struct dial_tls;
 struct dial;
+struct share;
 
 #define DIAL_STAGGER_MS		250
 #define DIAL_TIMEOUT_DEFAULT_MS	10000
+#define DIAL_TAG_MAX		64	/* bytes of dial_params.tag */
 
 /*
  * Create the client TLS context: TLS 1.2 minimum, peer verification
@@ -47,6 +49,11 @@ struct dial_params {
 	const struct policy_addr *addrs; /* validated, in order */
 	size_t naddrs;			/* 1..POLICY_ANSWERS_MAX */
 	int timeout_ms;			/* 0: DIAL_TIMEOUT_DEFAULT_MS */
+	struct share *handshakes;	/* with tag: the TLS handshake takes a
+					   unit of this fair share under tag
+					   while in progress (refused:
+					   EGRESS_ERR_BUDGET_EXHAUSTED) */
+	const char *tag;		/* the instance; NULL: no share */
 };
 
 /*
@@ -57,7 +64,9 @@ struct dial_params {
  * (borrowed for the call). Otherwise bev and used are NULL and err is
  * EGRESS_ERR_CONNECT_FAILED (every address refused or unreachable),
  * EGRESS_ERR_TLS_FAILED (handshake or certificate verification failed),
- * EGRESS_ERR_TIMEOUT (the deadline passed) or EGRESS_ERR_NOMEM. The dial
+ * EGRESS_ERR_TIMEOUT (the deadline passed), EGRESS_ERR_BUDGET_EXHAUSTED
+ * (the tag's share of handshakes in progress is used up) or
+ * EGRESS_ERR_NOMEM. The dial
  * handle is freed after the callback returns.
  */
 typedef void (*dial_cb)(void *arg, int err, struct bufferevent *bev,

@@ -20,7 +20,8 @@ lab_up
 
 ATTACKERS="a1 a2 a3 a4 a5 a6 a7 a8"
 {
-	DNS_PORT=$FAULT_DNS_PORT fault_config_base timeout_ms=60000 |
+	MAX_CONN=64 DNS_PORT=$FAULT_DNS_PORT \
+	    fault_config_base timeout_ms=60000 connect_timeout_ms=30000 |
 	    sed "/^\[broker\]/a memory_max = 64M"
 	for a in $ATTACKERS; do
 		lab_entry "$a" weather "*.weather.example, $LAB_PUB4"
@@ -34,14 +35,15 @@ lab_egressd_start $ATTACKERS victim
 ok_url() { printf 'http://ok.weather.example:%s/ok' "$FAULT_UP_PORT"; }
 sock() { printf '%s/%s.sock' "$LAB_SOCK_DIR" "$1"; }
 
-# victim_round LABEL N: N sequential victim fetches; all must succeed.
+# victim_round LABEL N [URL]: N sequential victim fetches (of /ok, or
+# URL); all must succeed.
 # Prints "LABEL: N/N ok, p50 X ms, p99 Y ms".
 victim_round()
 {
-	local label=$1 n=$2 i t0 t1 ms=() okc=0
+	local label=$1 n=$2 url=${3:-$(ok_url)} i t0 t1 ms=() okc=0
 	for ((i = 0; i < n; i++)); do
 		t0=$(date +%s%N)
-		lab_fetch victim "$(ok_url)"
+		lab_fetch victim "$url"
 		t1=$(date +%s%N)
 		if [ "$LAB_FETCH_RC" = 0 ]; then
 			okc=$((okc + 1))
@@ -59,6 +61,7 @@ victim_round()
 }
 
 victim_round unloaded 20
+victim_round unloaded-https 20 https://api.weather.example/small
 base_rss=$(lab_egressd_rss_kb)
 
 # 1. Lookups that never answer: each attacker holds as many as it may.
@@ -133,4 +136,21 @@ victim_round slow-upstreams 20
 for a in $ATTACKERS; do
 	for k in 1 2 3 4; do lab_stop "slow-$a-$k"; done
 done
+
+# 5. TLS handshakes the server never answers (it waits for an HTTP head):
+# each attacker starts as many as its connection budget allows.
+for a in $ATTACKERS; do
+	lab_spawn "tls-$a" "$LAB_NS_B" "$LAB_PYTHON" "$FAULT_SRC_DIR/guest.py" \
+	    hold "$(sock "$a")" "$LAB_PUB4:$FAULT_UP_PORT" /x 64 https
+done
+for a in $ATTACKERS; do
+	lab_poll 20 test -s "$LAB_DIR/log/tls-$a.out" ||
+	    lab_fail "attacker $a never finished starting its handshakes"
+done
+refused=$(cat "$LAB_DIR"/log/tls-a*.out | awk '$1 == "refused" { s += $2 }
+    END { print s + 0 }')
+[ "$refused" -gt 0 ] || lab_fail "no attacker handshake was refused: no contention"
+lab_ok "attackers had $refused handshakes refused (budget-exhausted)"
+victim_round tls-handshakes 20 https://api.weather.example/small
+for a in $ATTACKERS; do lab_stop "tls-$a"; done
 lab_finish

@@ -45,8 +45,9 @@ stream, big-endian). Modes (argv[1]):
       more GET on a new stream: print "error CODE" for the ERROR it gets
       ("response STATUS" if it got an answer, "none" if nothing came in
       10 s) and exit 0.
-  hold SOCK AUTHORITY PATH N
-      HELLO, then N GET REQUESTs for PATH at once, each on a new stream;
+  hold SOCK AUTHORITY PATH N [SCHEME]
+      HELLO, then N GET REQUESTs for PATH (scheme http, or SCHEME) at
+      once, each on a new stream;
       read until 1 s passes without input and print "refused K" (the
       streams answered with ERROR budget-exhausted) and "other M" (any
       other answer); then keep the connection open until killed.
@@ -469,13 +470,14 @@ def mode_resetflood(sock, authority, path, n, cancelled=10):
 BUDGET_EXHAUSTED = 2
 
 
-def mode_hold(sock, authority, path, n):
+def mode_hold(sock, authority, path, n, scheme="http"):
     s = connect(sock)
     a = authority.encode()
     hs = [(b"Host", a)]
     out = hello()
     for k in range(n):
-        out += request(2 * k + 1, b"GET", a, path.encode(), hs)
+        out += request(2 * k + 1, b"GET", a, path.encode(), hs,
+                       scheme=scheme.encode())
     s.sendall(out)
     buf, refused, other = b"", 0, 0
     while True:
@@ -575,7 +577,7 @@ def main():
                                int(sys.argv[5]))
     if m == "hold":
         return mode_hold(sys.argv[2], sys.argv[3], sys.argv[4],
-                         int(sys.argv[5]))
+                         int(sys.argv[5]), *sys.argv[6:7])
     if m == "pingflood":
         return mode_pingflood(sys.argv[2], int(sys.argv[3]))
     if m == "ctl":

@@ -107,7 +107,8 @@ diff "$work/symbols.listed" "$work/symbols.exported" ||
 ! grep -v '^egress_' "$work/symbols.exported" ||
 	fail "libegress.so.0 exports symbols outside egress_*"
 dev=$(ls "$work"/libegress-dev_*.deb)
-dpkg-deb -c "$dev" | grep -Eq '\./usr/share/doc/libegress-dev/shim\.md(\.gz)?$' ||
+dpkg-deb -c "$dev" > "$work/dev.list"
+grep -Eq '\./usr/share/doc/libegress-dev/shim\.md(\.gz)?$' "$work/dev.list" ||
 	fail "docs/shim.md is not in libegress-dev"
 
 # The maintainer scripts, against a scratch root: the systemd helpers are

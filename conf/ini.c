@@ -674,7 +674,14 @@ conf_ini_handler(void *user, const char *section, const char *name,
 			    "remove the line to use the default");
 			return 1;
 		}
+#ifndef __clang__	/* gcc 12 -fanalyzer loses the block stored in *val */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
 		if ((val->str = strdup(st->value)) == NULL)
+#ifndef __clang__
+#pragma GCC diagnostic pop
+#endif
 			st->nomem = 1;
 		return 1;
 	}

@@ -135,7 +135,7 @@ check_print(int json, const char *instance, enum policy_transport transport,
     const struct policy_dest *dest, const char *reason,
     const struct policy_verdict *v)
 {
-	int allow = reason == NULL;
+	int allow = reason == NULL && v != NULL;	/* no verdict: deny */
 
 	if (json) {
 		json_t *o, *addrs;

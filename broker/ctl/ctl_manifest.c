@@ -370,6 +370,7 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	struct conf_manifest *m = NULL;
 	struct conf_errors errs = { 0 };
 	EVP_PKEY **keys = NULL;
+	const char *keyv[1] = { NULL };
 	const char *const *paths;
 	size_t nkeys = 0, npaths;
 	int ch, json = 0, rc = CTL_EXIT_ERROR, r;
@@ -393,7 +394,8 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	(void)snprintf(mpath, sizeof(mpath), "%s/manifest.ini", pkgdir);
 	(void)snprintf(spath, sizeof(spath), "%s/manifest.ini.sig", pkgdir);
 	if (key != NULL) {
-		paths = &key;
+		keyv[0] = key;
+		paths = keyv;
 		npaths = 1;
 	} else {
 		if (conf_load(ctx->config_path, &snap, &errs) != 0) {

@@ -95,7 +95,9 @@ print_errs(const struct conf_errors *e, const char *from, const char *to)
 	for (i = 0; i < e->n; i++) {
 		const char *m = e->msgs[i], *p;
 
+		// cppcheck-suppress nullPointer ; fl > 0 only when from is set
 		while (fl > 0 && (p = strstr(m, from)) != NULL) {
+			// cppcheck-suppress nullPointer ; callers give from and to
 			fprintf(stderr, "%.*s%s", (int)(p - m), m, to);
 			m = p + fl;
 		}
@@ -807,6 +809,8 @@ installed_free(struct installed *v, size_t n)
 {
 	size_t i;
 
+	if (v == NULL)
+		return;
 	for (i = 0; i < n; i++) {
 		free(v[i].dir);
 		free(v[i].manifest_rel);

@@ -98,6 +98,7 @@ capture(void (*fn)(const void *), const void *arg)
 	static char buf[1 << 16];
 	int p[2];
 	ssize_t n;
+	char *s;
 
 	cr_assert_eq(pipe(p), 0);
 	log_set_fd(p[1]);
@@ -108,7 +109,9 @@ capture(void (*fn)(const void *), const void *arg)
 	(void)close(p[0]);
 	cr_assert_gt(n, 0);
 	buf[n] = '\0';
-	return strdup(buf);
+	s = strdup(buf);
+	cr_assert_not_null(s);
+	return s;
 }
 
 static json_t *

@@ -535,6 +535,7 @@ script_upload(struct fb *fb)
 			    "X-Checksum"));
 			trailers = 1;
 		} else
+			// cppcheck-suppress incorrectStringBooleanError ; names the failure
 			FB_CHECK(fb, 0 && "unexpected frame");
 		ended = (fb->m.flags & PROTO_FLAG_END_STREAM) != 0;
 	}

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
 #
-# Socket ownership without capabilities, as egressd.service runs it (root,
-# CapabilityBoundingSet= empty), in the netns lab. The broker runs under
+# Socket ownership without capabilities (egressd.service runs the broker
+# with an empty capability set, as its own user), in the netns lab. The broker runs under
 # `setpriv --bounding-set=-all`. Without membership of the groups named
 # by socket_group and control_gids it cannot hand its sockets to them: it
 # says so (egress.listen events naming docs/deployment.md), the control

@@ -186,6 +186,33 @@ struct sandbox_masked {
 
 static volatile sig_atomic_t forward_pid = -1;
 
+static void usage(FILE *f);
+
+/* Is a one of the options that take a value? */
+static int
+option_is_known(const char *a)
+{
+	static const char *const opts[] = {
+		"--instance", "--control", "--socket", "--fd", "--user",
+		"--registry",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (strcmp(a, opts[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A usage error that names what is wrong; the usage follows. */
+static int
+usage_error(const char *what, const char *arg)
+{
+	(void)fprintf(stderr, "egress-sandbox: %s '%s'\n", what, arg);
+	usage(stderr);
+	return EXIT_USAGE;
+}
+
 static void
 usage(FILE *f)
 {
@@ -194,7 +221,8 @@ usage(FILE *f)
 	    "[--user USER[:GROUP]] [--registry DIR] -- COMMAND [ARG...]\n"
 	    "       egress-sandbox --socket PATH [--fd N] "
 	    "[--user USER[:GROUP]] [--registry DIR] -- COMMAND [ARG...]\n"
-	    "       egress-sandbox --print-seccomp-profile\n");
+	    "       egress-sandbox --print-seccomp-profile\n"
+	    "       egress-sandbox --help | --version\n");
 }
 
 static void
@@ -1032,10 +1060,14 @@ main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		if (ai + 1 >= argc) {
-			usage(stderr);
-			return EXIT_USAGE;
+		if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+			(void)printf("egress-sandbox %s\n", EGRESSD_VERSION);
+			return 0;
 		}
+		if (!option_is_known(a))
+			return usage_error("unknown option", a);
+		if (ai + 1 >= argc)
+			return usage_error("missing value for", a);
 		if (strcmp(a, "--instance") == 0)
 			instance = argv[++ai];
 		else if (strcmp(a, "--control") == 0)
@@ -1046,17 +1078,13 @@ main(int argc, char **argv)
 			target = parse_fd(argv[++ai]);
 		else if (strcmp(a, "--user") == 0)
 			user = argv[++ai];
-		else if (strcmp(a, "--registry") == 0)
+		else
 			registry = argv[++ai];
-		else {
-			usage(stderr);
-			return EXIT_USAGE;
-		}
 	}
-	if (ai >= argc || (instance == NULL) == (sockpath == NULL)) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (ai >= argc)
+		return usage_error("missing", "-- COMMAND");
+	if ((instance == NULL) == (sockpath == NULL))
+		return usage_error("give exactly one of", "--instance or --socket");
 
 	root = worker_identity(user, &uid, &gid);
 	if (sockpath != NULL) {

@@ -41,6 +41,24 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 
+# The command line: --help on stdout, --version, usage errors that name
+# what is wrong, exit 2.
+"$sandbox" --help | grep -q '^usage: egress-sandbox --instance NAME' ||
+    fail "--help does not print the usage on stdout"
+[ "$("$sandbox" --version)" = "$("$sandbox" -V)" ] &&
+    "$sandbox" --version | grep -Eq '^egress-sandbox [0-9]+\.[0-9]+\.[0-9]+$' ||
+    fail "--version / -V"
+for args in "--bogus x" "--instance" "--instance a" \
+    "--instance a --socket b -- true"; do
+	rc=0
+	# shellcheck disable=SC2086
+	err=$("$sandbox" $args 2>&1 >/dev/null) || rc=$?
+	[ "$rc" = 2 ] || fail "egress-sandbox $args: exit $rc, want 2"
+	grep -q "^egress-sandbox: .*'" <<<"$err" ||
+	    fail "egress-sandbox $args: the error names nothing: $err"
+done
+ok "command line: --help, --version, usage errors name the argument"
+
 # The worker uid (no password entry needed with UID:GID) and the
 # binaries, copied where that uid can run them (a checkout may sit in a
 # folder only root can enter).

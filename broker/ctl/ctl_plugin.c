@@ -25,28 +25,18 @@
 #include <jansson.h>
 
 #include "broker/ctl/ctl.h"
+#include "broker/ctl/ctl_edit.h"
 #include "broker/ctl/iniedit.h"
 #include "broker/ctl/pkg.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 
-#define SECTION_PREFIX	"plugins.entries."
 #define PERMS_MAX	8
 
 enum egress_seed {
 	SEED_UNSET = 0,
 	SEED_DECLARED = 1,
 	SEED_NONE = 2,
-};
-
-/* One locked edit of the configuration. */
-struct edit {
-	struct iniedit_file f;
-	struct conf_snapshot *snap;	/* of the bytes read under the lock */
-	struct iniedit *doc;
-	char *pkg_abs;			/* package_dir on the filesystem */
-	char *pkg_rel;			/* as written in manifest keys */
-	const struct ctl_ctx *ctx;	/* borrowed */
 };
 
 static void
@@ -85,330 +75,6 @@ plugin_args_bad(int argc, char **argv, int first, int max)
 	return CTL_EXIT_USAGE;
 }
 
-/* ---- Printing helpers ------------------------------------------------- */
-
-static void
-print_errs(const struct conf_errors *e, const char *from, const char *to)
-{
-	size_t i, fl = from ? strlen(from) : 0;
-
-	for (i = 0; i < e->n; i++) {
-		const char *m = e->msgs[i], *p;
-
-		// cppcheck-suppress nullPointer ; fl > 0 only when from is set
-		while (fl > 0 && (p = strstr(m, from)) != NULL) {
-			// cppcheck-suppress nullPointer ; callers give from and to
-			fprintf(stderr, "%.*s%s", (int)(p - m), m, to);
-			m = p + fl;
-		}
-		fprintf(stderr, "%s\n", m);
-	}
-}
-
-static const char *
-perm_list(unsigned mask, char *buf, size_t n)
-{
-	return pkg_perms_str(mask, buf, n);
-}
-
-/* ---- Paths ------------------------------------------------------------ */
-
-static char *
-path_join(const char *a, const char *b)
-{
-	char *s;
-
-	if (b[0] == '/')
-		return strdup(b);
-	if (asprintf(&s, "%s/%s", a, b) < 0)
-		return NULL;
-	return s;
-}
-
-/* path relative to dir when it lies under it; else a copy of path. */
-static char *
-path_rel(const char *dir, const char *path)
-{
-	size_t n = strlen(dir);
-
-	if (strncmp(path, dir, n) == 0 && path[n] == '/')
-		return strdup(path + n + 1);
-	if (strcmp(dir, ".") == 0 && path[0] != '/')
-		return strdup(path);
-	return strdup(path);
-}
-
-static int
-is_under(const char *dir, const char *path)
-{
-	size_t n = strlen(dir);
-
-	return strncmp(path, dir, n) == 0 && path[n] == '/';
-}
-
-/* ---- The locked edit -------------------------------------------------- */
-
-static void
-edit_end(struct edit *e)
-{
-	iniedit_file_close(&e->f);
-	conf_snapshot_free(e->snap);
-	iniedit_free(e->doc);
-	free(e->pkg_abs);
-	free(e->pkg_rel);
-	memset(e, 0, sizeof(*e));
-	e->f.lockfd = -1;
-}
-
-static int
-package_dir_paths(const struct conf_snapshot *s, char **ret_abs,
-    char **ret_rel)
-{
-	const char *pd = s->package_dir ? s->package_dir : "packages";
-	char *abs;
-
-	if (pd[0] == '/' || is_under(s->dir, pd))
-		abs = strdup(pd);
-	else
-		abs = path_join(s->dir, pd);
-	if (abs == NULL)
-		return -1;
-	if ((*ret_rel = path_rel(s->dir, abs)) == NULL) {
-		free(abs);
-		return -1;
-	}
-	*ret_abs = abs;
-	return 0;
-}
-
-/* Lock, read and validate the file as it is now. Print why on failure. */
-static int
-edit_begin(const struct ctl_ctx *ctx, struct edit *e)
-{
-	struct conf_errors errs = { 0 };
-	char err[512];
-
-	memset(e, 0, sizeof(*e));
-	e->f.lockfd = -1;
-	e->ctx = ctx;
-	if (stat(ctx->config_path, &e->f.st) == 0 &&
-	    S_ISDIR(e->f.st.st_mode)) {
-		fprintf(stderr, "egressctl: %s: cannot read the configuration: "
-		    "it is a folder, not a file (give the file with -c FILE)\n",
-		    ctx->config_path);
-		return -1;
-	}
-	if (iniedit_file_open(ctx->config_path, &e->f, err, sizeof(err)) !=
-	    0) {
-		fprintf(stderr, "egressctl: %s\n", err);
-		return -1;
-	}
-	if (conf_load_buffer(e->f.path, e->f.buf, e->f.len, &e->snap,
-	    &errs) != 0) {
-		print_errs(&errs, NULL, NULL);
-		fprintf(stderr, "egressctl: %s: configuration refused; fix it "
-		    "before editing it with egressctl\n", ctx->config_path);
-		conf_errors_done(&errs);
-		edit_end(e);
-		return -1;
-	}
-	if (iniedit_parse(e->f.buf, e->f.len, &e->doc) != 0 ||
-	    package_dir_paths(e->snap, &e->pkg_abs, &e->pkg_rel) != 0) {
-		fprintf(stderr, "egressctl: out of memory\n");
-		edit_end(e);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Validate the edited document as a whole snapshot and write it. When
- * ret_snap is not NULL the validated snapshot is handed over. Print why on
- * failure; the file is then untouched.
- */
-static int
-edit_commit(struct edit *e, struct conf_snapshot **ret_snap)
-{
-	struct conf_errors errs = { 0 };
-	struct conf_snapshot *s = NULL;
-	char *buf = NULL, err[512];
-	size_t len;
-	int rc = -1;
-
-	if (iniedit_render(e->doc, &buf, &len) != 0) {
-		fprintf(stderr, "egressctl: out of memory\n");
-		return -1;
-	}
-	if (conf_load_buffer(e->f.path, buf, len, &s, &errs) != 0) {
-		print_errs(&errs, NULL, NULL);
-		fprintf(stderr, "egressctl: the edit would make %s invalid; "
-		    "nothing was written\n", e->f.path);
-		goto out;
-	}
-	if (iniedit_file_replace(&e->f, buf, len, err, sizeof(err)) != 0) {
-		fprintf(stderr, "egressctl: %s; the file is unchanged\n", err);
-		goto out;
-	}
-	if (ret_snap != NULL) {
-		*ret_snap = s;
-		s = NULL;
-	}
-	rc = 0;
-out:
-	conf_errors_done(&errs);
-	conf_snapshot_free(s);
-	free(buf);
-	return rc;
-}
-
-static char *
-section_of(const char *inst)
-{
-	char *s;
-
-	if (asprintf(&s, SECTION_PREFIX "%s", inst) < 0)
-		return NULL;
-	return s;
-}
-
-/* ---- Packages --------------------------------------------------------- */
-
-/* A package staged under the lock and checked by conf/. */
-struct staged {
-	char *stage;		/* hidden staging folder, or NULL */
-	char *final;		/* package_dir/<name>-<version> */
-	char *manifest_rel;	/* the manifest key to write */
-	struct conf_manifest *m;
-	int created;		/* final was created by this run */
-};
-
-static void
-staged_done(struct staged *st, int rollback)
-{
-	if (st->stage != NULL)
-		(void)pkg_remove_tree(st->stage, NULL, 0);
-	if (rollback && st->created && st->final != NULL)
-		(void)pkg_remove_tree(st->final, NULL, 0);
-	free(st->stage);
-	free(st->final);
-	free(st->manifest_rel);
-	conf_manifest_free(st->m);
-	memset(st, 0, sizeof(*st));
-}
-
-static const char *
-sig_words(enum conf_sig_status s, enum conf_sig_mode mode)
-{
-	switch (s) {
-	case CONF_SIG_VALID:
-		return "valid (signed by a trusted key)";
-	case CONF_SIG_UNSIGNED:
-		return mode == CONF_SIG_STRICT ? "unsigned" :
-		    "unsigned (accepted: signature_mode = permissive)";
-	case CONF_SIG_NOT_CHECKED:
-		return "not checked (signature_mode = disabled)";
-	case CONF_SIG_UNTRUSTED:
-		return "untrusted";
-	case CONF_SIG_INVALID:
-		return "invalid";
-	}
-	return "unknown";
-}
-
-/* Copy PKG into a staging folder, check its manifest there (so what is
- * checked is what is installed), and name its final folder. Returns 0,
- * CTL_EXIT_NO for a package that is refused or cannot be read, or
- * CTL_EXIT_ERROR otherwise. */
-static int
-package_stage(struct edit *e, const char *pkg, struct staged *st)
-{
-	struct conf_errors errs = { 0 };
-	char err[768], *mpath = NULL, *dirname = NULL, *pkgm = NULL;
-	int rc = CTL_EXIT_ERROR;
-
-	memset(st, 0, sizeof(*st));
-	if (pkg_stage(pkg, e->pkg_abs, &st->stage, err, sizeof(err)) != 0) {
-		/* A package that cannot be read or copied is refused. */
-		fprintf(stderr, "egressctl: %s; nothing was installed\n", err);
-		return CTL_EXIT_NO;
-	}
-	if (asprintf(&mpath, "%s/manifest.ini", st->stage) < 0 ||
-	    asprintf(&pkgm, "%s/manifest.ini", pkg) < 0) {
-		mpath = pkgm = NULL;
-		goto out;
-	}
-	if (conf_manifest_load(mpath, e->snap->sig_mode, e->snap->keyring,
-	    &st->m, &errs) != 0) {
-		print_errs(&errs, mpath, pkgm);
-		fprintf(stderr, "egressctl: %s: package refused (signature_mode "
-		    "= %s); nothing was installed\n", pkg,
-		    e->snap->sig_mode == CONF_SIG_STRICT ? "strict" :
-		    e->snap->sig_mode == CONF_SIG_PERMISSIVE ? "permissive" :
-		    "disabled");
-		if (e->snap->sig_mode == CONF_SIG_STRICT &&
-		    e->snap->ntrusted_keys == 0) {
-			fprintf(stderr, "no key is trusted yet; trust the key "
-			    "the package is signed with: %s trust add "
-			    "KEY.pub\n", ctl_cmd(e->ctx));
-			fprintf(stderr, "or accept unsigned packages: set "
-			    "[plugins.security] signature_mode = permissive "
-			    "in %s\n", e->f.path);
-		}
-		rc = CTL_EXIT_NO;
-		goto out;
-	}
-	if (!pkg_name_is_valid(st->m->name) ||
-	    !pkg_name_is_valid(st->m->version)) {
-		fprintf(stderr, "egressctl: %s: the name and version must be "
-		    "1 to %d bytes of A-Z a-z 0-9 . _ + - to name a package "
-		    "folder\n", pkgm, PKG_NAME_MAX);
-		rc = CTL_EXIT_NO;
-		goto out;
-	}
-	if (asprintf(&dirname, "%s-%s", st->m->name, st->m->version) < 0) {
-		dirname = NULL;
-		goto out;
-	}
-	if ((st->final = path_join(e->pkg_abs, dirname)) == NULL ||
-	    asprintf(&st->manifest_rel, "%s/%s/manifest.ini", e->pkg_rel,
-	    dirname) < 0) {
-		st->manifest_rel = NULL;
-		goto out;
-	}
-	rc = 0;
-out:
-	conf_errors_done(&errs);
-	free(mpath);
-	free(pkgm);
-	free(dirname);
-	return rc;
-}
-
-/* Move the staged copy into place, or reuse an identical installed one. */
-static int
-package_commit(struct staged *st)
-{
-	char err[512];
-	int r;
-
-	r = pkg_commit(st->stage, st->final, err, sizeof(err));
-	if (r == 0) {
-		free(st->stage);
-		st->stage = NULL;
-		st->created = 1;
-		return 0;
-	}
-	if (r != EGRESS_ERR_EXISTS) {
-		fprintf(stderr, "egressctl: %s\n", err);
-		return CTL_EXIT_ERROR;
-	}
-	if (pkg_same_manifest(st->stage, st->final) == 1)
-		return 0;
-	fprintf(stderr, "egressctl: %s exists and holds a different manifest; "
-	    "a changed package needs a new version\n", st->final);
-	return CTL_EXIT_NO;
-}
-
 /* ---- Entries ---------------------------------------------------------- */
 
 static int
@@ -444,7 +110,7 @@ entry_add(struct edit *e, const char *inst, const struct conf_manifest *m,
 {
 	struct pkg_strv hosts = { 0 };
 	const char *perms[PERMS_MAX];
-	char *sec = section_of(inst);
+	char *sec = ctl_section_of(inst);
 	int np, rc = -1;
 
 	if (sec == NULL)
@@ -501,7 +167,7 @@ print_created(const struct ctl_ctx *ctx, const char *inst,
 	printf("created instance %s (plugin %s %s, manifest %s)\n", inst,
 	    m->name, m->version, manifest_rel);
 	printf("  permissions granted: %s\n",
-	    perm_list(m->permissions, p, sizeof(p)));
+	    ctl_perm_list(m->permissions, p, sizeof(p)));
 	if (m->operator_defined && seed == SEED_DECLARED && decl.n == 0) {
 		printf("  egress granted: none. This package's destinations "
 		    "come from instance\n  configuration (operator_defined = "
@@ -653,7 +319,7 @@ entry_create_or_diff(const struct ctl_ctx *ctx, struct edit *e,
 	const struct conf_instance *ci = conf_instance_find(e->snap, inst);
 	struct conf_snapshot *ns = NULL;
 	const struct conf_instance *nci;
-	char *sec = section_of(inst);
+	char *sec = ctl_section_of(inst);
 	char *cur = NULL;
 	int rc = CTL_EXIT_ERROR;
 
@@ -674,7 +340,7 @@ entry_create_or_diff(const struct ctl_ctx *ctx, struct edit *e,
 			rc = CTL_EXIT_NO;
 			goto out;
 		}
-		cur = path_rel(e->snap->dir, ci->manifest_path);
+		cur = ctl_path_rel(e->snap->dir, ci->manifest_path);
 		printf("instance %s exists: its entry is left untouched (no "
 		    "command ever extends an entry)\n", inst);
 		printf("  it uses %s%s%s%s\n", cur ? cur : ci->manifest_path,
@@ -690,7 +356,7 @@ entry_create_or_diff(const struct ctl_ctx *ctx, struct edit *e,
 	}
 	if (entry_add(e, inst, m, manifest_rel, seed) != 0)
 		goto out;
-	if (edit_commit(e, &ns) != 0)
+	if (ctl_edit_commit(e, &ns) != 0)
 		goto out;
 	*ret_written = 1;
 	nci = conf_instance_find(ns, inst);
@@ -755,10 +421,10 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 	if ((instance != NULL && !inst_name_ok(instance)) ||
 	    (alias != NULL && !inst_name_ok(alias)))
 		return CTL_EXIT_USAGE;
-	if (edit_begin(ctx, &e) != 0)
+	if (ctl_edit_begin(ctx, &e) != 0)
 		return CTL_EXIT_CONFIG;
 	have_edit = 1;
-	if ((rc = package_stage(&e, pkg, &st)) != 0)
+	if ((rc = ctl_package_stage(&e, pkg, &st)) != 0)
 		goto out;
 	inst = alias ? alias : instance ? instance : st.m->name;
 	if (!inst_name_ok(inst)) {
@@ -776,10 +442,10 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (seed == SEED_UNSET)
 		seed = SEED_DECLARED;
-	if ((rc = package_commit(&st)) != 0)
+	if ((rc = ctl_package_commit(&st)) != 0)
 		goto out;
 	printf("package %s %s: signature %s\n", st.m->name, st.m->version,
-	    sig_words(st.m->sig, e.snap->sig_mode));
+	    ctl_sig_words(st.m->sig, e.snap->sig_mode));
 	printf("%s %.*s\n", st.created ? "installed into" :
 	    "already installed in", (int)(strlen(st.manifest_rel) -
 	    strlen("/manifest.ini")), st.manifest_rel);
@@ -788,9 +454,9 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 out:
 	/* A package this run copied is removed again unless an entry now
 	 * uses it or the install reported an existing entry. */
-	staged_done(&st, rc != CTL_EXIT_OK);
+	ctl_staged_done(&st, rc != CTL_EXIT_OK);
 	if (have_edit)
-		edit_end(&e);
+		ctl_edit_end(&e);
 	return rc;
 }
 
@@ -841,7 +507,7 @@ installed_scan(const struct edit *e, const char *plugin,
 		if (de->d_name[0] == '.' || strncmp(de->d_name, plugin, pl) !=
 		    0 || de->d_name[pl] != '-')
 			continue;
-		if ((dir = path_join(e->pkg_abs, de->d_name)) == NULL ||
+		if ((dir = ctl_path_join(e->pkg_abs, de->d_name)) == NULL ||
 		    asprintf(&mp, "%s/manifest.ini", dir) < 0 ||
 		    asprintf(&rel, "%s/%s/manifest.ini", e->pkg_rel,
 		    de->d_name) < 0) {
@@ -906,7 +572,7 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 	alias = argv[optind + 1];
 	if (!inst_name_ok(alias))
 		return CTL_EXIT_USAGE;
-	if (edit_begin(ctx, &e) != 0)
+	if (ctl_edit_begin(ctx, &e) != 0)
 		return CTL_EXIT_CONFIG;
 	/* The plugin's manifest: the one its instances use, else the one
 	 * installed package of it. */
@@ -915,7 +581,7 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 
 		if (strcmp(ci->plugin, plugin) == 0 && ci->manifest != NULL) {
 			m = ci->manifest;
-			rel = path_rel(e.snap->dir, ci->manifest_path);
+			rel = ctl_path_rel(e.snap->dir, ci->manifest_path);
 			break;
 		}
 	}
@@ -957,12 +623,12 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 	if (seed == SEED_UNSET)
 		seed = SEED_DECLARED;
 	printf("package %s %s: signature %s\n", m->name, m->version,
-	    sig_words(m->sig, e.snap->sig_mode));
+	    ctl_sig_words(m->sig, e.snap->sig_mode));
 	rc = entry_create_or_diff(ctx, &e, alias, m, rel, seed, &written);
 out:
 	installed_free(inst, ninst);
 	free(rel);
-	edit_end(&e);
+	ctl_edit_end(&e);
 	return rc;
 }
 
@@ -988,9 +654,9 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 	if (argc != 2)
 		return plugin_args_bad(argc, argv, 1, 1);
 	pkg = argv[1];
-	if (edit_begin(ctx, &e) != 0)
+	if (ctl_edit_begin(ctx, &e) != 0)
 		return CTL_EXIT_CONFIG;
-	if ((rc = package_stage(&e, pkg, &st)) != 0)
+	if ((rc = ctl_package_stage(&e, pkg, &st)) != 0)
 		goto out;
 	for (i = 0; i < e.snap->ninstances; i++)
 		if (strcmp(e.snap->instances[i].plugin, st.m->name) == 0)
@@ -1002,7 +668,7 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
-	if ((rc = package_commit(&st)) != 0)
+	if ((rc = ctl_package_commit(&st)) != 0)
 		goto out;
 	rc = CTL_EXIT_ERROR;
 	for (i = 0; i < e.snap->ninstances; i++) {
@@ -1012,8 +678,8 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 			continue;
 		free(sec);
 		free(cur);
-		sec = section_of(ci->name);
-		cur = path_rel(e.snap->dir, ci->manifest_path);
+		sec = ctl_section_of(ci->name);
+		cur = ctl_path_rel(e.snap->dir, ci->manifest_path);
 		if (sec == NULL || cur == NULL)
 			goto out;
 		if (strcmp(cur, st.manifest_rel) != 0 &&
@@ -1024,10 +690,10 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 	}
-	if (edit_commit(&e, NULL) != 0)
+	if (ctl_edit_commit(&e, NULL) != 0)
 		goto out;
 	printf("package %s %s: signature %s\n", st.m->name, st.m->version,
-	    sig_words(st.m->sig, e.snap->sig_mode));
+	    ctl_sig_words(st.m->sig, e.snap->sig_mode));
 	printf("%s %.*s\n", st.created ? "installed into" :
 	    "already installed in", (int)(strlen(st.manifest_rel) -
 	    strlen("/manifest.ini")), st.manifest_rel);
@@ -1037,7 +703,7 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 		if (strcmp(ci->plugin, st.m->name) != 0)
 			continue;
 		free(cur);
-		cur = path_rel(e.snap->dir, ci->manifest_path);
+		cur = ctl_path_rel(e.snap->dir, ci->manifest_path);
 		if (cur != NULL && strcmp(cur, st.manifest_rel) == 0)
 			printf("instance %s: already uses %s; its grant is "
 			    "unchanged\n", ci->name, st.manifest_rel);
@@ -1052,10 +718,10 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	rc = CTL_EXIT_OK;
 out:
-	staged_done(&st, rc != CTL_EXIT_OK);
+	ctl_staged_done(&st, rc != CTL_EXIT_OK);
 	free(sec);
 	free(cur);
-	edit_end(&e);
+	ctl_edit_end(&e);
 	return rc;
 }
 
@@ -1228,7 +894,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 		rc = CTL_EXIT_USAGE;
 		goto out;
 	}
-	if (edit_begin(ctx, &e) != 0) {
+	if (ctl_edit_begin(ctx, &e) != 0) {
 		rc = CTL_EXIT_CONFIG;
 		goto out;
 	}
@@ -1245,7 +911,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 		literal_warn(ctx, e.snap, ci, &ents[i], private);
 	if (strv_from_grant(&hosts, ci->hosts) != 0 ||
 	    strv_from_grant(&priv, ci->allow_private) != 0 ||
-	    (sec = section_of(inst)) == NULL)
+	    (sec = ctl_section_of(inst)) == NULL)
 		goto out;
 	newperms = ci->granted_permissions;
 	for (i = 0; i < nents; i++) {
@@ -1304,7 +970,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	if (revoke) {
 		if ((ci->granted_permissions & perms) != perms) {
 			fprintf(stderr, "egressctl: %s does not hold %s\n", inst,
-			    perm_list(perms & ~ci->granted_permissions, pbuf,
+			    ctl_perm_list(perms & ~ci->granted_permissions, pbuf,
 			    sizeof(pbuf)));
 			bad = 1;
 		}
@@ -1356,7 +1022,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 		    (size_t)np) != 0)
 			goto edit_failed;
 	}
-	if (edit_commit(&e, NULL) != 0)
+	if (ctl_edit_commit(&e, NULL) != 0)
 		goto out;
 	for (i = 0; i < done.n; i++)
 		printf("instance %s: %s %s%s\n", inst, revoke ? "revoked" :
@@ -1364,7 +1030,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 		    "");
 	if (perms != 0)
 		printf("instance %s: %s permission %s\n", inst, revoke ?
-		    "revoked" : "granted", perm_list(perms, pbuf,
+		    "revoked" : "granted", ctl_perm_list(perms, pbuf,
 		    sizeof(pbuf)));
 	if (!revoke && m != NULL) {
 		for (i = 0; i < nents && !private; i++)
@@ -1381,13 +1047,13 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 		if ((perms & ~m->permissions) != 0)
 			printf("  note: %s %s does not request %s: "
 			    "ineffective\n", m->name, m->version,
-			    perm_list(perms & ~m->permissions, pbuf,
+			    ctl_perm_list(perms & ~m->permissions, pbuf,
 			    sizeof(pbuf)));
 	}
 	printf("instance %s now has:\n", inst);
 	print_strv_line("egress_hosts", &hosts);
 	print_strv_line("egress_allow_private", &priv);
-	printf("  permissions: %s\n", perm_list(newperms, pbuf, sizeof(pbuf)));
+	printf("  permissions: %s\n", ctl_perm_list(newperms, pbuf, sizeof(pbuf)));
 	rc = CTL_EXIT_OK;
 	goto out;
 edit_failed:
@@ -1401,7 +1067,7 @@ out:
 	free(sec);
 	free(ents);
 	if (have_edit)
-		edit_end(&e);
+		ctl_edit_end(&e);
 	return rc;
 }
 
@@ -1427,7 +1093,7 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 	if (argc != 2)
 		return plugin_args_bad(argc, argv, 1, 1);
 	plugin = argv[1];
-	if (edit_begin(ctx, &e) != 0)
+	if (ctl_edit_begin(ctx, &e) != 0)
 		return CTL_EXIT_CONFIG;
 	if (installed_scan(&e, plugin, &pk, &npk, 1) != 0) {
 		fprintf(stderr, "egressctl: %s: %s\n", e.pkg_abs,
@@ -1443,7 +1109,7 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 			continue;
 		ninst++;
 		if (pkg_reach_compute(ci, ci->manifest, NULL, &r) != 0 ||
-		    (sec = section_of(ci->name)) == NULL)
+		    (sec = ctl_section_of(ci->name)) == NULL)
 			goto out;
 		if (r.effective == 0)
 			pkg_strv_done(&r.reach);
@@ -1452,7 +1118,7 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 		if (r.reach.n == 0)
 			printf("    (no reach)\n");
 		print_list("    ", &r.reach);
-		printf("  permissions: %s\n", perm_list(r.effective, pbuf,
+		printf("  permissions: %s\n", ctl_perm_list(r.effective, pbuf,
 		    sizeof(pbuf)));
 		pkg_reach_done(&r);
 		if (iniedit_section_remove(e.doc, sec) != 0) {
@@ -1469,7 +1135,7 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
-	if (ninst > 0 && edit_commit(&e, &ns) != 0)
+	if (ninst > 0 && ctl_edit_commit(&e, &ns) != 0)
 		goto out;
 	/* The entries are gone; now the packages no remaining entry uses. */
 	for (i = 0; i < npk; i++) {
@@ -1477,7 +1143,7 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 		int used = 0;
 
 		for (j = 0; j < s->ninstances; j++)
-			if (is_under(pk[i].dir, s->instances[j].manifest_path))
+			if (ctl_is_under(pk[i].dir, s->instances[j].manifest_path))
 				used = 1;
 		if (used) {
 			printf("kept %.*s: another entry uses it\n",
@@ -1497,7 +1163,7 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 out:
 	installed_free(pk, npk);
 	conf_snapshot_free(ns);
-	edit_end(&e);
+	ctl_edit_end(&e);
 	return rc;
 }
 
@@ -1582,7 +1248,7 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 		    s->instance_socket_dir : "/run/egressd/instances",
 		    ci->name) < 0)
 			sock = NULL;
-		rel = path_rel(s->dir, ci->manifest_path);
+		rel = ctl_path_rel(s->dir, ci->manifest_path);
 		if (json) {
 			json_t *o = json_object();
 
@@ -1633,10 +1299,10 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 				    "signature:", ci->manifest_error ?
 				    ci->manifest_error : "?");
 			printf("  %-24s%s\n", "permissions:",
-			    perm_list(r.effective, pbuf, sizeof(pbuf)));
+			    ctl_perm_list(r.effective, pbuf, sizeof(pbuf)));
 			if (r.requested & ~r.granted_perms)
 				printf("  %-24s%s\n", "requested, not granted:",
-				    perm_list(r.requested & ~r.granted_perms,
+				    ctl_perm_list(r.requested & ~r.granted_perms,
 				    pbuf, sizeof(pbuf)));
 			print_field(r.operator_defined ?
 			    "reach (operator):" : "reach:", &r.reach);
@@ -1664,303 +1330,6 @@ out:
 	json_decref(arr);
 	conf_snapshot_free(s);
 	return rc;
-}
-
-/* ---- trust add | list | remove ---------------------------------------- */
-
-static void
-trust_usage(FILE *f)
-{
-	fprintf(f, "usage: egressctl [-c FILE] trust add KEY.pub\n"
-	    "       egressctl [-c FILE] trust list [--json]\n"
-	    "       egressctl [-c FILE] trust remove FINGERPRINT\n");
-}
-
-/* Accept "sha256:" + 32 hex digits, or the 32 digits alone; write the
- * canonical lowercase "sha256:..." form into buf (at least 40 bytes). */
-static int
-fingerprint_parse(const char *s, char *buf, size_t n)
-{
-	size_t i;
-
-	if (strncmp(s, "sha256:", 7) == 0)
-		s += 7;
-	if (strlen(s) != 32 || n < 40)
-		return -1;
-	memcpy(buf, "sha256:", 7);
-	for (i = 0; i < 32; i++) {
-		char c = s[i];
-
-		if (c >= 'A' && c <= 'F')
-			c = (char)(c - 'A' + 'a');
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return -1;
-		buf[7 + i] = c;
-	}
-	buf[39] = '\0';
-	return 0;
-}
-
-/* The trusted_keys items as written (relative to the configuration's
- * folder when they lie under it), minus index skip (or none: -1). */
-static int
-trust_items(const struct conf_snapshot *s, long skip, struct pkg_strv *sv)
-{
-	size_t i;
-	char *rel;
-
-	for (i = 0; i < s->ntrusted_keys; i++) {
-		if ((long)i == skip)
-			continue;
-		if ((rel = path_rel(s->dir, s->trusted_keys[i])) == NULL ||
-		    pkg_strv_add(sv, rel) != 0) {
-			free(rel);
-			return -1;
-		}
-		free(rel);
-	}
-	return 0;
-}
-
-/* Write the list sv as [plugins.security] trusted_keys and commit. */
-static int
-trust_write(struct edit *e, const struct pkg_strv *sv)
-{
-	int r;
-
-	if (!iniedit_section_exists(e->doc, "plugins.security") &&
-	    iniedit_section_add(e->doc, "plugins.security") != 0) {
-		fprintf(stderr, "egressctl: cannot add [plugins.security]\n");
-		return CTL_EXIT_ERROR;
-	}
-	r = iniedit_set_list(e->doc, "plugins.security", "trusted_keys",
-	    (const char *const *)sv->v, sv->n);
-	if (r != 0) {
-		fprintf(stderr, "egressctl: cannot write trusted_keys: %s (a "
-		    "key path must hold no blank or comma)\n",
-		    egress_strerror(r));
-		return CTL_EXIT_NO;
-	}
-	if (edit_commit(e, NULL) != 0)
-		return CTL_EXIT_ERROR;
-	return CTL_EXIT_OK;
-}
-
-static void
-print_trusted(const struct pkg_strv *sv)
-{
-	size_t i;
-
-	printf("[plugins.security] trusted_keys =");
-	if (sv->n == 0)
-		printf(" (none)");
-	for (i = 0; i < sv->n; i++)
-		printf("%s %s", i ? "," : "", sv->v[i]);
-	printf("\n");
-}
-
-static int
-cmd_trust_add(struct ctl_ctx *ctx, int argc, char **argv)
-{
-	struct pkg_strv sv = { 0 };
-	struct edit e;
-	char fp[80], ofp[80], err[600], *abs = NULL, *dir = NULL, *item = NULL;
-	size_t i;
-	int rc;
-
-	if (argc > 1 && argv[1][0] == '-') {
-		fprintf(stderr, "egressctl: trust add: unknown option '%s'\n",
-		    argv[1]);
-		trust_usage(stderr);
-		return CTL_EXIT_USAGE;
-	}
-	if (argc != 2) {
-		if (argc > 2)
-			fprintf(stderr, "egressctl: trust add: unexpected "
-			    "argument '%s'\n", argv[2]);
-		else
-			fprintf(stderr, "egressctl: trust add: missing "
-			    "KEY.pub\n");
-		trust_usage(stderr);
-		return CTL_EXIT_USAGE;
-	}
-	if (ctl_key_fingerprint(argv[1], fp, sizeof(fp), err,
-	    sizeof(err)) == NULL) {
-		fprintf(stderr, "egressctl: %s; nothing was changed\n", err);
-		return CTL_EXIT_NO;
-	}
-	if (edit_begin(ctx, &e) != 0)
-		return CTL_EXIT_CONFIG;
-	for (i = 0; i < e.snap->ntrusted_keys; i++)
-		if (ctl_key_fingerprint(e.snap->trusted_keys[i], ofp,
-		    sizeof(ofp), err, sizeof(err)) != NULL &&
-		    strcmp(ofp, fp) == 0) {
-			printf("key %s is already trusted (%s); nothing was "
-			    "changed\n", fp, e.snap->trusted_keys[i]);
-			rc = CTL_EXIT_OK;
-			goto out;
-		}
-	rc = CTL_EXIT_ERROR;
-	/* The path as written: relative to the configuration's folder when
-	 * the key lies under it, else absolute. */
-	if ((abs = realpath(argv[1], NULL)) == NULL ||
-	    (dir = realpath(e.snap->dir, NULL)) == NULL ||
-	    (item = path_rel(dir, abs)) == NULL) {
-		fprintf(stderr, "egressctl: %s: %s\n", argv[1],
-		    strerror(errno));
-		goto out;
-	}
-	if (trust_items(e.snap, -1, &sv) != 0 || pkg_strv_add(&sv, item) != 0)
-		goto out;
-	if ((rc = trust_write(&e, &sv)) != CTL_EXIT_OK)
-		goto out;
-	printf("trusted key %s (%s)\n", fp, item);
-	print_trusted(&sv);
-out:
-	pkg_strv_done(&sv);
-	free(abs);
-	free(dir);
-	free(item);
-	edit_end(&e);
-	return rc;
-}
-
-static int
-cmd_trust_remove(struct ctl_ctx *ctx, int argc, char **argv)
-{
-	struct pkg_strv sv = { 0 };
-	struct edit e;
-	char want[80], fp[80], err[600];
-	size_t i;
-	int rc = CTL_EXIT_NO;
-
-	if (argc != 2 || argv[1][0] == '-') {
-		if (argc > 1 && argv[1][0] == '-')
-			fprintf(stderr, "egressctl: trust remove: unknown "
-			    "option '%s'\n", argv[1]);
-		else if (argc > 2)
-			fprintf(stderr, "egressctl: trust remove: unexpected "
-			    "argument '%s'\n", argv[2]);
-		else
-			fprintf(stderr, "egressctl: trust remove: missing "
-			    "FINGERPRINT\n");
-		trust_usage(stderr);
-		return CTL_EXIT_USAGE;
-	}
-	if (fingerprint_parse(argv[1], want, sizeof(want)) != 0) {
-		fprintf(stderr, "egressctl: trust remove: '%s': a fingerprint "
-		    "is sha256: and 32 hex digits (see egressctl trust "
-		    "list)\n", argv[1]);
-		return CTL_EXIT_USAGE;
-	}
-	if (edit_begin(ctx, &e) != 0)
-		return CTL_EXIT_CONFIG;
-	for (i = 0; i < e.snap->ntrusted_keys; i++)
-		if (ctl_key_fingerprint(e.snap->trusted_keys[i], fp,
-		    sizeof(fp), err, sizeof(err)) != NULL &&
-		    strcmp(fp, want) == 0)
-			break;
-	if (i == e.snap->ntrusted_keys) {
-		fprintf(stderr, "egressctl: no trusted key has fingerprint %s "
-		    "in %s; nothing was changed\n", want, ctx->config_path);
-		goto out;
-	}
-	rc = CTL_EXIT_ERROR;
-	if (trust_items(e.snap, (long)i, &sv) != 0)
-		goto out;
-	if ((rc = trust_write(&e, &sv)) != CTL_EXIT_OK)
-		goto out;
-	printf("no longer trusted: key %s (%s)\n", want,
-	    e.snap->trusted_keys[i]);
-	print_trusted(&sv);
-	if (sv.n == 0 && e.snap->sig_mode == CONF_SIG_STRICT)
-		printf("warning: signature_mode = strict and no key is "
-		    "trusted: every package is refused\n");
-out:
-	pkg_strv_done(&sv);
-	edit_end(&e);
-	return rc;
-}
-
-static int
-cmd_trust_list(struct ctl_ctx *ctx, int argc, char **argv)
-{
-	struct conf_snapshot *s = NULL;
-	json_t *arr = NULL;
-	char fp[80], err[600];
-	size_t i;
-	int json = argc == 2 && strcmp(argv[1], "--json") == 0;
-	int rc = CTL_EXIT_ERROR;
-
-	if (argc > 1 + json) {
-		if (argv[1 + json][0] == '-')
-			fprintf(stderr, "egressctl: trust list: unknown option "
-			    "'%s'\n", argv[1 + json]);
-		else
-			fprintf(stderr, "egressctl: trust list: unexpected "
-			    "argument '%s'\n", argv[1 + json]);
-		trust_usage(stderr);
-		return CTL_EXIT_USAGE;
-	}
-	if (ctl_conf_load(ctx->config_path, &s) != 0)
-		return CTL_EXIT_CONFIG;
-	if (json && (arr = json_array()) == NULL)
-		goto out;
-	if (!json)
-		printf("signature_mode: %s\n", s->sig_mode == CONF_SIG_STRICT ?
-		    "strict" : s->sig_mode == CONF_SIG_PERMISSIVE ?
-		    "permissive" : "disabled");
-	if (!json && s->ntrusted_keys == 0)
-		printf("no trusted key\n");
-	for (i = 0; i < s->ntrusted_keys; i++) {
-		const char *f = ctl_key_fingerprint(s->trusted_keys[i], fp,
-		    sizeof(fp), err, sizeof(err));
-		char *rel = path_rel(s->dir, s->trusted_keys[i]);
-
-		if (json)
-			json_array_append_new(arr, json_pack("{s:o, s:s, s:o}",
-			    "fingerprint", f ? json_string(f) : json_null(),
-			    "path", rel ? rel : s->trusted_keys[i],
-			    "error", f ? json_null() : json_string(err)));
-		else if (f != NULL)
-			printf("%s %s\n", f, rel ? rel : s->trusted_keys[i]);
-		else
-			printf("unreadable %s (%s)\n", rel ? rel :
-			    s->trusted_keys[i], err);
-		free(rel);
-	}
-	if (json) {
-		char *out = json_dumps(arr, JSON_INDENT(2));
-
-		if (out == NULL)
-			goto out;
-		printf("%s\n", out);
-		free(out);
-	}
-	rc = CTL_EXIT_OK;
-out:
-	json_decref(arr);
-	conf_snapshot_free(s);
-	return rc;
-}
-
-int
-ctl_trust_main(struct ctl_ctx *ctx, int argc, char **argv)
-{
-	if (argc >= 2 && strcmp(argv[1], "add") == 0)
-		return cmd_trust_add(ctx, argc - 1, argv + 1);
-	if (argc >= 2 && strcmp(argv[1], "list") == 0)
-		return cmd_trust_list(ctx, argc - 1, argv + 1);
-	if (argc >= 2 && strcmp(argv[1], "remove") == 0)
-		return cmd_trust_remove(ctx, argc - 1, argv + 1);
-	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "--help") == 0)) {
-		trust_usage(stdout);
-		return CTL_EXIT_OK;
-	}
-	ctl_bad_subcommand("trust", argc, argv);
-	trust_usage(stderr);
-	return CTL_EXIT_USAGE;
 }
 
 int

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for broker/broker: the fair shares follow the snapshot, the
+ * memory credit of a holder grows in chunks up to its limit and the
+ * instance's share, a holder refused credit waits and is woken from the
+ * loop once another gives memory back, giving everything back leaves the
+ * share empty, the resolver holder is reference-counted, and this host's
+ * addresses are read without netlink.
+ */
+#include "tests/unit/daemon_test.h"
+
+#include "broker/net/share.h"
+
+TestSuite(daemon_broker, .init = dt_setup, .fini = dt_teardown);
+
+static int woken;
+
+static void
+wake(void *arg)
+{
+	(void)arg;
+	woken++;
+}
+
+Test(daemon_broker, shares_follow_the_snapshot)
+{
+	struct broker *b = &dt_b;
+
+	cr_assert_not_null(b->dns_share);
+	cr_assert_not_null(b->session_share);
+	cr_assert_not_null(b->mem_share);
+	cr_assert_not_null(b->tls_share);
+	cr_assert_eq(share_guarantee(b->dns_share), BROKER_DNS_GUARANTEE);
+	cr_assert_eq(share_guarantee(b->session_share),
+	    BROKER_SESSION_GUARANTEE);
+	cr_assert_eq(share_guarantee(b->tls_share), BROKER_TLS_GUARANTEE);
+	cr_assert_eq(share_guarantee(b->mem_share), BROKER_MEM_GUARANTEE / 1024);
+	cr_assert_eq(share_capacity(b->mem_share), b->memory_max / 1024);
+	cr_assert_leq(b->memory_max, BROKER_MEM_DEFAULT_MAX);
+	cr_assert_gt(b->memory_max, 0);
+}
+
+Test(daemon_broker, credit_grows_in_chunks_to_the_limit)
+{
+	struct broker *b = &dt_b;
+	struct broker_mem m = { 0 };
+
+	m.wake = wake;
+	cr_assert(broker_mem_room(b, "app", &m, 0, 4 * BROKER_MEM_CHUNK));
+	cr_assert_eq(m.credit, BROKER_MEM_CHUNK);
+	cr_assert(broker_mem_room(b, "app", &m, BROKER_MEM_CHUNK + 1,
+	    4 * BROKER_MEM_CHUNK));
+	cr_assert_eq(m.credit, 2 * BROKER_MEM_CHUNK);
+	cr_assert_eq(share_held(b->mem_share, "app"),
+	    2 * BROKER_MEM_CHUNK / 1024);
+	/* At the limit: no more, and the holder waits. */
+	cr_assert_not(broker_mem_room(b, "app", &m, 4 * BROKER_MEM_CHUNK,
+	    4 * BROKER_MEM_CHUNK));
+	cr_assert_eq(m.credit, 4 * BROKER_MEM_CHUNK);
+	cr_assert(m.waiting);
+	/* Trimming keeps a spare chunk above what is used, in chunks. */
+	broker_mem_trim(b, "app", &m, 10, 0);
+	cr_assert_eq(m.credit, 2 * BROKER_MEM_CHUNK);
+	broker_mem_trim(b, "app", &m, 0, 0);
+	cr_assert_eq(m.credit, BROKER_MEM_CHUNK);
+	broker_mem_trim(b, "app", &m, 0, 1);
+	cr_assert_eq(m.credit, 0);
+	cr_assert_not(m.waiting);
+	cr_assert_eq(share_held(b->mem_share, "app"), 0);
+	cr_assert_eq(share_total(b->mem_share), 0);
+}
+
+Test(daemon_broker, refused_holder_is_woken_when_memory_is_freed)
+{
+	struct broker *b = &dt_b;
+	struct broker_mem x = { 0 }, y = { 0 };
+	size_t used = 0, limit = (size_t)b->memory_max;
+	int i;
+
+	x.wake = wake;
+	y.wake = wake;
+	woken = 0;
+	/* x takes what the instance may hold (a quarter of the budget). */
+	while (broker_mem_room(b, "app", &x, used, limit))
+		used = x.credit;
+	cr_assert_eq(share_held(b->mem_share, "app"),
+	    share_capacity(b->mem_share) / 4 / (BROKER_MEM_CHUNK / 1024) *
+	    (BROKER_MEM_CHUNK / 1024));
+	cr_assert(x.waiting);
+	/* y, of the same instance, gets nothing and waits too. */
+	cr_assert_not(broker_mem_room(b, "app", &y, 0, limit));
+	cr_assert(y.waiting);
+	cr_assert_eq(woken, 0);
+	/* x gives back all but one spare chunk: both are woken from the
+	 * loop, not inside the trim. */
+	broker_mem_trim(b, "app", &x, 0, 0);
+	cr_assert_eq(woken, 0);
+	for (i = 0; i < 10 && woken < 2; i++)
+		(void)event_base_loop(b->base, EVLOOP_NONBLOCK);
+	cr_assert_eq(woken, 2);
+	cr_assert_not(y.waiting);
+	cr_assert(broker_mem_room(b, "app", &y, 0, limit));
+	broker_mem_trim(b, "app", &x, 0, 1);
+	broker_mem_trim(b, "app", &y, 0, 1);
+	cr_assert_eq(share_total(b->mem_share), 0);
+}
+
+Test(daemon_broker, resolver_holder_is_counted)
+{
+	struct broker *b = &dt_b;
+	struct broker_dns *d1, *d2;
+
+	d1 = broker_dns_hold(b);
+	d2 = broker_dns_hold(b);
+	cr_assert_not_null(d1);
+	cr_assert_eq(d1, d2);
+	cr_assert_not_null(broker_dns_resolver(d1));
+	broker_dns_release(d1);
+	broker_dns_release(d2);
+	broker_dns_release(NULL);
+	/* Still the broker's own reference: usable. */
+	cr_assert_not_null(broker_dns_resolver(b->dns));
+	(void)event_base_loop(b->base, EVLOOP_NONBLOCK);
+}
+
+Test(daemon_broker, host_addresses_without_netlink)
+{
+	struct broker *b = &dt_b;
+	const struct policy_addr *a;
+	size_t n = 0, i;
+	int lo = 0;
+
+	cr_assert_null(b->netaddr);
+	a = broker_local_addrs(b, &n);
+	cr_assert_gt(n, 0, "no address read, not even loopback");
+	for (i = 0; i < n; i++)
+		if (a[i].family == 4 && a[i].bytes[0] == 127)
+			lo = 1;
+	cr_assert(lo, "127.0.0.1 is not among this host's addresses");
+}

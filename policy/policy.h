@@ -21,6 +21,14 @@
 #define POLICY_MSG_MAX		256	/* bytes of an error message, with NUL */
 #define POLICY_ANSWERS_MAX	64	/* addresses considered per answer set */
 #define POLICY_NAT64_MAX	64	/* declared NAT64 prefixes */
+/*
+ * Text bound of policy_url_parse() as analysed: it takes longer text and
+ * applies the same rules, but the absence of undefined behaviour is
+ * proven (docs/reliability.md) for inputs up to this. A URL is a scheme,
+ * "://", an authority and a path as a REQUEST bounds them (32 + 3 + 512 +
+ * 16384 bytes).
+ */
+#define POLICY_URL_MAX		16931
 
 /* Failure details: a human-readable message, NUL-terminated. */
 struct policy_err {
@@ -148,7 +156,8 @@ struct policy_dest {
  * [?query] (no fragment). Only http, https, ws and wss are accepted; any
  * userinfo (even empty), an empty port, a port with a sign or leading zero,
  * port 0 or > 65535, '\', whitespace or control bytes in the authority are
- * invalid. Return 0 and write *ret_dest, or EGRESS_ERR_INVALID.
+ * invalid. s holds len bytes (analysed up to POLICY_URL_MAX). Return 0 and
+ * write *ret_dest, or EGRESS_ERR_INVALID.
  */
 int policy_url_parse(const char *s, size_t len, struct policy_dest *ret_dest,
     struct policy_err *reterr);

@@ -164,7 +164,7 @@ policy_url_parse(const char *s, size_t len, struct policy_dest *ret_dest,
 		{ "http", 80 }, { "https", 443 }, { "ws", 80 }, { "wss", 443 },
 	};
 	struct policy_dest d;
-	char scheme[8];
+	char scheme[8] = { 0 };
 	size_t i, a, e, sl;
 	uint16_t def = 0;
 
@@ -186,23 +186,33 @@ policy_url_parse(const char *s, size_t len, struct policy_dest *ret_dest,
 		return url_fail(reterr, "not an absolute URL "
 		    "(write scheme://host[:port][/path])");
 	sl = i;
-	if (sl < sizeof(scheme)) {
-		for (i = 0; i < sl; i++)
-			scheme[i] = (char)(s[i] | 0x20);
-		scheme[sl] = '\0';
-		for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-			if (strcmp(scheme, schemes[i].name) == 0)
-				def = schemes[i].port;
-	}
+	if (sl >= sizeof(scheme))
+		return url_fail(reterr,
+		    "unsupported scheme (http, https, ws or wss)");
+	for (i = 0; i < sl; i++)
+		scheme[i] = (char)(s[i] | 0x20);
+	scheme[sl] = '\0';
+	for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (strcmp(scheme, schemes[i].name) == 0)
+			def = schemes[i].port;
 	if (def == 0)
 		return url_fail(reterr,
 		    "unsupported scheme (http, https, ws or wss)");
-	if (len - sl < 3 || s[sl + 1] != '/' || s[sl + 2] != '/')
+	/* One analysis per scheme length (1 to 7), so the authority's offset
+	 * and length stay related to len (sl < len here). */
+	/*@ split sl; */
+	if (sl + 3 > len || s[sl + 1] != '/' || s[sl + 2] != '/')
 		return url_fail(reterr, "expected '//' after the scheme");
 
+	/* e is set where the loop has checked i < len, so it stays bounded
+	 * by len. */
 	a = sl + 3;
-	for (e = a; e < len && s[e] != '/' && s[e] != '?'; e++)
-		;
+	e = len;
+	for (i = a; i < len; i++)
+		if (s[i] == '/' || s[i] == '?') {
+			e = i;
+			break;
+		}
 	if (authority_parse(s + a, e - a, def, &d, reterr) != 0)
 		return EGRESS_ERR_INVALID;
 

@@ -116,6 +116,24 @@ nat64_quote(const char *s, char *buf, size_t n)
 }
 
 /*
+ * Append the string src (at most srcsize bytes) to msg at *used, cut at
+ * the end of msg as snprintf() cuts, and advance *used. Each index is
+ * checked against its own array.
+ */
+static void
+msg_append(char *msg, size_t size, size_t *used, const char *src,
+    size_t srcsize)
+{
+	size_t d = *used, k;
+
+	for (k = 0; k < srcsize && src[k] != '\0' && d + 1 < size; k++, d++)
+		msg[d] = src[k];
+	if (d < size)
+		msg[d] = '\0';
+	*used = d;
+}
+
+/*
  * Parse one item into *ret. On failure write a reason (which may show the
  * spelling to write instead) into why and return EGRESS_ERR_INVALID.
  */
@@ -123,7 +141,12 @@ static int
 nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
     char *why, size_t whylen)
 {
-	char text[NAT64_ITEM_MAX + 1], canon[POLICY_INET6_TEXT];
+	/* Zeroed before the copy, with room past the longest item, so the
+	 * text is terminated and the up to four length digits after '/' are
+	 * read inside it whatever the item's length. */
+	char text[NAT64_ITEM_MAX + 5];
+	/* One zero byte past what the formatter may write: always a string. */
+	char canon[POLICY_INET6_TEXT + 1] = { 0 };
 	struct policy_addr a;
 	uint8_t in6[16];
 	const char *slash, *p;
@@ -131,6 +154,7 @@ nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
 	unsigned plen;
 	int masked;
 
+	memset(ret, 0, sizeof(*ret));
 	if (s == NULL || *s == '\0') {
 		(void)snprintf(why, whylen, "empty prefix");
 		return EGRESS_ERR_INVALID;
@@ -140,7 +164,8 @@ nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
 		(void)snprintf(why, whylen, "too long to be a prefix");
 		return EGRESS_ERR_INVALID;
 	}
-	memcpy(text, s, len + 1);
+	memset(text, 0, sizeof(text));
+	memcpy(text, s, len);
 	if ((slash = strchr(text, '/')) == NULL) {
 		(void)snprintf(why, whylen, "missing /<length>");
 		return EGRESS_ERR_INVALID;
@@ -151,7 +176,7 @@ nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
 
 	if (policy_addr_parse(text, &a) != 0 || a.family != 6) {
 		if (policy_inet6_parse(text, alen, in6) == 1 &&
-		    policy_inet6_format(in6, canon, sizeof(canon)) >= 0)
+		    policy_inet6_format(in6, canon, POLICY_INET6_TEXT) >= 0)
 			(void)snprintf(why, whylen,
 			    "not canonical, write '%s/%s'", canon,
 			    strspn(p, "0123456789") == strlen(p) &&
@@ -184,7 +209,7 @@ nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
 	if (!masked) {
 		memset(in6, 0, sizeof(in6));
 		memcpy(in6, a.bytes, plen / 8);
-		if (policy_inet6_format(in6, canon, sizeof(canon)) < 0)
+		if (policy_inet6_format(in6, canon, POLICY_INET6_TEXT) < 0)
 			canon[0] = '\0';
 		(void)snprintf(why, whylen,
 		    "bits set beyond /%u, write '%s/%u'", plen, canon, plen);
@@ -206,7 +231,9 @@ policy_nat64_parse_list(const char *const *items, size_t n,
 	struct policy_nat64_list list;
 	struct policy_err err;
 	struct policy_nat64_prefix p;
-	char why[128], quoted[NAT64_ITEM_SHOW + 4], piece[POLICY_MSG_MAX];
+	/* One zero byte past what is written into each: always strings. */
+	char why[128 + 1] = { 0 }, quoted[NAT64_ITEM_SHOW + 4 + 1] = { 0 };
+	char piece[POLICY_MSG_MAX] = { 0 }, tail[POLICY_MSG_MAX] = { 0 };
 	size_t i, j, used = 0, bad = 0, omitted = 0;
 	int dup;
 
@@ -226,21 +253,24 @@ policy_nat64_parse_list(const char *const *items, size_t n,
 
 	memset(&list, 0, sizeof(list));
 	for (i = 0; i < n; i++) {
-		if (nat64_parse_item(items[i], &p, why, sizeof(why)) != 0) {
+		if (nat64_parse_item(items[i], &p, why, sizeof(why) - 1) != 0) {
 			int w;
 
 			bad++;
-			nat64_quote(items[i] != NULL ? items[i] : "", quoted,
-			    sizeof(quoted));
+			if (items[i] != NULL)
+				nat64_quote(items[i], quoted,
+				    sizeof(quoted) - 1);
+			else
+				quoted[0] = '\0';
 			w = snprintf(piece, sizeof(piece),
-			    "%sitem %zu '%s': %s", used > 0 ? "; " : "", i + 1,
-			    quoted, why);
+			    "%sitem %zu '%s': %.128s", used > 0 ? "; " : "",
+			    i + 1, quoted, why);
 			/* Once one is left out, the rest are too, so the
 			 * message lists a prefix of the bad items. */
 			if (omitted == 0 && w > 0 &&
 			    used + (size_t)w + tail_room < sizeof(err.msg)) {
-				memcpy(err.msg + used, piece, (size_t)w + 1);
-				used += (size_t)w;
+				msg_append(err.msg, sizeof(err.msg), &used, piece,
+				    sizeof(piece));
 			} else
 				omitted++;
 			continue;
@@ -254,10 +284,13 @@ policy_nat64_parse_list(const char *const *items, size_t n,
 			list.v[list.n++] = p;
 	}
 	if (bad > 0) {
-		if (omitted > 0)
-			(void)snprintf(err.msg + used, sizeof(err.msg) - used,
+		if (omitted > 0) {
+			(void)snprintf(tail, sizeof(tail),
 			    "%sand %zu more bad item%s", used > 0 ? "; " : "",
 			    omitted, omitted == 1 ? "" : "s");
+			msg_append(err.msg, sizeof(err.msg), &used, tail,
+			    sizeof(tail));
+		}
 		goto fail_invalid;
 	}
 	*ret_list = list;

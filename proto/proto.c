@@ -128,24 +128,21 @@ static const char *const fault_strs[] = {
 	[PROTO_FAULT_WINDOW_EXCEEDED] = "data beyond the flow-control window",
 };
 
+/*@ requires \valid_read(p + (0 .. 1));
+    assigns \nothing; */
 static inline uint16_t
 get16(const uint8_t *p)
 {
 	return (uint16_t)((unsigned int)p[0] << 8 | p[1]);
 }
 
+/*@ requires \valid_read(p + (0 .. 3));
+    assigns \nothing; */
 static inline uint32_t
 get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
 	    (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
 }
 
 static inline void
@@ -157,6 +154,9 @@ put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+/*@ requires reterr == \null || \valid(reterr);
+    assigns *reterr;
+    ensures \result == err; */
 static int
 fail(enum proto_fault *reterr, enum proto_fault f, int err)
 {
@@ -169,6 +169,7 @@ fail(enum proto_fault *reterr, enum proto_fault f, int err)
  * The header rules shared by decoding and encoding (minus the version and
  * the early length cap, which only the decoder sees first).
  */
+/*@ assigns \nothing; */
 static enum proto_fault
 hdr_check(uint8_t type, uint8_t flags, uint32_t stream, uint32_t length)
 {
@@ -194,6 +195,15 @@ hdr_check(uint8_t type, uint8_t flags, uint32_t stream, uint32_t length)
 	return PROTO_FAULT_NONE;
 }
 
+/*@ requires \valid_read(buf + (0 .. len - 1));
+    requires \valid(ret_hdr);
+    requires reterr_fault == \null || \valid(reterr_fault);
+    requires \separated(ret_hdr, reterr_fault);
+    assigns *ret_hdr, *reterr_fault;
+    ensures \result == 0 || \result == PROTO_HDR_SIZE ||
+        \result == EGRESS_ERR_PROTOCOL;
+    ensures \result == PROTO_HDR_SIZE ==>
+        ret_hdr->length <= PROTO_PAYLOAD_MAX; */
 int
 proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
     enum proto_fault *reterr_fault)
@@ -242,6 +252,20 @@ struct rd {
 	enum proto_fault fault;
 };
 
+/*
+ * The readers' contracts relate r->off to r->len, which EVA does not
+ * track: WP proves them (scripts/prove, wp_proto_decode), and EVA checks
+ * each read inside the bodies instead.
+ */
+#ifdef PROVE_WP
+/*@ requires \valid(r) && \valid(v) && \separated(r, v);
+    requires r->len <= PROTO_PAYLOAD_MAX && r->off <= r->len;
+    requires \valid_read(r->p + (0 .. r->len - 1));
+    requires \separated(v, r->p + (0 .. r->len - 1));
+    assigns r->off, r->fault, *v;
+    ensures r->off <= r->len && r->p == \old(r->p) &&
+        r->len == \old(r->len); */
+#endif
 static int
 rd_u8(struct rd *r, uint8_t *v)
 {
@@ -254,6 +278,15 @@ rd_u8(struct rd *r, uint8_t *v)
 	return 0;
 }
 
+#ifdef PROVE_WP
+/*@ requires \valid(r) && \valid(v) && \separated(r, v);
+    requires r->len <= PROTO_PAYLOAD_MAX && r->off <= r->len;
+    requires \valid_read(r->p + (0 .. r->len - 1));
+    requires \separated(v, r->p + (0 .. r->len - 1));
+    assigns r->off, r->fault, *v;
+    ensures r->off <= r->len && r->p == \old(r->p) &&
+        r->len == \old(r->len); */
+#endif
 static int
 rd_u16(struct rd *r, uint16_t *v)
 {
@@ -266,6 +299,15 @@ rd_u16(struct rd *r, uint16_t *v)
 	return 0;
 }
 
+#ifdef PROVE_WP
+/*@ requires \valid(r) && \valid(v) && \separated(r, v);
+    requires r->len <= PROTO_PAYLOAD_MAX && r->off <= r->len;
+    requires \valid_read(r->p + (0 .. r->len - 1));
+    requires \separated(v, r->p + (0 .. r->len - 1));
+    assigns r->off, r->fault, *v;
+    ensures r->off <= r->len && r->p == \old(r->p) &&
+        r->len == \old(r->len); */
+#endif
 static int
 rd_u32(struct rd *r, uint32_t *v)
 {
@@ -279,6 +321,15 @@ rd_u32(struct rd *r, uint32_t *v)
 }
 
 /* A string: u16 length, then bytes; length within [min, max]. */
+#ifdef PROVE_WP
+/*@ requires \valid(r) && \valid(s) && \separated(r, s);
+    requires r->len <= PROTO_PAYLOAD_MAX && r->off <= r->len;
+    requires \valid_read(r->p + (0 .. r->len - 1));
+    assigns r->off, r->fault, *s;
+    ensures r->off <= r->len && r->p == \old(r->p) &&
+        r->len == \old(r->len);
+    ensures \result == 0 ==> s->len <= max; */
+#endif
 static int
 rd_str(struct rd *r, size_t min, size_t max, struct proto_str *s)
 {
@@ -592,27 +643,66 @@ proto_encode_size(const struct proto_msg *m, enum proto_fault *reterr_fault)
 	return (int)(PROTO_HDR_SIZE + size);
 }
 
-static uint8_t *
-wr_str(uint8_t *p, const struct proto_str *s)
+/*
+ * The payload writer: every byte is written at an index checked against
+ * the frame's size. proto_encode_size() already bounded every field, so
+ * the check never drops a byte; it keeps each write visibly inside buf.
+ */
+struct wr {
+	uint8_t *buf;
+	size_t size;
+	size_t off;
+};
+
+static void
+wr_u8(struct wr *w, uint8_t v)
 {
-	put16(p, (uint16_t)s->len);
-	if (s->len > 0)
-		memcpy(p + 2, s->ptr, s->len);
-	return p + 2 + s->len;
+	if (w->off < w->size)
+		w->buf[w->off++] = v;
 }
 
-static uint8_t *
-wr_headers(uint8_t *p, const struct proto_msg *m)
+static void
+wr_u16(struct wr *w, uint16_t v)
+{
+	wr_u8(w, (uint8_t)(v >> 8));
+	wr_u8(w, (uint8_t)v);
+}
+
+static void
+wr_u32(struct wr *w, uint32_t v)
+{
+	wr_u16(w, (uint16_t)(v >> 16));
+	wr_u16(w, (uint16_t)v);
+}
+
+static void
+wr_bytes(struct wr *w, const void *src, size_t n)
+{
+	const uint8_t *q = src;
+	size_t i;
+
+	for (i = 0; i < n && w->off < w->size; i++)
+		w->buf[w->off++] = q[i];
+}
+
+static void
+wr_str(struct wr *w, const struct proto_str *s)
+{
+	wr_u16(w, (uint16_t)s->len);
+	if (s->len > 0)
+		wr_bytes(w, s->ptr, s->len);
+}
+
+static void
+wr_headers(struct wr *w, const struct proto_msg *m)
 {
 	size_t i;
 
-	put16(p, (uint16_t)m->nheaders);
-	p += 2;
-	for (i = 0; i < m->nheaders; i++) {
-		p = wr_str(p, &m->headers[i].name);
-		p = wr_str(p, &m->headers[i].value);
+	wr_u16(w, (uint16_t)m->nheaders);
+	for (i = 0; i < m->nheaders && i < PROTO_HEADERS_MAX; i++) {
+		wr_str(w, &m->headers[i].name);
+		wr_str(w, &m->headers[i].value);
 	}
-	return p;
 }
 
 static void
@@ -632,7 +722,7 @@ proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
     enum proto_fault *reterr_fault)
 {
 	const struct proto_request *q = &m->request;
-	uint8_t *p;
+	struct wr w;
 	int total;
 
 	total = proto_encode_size(m, reterr_fault);
@@ -641,52 +731,53 @@ proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
 	if (size < (size_t)total)
 		return EGRESS_ERR_TOO_BIG;
 	wr_hdr(buf, m->type, m->flags, m->stream,
-	    (uint32_t)(total - PROTO_HDR_SIZE));
-	p = buf + PROTO_HDR_SIZE;
+	    (uint32_t)total - PROTO_HDR_SIZE);
+	w.buf = buf;
+	w.size = size;
+	w.off = PROTO_HDR_SIZE;
 	switch (m->type) {
 	case PROTO_MSG_HELLO:
-		put16(p, m->hello.version);
+		wr_u16(&w, m->hello.version);
 		break;
 	case PROTO_MSG_REQUEST:
-		*p++ = q->transport;
-		put32(p, q->timeouts.connect_ms);
-		put32(p + 4, q->timeouts.first_byte_ms);
-		put32(p + 8, q->timeouts.between_bytes_ms);
-		put32(p + 12, q->timeouts.total_ms);
-		p += 16;
-		p = wr_str(p, &q->method);
-		p = wr_str(p, &q->scheme);
-		p = wr_str(p, &q->authority);
-		p = wr_str(p, &q->path);
-		(void)wr_headers(p, m);
+		wr_u8(&w, q->transport);
+		wr_u32(&w, q->timeouts.connect_ms);
+		wr_u32(&w, q->timeouts.first_byte_ms);
+		wr_u32(&w, q->timeouts.between_bytes_ms);
+		wr_u32(&w, q->timeouts.total_ms);
+		wr_str(&w, &q->method);
+		wr_str(&w, &q->scheme);
+		wr_str(&w, &q->authority);
+		wr_str(&w, &q->path);
+		wr_headers(&w, m);
 		break;
 	case PROTO_MSG_RESPONSE:
-		put16(p, m->response.status);
-		(void)wr_headers(p + 2, m);
+		wr_u16(&w, m->response.status);
+		wr_headers(&w, m);
 		break;
 	case PROTO_MSG_DATA:
 		if (m->data.len > 0)
-			memcpy(p, m->data.ptr, m->data.len);
+			wr_bytes(&w, m->data.ptr, m->data.len);
 		break;
 	case PROTO_MSG_TRAILERS:
-		(void)wr_headers(p, m);
+		wr_headers(&w, m);
 		break;
 	case PROTO_MSG_WINDOW_UPDATE:
-		put32(p, m->window_update.increment);
+		wr_u32(&w, m->window_update.increment);
 		break;
 	case PROTO_MSG_RESET:
-		put32(p, m->reset.code);
+		wr_u32(&w, m->reset.code);
 		break;
 	case PROTO_MSG_ERROR:
-		put32(p, m->error.code);
-		(void)wr_str(p + 4, &m->error.message);
+		wr_u32(&w, m->error.code);
+		wr_str(&w, &m->error.message);
 		break;
 	case PROTO_MSG_GOAWAY:
-		put32(p, m->goaway.last_stream);
+		wr_u32(&w, m->goaway.last_stream);
 		break;
 	case PROTO_MSG_PING:
 	case PROTO_MSG_PONG:
-		memcpy(p, m->ping.opaque, PROTO_PING_SIZE);
+		wr_bytes(&w, m->ping.opaque, PROTO_PING_SIZE);
 		break;
 	}
 	return total;

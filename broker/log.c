@@ -323,7 +323,7 @@ lb_strn(const char *s, size_t n)
 			*o++ = '\\';
 			*o++ = (char)c;
 		} else {
-			memcpy(o, "\\u00", 4);
+			memcpy(o, "\\u00", 4);	// NOLINT(bugprone-not-null-terminated-result): bytes
 			o[4] = hex[c >> 4];
 			o[5] = hex[c & 0xf];
 			o += 6;

@@ -85,6 +85,7 @@ keyring_push(struct conf_keyring *k, EVP_PKEY *pkey)
 {
 	EVP_PKEY **v;
 
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 	if ((v = realloc(k->keys, (k->nkeys + 1) * sizeof(*v))) == NULL)
 		return EGRESS_ERR_NOMEM;
 	k->keys = v;

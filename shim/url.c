@@ -92,7 +92,8 @@ put(struct str *b, const char *p, size_t n)
 		b->err = EGRESS_ERR_TOO_BIG;
 		return;
 	}
-	memcpy(b->p + b->n, p, n);
+	if (n > 0)		/* an unset part may have no bytes at all */
+		memcpy(b->p + b->n, p, n);
 	b->n += n;
 	b->p[b->n] = '\0';
 }
@@ -258,6 +259,7 @@ url_parse(const char *s, struct url *ret)
 	split(s, &ps);
 	if (!scheme_ok(&ps.scheme) || !ps.auth.set || ps.auth.n == 0)
 		return EGRESS_ERR_INVALID;
+	// NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): scheme_ok() read it
 	u.scheme = strndup(ps.scheme.p, ps.scheme.n);
 	u.authority = strndup(ps.auth.p, ps.auth.n);
 	tn = (ps.path.n > 0 ? ps.path.n : 1) +

@@ -229,7 +229,7 @@ clean(char *dst, size_t n, const char *src)
 	size_t i = 0;
 
 	for (; src != NULL && *src && i + 1 < n; src++)
-		dst[i++] = (*src >= 0x21 && *src < 0x7f) ? *src : '?';
+		dst[i++] = (char)((*src >= 0x21 && *src < 0x7f) ? *src : '?');
 	dst[i] = '\0';
 }
 
@@ -307,7 +307,7 @@ read_log(const char *path, struct denial **ret, size_t *ret_n)
 		v[n++] = d;
 	}
 	free(line);
-	fclose(fp);
+	(void)fclose(fp);
 	*ret = v;
 	*ret_n = n;
 	return 0;

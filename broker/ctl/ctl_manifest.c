@@ -69,7 +69,6 @@ write_new(const char *path, BIO *bio, mode_t mode)
 	char *data;
 	long n = BIO_get_mem_data(bio, &data);
 	int fd;
-	ssize_t w;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    mode);
@@ -84,7 +83,7 @@ write_new(const char *path, BIO *bio, mode_t mode)
 		return -1;
 	}
 	if (fchmod(fd, mode) == -1 ||
-	    (w = write(fd, data, (size_t)n)) != (ssize_t)n || fsync(fd) == -1 ||
+	    write(fd, data, (size_t)n) != (ssize_t)n || fsync(fd) == -1 ||
 	    close(fd) == -1) {
 		fprintf(stderr, "egressctl: %s: %s\n", path, strerror(errno));
 		(void)unlink(path);
@@ -360,7 +359,7 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *key = NULL, *pkgdir, *status = NULL, *why = "";
+	const char *key[1] = { NULL }, *pkgdir, *status = NULL, *why = "";
 	char mpath[4096], spath[4096], fp[40] = "";
 	char *man = NULL, *sigtxt = NULL, *merr = NULL;
 	size_t mlen = 0, slen = 0, i;
@@ -370,7 +369,6 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	struct conf_manifest *m = NULL;
 	struct conf_errors errs = { 0 };
 	EVP_PKEY **keys = NULL;
-	const char *keyv[1] = { NULL };
 	const char *const *paths;
 	size_t nkeys = 0, npaths;
 	int ch, json = 0, rc = CTL_EXIT_ERROR, r;
@@ -378,7 +376,7 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+k:", longopts, NULL)) != -1) {
 		if (ch == 'k')
-			key = optarg;
+			key[0] = optarg;
 		else if (ch == 'j')
 			json = 1;
 		else {
@@ -393,9 +391,8 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	pkgdir = argv[optind];
 	(void)snprintf(mpath, sizeof(mpath), "%s/manifest.ini", pkgdir);
 	(void)snprintf(spath, sizeof(spath), "%s/manifest.ini.sig", pkgdir);
-	if (key != NULL) {
-		keyv[0] = key;
-		paths = keyv;
+	if (key[0] != NULL) {	/* an array: paths points at it */
+		paths = key;
 		npaths = 1;
 	} else {
 		if (conf_load(ctx->config_path, &snap, &errs) != 0) {
@@ -409,14 +406,14 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 		paths = (const char *const *)snap->trusted_keys;
 		npaths = snap->ntrusted_keys;
 	}
-	if ((keys = calloc(npaths ? npaths : 1, sizeof(*keys))) == NULL)
+	if ((keys = calloc(npaths ? npaths : 1, sizeof(*keys))) == NULL) // NOLINT(bugprone-sizeof-expression): pointers
 		goto out;
 	for (i = 0; i < npaths; i++) {
 		if ((keys[nkeys] = load_key(paths[i], 0)) == NULL)
 			goto out;
 		nkeys++;
 	}
-	if ((r = pkg_read_file(mpath, CONF_MANIFEST_MAX, &man, &mlen)) != 0) {
+	if (pkg_read_file(mpath, CONF_MANIFEST_MAX, &man, &mlen) != 0) {
 		fprintf(stderr, "egressctl: %s: cannot read (at most %d "
 		    "bytes, a regular file)\n", mpath, CONF_MANIFEST_MAX);
 		goto out;

@@ -54,6 +54,7 @@ lease_table_new(void)
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
 	t->nb = 16;
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 	if ((t->b = calloc(t->nb, sizeof(*t->b))) == NULL) {
 		free(t);
 		return NULL;
@@ -90,6 +91,7 @@ lease_grow(struct lease_table *t)
 	struct lease_entry **nb, *e, *next;
 	size_t i, n = t->nb * 2;
 
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 	if ((nb = calloc(n, sizeof(*nb))) == NULL)
 		return;		/* longer chains, still correct */
 	for (i = 0; i < t->nb; i++)

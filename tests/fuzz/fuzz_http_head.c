@@ -46,7 +46,7 @@ static void
 on_data(void *arg, const char *p, size_t n)
 {
 	struct fuzz_state *s = arg;
-	volatile char c = n ? p[n - 1] : 0;	/* touch the last byte */
+	volatile char c = (char)(n ? p[n - 1] : 0);	/* touch the last byte */
 
 	(void)c;
 	s->total += n;

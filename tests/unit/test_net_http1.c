@@ -62,7 +62,7 @@ ex_on_head(void *arg, const struct http1_response *r)
 	for (i = 0; i < r->nheaders; i++)
 		if (r->headers[i].name_len == 8 &&
 		    strncasecmp(r->headers[i].name, "location", 8) == 0)
-			snprintf(e->location, sizeof(e->location), "%.*s",
+			(void)snprintf(e->location, sizeof(e->location), "%.*s",
 			    (int)r->headers[i].value_len, r->headers[i].value);
 	if (e->free_on_head) {
 		http1_exchange_free(e->x);
@@ -120,7 +120,7 @@ ex_on_end(void *arg, int err, const struct http1_header *t, size_t n)
 	for (i = 0; i < n; i++) {
 		size_t l = strlen(e->trailers);
 
-		snprintf(e->trailers + l, sizeof(e->trailers) - l,
+		(void)snprintf(e->trailers + l, sizeof(e->trailers) - l,
 		    "%.*s=%.*s;", (int)t[i].name_len, t[i].name,
 		    (int)t[i].value_len, t[i].value);
 	}
@@ -157,7 +157,7 @@ ex_start(struct ex *e, const char *method, int64_t body_length,
 	e->bev = bufferevent_socket_new(e->base, sv[0], BEV_OPT_CLOSE_ON_FREE);
 	cr_assert(e->bev != NULL);
 	dest_parse("http://api.example.com/", &d);
-	snprintf(text, sizeof(text), "%s", headers);
+	(void)snprintf(text, sizeof(text), "%s", headers);
 	memset(&head, 0, sizeof(head));
 	head.method = method;
 	head.method_len = strlen(method);
@@ -729,6 +729,7 @@ ParameterizedTest(struct flow_case *c, broker_http1, flow_control_bounds_buffer)
 		/* The wire repeats one 16 KiB chunk, then the last chunk. */
 		i = snprintf(chunk, sizeof(chunk), "%zx\r\n", clen);
 		memset(chunk + i, 'b', clen);
+		// NOLINTNEXTLINE(bugprone-not-null-terminated-result): bytes
 		memcpy(chunk + i + clen, "\r\n", 2);
 		clen += (size_t)i + 2;
 		want = (body / 16384) * clen;

@@ -168,18 +168,19 @@ conf_list_add_value(struct conf_list *l, const char *value, int line,
 			p++;
 		if (*p == '\0') {
 			if (need_item) {
-				snprintf(reterr, errlen, "empty item after the "
-				    "last ','; remove the trailing comma (an "
-				    "indented continuation line needs none)");
+				(void)snprintf(reterr, errlen, "empty item "
+				    "after the last ','; remove the trailing "
+				    "comma (an indented continuation line "
+				    "needs none)");
 				return EGRESS_ERR_INVALID;
 			}
 			break;
 		}
 		if (*p == ',') {
 			if (nitems == 0 || need_item) {
-				snprintf(reterr, errlen, "empty item at '%s'; "
-				    "separate items with one ',' or blanks",
-				    p);
+				(void)snprintf(reterr, errlen, "empty item "
+				    "at '%s'; separate items with one ',' or "
+				    "blanks", p);
 				return EGRESS_ERR_INVALID;
 			}
 			need_item = 1;
@@ -207,7 +208,7 @@ fail:
 	for (i = n0; i < l->n; i++)
 		free(l->v[i].s);
 	l->n = n0;
-	snprintf(reterr, errlen, "out of memory");
+	(void)snprintf(reterr, errlen, "out of memory");
 	return r;
 }
 
@@ -591,11 +592,11 @@ conf_ini_reader(char *str, int num, void *stream)
 		    "letters, digits and '_')", name);
 		return deliver_ignored_key(st, str, num);
 	}
-	snprintf(out, sizeof(out), "%s=%s", name, value);
+	(void)snprintf(out, sizeof(out), "%s=%s", name, value);
 	if (deliver(st, str, num, out) != 0)
 		return deliver_ignored_key(st, str, num);
 	memcpy(st->key, name, n + 1);
-	snprintf(st->value, sizeof(st->value), "%s", value);
+	(void)snprintf(st->value, sizeof(st->value), "%s", value);
 	st->kind = LINE_KEY;
 	st->have_prev = 1;
 	st->prev_ignored = 0;

@@ -488,7 +488,7 @@ write_out(const char *f, int status, const char *url, long redirs)
 		} else
 			putchar(*f);
 	}
-	fflush(stdout);
+	(void)fflush(stdout);
 }
 
 static int

@@ -82,7 +82,7 @@ static int
 http1_fail(struct policy_err *reterr, const char *msg)
 {
 	if (reterr != NULL)
-		snprintf(reterr->msg, sizeof(reterr->msg), "%s", msg);
+		(void)snprintf(reterr->msg, sizeof(reterr->msg), "%s", msg);
 	return EGRESS_ERR_INVALID_REQUEST;
 }
 

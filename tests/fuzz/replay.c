@@ -42,7 +42,7 @@ out:
 	if (rc != 0)
 		fprintf(stderr, "replay: %s: cannot read\n", path);
 	free(buf);
-	fclose(f);
+	(void)fclose(f);
 	return rc;
 }
 

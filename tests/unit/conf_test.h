@@ -55,7 +55,7 @@ ct_path(const char *name)
 	static int i;
 	char *b = bufs[i++ & 3];
 
-	snprintf(b, 512, "%s/%s", ct_dir, name);
+	(void)snprintf(b, 512, "%s/%s", ct_dir, name);
 	return b;
 }
 
@@ -155,17 +155,17 @@ ct_sign_file(EVP_PKEY *k, const char *name)
 	FILE *f;
 	long len;
 
-	snprintf(path, sizeof(path), "%s/%s", ct_dir, name);
+	(void)snprintf(path, sizeof(path), "%s/%s", ct_dir, name);
 	cr_assert_not_null(f = fopen(path, "rb"));
 	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
 	len = ftell(f);
 	rewind(f);
 	cr_assert_not_null(buf = malloc((size_t)len + 1));
 	cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
-	fclose(f);
+	(void)fclose(f);
 	ct_sign(k, buf, (size_t)len, sig, sizeof(sig));
 	free(buf);
-	snprintf(path, sizeof(path), "%s.sig", name);
+	(void)snprintf(path, sizeof(path), "%s.sig", name);
 	ct_write_str(path, sig);
 }
 

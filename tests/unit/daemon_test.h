@@ -171,7 +171,7 @@ dt_log_events(const char *name)
 		else
 			json_decref(o);
 	}
-	fclose(f);
+	(void)fclose(f);
 	return all;
 }
 

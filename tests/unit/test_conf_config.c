@@ -479,9 +479,9 @@ ParameterizedTest(struct carve_case *c, conf_config, carve_out)
 	char in[512];
 	int r;
 
-	snprintf(in, sizeof(in), "[plugins.entries.x]\nplugin = x\nmanifest "
-	    "= m\negress_hosts = %s\negress_allow_private = %s\n", c->hosts,
-	    c->private);
+	(void)snprintf(in, sizeof(in), "[plugins.entries.x]\nplugin = x\n"
+	    "manifest = m\negress_hosts = %s\negress_allow_private = %s\n",
+	    c->hosts, c->private);
 	r = load_text(in, &s, &e);
 	if (c->ok) {
 		cr_expect_eq(r, 0, "%s", ct_errors(&e));
@@ -521,7 +521,7 @@ write_config(const char *mode, const char *keys, const char *plugin)
 {
 	char text[2048];
 
-	snprintf(text, sizeof(text), two_entries, mode, keys, plugin);
+	(void)snprintf(text, sizeof(text), two_entries, mode, keys, plugin);
 	ct_write_str("egressd.ini", text);
 }
 
@@ -609,8 +609,8 @@ Test(conf_refuse, plugin_name_mismatch)
 	ct_write_str("pkg/bad/manifest.ini", "[plugin]\nname = bad\nversion "
 	    "= 1\n");
 	s = load_dir();
-	snprintf(want, sizeof(want), "%s:2: [plugin] name: 'bad' is not the "
-	    "entry's plugin 'other' (%s:8); this manifest is refused for "
+	(void)snprintf(want, sizeof(want), "%s:2: [plugin] name: 'bad' is not "
+	    "the entry's plugin 'other' (%s:8); this manifest is refused for "
 	    "instance 'bad'", ct_path("pkg/bad/manifest.ini"),
 	    ct_path("egressd.ini"));
 	expect_refused(s, want);
@@ -684,7 +684,7 @@ Test(conf_refuse, cli_made_fixture_signatures_verify)
 	    CONF_MANIFEST_MAX, &text, &len, &id), 0);
 	cr_assert_eq(conf_read_file(GOOD "/packages/weather/manifest.ini.sig",
 	    CONF_SIG_FILE_MAX, &sig, &siglen, &id), 0);
-	snprintf(cfg, sizeof(cfg), "[plugins.security]\nsignature_mode = "
+	(void)snprintf(cfg, sizeof(cfg), "[plugins.security]\nsignature_mode = "
 	    "strict\ntrusted_keys = %s/keys/release.pem\n"
 	    "[plugins.entries.weather]\nplugin = weather\nmanifest = "
 	    "w/manifest.ini\n", GOOD);
@@ -869,8 +869,8 @@ Test(conf_stale, replaced_config_same_size_is_stale)
 	s = load_dir();
 	cr_assert_eq(conf_snapshot_is_stale(s), 0);
 	/* Same bytes into a new file renamed over it: a new inode. */
-	snprintf(a, sizeof(a), "%s", ct_path("egressd.ini"));
-	snprintf(b, sizeof(b), "%s", ct_path("new.ini"));
+	(void)snprintf(a, sizeof(a), "%s", ct_path("egressd.ini"));
+	(void)snprintf(b, sizeof(b), "%s", ct_path("new.ini"));
 	cr_assert_eq(link(a, b), 0);
 	cr_assert_eq(unlink(a), 0);
 	write_config("permissive", "", "bad");
@@ -962,7 +962,7 @@ Test(conf_config, relative_config_path_resolves_against_cwd)
 	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
 	cr_assert_eq(conf_load_buffer("sub/c.ini", "[tls]\nca_file = ca.pem\n",
 	    23, &s, &e), 0, "%s", ct_errors(&e));
-	snprintf(want, sizeof(want), "%s/sub/ca.pem", cwd);
+	(void)snprintf(want, sizeof(want), "%s/sub/ca.pem", cwd);
 	cr_expect_str_eq(s->ca_file, want);
 	conf_snapshot_free(s);
 	s = NULL;

@@ -369,7 +369,7 @@ Test(conf_ini, long_line_is_refused_with_later_errors_on_their_lines)
 	struct conf_errors errs = { 0 };
 
 	cr_assert_not_null(full);
-	sprintf(full, "%szz = 1\n", in);
+	(void)sprintf(full, "%szz = 1\n", in);
 	cr_assert_eq(t_parse(full, strlen(full), &tp, &errs),
 	    EGRESS_ERR_INVALID);
 	cr_assert_eq(errs.n, 2);

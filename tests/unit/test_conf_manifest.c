@@ -274,13 +274,14 @@ Test(conf_manifest, long_strings_refused_not_truncated)
 
 	memset(name, 'a', 65);
 	name[65] = '\0';
-	snprintf(s, sizeof(s), "[plugin]\nname = %s\nversion = 1\n", name);
+	(void)snprintf(s, sizeof(s), "[plugin]\nname = %s\nversion = 1\n",
+	    name);
 	cr_assert_eq(parse(s, &m, &e), EGRESS_ERR_INVALID);
 	cr_expect(ct_has_error(&e, "m.ini:2: [plugin] name: 'aaaa"));
 	conf_errors_done(&e);
 	name[64] = '\0';
-	snprintf(s, sizeof(s), "[plugin]\nname = %s\nversion = %s\n", name,
-	    name);
+	(void)snprintf(s, sizeof(s), "[plugin]\nname = %s\nversion = %s\n",
+	    name, name);
 	cr_assert_eq(parse(s, &m, &e), 0, "%s", ct_errors(&e));
 	cr_expect_eq(strlen(m->name), 64);
 	conf_manifest_free(m);
@@ -437,7 +438,7 @@ Test(conf_manifest, load_missing_and_oversized_files)
 	ct_mkdir();
 	cr_expect_eq(conf_manifest_load(ct_path("nope.ini"),
 	    CONF_SIG_PERMISSIVE, NULL, &m, &e), EGRESS_ERR_INVALID);
-	snprintf(want, sizeof(want), "%s: no such manifest",
+	(void)snprintf(want, sizeof(want), "%s: no such manifest",
 	    ct_path("nope.ini"));
 	cr_expect(ct_has_error(&e, want), "%s", ct_errors(&e));
 	conf_errors_done(&e);

@@ -194,7 +194,7 @@ ParameterizedTest(struct sig_edit *c, conf_sig, edited_good_is_invalid)
 
 	ct_sign(key_a, manifest, strlen(manifest), sig, sizeof(sig));
 	sig[CONF_SIG_B64_LEN - c->cut] = '\0';
-	snprintf(text, sizeof(text), "%s%s%s", c->prefix, sig, c->suffix);
+	(void)snprintf(text, sizeof(text), "%s%s%s", c->prefix, sig, c->suffix);
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), text,
 	    strlen(text), ring_a), CONF_SIG_INVALID, "%s", c->why);
 }
@@ -294,7 +294,7 @@ ParameterizedTest(struct key_case *c, conf_sig, bad_key_files)
 	paths[1] = ct_path(c->name);
 	cr_assert_eq(conf_keyring_load(paths, 2, &k, &e), EGRESS_ERR_INVALID);
 	cr_assert_eq(e.n, 1, "%s", ct_errors(&e));
-	snprintf(want, sizeof(want), "%s: %s", ct_path(c->name), c->msg);
+	(void)snprintf(want, sizeof(want), "%s: %s", ct_path(c->name), c->msg);
 	cr_expect_str_eq(e.msgs[0], want);
 	conf_errors_done(&e);
 	EVP_PKEY_free(other);

@@ -165,7 +165,7 @@ responder_main(void *arg)
 		qtype = (unsigned)(buf[off + 1] << 8 | buf[off + 2]);
 		off += 5;
 		pthread_mutex_lock(&R.mu);
-		snprintf(R.last_name, sizeof(R.last_name), "%s", name);
+		(void)snprintf(R.last_name, sizeof(R.last_name), "%s", name);
 		pthread_mutex_unlock(&R.mu);
 		if (qtype == 1)
 			atomic_fetch_add(&R.nq_a, 1);
@@ -233,7 +233,7 @@ result_cb(void *arg, enum dns_status status, const struct policy_addr *a,
 static void
 server_arg(char *buf, size_t n)
 {
-	snprintf(buf, n, "127.0.0.1:%u", (unsigned)R.port);
+	(void)snprintf(buf, n, "127.0.0.1:%u", (unsigned)R.port);
 }
 
 static void

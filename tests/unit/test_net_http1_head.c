@@ -166,7 +166,7 @@ ParameterizedTest(struct check_case *c, net_http1_head, request_check)
 	for (i = 0; i < out.nheaders; i++) {
 		size_t l = strlen(got);
 
-		snprintf(got + l, sizeof(got) - l, "%.*s=%.*s;",
+		(void)snprintf(got + l, sizeof(got) - l, "%.*s=%.*s;",
 		    (int)out.headers[i].name_len, out.headers[i].name,
 		    (int)out.headers[i].value_len, out.headers[i].value);
 	}
@@ -282,7 +282,7 @@ ParameterizedTest(struct hop_case *c, net_http1_head, response_is_hop)
 			hs[i].value_len--;
 		}
 		if (!http1_response_is_hop(hs, n, &hs[i]))
-			snprintf(got + l, sizeof(got) - l, "%.*s;",
+			(void)snprintf(got + l, sizeof(got) - l, "%.*s;",
 			    (int)hs[i].name_len, hs[i].name);
 	}
 	cr_assert_str_eq(got, c->kept, "[%s]", c->headers);

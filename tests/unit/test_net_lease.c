@@ -112,7 +112,7 @@ Test(broker_lease, many_instances)
 	int i;
 
 	for (i = 0; i < 1000; i++) {
-		snprintf(name, sizeof(name), "instance-%d", i);
+		(void)snprintf(name, sizeof(name), "instance-%d", i);
 		cr_assert_eq(lease_acquire(t, name, 2, &l[i][0]), 0);
 		cr_assert_eq(lease_acquire(t, name, 2, &l[i][1]), 0);
 		cr_assert_eq(lease_acquire(t, name, 2, &x),
@@ -120,7 +120,7 @@ Test(broker_lease, many_instances)
 	}
 	cr_assert_eq(lease_total(t), 2000);
 	for (i = 0; i < 1000; i++) {
-		snprintf(name, sizeof(name), "instance-%d", i);
+		(void)snprintf(name, sizeof(name), "instance-%d", i);
 		cr_assert_eq(lease_count(t, name), 2);
 		lease_release(l[i][0]);
 		cr_assert_eq(lease_count(t, name), 1);

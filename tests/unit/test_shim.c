@@ -55,8 +55,8 @@ struct fb {
 	if (!(cond)) {							\
 		if ((fb)->fail == 0) {					\
 			(fb)->fail = __LINE__;				\
-			snprintf((fb)->why, sizeof((fb)->why), "%s",	\
-			    #cond);					\
+			(void)snprintf((fb)->why, sizeof((fb)->why),	\
+			    "%s", #cond);				\
 		}							\
 		return;							\
 	}								\
@@ -541,7 +541,7 @@ script_upload(struct fb *fb)
 	}
 	FB_CHECK(fb, trailers);
 	FB_CHECK(fb, got == UP_LEN);
-	snprintf(status, sizeof(status), "%zu", got);
+	(void)snprintf(status, sizeof(status), "%zu", got);
 	FB_CHECK(fb, fb_response(fb, 1, 201, "X-Got", status, 1) == 0);
 }
 
@@ -1001,7 +1001,7 @@ worker_main(void *arg)
 	int i;
 
 	for (i = 0; i < NPER; i++) {
-		snprintf(path, sizeof(path), "/t%d/r%d", w->id, i);
+		(void)snprintf(path, sizeof(path), "/t%d/r%d", w->id, i);
 		h = get_head(path);
 		resp = NULL;
 		if (egress_fetch(w->c, &h, NULL, 0, 100, &resp, NULL, 0) != 0 ||
@@ -1243,7 +1243,7 @@ Test(shim, from_fd_and_env)
 	cr_expect_eq(egress_client_from_env(&c), EGRESS_ERR_INVALID);
 	cr_expect_null(c);
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	snprintf(num, sizeof(num), "%d", sv[0]);
+	(void)snprintf(num, sizeof(num), "%d", sv[0]);
 	cr_assert_eq(setenv(EGRESS_FD_ENV, num, 1), 0);
 	cr_assert_eq(egress_client_from_env(&c), 0);
 	cr_expect_eq(egress_client_fd(c), sv[0]);

@@ -351,6 +351,21 @@ sig_verifies(EVP_PKEY *k, const unsigned char *sig, const char *msg,
 	return ok;
 }
 
+/* Load each of paths into keys (room for npaths); *n counts those loaded. */
+static int
+load_keys(const char *const *paths, size_t npaths, EVP_PKEY **keys,
+    size_t *n)
+{
+	size_t i;
+
+	for (i = 0; i < npaths; i++) {
+		if ((keys[i] = load_key(paths[i], 0)) == NULL)
+			return -1;
+		(*n)++;
+	}
+	return 0;
+}
+
 static int
 cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 {
@@ -359,7 +374,8 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *key[1] = { NULL }, *pkgdir, *status = NULL, *why = "";
+	const char *key = NULL, *pkgdir, *status = NULL, *why = "";
+	const char *keyv[1] = { NULL };
 	char mpath[4096], spath[4096], fp[40] = "";
 	char *man = NULL, *sigtxt = NULL, *merr = NULL;
 	size_t mlen = 0, slen = 0, i;
@@ -376,7 +392,7 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+k:", longopts, NULL)) != -1) {
 		if (ch == 'k')
-			key[0] = optarg;
+			key = optarg;
 		else if (ch == 'j')
 			json = 1;
 		else {
@@ -391,8 +407,9 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	pkgdir = argv[optind];
 	(void)snprintf(mpath, sizeof(mpath), "%s/manifest.ini", pkgdir);
 	(void)snprintf(spath, sizeof(spath), "%s/manifest.ini.sig", pkgdir);
-	if (key[0] != NULL) {	/* an array: paths points at it */
-		paths = key;
+	if (key != NULL) {
+		keyv[0] = key;
+		paths = keyv;
 		npaths = 1;
 	} else {
 		if (conf_load(ctx->config_path, &snap, &errs) != 0) {
@@ -408,11 +425,8 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if ((keys = calloc(npaths ? npaths : 1, sizeof(*keys))) == NULL) // NOLINT(bugprone-sizeof-expression): pointers
 		goto out;
-	for (i = 0; i < npaths; i++) {
-		if ((keys[nkeys] = load_key(paths[i], 0)) == NULL)
-			goto out;
-		nkeys++;
-	}
+	if (load_keys(paths, npaths, keys, &nkeys) != 0)
+		goto out;
 	if (pkg_read_file(mpath, CONF_MANIFEST_MAX, &man, &mlen) != 0) {
 		fprintf(stderr, "egressctl: %s: cannot read (at most %d "
 		    "bytes, a regular file)\n", mpath, CONF_MANIFEST_MAX);

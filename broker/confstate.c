@@ -238,8 +238,15 @@ confstate_note_error(struct confstate *cs, int err,
 		return;
 	for (i = 0; i < n; i++) {
 		m = e->n > 0 ? e->msgs[i] : egress_strerror(err);
+#ifndef __clang__	/* gcc 12 -fanalyzer loses the block stored in cs->errors */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
 		if (log_bound(m, strlen(m), buf, sizeof(buf)) < 0 ||
 		    (cs->errors[cs->nerrors] = strdup(buf)) == NULL)
+#ifndef __clang__
+#pragma GCC diagnostic pop
+#endif
 			break;
 		cs->nerrors++;
 	}

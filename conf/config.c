@@ -187,7 +187,7 @@ cfg_section(void *ctx, const char *path, const char *name, int line,
 	}
 	if ((sec = calloc(1, sizeof(*sec))) == NULL ||
 	    (v = realloc(cp->entries, (cp->nentries + 1) *
-	    sizeof(*v))) == NULL) {
+	    sizeof(*v))) == NULL) {	// NOLINT(bugprone-sizeof-expression): pointers
 		free(sec);
 		cp->nomem = 1;
 		return NULL;
@@ -988,8 +988,15 @@ files_push(struct conf_snapshot *s, struct conf_file_id *id, int shared,
 	id->shared = shared;
 	if (idx != NULL)
 		*idx = s->nfiles;
+#ifndef __clang__	/* gcc 12 -fanalyzer loses the block stored in s->files */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
 	s->files[s->nfiles++] = *id;
 	id->path = NULL;
+#ifndef __clang__
+#pragma GCC diagnostic pop
+#endif
 	return 0;
 }
 
@@ -1164,7 +1171,7 @@ load_buffer(const char *path, const char *buf, size_t len,
 		struct conf_file_id id = *conf_keyring_file(s->keyring, i);
 
 		if ((id.path = strdup(id.path)) == NULL ||
-		    (rc = files_push(s, &id, 1, NULL)) != 0) {
+		    files_push(s, &id, 1, NULL) != 0) {
 			free(id.path);
 			rc = EGRESS_ERR_NOMEM;
 			goto out;

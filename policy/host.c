@@ -278,7 +278,7 @@ policy_host_parse(const char *s, size_t len, struct policy_host *ret_host,
 		int prev = 0;
 
 		for (i = lab; i < len && h.name[i] != '.'; i++)
-			prev = h.name[i];
+			prev = (unsigned char)h.name[i];
 		if (i == lab)
 			return host_fail(reterr, "empty label in host");
 		if (i - lab > POLICY_LABEL_MAX)

@@ -109,7 +109,7 @@ nat64_quote(const char *s, char *buf, size_t n)
 
 	len = strnlen(s, NAT64_ITEM_SHOW + 1);
 	for (i = 0; i < len && i < NAT64_ITEM_SHOW && i + 1 < n; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+		buf[i] = (char)((s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?');
 	buf[i] = '\0';
 	if (len > NAT64_ITEM_SHOW && i + 4 <= n)
 		(void)strcat(buf, "...");

@@ -475,7 +475,7 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		}
 		r.fd = -1;
 		(void)setenv("EGRESS_FD", "3", 1);
-		fflush(stdout);
+		(void)fflush(stdout);
 		execvp(argv[cmdi], argv + cmdi);
 		fprintf(stderr, "egressctl: %s: %s\n", argv[cmdi],
 		    strerror(errno));

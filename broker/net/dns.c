@@ -191,6 +191,7 @@ dns_sock_state_cb(void *data, ares_socket_t fd, int readable, int writable)
 	short what;
 
 	for (sp = &r->socks; *sp != NULL; sp = &(*sp)->next)
+		// cppcheck-suppress nullPointerRedundantCheck ; sp is never NULL
 		if ((*sp)->fd == fd)
 			break;
 	s = *sp;
@@ -653,6 +654,7 @@ dns_resolver_free(struct dns_resolver *r)
 	if (r->channel_ok)
 		ares_destroy(r->channel);	/* runs every ares callback */
 	while (r->queries != NULL)
+		// NOLINTNEXTLINE(clang-analyzer-unix.Malloc): it unlinks the head
 		dns_query_unlink_free(r->queries);
 	while ((s = r->socks) != NULL) {
 		r->socks = s->next;

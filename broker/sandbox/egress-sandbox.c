@@ -266,6 +266,7 @@ attach(const char *path, const char *instance)
 		die(EXIT_ATTACH, path, strerror(errno));
 	if (write(cfd, req, strlen(req)) != (ssize_t)strlen(req))
 		die(EXIT_ATTACH, "control socket write", strerror(errno));
+	// cppcheck-suppress legacyUninitvar ; read only once have > 0
 	while (have == 0 || line[have - 1] != '\n') {
 		struct iovec iov = { line + have, SANDBOX_REPLY_MAX - have };
 		struct msghdr mh;
@@ -599,7 +600,7 @@ yama_scope(void)
 		return 0;
 	n = read(fd, b, sizeof(b) - 1);
 	(void)close(fd);
-	return n > 0 ? atoi(b) : 0;
+	return n > 0 ? atoi(b) : 0;	// NOLINT(cert-err34-c): kernel's number
 }
 
 /*
@@ -783,7 +784,7 @@ registry_key_clean(const char *s, char *out, size_t len)
 	size_t i;
 
 	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
-		out[i] = s[i] >= ' ' && s[i] < 0x7f ? s[i] : '?';
+		out[i] = (char)(s[i] >= ' ' && s[i] < 0x7f ? s[i] : '?');
 	out[i] = '\0';
 }
 

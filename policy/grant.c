@@ -321,6 +321,7 @@ policy_grant_add(struct policy_grant *g, const struct policy_entry *entry)
 	if (g->n / GRANT_CHUNK >= g->nchunks) {
 		struct grant_entry **nc, *c;
 
+		// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 		nc = realloc(g->chunks, (g->nchunks + 1) * sizeof(*nc));
 		if (nc == NULL)
 			return EGRESS_ERR_NOMEM;

@@ -27,7 +27,6 @@
 #define MS_MIN			1
 #define MS_MAX			3600000
 #define CONN_MAX		65535
-#define ID_MAX			4294967294u	/* (uid_t)-1 is no id */
 #define RESOLVER_SERVERS_MAX	16
 #define ENTRIES_PREFIX		"plugins.entries."
 
@@ -367,12 +366,12 @@ get_ids(struct cfg_parse *cp, int idx, const char *key, unsigned **ret,
 		return EGRESS_ERR_NOMEM;
 	}
 	for (i = 0; i < v->list.n; i++) {
-		if (conf_parse_uint(v->list.v[i].s, 0, ID_MAX, &n) != 0) {
+		if (conf_parse_uint(v->list.v[i].s, 0, CONF_ID_MAX, &n) != 0) {
 			conf_errors_addf(cp->errs, "%s:%d: [%s] %s: '%s' is "
 			    "not a numeric id; write decimal ids from 0 to "
 			    "%u (names are not looked up here)", cp->path,
 			    v->list.v[i].line, fixed_secs[idx].name, key,
-			    v->list.v[i].s, ID_MAX);
+			    v->list.v[i].s, CONF_ID_MAX);
 			bad = 1;
 			continue;
 		}
@@ -388,112 +387,7 @@ get_ids(struct cfg_parse *cp, int idx, const char *key, unsigned **ret,
 	return 0;
 }
 
-/* ADDR[:PORT] with IPv4, or [ADDR] / [ADDR]:PORT with IPv6. */
-static int
-server_is_valid(const char *s, const char **why)
-{
-	char addr[INET6_ADDRSTRLEN + 1];
-	unsigned char bin[16];
-	const char *end, *port = NULL;
-	uint64_t n;
-	size_t len;
 
-	if (s[0] == '[') {
-		if ((end = strchr(s, ']')) == NULL) {
-			*why = "no ']' after the IPv6 address";
-			return 0;
-		}
-		len = (size_t)(end - s - 1);
-		if (end[1] == ':')
-			port = end + 2;
-		else if (end[1] != '\0') {
-			*why = "write [ADDR]:PORT";
-			return 0;
-		}
-		if (len == 0 || len >= sizeof(addr)) {
-			*why = "not an IPv6 address";
-			return 0;
-		}
-		memcpy(addr, s + 1, len);
-		addr[len] = '\0';
-		if (strchr(addr, '%') != NULL) {
-			*why = "zone ids are not allowed";
-			return 0;
-		}
-		if (inet_pton(AF_INET6, addr, bin) != 1) {
-			*why = "not an IPv6 address";
-			return 0;
-		}
-	} else {
-		end = strchr(s, ':');
-		if (end != NULL && strchr(end + 1, ':') != NULL) {
-			*why = "an IPv6 address goes in brackets: write "
-			    "[ADDR] or [ADDR]:PORT";
-			return 0;
-		}
-		len = end != NULL ? (size_t)(end - s) : strlen(s);
-		if (end != NULL)
-			port = end + 1;
-		if (len == 0 || len >= sizeof(addr)) {
-			*why = "not an IPv4 address";
-			return 0;
-		}
-		memcpy(addr, s, len);
-		addr[len] = '\0';
-		if (inet_pton(AF_INET, addr, bin) != 1) {
-			*why = "not a dotted-quad IPv4 address";
-			return 0;
-		}
-	}
-	if (port != NULL && conf_parse_uint(port, 1, 65535, &n) != 0) {
-		*why = "the port must be a decimal number from 1 to 65535";
-		return 0;
-	}
-	return 1;
-}
-
-/*
- * [metrics] listen: an absolute Unix socket path, or a loopback address
- * with its port (127.0.0.0/8 as ADDR:PORT, ::1 as [::1]:PORT). Names are
- * refused: what a name resolves to could change under the daemon.
- */
-static int
-metrics_listen_is_valid(const char *s, const char **why)
-{
-	char addr[INET6_ADDRSTRLEN + 1];
-	unsigned char bin[16];
-	const char *colon;
-	size_t len;
-
-	if (s[0] == '/') {
-		if (strlen(s) < sizeof(((struct sockaddr_un *)0)->sun_path))
-			return 1;
-		*why = "longer than a Unix socket path may be";
-		return 0;
-	}
-	*why = "write 127.0.0.1:PORT, [::1]:PORT or an absolute Unix "
-	    "socket path; only loopback is served";
-	if ((colon = strrchr(s, ':')) == NULL || (s[0] == '[' &&
-	    (colon == s || colon[-1] != ']')) || !server_is_valid(s, why))
-		return 0;
-	len = (size_t)(colon - s);
-	if (s[0] == '[') {
-		if (len != 5 || strncmp(s, "[::1]", 5) != 0) {
-			*why = "not a loopback address; only loopback is "
-			    "served (127.0.0.0/8, ::1) or a Unix socket path";
-			return 0;
-		}
-		return 1;
-	}
-	memcpy(addr, s, len);
-	addr[len] = '\0';
-	if (inet_pton(AF_INET, addr, bin) != 1 || bin[0] != 127) {
-		*why = "not a loopback address; only loopback is served "
-		    "(127.0.0.0/8, ::1) or a Unix socket path";
-		return 0;
-	}
-	return 1;
-}
 
 /* [metrics] listen: NULL (no scrape endpoint) unless set. */
 static void
@@ -504,7 +398,7 @@ get_metrics_listen(struct cfg_parse *cp, struct conf_snapshot *s)
 
 	if (v == NULL || v->str == NULL || v->str[0] == '\0')
 		return;
-	if (!metrics_listen_is_valid(v->str, &why)) {
+	if (!conf_listen_is_valid(v->str, &why)) {
 		conf_errors_addf(cp->errs, "%s:%d: [metrics] listen: '%s': %s",
 		    cp->path, v->line, v->str, why);
 		return;
@@ -513,30 +407,6 @@ get_metrics_listen(struct cfg_parse *cp, struct conf_snapshot *s)
 		cp->nomem = 1;
 }
 
-/* A user or group: a name, or a numeric id. Kept as written. */
-static int
-owner_is_valid(const char *s)
-{
-	uint64_t n;
-	size_t i, len = strlen(s);
-
-	if (strspn(s, "0123456789") == len)
-		return conf_parse_uint(s, 0, ID_MAX, &n) == 0;
-	if (len > 32 || s[0] == '-' || s[0] == '.')
-		return 0;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-		    c == '.')
-			continue;
-		if (c == '$' && i == len - 1 && i > 0)
-			continue;
-		return 0;
-	}
-	return 1;
-}
 
 /* ---- Sections ---------------------------------------------------------- */
 
@@ -690,20 +560,6 @@ build_keyring(struct cfg_parse *cp, struct conf_snapshot *s)
 	conf_errors_done(&e);
 }
 
-/* A method name: an HTTP token of upper-case letters, digits and '-'. */
-static int
-method_is_valid(const char *m)
-{
-	size_t i, n = strlen(m);
-
-	if (n == 0 || n > CONF_METHOD_MAX)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((m[i] >= 'A' && m[i] <= 'Z') ||
-		    (m[i] >= '0' && m[i] <= '9') || m[i] == '-'))
-			return 0;
-	return 1;
-}
 
 /* [limits] extra_methods: methods a guest may use beyond the standard
  * set. CONNECT is never one of them. */
@@ -731,7 +587,7 @@ get_methods(struct cfg_parse *cp, struct conf_snapshot *s)
 			    "extra_methods: 'CONNECT' is never relayed",
 			    cp->path, v->list.v[i].line);
 			bad = 1;
-		} else if (!method_is_valid(m)) {
+		} else if (!conf_method_is_valid(m)) {
 			conf_errors_addf(cp->errs, "%s:%d: [limits] "
 			    "extra_methods: '%s': a method is 1 to %d upper-case "
 			    "letters, digits or '-'", cp->path,
@@ -808,7 +664,7 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 			return;
 		}
 		for (i = 0; i < v->list.n; i++) {
-			if (server_is_valid(v->list.v[i].s, &why))
+			if (conf_server_is_valid(v->list.v[i].s, &why))
 				continue;
 			conf_errors_addf(cp->errs, "%s:%d: [resolver] servers: "
 			    "'%s': %s; write ADDR, ADDR:PORT, [ADDR] or "
@@ -929,14 +785,14 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 		check_carve_outs(cp, sec, ci);
 
 	v = conf_sec_cval(sec, "socket_owner");
-	if (v->str != NULL && !owner_is_valid(v->str))
+	if (v->str != NULL && !conf_owner_is_valid(v->str))
 		conf_errors_addf(cp->errs, "%s:%d: [%s] socket_owner: '%s' is "
 		    "not a user name or numeric uid", cp->path, v->line,
 		    sec->name, v->str);
 	else if (v->str != NULL && (ci->socket_owner = strdup(v->str)) == NULL)
 		cp->nomem = 1;
 	v = conf_sec_cval(sec, "socket_group");
-	if (v->str != NULL && !owner_is_valid(v->str))
+	if (v->str != NULL && !conf_owner_is_valid(v->str))
 		conf_errors_addf(cp->errs, "%s:%d: [%s] socket_group: '%s' is "
 		    "not a group name or numeric gid", cp->path, v->line,
 		    sec->name, v->str);

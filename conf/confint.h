@@ -200,4 +200,20 @@ size_t conf_keyring_nfiles(const struct conf_keyring *k);
 const struct conf_file_id *conf_keyring_file(const struct conf_keyring *k,
     size_t i);
 
+/* The largest uid or gid (uid_t)-1 aside, which is no id. */
+#define CONF_ID_MAX	4294967294u
+
+/*
+ * Value grammar (values.c). Each answers 1 when s is valid, else 0 and
+ * (where it takes one) points *why at the reason, for a message.
+ */
+/* ADDR[:PORT] with IPv4, or [ADDR] / [ADDR]:PORT with IPv6. */
+int conf_server_is_valid(const char *s, const char **why);
+/* An absolute Unix socket path, or a loopback ADDR:PORT / [::1]:PORT. */
+int conf_listen_is_valid(const char *s, const char **why);
+/* A user or group: a name, or a numeric id. */
+int conf_owner_is_valid(const char *s);
+/* A method: 1 to CONF_METHOD_MAX upper-case letters, digits or '-'. */
+int conf_method_is_valid(const char *m);
+
 #endif /* EGRESS_CONF_CONFINT_H */

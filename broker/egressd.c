@@ -892,6 +892,60 @@ events_add(struct broker *b, struct event **evs, size_t n)
 	return 0;
 }
 
+/* This host's addresses from netlink, or (abnormal: logged) read with
+ * getifaddrs() when asked. */
+static void
+host_addresses_start(struct broker *b)
+{
+	int err;
+
+	err = netaddr_new(b->base, NULL, NULL, &b->netaddr);
+	if (err != 0) {
+		/* Abnormal: fall back to reading getifaddrs() per request. */
+		json_t *o = json_pack("{s:s, s:s, s:s}", "status", "warning",
+		    "what", "netlink unavailable, reading interface addresses "
+		    "with getifaddrs", "error", egress_strerror(err));
+
+		b->netaddr = NULL;
+		if (o != NULL)
+			log_event("egress.netaddr", o);
+	}
+}
+
+/* Stop serving and free everything main() set up, in order. */
+static void
+daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
+{
+	size_t i;
+
+	metrics_http_free(metrics_ep);
+	metrics_ep = NULL;
+	listen_free(b->listen);
+	b->listen = NULL;
+	session_free_all(b);
+	control_server_free(b->control);
+	b->control = NULL;
+	ctl_checks_cancel();	/* frees the connections they held */
+	nat64_stop(b);
+	for (i = 0; i < nsigs; i++)
+		if (sigs[i] != NULL)
+			event_free(sigs[i]);
+	if (b->drain_timer != NULL)
+		event_free(b->drain_timer);
+	netaddr_free(b->netaddr);
+	b->netaddr = NULL;
+	broker_release(b);
+	if (b->base != NULL) {
+		/* Run the deferred frees (resolvers, upstream buffers). */
+		(void)event_base_loop(b->base, EVLOOP_NONBLOCK);
+		event_base_free(b->base);
+	}
+	metrics_free(b->metrics);
+	b->metrics = NULL;
+	confstate_done(&b->conf);
+	log_close();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -900,8 +954,7 @@ main(int argc, char **argv)
 	const struct conf_snapshot *s;
 	struct args a;
 	char *path = NULL;
-	int err, rc = 1;
-	size_t i;
+	int rc = 1;
 
 	if ((rc = parse_args(argc, argv, &a)) >= 0)
 		return rc;
@@ -934,17 +987,7 @@ main(int argc, char **argv)
 		(void)fprintf(stderr, "egressd: cannot create event base\n");
 		goto out;
 	}
-	err = netaddr_new(b->base, NULL, NULL, &b->netaddr);
-	if (err != 0) {
-		/* Abnormal: fall back to reading getifaddrs() per request. */
-		json_t *o = json_pack("{s:s, s:s, s:s}", "status", "warning",
-		    "what", "netlink unavailable, reading interface addresses "
-		    "with getifaddrs", "error", egress_strerror(err));
-
-		b->netaddr = NULL;
-		if (o != NULL)
-			log_event("egress.netaddr", o);
-	}
+	host_addresses_start(b);
 	if (broker_apply_conf(b, s) != 0 && b->dns == NULL) {
 		(void)fprintf(stderr, "egressd: cannot create the resolver\n");
 		goto out;
@@ -983,32 +1026,7 @@ main(int argc, char **argv)
 	log_simple("egress.stop", "status", "stopped");
 	rc = 0;
 out:
-	metrics_http_free(metrics_ep);
-	metrics_ep = NULL;
-	listen_free(b->listen);
-	b->listen = NULL;
-	session_free_all(b);
-	control_server_free(b->control);
-	b->control = NULL;
-	ctl_checks_cancel();	/* frees the connections they held */
-	nat64_stop(b);
-	for (i = 0; i < 5; i++)
-		if (sigs[i] != NULL)
-			event_free(sigs[i]);
-	if (b->drain_timer != NULL)
-		event_free(b->drain_timer);
-	netaddr_free(b->netaddr);
-	b->netaddr = NULL;
-	broker_release(b);
-	if (b->base != NULL) {
-		/* Run the deferred frees (resolvers, upstream buffers). */
-		(void)event_base_loop(b->base, EVLOOP_NONBLOCK);
-		event_base_free(b->base);
-	}
-	metrics_free(b->metrics);
-	b->metrics = NULL;
-	confstate_done(&b->conf);
-	log_close();
+	daemon_shutdown(b, sigs, 5);
 	free(log_path_now);
 	free(path);
 	return rc;

@@ -226,7 +226,37 @@ check_signature(const char *path, const char *buf, size_t len,
 	}
 }
 
+static /* The [egress] section: declared hosts and operator_defined. Return 0,
+ * or EGRESS_ERR_NOMEM (problems are added to errs). */
 static int
+mf_egress(const char *path, struct mf_parse *mp, struct conf_manifest *m,
+    struct conf_errors *errs)
+{
+	const struct conf_val *v;
+	int r;
+
+	v = conf_sec_cval(&mp->egress, "hosts");
+	if (v->list.n > CONF_MANIFEST_HOSTS_MAX) {
+		conf_errors_addf(errs, "%s:%d: [egress] hosts: %zu "
+		    "hosts; a manifest may declare at most %d", path,
+		    v->line, v->list.n, CONF_MANIFEST_HOSTS_MAX);
+	} else {
+		r = conf_grant_parse(path, "egress", "hosts",
+		    &v->list, &m->hosts, errs);
+		if (r == EGRESS_ERR_NOMEM)
+			return r;
+	}
+	v = conf_sec_cval(&mp->egress, "operator_defined");
+	if (v->str != NULL && strcmp(v->str, "true") == 0)
+		m->operator_defined = 1;
+	else if (v->str != NULL && strcmp(v->str, "false") != 0)
+		conf_errors_addf(errs, "%s:%d: [egress] "
+		    "operator_defined: '%s'; write true or false",
+		    path, v->line, v->str);
+	return 0;
+}
+
+int
 manifest_parse(const char *path, const char *buf, size_t len,
     const char *sig, size_t siglen, enum sig_input sigin,
     enum conf_sig_mode mode, const struct conf_keyring *keys,
@@ -294,27 +324,10 @@ manifest_parse(const char *path, const char *buf, size_t len,
 		    &m->permissions, &errs);
 	}
 
-	if (mp.have_egress) {
-		v = conf_sec_cval(&mp.egress, "hosts");
-		if (v->list.n > CONF_MANIFEST_HOSTS_MAX) {
-			conf_errors_addf(&errs, "%s:%d: [egress] hosts: %zu "
-			    "hosts; a manifest may declare at most %d", path,
-			    v->line, v->list.n, CONF_MANIFEST_HOSTS_MAX);
-		} else {
-			r = conf_grant_parse(path, "egress", "hosts",
-			    &v->list, &m->hosts, &errs);
-			if (r == EGRESS_ERR_NOMEM) {
-				rc = r;
-				goto out;
-			}
-		}
-		v = conf_sec_cval(&mp.egress, "operator_defined");
-		if (v->str != NULL && strcmp(v->str, "true") == 0)
-			m->operator_defined = 1;
-		else if (v->str != NULL && strcmp(v->str, "false") != 0)
-			conf_errors_addf(&errs, "%s:%d: [egress] "
-			    "operator_defined: '%s'; write true or false",
-			    path, v->line, v->str);
+	if (mp.have_egress &&
+	    mf_egress(path, &mp, m, &errs) == EGRESS_ERR_NOMEM) {
+		rc = EGRESS_ERR_NOMEM;
+		goto out;
 	}
 	if (m->hosts == NULL && (m->hosts = policy_grant_new()) == NULL)
 		mp.nomem = 1;

@@ -226,7 +226,7 @@ check_signature(const char *path, const char *buf, size_t len,
 	}
 }
 
-static /* The [egress] section: declared hosts and operator_defined. Return 0,
+/* The [egress] section: declared hosts and operator_defined. Return 0,
  * or EGRESS_ERR_NOMEM (problems are added to errs). */
 static int
 mf_egress(const char *path, struct mf_parse *mp, struct conf_manifest *m,
@@ -256,7 +256,7 @@ mf_egress(const char *path, struct mf_parse *mp, struct conf_manifest *m,
 	return 0;
 }
 
-int
+static int
 manifest_parse(const char *path, const char *buf, size_t len,
     const char *sig, size_t siglen, enum sig_input sigin,
     enum conf_sig_mode mode, const struct conf_keyring *keys,

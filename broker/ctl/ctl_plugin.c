@@ -507,11 +507,17 @@ installed_scan(const struct edit *e, const char *plugin,
 		if (de->d_name[0] == '.' || strncmp(de->d_name, plugin, pl) !=
 		    0 || de->d_name[pl] != '-')
 			continue;
+		/* asprintf() leaves its pointer undefined when it fails. */
 		if ((dir = ctl_path_join(e->pkg_abs, de->d_name)) == NULL ||
-		    asprintf(&mp, "%s/manifest.ini", dir) < 0 ||
-		    asprintf(&rel, "%s/%s/manifest.ini", e->pkg_rel,
-		    de->d_name) < 0) {
+		    asprintf(&mp, "%s/manifest.ini", dir) < 0)
+			mp = NULL;
+		else if (asprintf(&rel, "%s/%s/manifest.ini", e->pkg_rel,
+		    de->d_name) < 0)
+			rel = NULL;
+		if (dir == NULL || mp == NULL || rel == NULL) {
 			free(dir);
+			free(mp);
+			free(rel);
 			closedir(d);
 			installed_free(v, n);
 			return -1;

@@ -323,7 +323,10 @@ lb_strn(const char *s, size_t n)
 			*o++ = '\\';
 			*o++ = (char)c;
 		} else {
-			memcpy(o, "\\u00", 4);	// NOLINT(bugprone-not-null-terminated-result): bytes
+			/* NOLINTBEGIN(bugprone-not-null-terminated-result):
+			 * four bytes into a larger output, not a string */
+			memcpy(o, "\\u00", 4);
+			/* NOLINTEND(bugprone-not-null-terminated-result) */
 			o[4] = hex[c >> 4];
 			o[5] = hex[c & 0xf];
 			o += 6;

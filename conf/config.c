@@ -184,13 +184,16 @@ cfg_section(void *ctx, const char *path, const char *name, int line,
 		    inst, CONF_NAME_MAX);
 		return NULL;
 	}
+	/* NOLINTBEGIN(bugprone-sizeof-expression): an array of pointers */
 	if ((sec = calloc(1, sizeof(*sec))) == NULL ||
 	    (v = realloc(cp->entries, (cp->nentries + 1) *
-	    sizeof(*v))) == NULL) {	// NOLINT(bugprone-sizeof-expression): pointers
+	    sizeof(*v))) == NULL) {
 		free(sec);
 		cp->nomem = 1;
 		return NULL;
 	}
+	/* NOLINTEND(bugprone-sizeof-expression) */
+
 	cp->entries = v;
 	if (conf_sec_init(sec, name, line, entry_keys) != 0) {
 		free(sec);

@@ -423,8 +423,10 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 		paths = (const char *const *)snap->trusted_keys;
 		npaths = snap->ntrusted_keys;
 	}
-	if ((keys = calloc(npaths ? npaths : 1, sizeof(*keys))) == NULL) // NOLINT(bugprone-sizeof-expression): pointers
+	/* NOLINTBEGIN(bugprone-sizeof-expression): an array of pointers */
+	if ((keys = calloc(npaths ? npaths : 1, sizeof(*keys))) == NULL)
 		goto out;
+	/* NOLINTEND(bugprone-sizeof-expression) */
 	if (load_keys(paths, npaths, keys, &nkeys) != 0)
 		goto out;
 	if (pkg_read_file(mpath, CONF_MANIFEST_MAX, &man, &mlen) != 0) {

@@ -31,7 +31,9 @@ static const struct ctl_command commands[] = {
 	{ "reload", ctl_reload_main },
 };
 
-/* Every usage line, in the order of docs/egressctl.md. */
+/* Every usage line, in the order of docs/egressctl.md (long ones are
+ * two literals joined, not two lines). */
+/* NOLINTBEGIN(bugprone-suspicious-missing-comma) */
 static const char *const synopses[] = {
 	"[-c FILE] check [--transport http|websocket|tcp|tls] "
 	    "[--resolve HOST=ADDR[,ADDR...]]... [--json] INSTANCE DESTINATION",
@@ -64,6 +66,7 @@ static const char *const synopses[] = {
 	"--help",
 	"--version",
 };
+/* NOLINTEND(bugprone-suspicious-missing-comma) */
 
 static void
 usage(FILE *f, int full)

@@ -58,29 +58,36 @@ struct policy_grant {
 	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);	\
 } while (0)
 
-/* Hash the tag byte followed by len bytes of p. */
+/*
+ * Hash the tag byte followed by the bytes base[off..end). The next byte
+ * comes from its own index, checked against end where it is read.
+ */
 static uint64_t
-grant_hash(const struct policy_grant *g, char tag, const void *p, size_t len)
+grant_hash(const struct policy_grant *g, char tag, const uint8_t *base,
+    size_t off, size_t end)
 {
-	const uint8_t *in = p;
 	uint64_t v0 = g->k0 ^ 0x736f6d6570736575ULL;
 	uint64_t v1 = g->k1 ^ 0x646f72616e646f6dULL;
 	uint64_t v2 = g->k0 ^ 0x6c7967656e657261ULL;
 	uint64_t v3 = g->k1 ^ 0x7465646279746573ULL;
 	uint64_t m, b;
-	size_t total = len + 1, i, pos = 0;
-	uint8_t buf[8];
-	int k;
+	size_t total = end - off + 1, pos = 0, j = off;
+	int k, first = 1;
 
-	/* Process the virtual message tag || in, eight bytes at a time. */
+	/* Process the virtual message tag || base[off..end), eight bytes at
+	 * a time, little-endian. */
 	while (total - pos >= 8) {
-		for (k = 0; k < 8; k++) {
-			i = pos + (size_t)k;
-			buf[k] = i == 0 ? (uint8_t)tag : in[i - 1];
-		}
 		m = 0;
-		for (k = 7; k >= 0; k--)
-			m = m << 8 | buf[k];
+		for (k = 0; k < 8; k++) {
+			uint8_t c = 0;
+
+			if (first) {
+				c = (uint8_t)tag;
+				first = 0;
+			} else if (j < end)
+				c = base[j++];
+			m |= (uint64_t)c << (8 * k);
+		}
 		v3 ^= m;
 		SIPROUND;
 		SIPROUND;
@@ -88,9 +95,15 @@ grant_hash(const struct policy_grant *g, char tag, const void *p, size_t len)
 		pos += 8;
 	}
 	b = (uint64_t)total << 56;
-	for (k = 0; pos + (size_t)k < total; k++) {
-		i = pos + (size_t)k;
-		b |= (uint64_t)(i == 0 ? (uint8_t)tag : in[i - 1]) << (8 * k);
+	for (k = 0; k < 8 && pos + (size_t)k < total; k++) {
+		uint8_t c = 0;
+
+		if (first) {
+			c = (uint8_t)tag;
+			first = 0;
+		} else if (j < end)
+			c = base[j++];
+		b |= (uint64_t)c << (8 * k);
 	}
 	v3 ^= b;
 	SIPROUND;
@@ -121,9 +134,11 @@ name_len(const struct policy_host *h)
 static int
 entry_is_sane(const struct policy_entry *e)
 {
-	char buf[POLICY_NAME_MAX + 3];
+	char buf[POLICY_NAME_MAX + 3] = { 0 };
 	struct policy_host h;
-	size_t n = name_len(&e->host);
+	size_t n = name_len(&e->host), nl = n;
+
+	memset(&h, 0, sizeof(h));
 
 	if (n == 0 || n > POLICY_NAME_MAX)
 		return 0;
@@ -139,7 +154,10 @@ entry_is_sane(const struct policy_entry *e)
 	buf[n] = '\0';
 	if (policy_host_parse(buf, n, &h, NULL) != 0)
 		return 0;
-	if (h.kind != e->host.kind || strcmp(h.name, e->host.name) != 0)
+	/* e's name ends at nl: compare that many bytes and h's length. */
+	if (h.kind != e->host.kind ||
+	    strnlen(h.name, sizeof(h.name)) != nl ||
+	    memcmp(h.name, e->host.name, nl) != 0)
 		return 0;
 	switch (h.kind) {
 	case POLICY_HOST_NAME:
@@ -157,26 +175,49 @@ entry_is_sane(const struct policy_entry *e)
 	return 0;
 }
 
-/* The tag, bytes and length an entry is keyed by. */
+/*
+ * The bytes an entry of key tag tag is keyed by: *ret_base[0..*ret_end).
+ * The tag is the caller's (equal to the entry's), so that the key's
+ * object and length follow from it.
+ */
 static void
-entry_key(const struct grant_entry *ge, const void **ret_p, size_t *ret_len)
+entry_key(const struct policy_entry *e, char tag, const uint8_t **ret_base,
+    size_t *ret_end)
 {
-	const struct policy_entry *e = &ge->e;
-
-	switch (ge->tag) {
+	switch (tag) {
 	case TAG_V4:
-		*ret_p = e->host.addr;
-		*ret_len = 4;
+		*ret_base = e->host.addr;
+		*ret_end = 4;
 		break;
 	case TAG_V6:
-		*ret_p = e->host.addr;
-		*ret_len = 16;
+		*ret_base = e->host.addr;
+		*ret_end = 16;
 		break;
 	default:
-		*ret_p = e->host.name;
-		*ret_len = name_len(&e->host);
+		*ret_base = (const uint8_t *)e->host.name;
+		*ret_end = name_len(&e->host);
 		break;
 	}
+}
+
+/*
+ * Answer whether the key of e under tag equals base[off..end). Each side
+ * is read at its own index, checked against its own bound.
+ */
+static int
+key_equal(const struct policy_entry *e, char tag, const uint8_t *base,
+    size_t off, size_t end)
+{
+	const uint8_t *kp;
+	size_t klen, i, j;
+
+	entry_key(e, tag, &kp, &klen);
+	if (klen != end - off)
+		return 0;
+	for (i = 0, j = off; j < end; i++, j++)
+		if (i >= klen || kp[i] != base[j])
+			return 0;
+	return 1;
 }
 
 static char
@@ -204,30 +245,30 @@ grant_at(const struct policy_grant *g, size_t i)
 	return &g->chunks[i / GRANT_CHUNK][i % GRANT_CHUNK];
 }
 
-/* Return the entry keyed by (tag, p, len), or NULL. */
+/* Return the entry keyed by (tag, base[off..end)), or NULL. */
 static const struct grant_entry *
-grant_lookup(const struct policy_grant *g, char tag, const void *p,
-    size_t len)
+grant_lookup(const struct policy_grant *g, char tag, const uint8_t *base,
+    size_t off, size_t end)
 {
 	uint64_t h;
 	size_t i, mask;
 
 	if (g == NULL || g->cap == 0)
 		return NULL;
-	h = grant_hash(g, tag, p, len);
+	h = grant_hash(g, tag, base, off, end);
 	mask = g->cap - 1;
-	for (i = (size_t)h & mask; g->slots[i].idx != 0; i = (i + 1) & mask) {
+	for (i = (size_t)h & mask;; i = (i + 1) & mask) {
 		const struct grant_entry *ge;
-		const void *kp;
-		size_t klen;
+		uint32_t idx = g->slots[i].idx;
 
+		if (idx == 0)
+			break;
 		if (g->slots[i].hash != h)
 			continue;
-		ge = grant_at(g, g->slots[i].idx - 1);
+		ge = grant_at(g, idx - 1);
 		if (ge->tag != tag)
 			continue;
-		entry_key(ge, &kp, &klen);
-		if (klen == len && memcmp(kp, p, len) == 0)
+		if (key_equal(&ge->e, tag, base, off, end))
 			return ge;
 	}
 	return NULL;
@@ -282,6 +323,16 @@ policy_grant_new(void)
 	b = (uintptr_t)&anchor;
 	g->k0 = (uint64_t)a * 0x9e3779b97f4a7c15ULL ^ (uint64_t)b;
 	g->k1 = (uint64_t)b * 0xc2b2ae3d27d4eb4fULL ^ ROTL((uint64_t)a, 29);
+#ifdef __FRAMAC__
+	/* The analysis knows numbers taken from addresses only as a mix of
+	 * them, so it takes the key as any value instead. */
+	{
+		static volatile uint64_t any_key;
+
+		g->k0 = any_key;
+		g->k1 = any_key;
+	}
+#endif
 	return g;
 }
 
@@ -303,7 +354,7 @@ int
 policy_grant_add(struct policy_grant *g, const struct policy_entry *entry)
 {
 	struct grant_entry ge;
-	const void *kp;
+	const uint8_t *kp;
 	size_t klen;
 
 	if (g == NULL || entry == NULL)
@@ -313,8 +364,10 @@ policy_grant_add(struct policy_grant *g, const struct policy_entry *entry)
 	/* Keep the copy NUL-terminated whatever the caller passed. */
 	ge.e.host.name[POLICY_NAME_MAX] = '\0';
 	ge.tag = entry_tag(&ge.e);
-	entry_key(&ge, &kp, &klen);
-	if (grant_lookup(g, ge.tag, kp, klen) != NULL)
+	/* One analysis per tag: the key's object and length follow. */
+	/*@ split ge.tag; */
+	entry_key(&ge.e, ge.tag, &kp, &klen);
+	if (grant_lookup(g, ge.tag, kp, 0, klen) != NULL)
 		return 0;
 	if (g->n >= GRANT_MAX)
 		return EGRESS_ERR_NOMEM;
@@ -326,15 +379,14 @@ policy_grant_add(struct policy_grant *g, const struct policy_entry *entry)
 		if (nc == NULL)
 			return EGRESS_ERR_NOMEM;
 		g->chunks = nc;
-		if ((c = malloc(GRANT_CHUNK * sizeof(*c))) == NULL)
+		if ((c = calloc(GRANT_CHUNK, sizeof(*c))) == NULL)
 			return EGRESS_ERR_NOMEM;
 		g->chunks[g->nchunks++] = c;
 	}
 	if (grant_grow(g) != 0)
 		return EGRESS_ERR_NOMEM;
 	*grant_at(g, g->n) = ge;
-	entry_key(grant_at(g, g->n), &kp, &klen);
-	slot_insert(g->slots, g->cap, grant_hash(g, ge.tag, kp, klen),
+	slot_insert(g->slots, g->cap, grant_hash(g, ge.tag, kp, 0, klen),
 	    (uint32_t)(g->n + 1));
 	g->n++;
 	return 0;
@@ -361,12 +413,12 @@ grant_has_suffix_at_or_above(const struct policy_grant *g, const char *name,
 {
 	size_t i;
 
-	if (grant_lookup(g, TAG_SUFFIX, name, n) != NULL)
+	if (grant_lookup(g, TAG_SUFFIX, (const uint8_t *)name, 0, n) != NULL)
 		return 1;
 	for (i = 0; i < n; i++)
 		if (name[i] == '.' &&
-		    grant_lookup(g, TAG_SUFFIX, name + i + 1,
-		    n - i - 1) != NULL)
+		    grant_lookup(g, TAG_SUFFIX, (const uint8_t *)name, i + 1,
+		    n) != NULL)
 			return 1;
 	return 0;
 }
@@ -381,9 +433,9 @@ policy_grant_matches(const struct policy_grant *g,
 		return 0;
 	switch (host->kind) {
 	case POLICY_HOST_IPV4:
-		return grant_lookup(g, TAG_V4, host->addr, 4) != NULL;
+		return grant_lookup(g, TAG_V4, host->addr, 0, 4) != NULL;
 	case POLICY_HOST_IPV6:
-		return grant_lookup(g, TAG_V6, host->addr, 16) != NULL;
+		return grant_lookup(g, TAG_V6, host->addr, 0, 16) != NULL;
 	case POLICY_HOST_NAME:
 		break;
 	default:
@@ -392,13 +444,14 @@ policy_grant_matches(const struct policy_grant *g,
 	n = name_len(host);
 	if (n == 0 || n > POLICY_NAME_MAX)
 		return 0;
-	if (grant_lookup(g, TAG_EXACT, host->name, n) != NULL)
+	if (grant_lookup(g, TAG_EXACT, (const uint8_t *)host->name, 0,
+	    n) != NULL)
 		return 1;
 	/* "*.s" matches strict subdomains: only suffixes after a dot. */
 	for (i = 0; i < n; i++)
 		if (host->name[i] == '.' &&
-		    grant_lookup(g, TAG_SUFFIX, host->name + i + 1,
-		    n - i - 1) != NULL)
+		    grant_lookup(g, TAG_SUFFIX, (const uint8_t *)host->name,
+		    i + 1, n) != NULL)
 			return 1;
 	return 0;
 }

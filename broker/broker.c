@@ -31,7 +31,7 @@
 #include "conf/conf.h"
 #include "policy/policy.h"
 
-#define LOCAL_REFRESH_MS	1000	/* re-read interface addresses */
+#define LOCAL_REFRESH_MS 1000 /* re-read interface addresses */
 
 uint64_t
 broker_now_ms(void)
@@ -55,8 +55,8 @@ broker_now_us(void)
 struct broker_dns {
 	struct broker *b;
 	struct dns_resolver *r;
-	unsigned refs;			/* the broker's, plus one per query */
-	char *key;			/* servers and timeout, for comparing */
+	unsigned refs; /* the broker's, plus one per query */
+	char *key;     /* servers and timeout, for comparing */
 };
 
 static void
@@ -78,7 +78,7 @@ broker_dns_unref(struct broker_dns *d)
 		return;
 	/* Never free a resolver from inside its own callback. */
 	if (event_base_once(d->b->base, -1, EV_TIMEOUT, broker_dns_free_cb, d,
-	    &zero) != 0)
+		&zero) != 0)
 		broker_dns_free_cb(-1, 0, d);
 }
 
@@ -141,18 +141,18 @@ struct pool_prune {
 static int
 pool_prune_cb(void *arg, const struct pool_key *k)
 {
-	static struct policy_verdict v;	/* large; single-threaded */
+	static struct policy_verdict v; /* large; single-threaded */
 	struct pool_prune *pr = arg;
 	const struct conf_instance *ci;
 	struct policy_dest d;
 
 	if (k->tls && pr->tls_changed)
-		return 1;	/* verified under the old trust */
+		return 1; /* verified under the old trust */
 	if ((ci = conf_instance_find(pr->s, k->instance)) == NULL)
-		return 1;	/* the instance is gone */
+		return 1; /* the instance is gone */
 	if (lease_count(pr->b->leases, k->instance) >
 	    pr->s->max_connections_per_instance)
-		return 1;	/* over a lowered budget */
+		return 1; /* over a lowered budget */
 	/* The host is no longer granted (the next request would be denied
 	 * anyway: free the connection and its lease now). */
 	memset(&d, 0, sizeof(d));
@@ -160,8 +160,9 @@ pool_prune_cb(void *arg, const struct pool_key *k)
 	    k->tls ? "https" : "http");
 	d.host = *k->host;
 	d.port = k->port;
-	return policy_check_destination(&ci->policy, POLICY_TRANSPORT_HTTP,
-	    &d, &v) != 0 || v.reason != POLICY_REASON_ALLOW;
+	return policy_check_destination(&ci->policy, POLICY_TRANSPORT_HTTP, &d,
+		   &v) != 0 ||
+	    v.reason != POLICY_REASON_ALLOW;
 }
 
 static void
@@ -207,7 +208,7 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 	if ((err = broker_apply_shares(b, s)) != 0)
 		return err;
 	if (b->pool == NULL)
-		b->pool = pool_new(b->base, 0, 0);	/* NULL: no reuse */
+		b->pool = pool_new(b->base, 0, 0); /* NULL: no reuse */
 
 	if ((key = dns_key(s)) == NULL)
 		return EGRESS_ERR_NOMEM;
@@ -237,15 +238,16 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 
 	/* Taken before loading: a rewrite during the load shows next time. */
 	broker_file_id(s->ca_file, &caid);
-	if (b->tls == NULL || !b->tls_ok || (s->ca_file == NULL) !=
-	    (b->tls_ca == NULL) || (s->ca_file != NULL &&
-	    (strcmp(s->ca_file, b->tls_ca) != 0 ||
-	    !broker_file_id_eq(&caid, &b->tls_ca_id)))) {
+	if (b->tls == NULL || !b->tls_ok ||
+	    (s->ca_file == NULL) != (b->tls_ca == NULL) ||
+	    (s->ca_file != NULL &&
+		(strcmp(s->ca_file, b->tls_ca) != 0 ||
+		    !broker_file_id_eq(&caid, &b->tls_ca_id)))) {
 		if (s->ca_file != NULL && (ca = strdup(s->ca_file)) == NULL)
 			return EGRESS_ERR_NOMEM;
 		err = dial_tls_new(s->ca_file, &t);
 		pr.tls_changed = 1;
-		b->tls_gen++;	/* connections verified before: never reused */
+		b->tls_gen++; /* connections verified before: never reused */
 		dial_tls_free(b->tls);
 		free(b->tls_ca);
 		b->tls = t;
@@ -309,8 +311,8 @@ broker_mem_unwait(struct broker *b, struct broker_mem *m)
 }
 
 int
-broker_mem_room(struct broker *b, const char *instance,
-    struct broker_mem *m, size_t used, size_t limit)
+broker_mem_room(struct broker *b, const char *instance, struct broker_mem *m,
+    size_t used, size_t limit)
 {
 	if (used < m->credit)
 		return 1;
@@ -318,7 +320,7 @@ broker_mem_room(struct broker *b, const char *instance,
 		return used < limit;
 	while (used >= m->credit && m->credit + BROKER_MEM_CHUNK <= limit &&
 	    share_acquire(b->mem_share, instance, NULL,
-	    BROKER_MEM_CHUNK / 1024) == 0)
+		BROKER_MEM_CHUNK / 1024) == 0)
 		m->credit += BROKER_MEM_CHUNK;
 	if (used < m->credit)
 		return 1;
@@ -334,8 +336,8 @@ broker_mem_room(struct broker *b, const char *instance,
 }
 
 void
-broker_mem_trim(struct broker *b, const char *instance,
-    struct broker_mem *m, size_t used, int all)
+broker_mem_trim(struct broker *b, const char *instance, struct broker_mem *m,
+    size_t used, int all)
 {
 	size_t keep = all ? 0 : used + BROKER_MEM_CHUNK, give = 0;
 
@@ -362,7 +364,8 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 	/* The memory budget is fixed at start: holders keep their credit
 	 * across reloads. */
 	if (b->mem_share == NULL) {
-		b->memory_max = s->memory_max != 0 ? s->memory_max :
+		b->memory_max = s->memory_max != 0 ?
+		    s->memory_max :
 		    broker_mem_default();
 		b->mem_share = share_new(b->memory_max / 1024,
 		    BROKER_MEM_GUARANTEE / 1024, b->memory_max / 1024 / 4);
@@ -371,17 +374,17 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 		if (b->mem_share == NULL || b->mem_wake_ev == NULL)
 			return EGRESS_ERR_NOMEM;
 	}
-	if (b->dns_share == NULL && (b->dns_share = share_new(
-	    BROKER_DNS_SHARE, BROKER_DNS_GUARANTEE,
-	    BROKER_DNS_PER_INSTANCE)) == NULL)
+	if (b->dns_share == NULL &&
+	    (b->dns_share = share_new(BROKER_DNS_SHARE, BROKER_DNS_GUARANTEE,
+		 BROKER_DNS_PER_INSTANCE)) == NULL)
 		return EGRESS_ERR_NOMEM;
-	if (b->session_share == NULL && (b->session_share = share_new(
-	    SESSIONS_MAX, BROKER_SESSION_GUARANTEE,
-	    SESSIONS_PER_INSTANCE)) == NULL)
+	if (b->session_share == NULL &&
+	    (b->session_share = share_new(SESSIONS_MAX,
+		 BROKER_SESSION_GUARANTEE, SESSIONS_PER_INSTANCE)) == NULL)
 		return EGRESS_ERR_NOMEM;
-	if (b->tls_share == NULL && (b->tls_share = share_new(
-	    BROKER_TLS_SHARE, BROKER_TLS_GUARANTEE,
-	    BROKER_TLS_PER_INSTANCE)) == NULL)
+	if (b->tls_share == NULL &&
+	    (b->tls_share = share_new(BROKER_TLS_SHARE, BROKER_TLS_GUARANTEE,
+		 BROKER_TLS_PER_INSTANCE)) == NULL)
 		return EGRESS_ERR_NOMEM;
 	if ((m = calloc(s->ninstances + 1, sizeof(*m))) == NULL)
 		return EGRESS_ERR_NOMEM;
@@ -401,7 +404,7 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 void
 broker_release(struct broker *b)
 {
-	pool_free(b->pool);		/* gives its leases back */
+	pool_free(b->pool); /* gives its leases back */
 	b->pool = NULL;
 	if (b->dns != NULL) {
 		/* At exit: free now, callbacks are gone with the sessions. */
@@ -441,8 +444,9 @@ broker_local_addrs(struct broker *b, size_t *ret_n)
 
 	if (b->netaddr != NULL)
 		return netaddr_addrs(b->netaddr, ret_n);
-	if ((b->local_read_ms == 0 || t - b->local_read_ms >=
-	    LOCAL_REFRESH_MS) && localaddr_read(&a, &n) == 0) {
+	if ((b->local_read_ms == 0 ||
+		t - b->local_read_ms >= LOCAL_REFRESH_MS) &&
+	    localaddr_read(&a, &n) == 0) {
 		free(b->local);
 		b->local = a;
 		b->nlocal = n;

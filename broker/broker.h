@@ -38,21 +38,22 @@ struct share;
  * rest is borrowed fairly across plugins, never past the per-instance
  * maximum.
  */
-#define BROKER_DNS_SHARE	(1024 - 64)	/* tagged lookups (of
+#define BROKER_DNS_SHARE \
+	(1024 - 64) /* tagged lookups (of
 						   DNS_PENDING_MAX; the rest
 						   for the broker's own) */
-#define BROKER_DNS_GUARANTEE	16
-#define BROKER_DNS_PER_INSTANCE	128
-#define BROKER_SESSION_GUARANTEE	16
-#define BROKER_TLS_SHARE	256	/* TLS handshakes in progress */
-#define BROKER_TLS_GUARANTEE	4
-#define BROKER_TLS_PER_INSTANCE	64
+#define BROKER_DNS_GUARANTEE	 16
+#define BROKER_DNS_PER_INSTANCE	 128
+#define BROKER_SESSION_GUARANTEE 16
+#define BROKER_TLS_SHARE	 256 /* TLS handshakes in progress */
+#define BROKER_TLS_GUARANTEE	 4
+#define BROKER_TLS_PER_INSTANCE	 64
 /* Buffered bytes ([broker] memory_max, counted in KiB units): each
  * configured instance is guaranteed 4 MiB and may hold at most a quarter
  * of the whole; holders take credit in 64 KiB chunks. */
-#define BROKER_MEM_GUARANTEE	(4u << 20)
-#define BROKER_MEM_CHUNK	(64u << 10)
-#define BROKER_MEM_DEFAULT_MAX	(1ULL << 30)	/* and at most RAM / 4 */
+#define BROKER_MEM_GUARANTEE	 (4u << 20)
+#define BROKER_MEM_CHUNK	 (64u << 10)
+#define BROKER_MEM_DEFAULT_MAX	 (1ULL << 30) /* and at most RAM / 4 */
 
 /*
  * One holder's credit of buffered bytes (a session's output queue, a
@@ -61,7 +62,7 @@ struct share;
  * event loop once memory was given back somewhere.
  */
 struct broker_mem {
-	size_t credit;			/* bytes held from the share */
+	size_t credit; /* bytes held from the share */
 	struct broker_mem *wprev, *wnext;
 	int waiting;
 	void (*wake)(void *arg);
@@ -70,7 +71,7 @@ struct broker_mem {
 
 /* A file's identity, to notice a file replaced or rewritten in place. */
 struct broker_file_id {
-	int ok;				/* 0: could not stat it */
+	int ok; /* 0: could not stat it */
 	uint64_t dev, ino, size;
 	struct timespec mtime, ctime;
 };
@@ -83,25 +84,25 @@ struct broker {
 	struct confstate conf;
 	struct listen_ctx *listen;
 
-	struct broker_dns *dns;		/* current resolver */
-	struct dial_tls *tls;		/* current TLS client context */
-	char *tls_ca;			/* its ca_file (NULL: system) */
-	int tls_ok;			/* 0: TLS trust failed to load */
-	uint64_t tls_gen;		/* bumped whenever tls is rebuilt */
+	struct broker_dns *dns;		 /* current resolver */
+	struct dial_tls *tls;		 /* current TLS client context */
+	char *tls_ca;			 /* its ca_file (NULL: system) */
+	int tls_ok;			 /* 0: TLS trust failed to load */
+	uint64_t tls_gen;		 /* bumped whenever tls is rebuilt */
 	struct broker_file_id tls_ca_id; /* tls_ca's identity when loaded */
 
-	struct lease_table *leases;	/* per-instance upstream counts */
-	struct pool *pool;		/* idle keep-alive upstreams; NULL:
+	struct lease_table *leases; /* per-instance upstream counts */
+	struct pool *pool;	    /* idle keep-alive upstreams; NULL:
 					   no reuse (Connection: close) */
 
-	struct policy_addr *local;	/* own interface addresses, when */
-	size_t nlocal;			/* netaddr is NULL (no netlink) */
-	uint64_t local_read_ms;		/* monotonic time of last read */
-	struct netaddr *netaddr;	/* host addresses from netlink */
-	struct metrics *metrics;	/* counters for `show metrics` */
+	struct policy_addr *local; /* own interface addresses, when */
+	size_t nlocal;		   /* netaddr is NULL (no netlink) */
+	uint64_t local_read_ms;	   /* monotonic time of last read */
+	struct netaddr *netaddr;   /* host addresses from netlink */
+	struct metrics *metrics;   /* counters for `show metrics` */
 	struct control_server *control;
-	struct nat64disc *nat64q;	/* discovery in flight, or NULL */
-	struct nat64disc_result nat64;	/* the last discovery's outcome */
+	struct nat64disc *nat64q;      /* discovery in flight, or NULL */
+	struct nat64disc_result nat64; /* the last discovery's outcome */
 	time_t started;
 
 	/* Bumped by every guest read and upstream event: the busy-poll
@@ -113,12 +114,12 @@ struct broker {
 	struct share *mem_share;	/* buffered KiB per instance */
 	struct share *tls_share;	/* TLS handshakes in progress */
 	uint64_t memory_max;		/* its capacity in bytes */
-	struct broker_mem *mem_waiters;	/* holders waiting for credit */
+	struct broker_mem *mem_waiters; /* holders waiting for credit */
 	struct event *mem_wake_ev;	/* wakes them from the loop */
 
 	struct session *sessions;
 	size_t nsessions;
-	size_t nrequests;		/* streams being served */
+	size_t nrequests; /* streams being served */
 	uint64_t request_seq;
 	char id_prefix[12];
 	int draining;
@@ -184,8 +185,7 @@ void broker_dns_release(struct broker_dns *d);
  * a getifaddrs() read at most one second old (the previous list is kept
  * when a read fails).
  */
-const struct policy_addr *broker_local_addrs(struct broker *b,
-    size_t *ret_n);
+const struct policy_addr *broker_local_addrs(struct broker *b, size_t *ret_n);
 
 /* Return the monotonic clock in milliseconds and in microseconds. */
 uint64_t broker_now_ms(void);

@@ -126,14 +126,14 @@ confstate_refused_json(const struct conf_snapshot *s)
 		ci = &s->instances[i];
 		if (ci->manifest != NULL)
 			continue;
-		o = json_pack("{s:o, s:o, s:o, s:o}",
-		    "instance", json_string(ci->name),
-		    "plugin", ci->plugin != NULL ? json_string(ci->plugin) :
-		    json_null(),
-		    "entry", json_sprintf("%s:%d", file, ci->line),
-		    "error", ci->manifest_error != NULL ?
-		    log_bounded_string(ci->manifest_error,
-		    strlen(ci->manifest_error)) : json_string("refused"));
+		o = json_pack("{s:o, s:o, s:o, s:o}", "instance",
+		    json_string(ci->name), "plugin",
+		    ci->plugin != NULL ? json_string(ci->plugin) : json_null(),
+		    "entry", json_sprintf("%s:%d", file, ci->line), "error",
+		    ci->manifest_error != NULL ?
+			log_bounded_string(ci->manifest_error,
+			    strlen(ci->manifest_error)) :
+			json_string("refused"));
 		if (o == NULL || json_array_append_new(a, o) != 0) {
 			json_decref(a);
 			return NULL;
@@ -149,16 +149,15 @@ confstate_log_loaded(const struct confstate *cs)
 	json_t *o;
 
 	o = json_pack("{s:s, s:I, s:I, s:o*}", "status", "loaded",
-	    "generation", (json_int_t)s->generation,
-	    "instances", (json_int_t)s->ninstances,
-	    "refused", confstate_refused_json(s));
+	    "generation", (json_int_t)s->generation, "instances",
+	    (json_int_t)s->ninstances, "refused", confstate_refused_json(s));
 	if (o != NULL)
 		log_event("egress.config", o);
 }
 
 int
-confstate_init(struct confstate *cs, const char *path,
-    confstate_reload_cb cb, void *arg, struct conf_errors *reterr)
+confstate_init(struct confstate *cs, const char *path, confstate_reload_cb cb,
+    void *arg, struct conf_errors *reterr)
 {
 	struct conf_snapshot *s = NULL;
 	int err;
@@ -213,8 +212,9 @@ confstate_done(struct confstate *cs)
 const char *
 confstate_error(const struct confstate *cs)
 {
-	return cs->cur == NULL ? (cs->error != NULL ? cs->error :
-	    "configuration unavailable") : NULL;
+	return cs->cur == NULL ?
+	    (cs->error != NULL ? cs->error : "configuration unavailable") :
+	    NULL;
 }
 
 /* Keep the first error message of a failed parse, bounded. */
@@ -238,7 +238,7 @@ confstate_note_error(struct confstate *cs, int err,
 		return;
 	for (i = 0; i < n; i++) {
 		m = e->n > 0 ? e->msgs[i] : egress_strerror(err);
-#ifndef __clang__	/* gcc 12 -fanalyzer loses the block stored in cs->errors */
+#ifndef __clang__ /* gcc 12 -fanalyzer loses the block stored in cs->errors */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
 #endif

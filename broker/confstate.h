@@ -39,8 +39,8 @@ typedef void (*confstate_reload_cb)(void *arg,
 
 struct confstate {
 	char *path;
-	struct confref *cur;		/* NULL: the configuration is broken */
-	uint64_t generation;		/* of the last snapshot swapped in */
+	struct confref *cur; /* NULL: the configuration is broken */
+	uint64_t generation; /* of the last snapshot swapped in */
 	confstate_reload_cb cb;
 	void *cb_arg;
 	/* The configuration file's identity at the failed parse. */
@@ -56,18 +56,18 @@ struct confstate {
 	 * is the wall time it broke (0 while valid), loaded_unix the last
 	 * successful load, failures the failed re-parses so far.
 	 */
-	uint64_t reloads;		/* successful re-parses */
-	uint64_t failures;		/* failed re-parses */
-	int64_t loaded_unix;		/* wall time of the last swap-in */
-	int64_t broken_since_unix;	/* wall time of the break, 0: valid */
-	char *error;			/* first error of the failed parse
+	uint64_t reloads;	   /* successful re-parses */
+	uint64_t failures;	   /* failed re-parses */
+	int64_t loaded_unix;	   /* wall time of the last swap-in */
+	int64_t broken_since_unix; /* wall time of the break, 0: valid */
+	char *error;		   /* first error of the failed parse
 					   (bounded), NULL when not broken */
-	char **errors;			/* every error of the failed parse,
+	char **errors;		   /* every error of the failed parse,
 					   bounded, at most CONFSTATE_ERRORS_MAX */
 	size_t nerrors;
 };
 
-#define CONFSTATE_ERRORS_MAX	32
+#define CONFSTATE_ERRORS_MAX 32
 
 /*
  * Load the configuration at path as the first snapshot (generation 1).
@@ -95,8 +95,7 @@ struct confref *confstate_get(struct confstate *cs);
  * reads are checked (conf_snapshot_is_stale_for()), a few stat(2) calls
  * however many instances are configured. NULL checks every file.
  */
-struct confref *confstate_get_for(struct confstate *cs,
-    const char *instance);
+struct confref *confstate_get_for(struct confstate *cs, const char *instance);
 
 /*
  * Return the current configuration error (the first message of the

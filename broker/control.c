@@ -22,7 +22,7 @@
 #include "broker/control.h"
 #include "broker/metrics.h"
 
-#define CONTROL_WORDS_MAX	4
+#define CONTROL_WORDS_MAX 4
 
 /* ---- Replies ---------------------------------------------------------- */
 
@@ -72,8 +72,7 @@ reply_json(json_t *obj, int fd, control_reply_fn fn, void *arg)
 }
 
 static int
-reply_error(const char *msg, const char *code, control_reply_fn fn,
-    void *arg)
+reply_error(const char *msg, const char *code, control_reply_fn fn, void *arg)
 {
 	return reply_json(json_pack("{s:s, s:s}", "error", msg, "code", code),
 	    -1, fn, arg);
@@ -117,7 +116,7 @@ grant_array(const struct policy_grant *g)
 		return NULL;
 	for (i = 0; i < policy_grant_count(g); i++)
 		if (policy_entry_format(policy_grant_entry(g, i), buf,
-		    sizeof(buf)) >= 0)
+			sizeof(buf)) >= 0)
 			(void)json_array_append_new(a, json_string(buf));
 	return a;
 }
@@ -162,11 +161,10 @@ refused_array(const struct conf_snapshot *s)
 	for (i = 0; a != NULL && i < s->ninstances; i++) {
 		if (s->instances[i].manifest != NULL)
 			continue;
-		o = json_pack("{s:o, s:o, s:o, s:o}",
-		    "instance", js(s->instances[i].name),
-		    "plugin", js(s->instances[i].plugin),
-		    "entry", json_sprintf("%s:%d", s->path,
-		    s->instances[i].line),
+		o = json_pack("{s:o, s:o, s:o, s:o}", "instance",
+		    js(s->instances[i].name), "plugin",
+		    js(s->instances[i].plugin), "entry",
+		    json_sprintf("%s:%d", s->path, s->instances[i].line),
 		    "error", js(s->instances[i].manifest_error));
 		if (o != NULL)
 			(void)json_array_append_new(a, o);
@@ -196,39 +194,34 @@ cmd_status(const struct control_ops *ops, void *b, control_reply_fn fn,
 
 	memset(&st, 0, sizeof(st));
 	ops->status(b, &st);
-	return reply_json(json_pack("{s:o, s:I, s:I, s:{s:o, s:I, s:o, s:o, "
-	    "s:o, s:o, s:I, s:I}, s:I, s:I, s:I, s:I, s:{s:I, s:o}, "
-	    "s:{s:o, s:o}}",
-	    "version", js(st.version),
-	    "pid", (json_int_t)st.pid,
-	    "uptime_s", (json_int_t)st.uptime_s,
-	    "config",
-	    "path", js(st.config_path),
-	    "generation", (json_int_t)st.generation,
-	    "loaded_at", rfc3339(st.loaded_unix),
-	    "error", js(st.config_error),
-	    "errors", errors_array(&st),
-	    "error_since", rfc3339(st.config_error_since),
-	    "reloads", (json_int_t)st.reloads,
-	    "reload_failures", (json_int_t)st.reload_failures,
-	    "instances", (json_int_t)(ops->snapshot(b) != NULL ?
-	    ops->snapshot(b)->ninstances : 0),
-	    "connections", (json_int_t)st.connections,
-	    "requests", (json_int_t)st.requests,
-	    "leases", (json_int_t)st.leases,
-	    "local_addresses",
-	    "generation", (json_int_t)st.local_generation,
-	    "addresses", addr_array(st.local, st.nlocal),
-	    "nat64",
-	    "warning", js(st.nat64_warning),
-	    "suggestion", js(st.nat64_suggestion)), -1, fn, arg);
+	return reply_json(
+	    json_pack("{s:o, s:I, s:I, s:{s:o, s:I, s:o, s:o, "
+		      "s:o, s:o, s:I, s:I}, s:I, s:I, s:I, s:I, s:{s:I, s:o}, "
+		      "s:{s:o, s:o}}",
+		"version", js(st.version), "pid", (json_int_t)st.pid,
+		"uptime_s", (json_int_t)st.uptime_s, "config", "path",
+		js(st.config_path), "generation", (json_int_t)st.generation,
+		"loaded_at", rfc3339(st.loaded_unix), "error",
+		js(st.config_error), "errors", errors_array(&st),
+		"error_since", rfc3339(st.config_error_since), "reloads",
+		(json_int_t)st.reloads, "reload_failures",
+		(json_int_t)st.reload_failures, "instances",
+		(json_int_t)(ops->snapshot(b) != NULL ?
+			ops->snapshot(b)->ninstances :
+			0),
+		"connections", (json_int_t)st.connections, "requests",
+		(json_int_t)st.requests, "leases", (json_int_t)st.leases,
+		"local_addresses", "generation",
+		(json_int_t)st.local_generation, "addresses",
+		addr_array(st.local, st.nlocal), "nat64", "warning",
+		js(st.nat64_warning), "suggestion", js(st.nat64_suggestion)),
+	    -1, fn, arg);
 }
 
 /* One instance as `show instances` lists it; detail adds reasons. */
 static json_t *
 instance_json(const struct control_ops *ops, void *b,
-    const struct conf_snapshot *s, const struct conf_instance *ci,
-    int detail)
+    const struct conf_snapshot *s, const struct conf_instance *ci, int detail)
 {
 	struct metrics_instance mi;
 	const struct conf_manifest *m = ci->manifest;
@@ -240,18 +233,15 @@ instance_json(const struct control_ops *ops, void *b,
 	(void)snprintf(sock, sizeof(sock), "%s/%s.sock",
 	    s->instance_socket_dir, ci->name);
 	o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
-	    "s:I}",
-	    "name", js(ci->name),
-	    "plugin", js(ci->plugin),
-	    "version", js(m != NULL ? m->version : NULL),
-	    "manifest", m != NULL ? json_string("ok") : json_string("refused"),
-	    "socket", js(sock),
-	    "leases", (json_int_t)ops->leases(b, ci->name),
-	    "budget", (json_int_t)s->max_connections_per_instance,
-	    "allowed", (json_int_t)mi.allowed,
-	    "denied", (json_int_t)mi.denied,
-	    "bytes_in", (json_int_t)mi.bytes_in,
-	    "bytes_out", (json_int_t)mi.bytes_out);
+		      "s:I}",
+	    "name", js(ci->name), "plugin", js(ci->plugin), "version",
+	    js(m != NULL ? m->version : NULL), "manifest",
+	    m != NULL ? json_string("ok") : json_string("refused"), "socket",
+	    js(sock), "leases", (json_int_t)ops->leases(b, ci->name), "budget",
+	    (json_int_t)s->max_connections_per_instance, "allowed",
+	    (json_int_t)mi.allowed, "denied", (json_int_t)mi.denied,
+	    "bytes_in", (json_int_t)mi.bytes_in, "bytes_out",
+	    (json_int_t)mi.bytes_out);
 	if (o == NULL || !detail)
 		return o;
 	if ((r = json_object()) != NULL) {
@@ -381,7 +371,7 @@ cmd_grants(const struct control_ops *ops, void *b, const char *name,
 	if ((empty = policy_grant_new()) == NULL)
 		return EGRESS_ERR_NOMEM;
 	if (!pi->manifest_ok)
-		eff = policy_grant_new();	/* a refused manifest: nothing */
+		eff = policy_grant_new(); /* a refused manifest: nothing */
 	else if (pi->operator_defined || pi->declared == NULL)
 		eff = grant_intersect(pi->hosts, pi->hosts);
 	else
@@ -394,21 +384,19 @@ cmd_grants(const struct control_ops *ops, void *b, const char *name,
 		return EGRESS_ERR_NOMEM;
 	}
 	o = json_pack("{s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:o, "
-	    "s:o, s:o}",
-	    "instance", js(ci->name),
-	    "plugin", js(ci->plugin),
-	    "manifest_ok", pi->manifest_ok != 0,
-	    "operator_defined", pi->operator_defined != 0,
-	    "permissions", perm_array(pi->permissions),
-	    "effective", grant_array(eff),
-	    "allow_private_effective", grant_array(carve),
-	    "egress_hosts", grant_array(pi->hosts),
-	    "egress_allow_private", grant_array(pi->allow_private),
-	    "declared", grant_array(pi->declared),
-	    "granted_not_effective", grant_outside(pi->hosts, eff),
-	    "declared_not_granted", pi->declared != NULL &&
-	    !pi->operator_defined ? grant_outside(pi->declared, eff) :
-	    grant_array(empty));
+		      "s:o, s:o}",
+	    "instance", js(ci->name), "plugin", js(ci->plugin), "manifest_ok",
+	    pi->manifest_ok != 0, "operator_defined",
+	    pi->operator_defined != 0, "permissions",
+	    perm_array(pi->permissions), "effective", grant_array(eff),
+	    "allow_private_effective", grant_array(carve), "egress_hosts",
+	    grant_array(pi->hosts), "egress_allow_private",
+	    grant_array(pi->allow_private), "declared",
+	    grant_array(pi->declared), "granted_not_effective",
+	    grant_outside(pi->hosts, eff), "declared_not_granted",
+	    pi->declared != NULL && !pi->operator_defined ?
+		grant_outside(pi->declared, eff) :
+		grant_array(empty));
 	policy_grant_free(eff);
 	policy_grant_free(carve);
 	policy_grant_free(empty);
@@ -485,18 +473,29 @@ cmd_reload(const struct control_ops *ops, void *b, control_reply_fn fn,
 	ops->status(b, &st);
 	if (err != 0 || st.config_error != NULL)
 		return reply_json(json_pack("{s:s, s:s, s:o, s:o, s:o}",
-		    "error", "reload failed", "code", "failed", "detail",
-		    js(st.config_error != NULL ? st.config_error :
-		    egress_strerror(err)), "errors", err != 0 &&
-		    st.config_error == NULL ? json_pack("[s]",
-		    egress_strerror(err)) : errors_array(&st),
-		    "path", js(st.config_path)), -1, fn, arg);
+				      "error", "reload failed", "code",
+				      "failed", "detail",
+				      js(st.config_error != NULL ?
+					      st.config_error :
+					      egress_strerror(err)),
+				      "errors",
+				      err != 0 && st.config_error == NULL ?
+					  json_pack("[s]",
+					      egress_strerror(err)) :
+					  errors_array(&st),
+				      "path", js(st.config_path)),
+		    -1, fn, arg);
 	return reply_json(json_pack("{s:b, s:I, s:I, s:o*}", "reloaded", 1,
-	    "generation", (json_int_t)st.generation,
-	    "instances", (json_int_t)(ops->snapshot(b) != NULL ?
-	    ops->snapshot(b)->ninstances : 0),
-	    "refused", ops->snapshot(b) != NULL ?
-	    refused_array(ops->snapshot(b)) : NULL), -1, fn, arg);
+			      "generation", (json_int_t)st.generation,
+			      "instances",
+			      (json_int_t)(ops->snapshot(b) != NULL ?
+				      ops->snapshot(b)->ninstances :
+				      0),
+			      "refused",
+			      ops->snapshot(b) != NULL ?
+				  refused_array(ops->snapshot(b)) :
+				  NULL),
+	    -1, fn, arg);
 }
 
 static int
@@ -521,7 +520,7 @@ cmd_attach(const struct control_ops *ops, void *b, const char *name,
 struct check_ctx {
 	control_reply_fn fn;
 	void *arg;
-	int sync;		/* still inside ops->check */
+	int sync; /* still inside ops->check */
 	int done;
 	int rc;
 	char instance[CONF_NAME_MAX + 1];
@@ -538,15 +537,15 @@ check_done(void *arg, const struct control_check_result *res)
 		o = json_pack("{s:s, s:s, s:s, s:s}", "error", "check failed",
 		    "code", "failed", "instance", c->instance, "detail",
 		    egress_err_code(res->error) != NULL ?
-		    egress_err_code(res->error) : egress_strerror(res->error));
+			egress_err_code(res->error) :
+			egress_strerror(res->error));
 	else
-		o = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o}",
-		    "instance", c->instance,
-		    "destination", js(c->dest),
-		    "verdict", res->allow ? "allow" : "deny",
-		    "reason", res->allow ? json_null() : js(res->reason),
-		    "addresses", addr_array(res->addrs, res->naddrs),
-		    "answers", addr_array(res->answers, res->nanswers));
+		o = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o}", "instance",
+		    c->instance, "destination", js(c->dest), "verdict",
+		    res->allow ? "allow" : "deny", "reason",
+		    res->allow ? json_null() : js(res->reason), "addresses",
+		    addr_array(res->addrs, res->naddrs), "answers",
+		    addr_array(res->answers, res->nanswers));
 	c->rc = reply_json(o, -1, c->fn, c->arg);
 	c->done = 1;
 	if (!c->sync)
@@ -588,10 +587,11 @@ static int
 cmd_help(control_reply_fn fn, void *arg)
 {
 	return reply_json(json_pack("{s:[s,s,s,s,s,s,s,s,s]}", "commands",
-	    "show status", "show instances", "show instance NAME",
-	    "show grants NAME", "show metrics",
-	    "check INSTANCE DESTINATION", "reload", "attach INSTANCE",
-	    "help"), -1, fn, arg);
+			      "show status", "show instances",
+			      "show instance NAME", "show grants NAME",
+			      "show metrics", "check INSTANCE DESTINATION",
+			      "reload", "attach INSTANCE", "help"),
+	    -1, fn, arg);
 }
 
 /* A NAME argument: printable ASCII without spaces, at most the max. */
@@ -645,8 +645,7 @@ control_dispatch(const struct control_ops *ops, void *b, const char *line,
 			return cmd_instances(ops, b, fn, arg);
 		if (strcmp(w[1], "metrics") == 0 && nw == 2)
 			return cmd_metrics(ops, b, fn, arg);
-		if (strcmp(w[1], "instance") == 0 && nw == 3 &&
-		    name_ok(w[2]))
+		if (strcmp(w[1], "instance") == 0 && nw == 3 && name_ok(w[2]))
 			return cmd_instance(ops, b, w[2], fn, arg);
 		if (strcmp(w[1], "grants") == 0 && nw == 3 && name_ok(w[2]))
 			return cmd_grants(ops, b, w[2], fn, arg);
@@ -694,16 +693,16 @@ struct outq {
 
 struct cconn {
 	struct cconn *next, *prev;
-	struct control_server *cs;	/* NULL once the server is gone */
+	struct control_server *cs; /* NULL once the server is gone */
 	int fd;
 	struct event *rd, *wr;
 	char in[CONTROL_LINE_MAX + 2];
 	size_t nin;
 	struct outq *out, **out_tail;
 	size_t nout;
-	int pending;			/* a check in flight */
-	int dead;			/* free when the check returns */
-	int eof;			/* peer finished sending */
+	int pending; /* a check in flight */
+	int dead;    /* free when the check returns */
+	int eof;     /* peer finished sending */
 };
 
 struct control_server {
@@ -745,7 +744,7 @@ cconn_free(struct cconn *c)
 		free(q);
 	}
 	if (c->pending) {
-		c->dead = 1;	/* check_done still holds c */
+		c->dead = 1; /* check_done still holds c */
 		return;
 	}
 	free(c);
@@ -759,7 +758,7 @@ cconn_reply(void *arg, struct control_reply *r)
 
 	if (c->dead || c->nout + r->len > CONTROL_OUT_MAX ||
 	    (q = calloc(1, sizeof(*q))) == NULL) {
-		c->eof = 1;	/* cannot answer: close after what is queued */
+		c->eof = 1; /* cannot answer: close after what is queued */
 		return;
 	}
 	q->r = *r;
@@ -951,15 +950,18 @@ control_server_accept(struct control_server *cs, int fd)
 	struct cconn *c;
 
 	if (cs->nconns >= CONTROL_CONNS_MAX) {
-		refuse(fd, "{\"error\":\"too many control connections\","
+		refuse(fd,
+		    "{\"error\":\"too many control connections\","
 		    "\"code\":\"unavailable\"}\n");
 		return EGRESS_ERR_AGAIN;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &sl) != 0 ||
-	    sl != sizeof(cred) || (cred.uid != geteuid() &&
-	    !control_peer_allowed(cs->ops->snapshot(cs->broker), cred.uid,
-	    cred.gid))) {
-		refuse(fd, "{\"error\":\"permission denied\","
+	    sl != sizeof(cred) ||
+	    (cred.uid != geteuid() &&
+		!control_peer_allowed(cs->ops->snapshot(cs->broker), cred.uid,
+		    cred.gid))) {
+		refuse(fd,
+		    "{\"error\":\"permission denied\","
 		    "\"code\":\"denied\"}\n");
 		return EGRESS_ERR_DENIED;
 	}
@@ -971,7 +973,8 @@ control_server_accept(struct control_server *cs, int fd)
 	c->out_tail = &c->out;
 	evutil_make_socket_nonblocking(fd);
 	evutil_make_socket_closeonexec(fd);
-	c->rd = event_new(cs->base, fd, EV_READ | EV_PERSIST, cconn_read_cb, c);
+	c->rd = event_new(cs->base, fd, EV_READ | EV_PERSIST, cconn_read_cb,
+	    c);
 	c->wr = event_new(cs->base, fd, EV_WRITE, cconn_write_cb, c);
 	if (c->rd == NULL || c->wr == NULL || event_add(c->rd, NULL) != 0) {
 		cconn_free(c);

@@ -37,42 +37,42 @@ struct event_base;
 struct metrics;
 struct control_server;
 
-#define CONTROL_LINE_MAX	4096		/* bytes of one command */
-#define CONTROL_CONNS_MAX	16		/* connections at once */
-#define CONTROL_OUT_MAX		(4 * 1024 * 1024)	/* queued replies */
+#define CONTROL_LINE_MAX  4096		    /* bytes of one command */
+#define CONTROL_CONNS_MAX 16		    /* connections at once */
+#define CONTROL_OUT_MAX	  (4 * 1024 * 1024) /* queued replies */
 
 /* Runtime facts for `show status`; every pointer borrowed for the call. */
 struct control_status {
 	const char *version;
 	uint64_t uptime_s;
 	const char *config_path;
-	uint64_t generation;		/* of the current snapshot */
-	int64_t loaded_unix;		/* when it was loaded (0: unknown) */
-	const char *config_error;	/* NULL: the configuration is fine */
-	const char *const *config_errors;	/* every error (bounded) */
+	uint64_t generation;		  /* of the current snapshot */
+	int64_t loaded_unix;		  /* when it was loaded (0: unknown) */
+	const char *config_error;	  /* NULL: the configuration is fine */
+	const char *const *config_errors; /* every error (bounded) */
 	size_t nconfig_errors;
-	int64_t config_error_since;	/* when it broke (0: it is fine) */
-	int64_t pid;			/* the broker's process id */
+	int64_t config_error_since; /* when it broke (0: it is fine) */
+	int64_t pid;		    /* the broker's process id */
 	uint64_t reloads;
 	uint64_t reload_failures;
-	size_t connections;		/* plugin connections open */
-	size_t requests;		/* streams being served */
-	size_t leases;			/* upstream leases held, in total */
-	const struct policy_addr *local;	/* host addresses (netaddr) */
+	size_t connections;		 /* plugin connections open */
+	size_t requests;		 /* streams being served */
+	size_t leases;			 /* upstream leases held, in total */
+	const struct policy_addr *local; /* host addresses (netaddr) */
 	size_t nlocal;
 	uint64_t local_generation;
-	const char *nat64_warning;	/* NULL: none (nat64disc) */
-	const char *nat64_suggestion;	/* the nat64_prefixes line, or NULL */
+	const char *nat64_warning;    /* NULL: none (nat64disc) */
+	const char *nat64_suggestion; /* the nat64_prefixes line, or NULL */
 };
 
 /* The outcome of a dry run; pointers borrowed for the call. */
 struct control_check_result {
-	int error;			/* 0, or the EGRESS_ERR_* that stopped it */
+	int error; /* 0, or the EGRESS_ERR_* that stopped it */
 	int allow;
-	const char *reason;		/* policy_reason_str() or a broker one */
-	const struct policy_addr *addrs;	/* validated (allow) */
+	const char *reason; /* policy_reason_str() or a broker one */
+	const struct policy_addr *addrs; /* validated (allow) */
 	size_t naddrs;
-	const struct policy_addr *answers;	/* what the resolver said */
+	const struct policy_addr *answers; /* what the resolver said */
 	size_t nanswers;
 };
 

@@ -56,24 +56,24 @@
 
 static struct broker broker;
 static char *log_path_now;
-static struct broker_dns *nat64_dns;	/* held while nat64q runs */
+static struct broker_dns *nat64_dns; /* held while nat64q runs */
 
 /* A control `check`, decided exactly as a request is (decide.h). */
 struct ctl_check {
 	struct ctl_check *next, *prev;
 	struct broker *b;
-	struct confref *conf;		/* the snapshot decided with */
+	struct confref *conf; /* the snapshot decided with */
 	char instance[CONF_NAME_MAX + 1];
 	struct policy_dest dest;
-	struct broker_dns *dns;		/* held while the lookup is out */
+	struct broker_dns *dns; /* held while the lookup is out */
 	control_check_done done;
 	void *arg;
 	struct decide decide;
 };
-static struct ctl_check *ctl_checks;	/* in flight */
+static struct ctl_check *ctl_checks; /* in flight */
 
 /* How often the configuration files are re-checked while idle. */
-#define CONF_WATCH_MS	1000
+#define CONF_WATCH_MS 1000
 
 /* The usage lines (the synopsis of docs/egressd.md and egressd(8)); full
  * adds the options and the exit status. */
@@ -87,7 +87,8 @@ usage(FILE *f, int full)
 	    "       egressd --version\n");
 	if (!full)
 		return;
-	(void)fprintf(f, "\n"
+	(void)fprintf(f,
+	    "\n"
 	    "  -c, --config FILE   the configuration (default: $EGRESSD_CONFIG, "
 	    "else\n"
 	    "                      %s)\n"
@@ -103,7 +104,8 @@ usage(FILE *f, int full)
 	    "  -V, --version       print the version and exit\n"
 	    "\nExit status: 0 after SIGTERM/SIGINT or a passed check; 1 an "
 	    "invalid\nconfiguration or a socket that cannot be created; 2 a "
-	    "usage error.\nSee egressd(8).\n", CONF_DEFAULT_PATH);
+	    "usage error.\nSee egressd(8).\n",
+	    CONF_DEFAULT_PATH);
 }
 
 /*
@@ -121,10 +123,12 @@ check_refused(const struct conf_snapshot *s)
 		ci = &s->instances[i];
 		if (ci->manifest != NULL)
 			continue;
-		(void)fprintf(stderr, "%s:%d: warning: [plugins.entries.%s]: "
+		(void)fprintf(stderr,
+		    "%s:%d: warning: [plugins.entries.%s]: "
 		    "manifest refused, the instance is served nothing: %s\n",
-		    s->path, ci->line, ci->name, ci->manifest_error != NULL ?
-		    ci->manifest_error : "refused");
+		    s->path, ci->line, ci->name,
+		    ci->manifest_error != NULL ? ci->manifest_error :
+						 "refused");
 		n++;
 	}
 	return n;
@@ -154,28 +158,37 @@ check_config(const char *path, int strict)
 			(void)fprintf(stderr, "%s: %s\n", path,
 			    egress_strerror(err));
 		conf_errors_done(&errs);
-		(void)fprintf(stderr, "egressd: configuration %s test "
-		    "failed\n", path);
+		(void)fprintf(stderr,
+		    "egressd: configuration %s test "
+		    "failed\n",
+		    path);
 		return 1;
 	}
 	conf_errors_done(&errs);
 	warn = check_refused(s);
 	if (dial_tls_new(s->ca_file, &t) != 0) {
-		(void)fprintf(stderr, "%s: [tls] ca_file: '%s' cannot be "
-		    "loaded as PEM certificates\n", path,
-		    s->ca_file != NULL ? s->ca_file : "(system store)");
+		(void)fprintf(stderr,
+		    "%s: [tls] ca_file: '%s' cannot be "
+		    "loaded as PEM certificates\n",
+		    path, s->ca_file != NULL ? s->ca_file : "(system store)");
 		bad++;
 	}
 	dial_tls_free(t);
 	conf_snapshot_free(s);
 	if (bad > 0 || (strict && warn > 0)) {
-		(void)fprintf(stderr, "egressd: configuration %s test "
-		    "failed%s\n", path, bad == 0 ? " (--strict: warnings "
-		    "fail)" : "");
+		(void)fprintf(stderr,
+		    "egressd: configuration %s test "
+		    "failed%s\n",
+		    path,
+		    bad == 0 ? " (--strict: warnings "
+			       "fail)" :
+			       "");
 		return 1;
 	}
-	(void)fprintf(stderr, "egressd: configuration %s test is "
-	    "successful (%zu warning%s)\n", path, warn, warn == 1 ? "" : "s");
+	(void)fprintf(stderr,
+	    "egressd: configuration %s test is "
+	    "successful (%zu warning%s)\n",
+	    path, warn, warn == 1 ? "" : "s");
 	return 0;
 }
 
@@ -183,10 +196,11 @@ static void
 apply_log_path(const char *p)
 {
 	if ((p == NULL && log_path_now == NULL) ||
-	    (p != NULL && log_path_now != NULL && strcmp(p, log_path_now) == 0))
+	    (p != NULL && log_path_now != NULL &&
+		strcmp(p, log_path_now) == 0))
 		return;
 	if (log_open(p) != 0)
-		return;		/* keep the old destination */
+		return; /* keep the old destination */
 	free(log_path_now);
 	log_path_now = p != NULL ? strdup(p) : NULL;
 }
@@ -215,8 +229,8 @@ nat64_done(void *arg, const struct nat64disc_result *res)
 	if (res->nundeclared == 0)
 		return;
 	/* Abnormal: a translator the classifier cannot see through. */
-	o = json_pack("{s:s, s:s, s:s}", "status", "warning",
-	    "warning", res->warning, "suggestion", res->suggestion);
+	o = json_pack("{s:s, s:s, s:s}", "status", "warning", "warning",
+	    res->warning, "suggestion", res->suggestion);
 	if (o != NULL)
 		log_event("egress.nat64", o);
 }
@@ -241,7 +255,7 @@ nat64_start(struct broker *b, const struct conf_snapshot *s)
 	nat64_stop(b);
 	if ((nat64_dns = broker_dns_hold(b)) == NULL ||
 	    nat64disc_start(broker_dns_resolver(nat64_dns), &s->nat64,
-	    nat64_done, b, &b->nat64q) != 0) {
+		nat64_done, b, &b->nat64q) != 0) {
 		b->nat64q = NULL;
 		broker_dns_release(nat64_dns);
 		nat64_dns = NULL;
@@ -322,8 +336,7 @@ ctl_check_free(struct ctl_check *c)
 
 /* Deliver a verdict, or an error when there is none. */
 static void
-ctl_check_finish(struct ctl_check *c, int error,
-    const struct decide_result *d)
+ctl_check_finish(struct ctl_check *c, int error, const struct decide_result *d)
 {
 	struct control_check_result res;
 
@@ -392,15 +405,16 @@ ctl_check_parse(const char *d, struct policy_dest *dest, int *transport)
 
 	*transport = POLICY_TRANSPORT_HTTP;
 	if (strstr(d, "://") == NULL) {
-		if (policy_authority_parse(d, strlen(d), 443, dest,
-		    &perr) != 0)
+		if (policy_authority_parse(d, strlen(d), 443, dest, &perr) !=
+		    0)
 			return -1;
 		(void)snprintf(dest->scheme, sizeof(dest->scheme), "https");
 		return 0;
 	}
 	if (policy_url_parse(d, strlen(d), dest, &perr) != 0)
 		return -1;
-	if (strcmp(dest->scheme, "ws") == 0 || strcmp(dest->scheme, "wss") == 0)
+	if (strcmp(dest->scheme, "ws") == 0 ||
+	    strcmp(dest->scheme, "wss") == 0)
 		*transport = POLICY_TRANSPORT_WEBSOCKET;
 	return 0;
 }
@@ -424,14 +438,14 @@ ctl_check(void *arg, const char *instance, const char *destination,
 		ctl_checks->prev = c;
 	ctl_checks = c;
 	if (strlen(instance) > CONF_NAME_MAX) {
-		ctl_check_deny(c, policy_reason_str(
-		    POLICY_REASON_UNKNOWN_INSTANCE));
+		ctl_check_deny(c,
+		    policy_reason_str(POLICY_REASON_UNKNOWN_INSTANCE));
 		return 0;
 	}
 	memcpy(c->instance, instance, strlen(instance) + 1);
 	if (ctl_check_parse(destination, &c->dest, &transport) != 0) {
-		ctl_check_deny(c, policy_reason_str(
-		    POLICY_REASON_INVALID_DESTINATION));
+		ctl_check_deny(c,
+		    policy_reason_str(POLICY_REASON_INVALID_DESTINATION));
 		return 0;
 	}
 	/* The snapshot a request would decide with now. */
@@ -444,7 +458,7 @@ ctl_check(void *arg, const char *instance, const char *destination,
 	c->dns = broker_dns_hold(b);
 	lk.resolver = c->dns != NULL ? broker_dns_resolver(c->dns) : NULL;
 	if (decide_run(&c->decide, transport, &c->dest, ctl_check_policy, c,
-	    &lk, ctl_check_decided, c))
+		&lk, ctl_check_decided, c))
 		ctl_check_finish(c, 0, decide_result(&c->decide));
 	return 0;
 }
@@ -506,7 +520,7 @@ static const struct control_ops ctl_ops = {
 
 /* ---- Scrape endpoint ---------------------------------------------------- */
 
-static struct metrics_http *metrics_ep;	/* [metrics] listen, or NULL */
+static struct metrics_http *metrics_ep; /* [metrics] listen, or NULL */
 
 static int
 metrics_render(void *arg, char **ret_text, size_t *ret_len)
@@ -527,24 +541,27 @@ metrics_apply(struct broker *b, const struct conf_snapshot *s)
 	json_t *o;
 	int err;
 
-	if (metrics_ep == NULL ? want == NULL : want != NULL &&
-	    strcmp(metrics_http_listen(metrics_ep), want) == 0)
-		return 0;	/* unchanged */
-	if (want != NULL && (err = metrics_http_new(b->base, want,
-	    metrics_render, b, &h)) != 0) {
-		o = json_pack("{s:s, s:s, s:s, s:s}", "status", "error", "what",
-		    "metrics endpoint not bound", "listen", want, "error",
+	if (metrics_ep == NULL ? want == NULL :
+				 want != NULL &&
+		    strcmp(metrics_http_listen(metrics_ep), want) == 0)
+		return 0; /* unchanged */
+	if (want != NULL &&
+	    (err = metrics_http_new(b->base, want, metrics_render, b, &h)) !=
+		0) {
+		o = json_pack("{s:s, s:s, s:s, s:s}", "status", "error",
+		    "what", "metrics endpoint not bound", "listen", want,
+		    "error",
 		    err == EGRESS_ERR_IO ? strerror(errno) :
-		    egress_strerror(err));
+					   egress_strerror(err));
 		if (o != NULL)
 			log_event("egress.metrics", o);
 		return err;
 	}
 	metrics_http_free(metrics_ep);
 	metrics_ep = h;
-	o = json_pack("{s:s, s:o}", "status", h != NULL ? "listening" :
-	    "closed", "listen", want != NULL ? json_string(want) :
-	    json_null());
+	o = json_pack("{s:s, s:o}", "status",
+	    h != NULL ? "listening" : "closed", "listen",
+	    want != NULL ? json_string(want) : json_null());
 	if (o != NULL)
 		log_event("egress.metrics", o);
 	return 0;
@@ -701,7 +718,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 			(void)event_base_loopexit(b->base, NULL);
 			return;
 		}
-		ms = b->conf.cur != NULL ? b->conf.cur->snap->drain_timeout_ms :
+		ms = b->conf.cur != NULL ?
+		    b->conf.cur->snap->drain_timeout_ms :
 		    5000;
 		tv.tv_sec = ms / 1000;
 		tv.tv_usec = (ms % 1000) * 1000;
@@ -720,12 +738,12 @@ make_id_prefix(struct broker *b)
 
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		(void)memcpy(r, &(pid_t){ getpid() }, sizeof(r));
-	(void)snprintf(b->id_prefix, sizeof(b->id_prefix),
-	    "%02x%02x%02x%02x", r[0], r[1], r[2], r[3]);
+	(void)snprintf(b->id_prefix, sizeof(b->id_prefix), "%02x%02x%02x%02x",
+	    r[0], r[1], r[2], r[3]);
 }
 
 struct args {
-	const char *path;	/* the configuration, as given */
+	const char *path; /* the configuration, as given */
 	int foreground, check, strict;
 };
 
@@ -773,10 +791,13 @@ parse_args(int argc, char **argv, struct args *a)
 	}
 	if (optind != argc || (a->strict && !a->check)) {
 		if (optind != argc)
-			(void)fprintf(stderr, "egressd: unexpected argument "
-			    "'%s'\n", argv[optind]);
+			(void)fprintf(stderr,
+			    "egressd: unexpected argument "
+			    "'%s'\n",
+			    argv[optind]);
 		else
-			(void)fprintf(stderr, "egressd: --strict needs "
+			(void)fprintf(stderr,
+			    "egressd: --strict needs "
 			    "--check-config\n");
 		usage(stderr, 0);
 		return 2;
@@ -799,11 +820,13 @@ absolute_config_path(const char *path)
 	if (path[0] == '/')
 		abs = strdup(path);
 	else if (getcwd(cwd, sizeof(cwd)) == NULL) {
-		(void)fprintf(stderr, "egressd: %s: getcwd: %s (give -c an "
-		    "absolute path)\n", path, strerror(errno));
+		(void)fprintf(stderr,
+		    "egressd: %s: getcwd: %s (give -c an "
+		    "absolute path)\n",
+		    path, strerror(errno));
 		return NULL;
-	} else if (asprintf(&abs, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ?
-	    "" : "/", path) < 0)
+	} else if (asprintf(&abs, "%s%s%s", cwd,
+		       strcmp(cwd, "/") == 0 ? "" : "/", path) < 0)
 		abs = NULL;
 	if (abs == NULL)
 		(void)fprintf(stderr, "egressd: out of memory\n");
@@ -838,9 +861,10 @@ control_open_failed(const struct broker *b, const struct conf_snapshot *s)
 	int e;
 
 	listen_last_error(b->listen, &call, &e);
-	(void)fprintf(stderr, "egressd: cannot create the control socket %s "
-	    "([broker] control_socket in %s): %s: %s\n", s->control_socket,
-	    s->path, call, strerror(e));
+	(void)fprintf(stderr,
+	    "egressd: cannot create the control socket %s "
+	    "([broker] control_socket in %s): %s: %s\n",
+	    s->control_socket, s->path, call, strerror(e));
 }
 
 /* egress.start, with the instances whose manifest is refused. */
@@ -848,8 +872,8 @@ static void
 log_start(const struct conf_snapshot *s)
 {
 	json_t *o = json_pack("{s:s, s:s, s:I, s:o*}", "status", "started",
-	    "version", EGRESSD_VERSION, "instances",
-	    (json_int_t)s->ninstances, "refused", confstate_refused_json(s));
+	    "version", EGRESSD_VERSION, "instances", (json_int_t)s->ninstances,
+	    "refused", confstate_refused_json(s));
 
 	if (o != NULL)
 		log_event("egress.start", o);
@@ -871,21 +895,23 @@ events_add(struct broker *b, struct event **evs, size_t n)
 {
 	static const int signums[4] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
 	const struct timeval tv = { CONF_WATCH_MS / 1000,
-	    (CONF_WATCH_MS % 1000) * 1000 };
+		(CONF_WATCH_MS % 1000) * 1000 };
 	size_t i;
 
 	assert(n == 5);
 	for (i = 0; i < 4; i++) {
 		evs[i] = evsignal_new(b->base, signums[i], on_signal, b);
 		if (evs[i] == NULL || evsignal_add(evs[i], NULL) != 0) {
-			(void)fprintf(stderr, "egressd: cannot handle "
+			(void)fprintf(stderr,
+			    "egressd: cannot handle "
 			    "signals\n");
 			return -1;
 		}
 	}
 	evs[4] = event_new(b->base, -1, EV_PERSIST, conf_watch_cb, b);
 	if (evs[4] == NULL || event_add(evs[4], &tv) != 0) {
-		(void)fprintf(stderr, "egressd: cannot start the configuration "
+		(void)fprintf(stderr,
+		    "egressd: cannot start the configuration "
 		    "timer\n");
 		return -1;
 	}
@@ -903,8 +929,10 @@ host_addresses_start(struct broker *b)
 	if (err != 0) {
 		/* Abnormal: fall back to reading getifaddrs() per request. */
 		json_t *o = json_pack("{s:s, s:s, s:s}", "status", "warning",
-		    "what", "netlink unavailable, reading interface addresses "
-		    "with getifaddrs", "error", egress_strerror(err));
+		    "what",
+		    "netlink unavailable, reading interface addresses "
+		    "with getifaddrs",
+		    "error", egress_strerror(err));
 
 		b->netaddr = NULL;
 		if (o != NULL)
@@ -925,7 +953,7 @@ daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
 	session_free_all(b);
 	control_server_free(b->control);
 	b->control = NULL;
-	ctl_checks_cancel();	/* frees the connections they held */
+	ctl_checks_cancel(); /* frees the connections they held */
 	nat64_stop(b);
 	for (i = 0; i < nsigs; i++)
 		if (sigs[i] != NULL)
@@ -974,8 +1002,8 @@ main(int argc, char **argv)
 	s = b->conf.cur->snap;
 	if (s->log_path != NULL) {
 		if (log_open(s->log_path) != 0) {
-			(void)fprintf(stderr, "egressd: %s: %s\n",
-			    s->log_path, strerror(errno));
+			(void)fprintf(stderr, "egressd: %s: %s\n", s->log_path,
+			    strerror(errno));
 			goto out;
 		}
 		log_path_now = strdup(s->log_path);
@@ -1001,19 +1029,23 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (listen_reconcile(b->listen, s) != 0) {
-		(void)fprintf(stderr, "egressd: cannot create every instance "
+		(void)fprintf(stderr,
+		    "egressd: cannot create every instance "
 		    "socket (see the log)\n");
 		goto out;
 	}
 	if (s->metrics_listen != NULL && metrics_apply(b, s) != 0) {
-		(void)fprintf(stderr, "egressd: [metrics] listen %s: cannot "
-		    "serve it (see the log)\n", s->metrics_listen);
+		(void)fprintf(stderr,
+		    "egressd: [metrics] listen %s: cannot "
+		    "serve it (see the log)\n",
+		    s->metrics_listen);
 		goto out;
 	}
 	if (events_add(b, sigs, 5) != 0)
 		goto out;
-	if (!a.foreground && (daemon(0, s->log_path != NULL ? 0 : 1) != 0 ||
-	    event_reinit(b->base) != 0)) {
+	if (!a.foreground &&
+	    (daemon(0, s->log_path != NULL ? 0 : 1) != 0 ||
+		event_reinit(b->base) != 0)) {
 		(void)fprintf(stderr, "egressd: daemon: %s\n",
 		    strerror(errno));
 		goto out;

@@ -29,22 +29,23 @@
 #include "broker/listen.h"
 #include "broker/log.h"
 
-#define LISTEN_RETRY_MS		100	/* after accept() fails (EMFILE) */
-#define LISTEN_DIR_REFUSED	"instance_socket_dir refused: "
-#define LISTEN_CHOWN_HINT	"chown: a group needs the broker in it " \
+#define LISTEN_RETRY_MS	   100 /* after accept() fails (EMFILE) */
+#define LISTEN_DIR_REFUSED "instance_socket_dir refused: "
+#define LISTEN_CHOWN_HINT \
+	"chown: a group needs the broker in it " \
 	"(SupplementaryGroups=), an owner needs CAP_CHOWN; see " \
 	"docs/deployment.md"
 
 struct lsock {
 	struct lsock *next;
 	struct listen_ctx *ctx;
-	char *instance;			/* NULL for the control socket */
+	char *instance; /* NULL for the control socket */
 	char *path;
 	struct evconnlistener *lev;
 	struct event *retry;
-	int seen;			/* reconcile mark */
-	int keep_file;			/* close, leave the file */
-	int applied;			/* uid/gid below are in force */
+	int seen;      /* reconcile mark */
+	int keep_file; /* close, leave the file */
+	int applied;   /* uid/gid below are in force */
 	uid_t uid;
 	gid_t gid;
 };
@@ -55,10 +56,10 @@ struct listen_ctx {
 	listen_control_cb ccb;
 	listen_revoke_cb rcb;
 	void *cb_arg;
-	struct lsock *socks;		/* instance sockets */
+	struct lsock *socks; /* instance sockets */
 	struct lsock *control;
 	size_t nsocks;
-	const char *err_call;		/* of the last failed socket */
+	const char *err_call; /* of the last failed socket */
 	int err_errno;
 };
 
@@ -307,8 +308,8 @@ lsock_open(struct listen_ctx *l, const char *instance, int dirfd,
 }
 
 int
-listen_new(struct event_base *base, listen_accept_cb cb,
-    listen_control_cb ccb, void *arg, struct listen_ctx **ret)
+listen_new(struct event_base *base, listen_accept_cb cb, listen_control_cb ccb,
+    void *arg, struct listen_ctx **ret)
 {
 	struct listen_ctx *l;
 
@@ -332,8 +333,8 @@ listen_new(struct event_base *base, listen_accept_cb cb,
  * one are revoked through the revoke callback.
  */
 static int
-listen_apply_owner(struct lsock *ls, const struct conf_instance *ci,
-    int dirfd, const char *name, const char *path)
+listen_apply_owner(struct lsock *ls, const struct conf_instance *ci, int dirfd,
+    const char *name, const char *path)
 {
 	struct listen_ctx *l = ls->ctx;
 	uid_t uid = geteuid();
@@ -383,8 +384,7 @@ listen_set_revoke_cb(struct listen_ctx *l, listen_revoke_cb rcb)
 static int
 listen_name_ok(const char *name)
 {
-	return name[0] != '\0' && name[0] != '.' &&
-	    strchr(name, '/') == NULL;
+	return name[0] != '\0' && name[0] != '.' && strchr(name, '/') == NULL;
 }
 
 /* Log why instance_socket_dir is refused, naming the component at fault. */
@@ -453,14 +453,15 @@ listen_dir_fault(const struct stat *st, int final)
 		return LISTEN_DIR_REFUSED "a component is not a folder";
 	if (st->st_uid != 0 && st->st_uid != geteuid())
 		return LISTEN_DIR_REFUSED "a component is owned by a user "
-		    "other than root and the broker";
+					  "other than root and the broker";
 	if ((st->st_mode & 022) == 0)
 		return NULL;
 	if (final)
 		return LISTEN_DIR_REFUSED "the folder is group- or "
-		    "world-writable";
+					  "world-writable";
 	if ((st->st_mode & S_ISVTX) == 0)
-		return LISTEN_DIR_REFUSED "a parent folder is group- or "
+		return LISTEN_DIR_REFUSED
+		    "a parent folder is group- or "
 		    "world-writable without the sticky bit";
 	return NULL;
 }
@@ -487,22 +488,24 @@ listen_dir_open(const char *dir, int *ret_fd)
 
 	if (dir[0] == '/') {
 		if (strlen(dir) >= sizeof(path)) {
-			listen_dir_log(dir, dir, strlen(dir), LISTEN_DIR_REFUSED
-			    "path too long", ENAMETOOLONG);
+			listen_dir_log(dir, dir, strlen(dir),
+			    LISTEN_DIR_REFUSED "path too long", ENAMETOOLONG);
 			return -1;
 		}
 		memcpy(path, dir, strlen(dir) + 1);
 	} else {
 		if (getcwd(path, sizeof(path)) == NULL) {
-			listen_dir_log(dir, ".", 1, LISTEN_DIR_REFUSED
-			    "relative path and no working folder", errno);
+			listen_dir_log(dir, ".", 1,
+			    LISTEN_DIR_REFUSED
+			    "relative path and no working folder",
+			    errno);
 			return -1;
 		}
 		cwdlen = strlen(path);
 		if ((size_t)snprintf(path + cwdlen, sizeof(path) - cwdlen,
-		    "/%s", dir) >= sizeof(path) - cwdlen) {
-			listen_dir_log(dir, dir, strlen(dir), LISTEN_DIR_REFUSED
-			    "path too long", ENAMETOOLONG);
+			"/%s", dir) >= sizeof(path) - cwdlen) {
+			listen_dir_log(dir, dir, strlen(dir),
+			    LISTEN_DIR_REFUSED "path too long", ENAMETOOLONG);
 			return -1;
 		}
 	}
@@ -526,22 +529,25 @@ listen_dir_open(const char *dir, int *ret_fd)
 		}
 		memcpy(name, p, n);
 		name[n] = '\0';
-		nfd = openat(fd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY |
-		    O_CLOEXEC);
+		nfd = openat(fd, name,
+		    O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT && next == NULL) {
 			if (mkdirat(fd, name, 0755) != 0 && errno != EEXIST) {
-				listen_dir_log(dir, path, (size_t)(p - path) +
-				    n, LISTEN_DIR_REFUSED "cannot create the "
-				    "folder", errno);
+				listen_dir_log(dir, path,
+				    (size_t)(p - path) + n,
+				    LISTEN_DIR_REFUSED "cannot create the "
+						       "folder",
+				    errno);
 				goto fail;
 			}
-			nfd = openat(fd, name, O_PATH | O_NOFOLLOW |
-			    O_DIRECTORY | O_CLOEXEC);
+			nfd = openat(fd, name,
+			    O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		}
 		if (nfd < 0) {
 			err = errno;
 			if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    (why = listen_dir_fault(&st, next == NULL)) != NULL)
+			    (why = listen_dir_fault(&st, next == NULL)) !=
+				NULL)
 				err = 0;
 			else
 				why = LISTEN_DIR_REFUSED "cannot open";
@@ -615,9 +621,9 @@ listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 
 		if (!listen_name_ok(ci->name) ||
 		    (size_t)snprintf(file, sizeof(file), "%s.sock",
-		    ci->name) >= sizeof(file) ||
+			ci->name) >= sizeof(file) ||
 		    (size_t)snprintf(path, sizeof(path), "%s/%s",
-		    s->instance_socket_dir, file) >= sizeof(path)) {
+			s->instance_socket_dir, file) >= sizeof(path)) {
 			listen_log("bad socket path", ci->name, NULL, 0);
 			bad++;
 			continue;
@@ -632,7 +638,7 @@ listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 			if (err != 0) {
 				listen_log("socket", ci->name, path,
 				    err == EGRESS_ERR_TOO_BIG ? ENAMETOOLONG :
-				    errno);
+								errno);
 				bad++;
 				continue;
 			}
@@ -689,11 +695,13 @@ listen_control_perm(const struct conf_snapshot *s, const char *path)
 	gid_t gid;
 
 	listen_control_mode(s, &mode, &gid);
-	if (gid != (gid_t)-1 && fchownat(AT_FDCWD, path, (uid_t)-1, gid,
-	    AT_SYMLINK_NOFOLLOW) != 0) {
-		listen_log(errno == EPERM ? "control socket group: "
-		    LISTEN_CHOWN_HINT : "control socket group", NULL, path,
-		    errno);
+	if (gid != (gid_t)-1 &&
+	    fchownat(AT_FDCWD, path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) !=
+		0) {
+		listen_log(errno == EPERM ?
+			"control socket group: " LISTEN_CHOWN_HINT :
+			"control socket group",
+		    NULL, path, errno);
 		(void)listen_chmod(AT_FDCWD, path, 0600);
 		return EGRESS_ERR_IO;
 	}
@@ -710,8 +718,8 @@ listen_control_open(struct listen_ctx *l, const struct conf_snapshot *s)
 	struct lsock *ls;
 	int err;
 
-	if (l->control == NULL || strcmp(l->control->path,
-	    s->control_socket) != 0) {
+	if (l->control == NULL ||
+	    strcmp(l->control->path, s->control_socket) != 0) {
 		err = lsock_open(l, NULL, AT_FDCWD, s->control_socket,
 		    s->control_socket, 0600, listen_control_accept_cb, &ls);
 		if (err != 0)

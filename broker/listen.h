@@ -25,7 +25,7 @@
 struct event_base;
 struct listen_ctx;
 
-#define LISTEN_BACKLOG		128
+#define LISTEN_BACKLOG 128
 
 /*
  * Called for each connection accepted on an instance socket. Takes

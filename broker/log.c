@@ -24,21 +24,21 @@
 
 #include "broker/log.h"
 
-static int log_fd = -1;		/* -1: stderr */
+static int log_fd = -1; /* -1: stderr */
 /* The line buffer of log_decision() and log_close_event(); lb_failed
  * latches an allocation failure or an over-long line until the event is
  * finished. */
 static char *lb;
 static size_t lb_len, lb_cap;
 static int lb_failed;
-static int log_borrowed;	/* log_fd belongs to a test */
+static int log_borrowed; /* log_fd belongs to a test */
 static char *log_path;
 
 static int
 log_open_file(const char *path)
 {
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-	    O_NOCTTY, 0640);
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+	    0640);
 }
 
 static void
@@ -64,8 +64,8 @@ log_open(const char *path)
 	}
 	if ((copy = strdup(path)) == NULL)
 		return EGRESS_ERR_NOMEM;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-	    O_NOCTTY, 0640);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+	    0640);
 	if (fd < 0) {
 		free(copy);
 		return EGRESS_ERR_IO;
@@ -161,7 +161,7 @@ log_bounded_string(const char *s, size_t n)
 
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" (UTC); the part up to the second is
  * formatted once per second. n must be at least LOG_TS_LEN + 1. */
-#define LOG_TS_LEN	24
+#define LOG_TS_LEN 24
 
 static void
 log_timestamp(char *buf, size_t n)
@@ -242,12 +242,12 @@ log_event(const char *name, json_t *obj)
 		line = json_pack("{s:s, s:s, s:s}", "ts", ts, "event", name,
 		    "error", "event too long");
 		if (line == NULL ||
-		    (text = json_dumps(line, JSON_COMPACT |
-		    JSON_PRESERVE_ORDER)) == NULL)
+		    (text = json_dumps(line,
+			 JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
 			goto out;
 		n = strlen(text);
 	}
-	text[n] = '\n';		/* replaces the NUL; written by length */
+	text[n] = '\n'; /* replaces the NUL; written by length */
 	log_write_all(text, n + 1);
 out:
 	free(text);
@@ -292,7 +292,7 @@ lb_raw(const char *p, size_t n)
 	lb_len += n;
 }
 
-#define LB_LIT(s)	lb_raw((s), sizeof(s) - 1)
+#define LB_LIT(s) lb_raw((s), sizeof(s) - 1)
 
 /*
  * Append s[0..n) as a JSON string. Printable ASCII passes except '"' and
@@ -465,7 +465,7 @@ log_close_event(const struct log_close *c)
 		if (c->status < 0)
 			LB_LIT("-");
 		lb_uint(c->status < 0 ? -(uint64_t)c->status :
-		    (uint64_t)c->status);
+					(uint64_t)c->status);
 	}
 	LB_LIT(",\"error\":");
 	lb_str(c->error);

@@ -21,9 +21,9 @@
 
 #include "policy/policy.h"
 
-#define LOG_STR_MAX	256		/* bytes of a bounded string */
-#define LOG_TRUNC_MARK	"...[truncated]"
-#define LOG_LINE_MAX	(64 * 1024)	/* longer lines are replaced */
+#define LOG_STR_MAX    256 /* bytes of a bounded string */
+#define LOG_TRUNC_MARK "...[truncated]"
+#define LOG_LINE_MAX   (64 * 1024) /* longer lines are replaced */
 
 /*
  * Send the log to path (opened O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC, mode
@@ -74,16 +74,16 @@ void log_event(const char *name, json_t *obj);
 struct log_decision {
 	const char *request_id;
 	const char *instance;
-	const char *plugin;		/* NULL: unknown (JSON null) */
+	const char *plugin; /* NULL: unknown (JSON null) */
 	const char *transport;
-	const char *host;		/* guest-controlled: bounded */
+	const char *host; /* guest-controlled: bounded */
 	size_t host_len;
-	unsigned port;			/* 0: unknown (JSON null) */
+	unsigned port; /* 0: unknown (JSON null) */
 	int allow;
-	const char *reason;		/* on a deny; ignored on allow */
-	const char *detail;		/* NULL, or what an invalid request
+	const char *reason;		 /* on a deny; ignored on allow */
+	const char *detail;		 /* NULL, or what an invalid request
 					   got wrong (omitted when NULL) */
-	const struct policy_addr *addrs;	/* the validated set */
+	const struct policy_addr *addrs; /* the validated set */
 	size_t naddrs;
 };
 
@@ -94,11 +94,11 @@ void log_decision(const struct log_decision *d);
 struct log_close {
 	const char *request_id;
 	const char *instance;
-	const struct policy_addr *connected;	/* NULL: none */
-	int status;			/* 0: no response (JSON null) */
-	const char *error;		/* guest-visible code, or NULL */
-	uint64_t bytes_in;		/* response body bytes from upstream */
-	uint64_t bytes_out;		/* request body bytes to upstream */
+	const struct policy_addr *connected; /* NULL: none */
+	int status;			     /* 0: no response (JSON null) */
+	const char *error;		     /* guest-visible code, or NULL */
+	uint64_t bytes_in;  /* response body bytes from upstream */
+	uint64_t bytes_out; /* request body bytes to upstream */
 	uint64_t duration_ms;
 };
 

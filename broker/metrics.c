@@ -18,8 +18,18 @@
 
 /* Bucket bounds, in microseconds (exposed in seconds). */
 static const uint64_t metrics_bounds_us[METRICS_BUCKETS] = {
-	500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
-	1000000, 2500000,
+	500,
+	1000,
+	2500,
+	5000,
+	10000,
+	25000,
+	50000,
+	100000,
+	250000,
+	500000,
+	1000000,
+	2500000,
 };
 
 struct lcount {
@@ -34,7 +44,7 @@ struct lset {
 };
 
 struct hist {
-	uint64_t b[METRICS_BUCKETS + 1];	/* per bucket, last is +Inf */
+	uint64_t b[METRICS_BUCKETS + 1]; /* per bucket, last is +Inf */
 	uint64_t count;
 	uint64_t sum_us;
 };
@@ -47,9 +57,9 @@ struct minst {
 };
 
 struct metrics {
-	struct minst *inst;		/* sorted by name */
+	struct minst *inst; /* sorted by name */
 	size_t ninst, cap;
-	uint64_t inst_dropped;		/* events past METRICS_INSTANCES_MAX */
+	uint64_t inst_dropped; /* events past METRICS_INSTANCES_MAX */
 	struct lset upstream_errors;
 	struct lset dns;
 	struct hist h_decision, h_dns, h_connect;
@@ -125,8 +135,7 @@ minst_find(const struct metrics *m, const char *name)
 {
 	if (m->ninst == 0)
 		return NULL;
-	return bsearch(name, m->inst, m->ninst, sizeof(m->inst[0]),
-	    minst_cmp);
+	return bsearch(name, m->inst, m->ninst, sizeof(m->inst[0]), minst_cmp);
 }
 
 /* Find or add instance name; NULL when full, too long, or no memory. */
@@ -339,18 +348,22 @@ put_facts(FILE *f, const struct metrics_facts *c)
 	(void)fputs("egressd_build_info{version=\"", f);
 	put_label(f, c->version != NULL ? c->version : "unknown");
 	(void)fputs("\"} 1\n", f);
-	put_u64(f, "egressd_config_valid", "gauge", "1 while a "
+	put_u64(f, "egressd_config_valid", "gauge",
+	    "1 while a "
 	    "configuration is in force, 0 while the file is broken (every "
 	    "request is then denied policy-unavailable).",
 	    c->config_valid ? 1 : 0);
-	put_u64(f, "egressd_config_generation", "gauge", "Generation of the "
+	put_u64(f, "egressd_config_generation", "gauge",
+	    "Generation of the "
 	    "last configuration swapped in (1 at start).",
 	    c->config_generation);
 	put_u64(f, "egressd_config_last_reload_success_timestamp_seconds",
 	    "gauge", "Unix time of the last successful configuration load.",
 	    c->config_loaded_unix > 0 ? (uint64_t)c->config_loaded_unix : 0);
-	put_u64(f, "egressd_config_reloads_total", "counter", "Successful "
-	    "configuration re-reads since start.", c->config_reloads);
+	put_u64(f, "egressd_config_reloads_total", "counter",
+	    "Successful "
+	    "configuration re-reads since start.",
+	    c->config_reloads);
 	put_u64(f, "egressd_config_reload_failures_total", "counter",
 	    "Failed configuration re-reads since start.",
 	    c->config_reload_failures);
@@ -361,7 +374,8 @@ put_decisions(FILE *f, const struct metrics *m)
 {
 	size_t i, j;
 
-	put_head(f, "egressd_decisions_total", "counter", "Egress decisions "
+	put_head(f, "egressd_decisions_total", "counter",
+	    "Egress decisions "
 	    "by instance, verdict (allow, deny) and reason (granted on "
 	    "allow).");
 	for (i = 0; i < m->ninst; i++) {
@@ -372,8 +386,10 @@ put_decisions(FILE *f, const struct metrics *m)
 			put_decision(f, p->name, "deny", p->denied.v[j].label,
 			    p->denied.v[j].n);
 	}
-	put_u64(f, "egressd_metrics_dropped_total", "counter", "Events not "
-	    "counted per instance (instance cap).", m->inst_dropped);
+	put_u64(f, "egressd_metrics_dropped_total", "counter",
+	    "Events not "
+	    "counted per instance (instance cap).",
+	    m->inst_dropped);
 }
 
 static void
@@ -381,12 +397,14 @@ put_leases(FILE *f, const struct metrics_facts *c)
 {
 	size_t i;
 
-	put_head(f, "egressd_leases_in_use", "gauge", "Upstream connection "
+	put_head(f, "egressd_leases_in_use", "gauge",
+	    "Upstream connection "
 	    "leases held, by instance.");
 	for (i = 0; i < c->nleases; i++) {
 		(void)fputs("egressd_leases_in_use{instance=\"", f);
-		put_label(f, c->leases[i].instance != NULL ?
-		    c->leases[i].instance : "");
+		put_label(f,
+		    c->leases[i].instance != NULL ? c->leases[i].instance :
+						    "");
 		(void)fprintf(f, "\"} %llu\n",
 		    (unsigned long long)c->leases[i].value);
 	}
@@ -397,11 +415,13 @@ put_traffic(FILE *f, const struct metrics *m)
 {
 	size_t i;
 
-	put_head(f, "egressd_upstream_errors_total", "counter", "Upstream "
+	put_head(f, "egressd_upstream_errors_total", "counter",
+	    "Upstream "
 	    "failures by guest-visible code.");
 	put_lset(f, "egressd_upstream_errors_total", "code",
 	    &m->upstream_errors);
-	put_head(f, "egressd_dns_lookups_total", "counter", "DNS resolutions "
+	put_head(f, "egressd_dns_lookups_total", "counter",
+	    "DNS resolutions "
 	    "by status.");
 	put_lset(f, "egressd_dns_lookups_total", "status", &m->dns);
 	put_hist(f, "egressd_dns_lookup_seconds",
@@ -410,7 +430,8 @@ put_traffic(FILE *f, const struct metrics *m)
 	    "Time from request to verdict.", &m->h_decision);
 	put_hist(f, "egressd_connect_seconds",
 	    "Upstream connect latency, TCP and TLS.", &m->h_connect);
-	put_head(f, "egressd_bytes_total", "counter", "Body bytes by "
+	put_head(f, "egressd_bytes_total", "counter",
+	    "Body bytes by "
 	    "instance and direction (in: from the upstream).");
 	for (i = 0; i < m->ninst; i++) {
 		(void)fputs("egressd_bytes_total{instance=\"", f);
@@ -540,16 +561,18 @@ metrics_process_read(struct metrics_process *ret)
 	/* Fields after the command name, which may hold spaces and ')'. */
 	if ((p = strrchr(buf, ')')) == NULL ||
 	    // NOLINTNEXTLINE(cert-err34-c): numbers the kernel wrote
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
-	    "%llu %*d %*d %*d %*d %*d %*d %llu %llu %lld", &ut, &st, &start,
-	    &vsize, &rss) != 5)
+	    sscanf(p + 1,
+		" %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+		"%llu %*d %*d %*d %*d %*d %*d %llu %llu %lld",
+		&ut, &st, &start, &vsize, &rss) != 5)
 		return EGRESS_ERR_IO;
 	r.cpu_seconds = (double)(ut + st) / (double)tck;
 	r.virtual_bytes = vsize;
 	r.resident_bytes = rss > 0 ? (uint64_t)rss * (uint64_t)page : 0;
 	r.start_time = (double)boot_time() + (double)start / (double)tck;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-		r.max_fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX :
+		r.max_fds = rl.rlim_cur == RLIM_INFINITY ?
+		    UINT64_MAX :
 		    (uint64_t)rl.rlim_cur;
 	*ret = r;
 	return 0;

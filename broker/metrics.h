@@ -19,10 +19,10 @@
 
 struct metrics;
 
-#define METRICS_INSTANCES_MAX	4096
-#define METRICS_LABELS_MAX	32	/* reasons, codes, statuses */
-#define METRICS_LABEL_LEN	64	/* bytes of a label value kept */
-#define METRICS_BUCKETS		12	/* histogram buckets, +Inf extra */
+#define METRICS_INSTANCES_MAX 4096
+#define METRICS_LABELS_MAX    32 /* reasons, codes, statuses */
+#define METRICS_LABEL_LEN     64 /* bytes of a label value kept */
+#define METRICS_BUCKETS	      12 /* histogram buckets, +Inf extra */
 
 /* Return a new, empty set of metrics, or NULL on out-of-memory. */
 struct metrics *metrics_new(void);
@@ -57,12 +57,12 @@ void metrics_bytes(struct metrics *m, const char *instance, uint64_t in,
 /* One instance's counters, as `show instance` reports them. */
 struct metrics_instance {
 	uint64_t allowed;
-	uint64_t denied;		/* sum of every deny reason */
+	uint64_t denied; /* sum of every deny reason */
 	size_t nreasons;
 	struct {
 		char reason[METRICS_LABEL_LEN];
 		uint64_t count;
-	} reasons[METRICS_LABELS_MAX + 1];	/* denies by reason */
+	} reasons[METRICS_LABELS_MAX + 1]; /* denies by reason */
 	uint64_t bytes_in;
 	uint64_t bytes_out;
 };
@@ -81,12 +81,12 @@ struct metrics_gauge {
 
 /* The process metrics, with their standard names (process_*). */
 struct metrics_process {
-	double cpu_seconds;		/* user + system */
+	double cpu_seconds; /* user + system */
 	uint64_t resident_bytes;
 	uint64_t virtual_bytes;
 	uint64_t open_fds;
-	uint64_t max_fds;		/* RLIMIT_NOFILE soft limit */
-	double start_time;		/* Unix seconds */
+	uint64_t max_fds;  /* RLIMIT_NOFILE soft limit */
+	double start_time; /* Unix seconds */
 };
 
 /*
@@ -98,15 +98,15 @@ int metrics_process_read(struct metrics_process *ret);
 
 /* What the broker supplies at exposition time; every pointer borrowed. */
 struct metrics_facts {
-	const char *version;		/* egressd_build_info{version} */
-	int config_valid;		/* 0: the configuration is broken */
-	uint64_t config_generation;	/* of the snapshot in force */
-	int64_t config_loaded_unix;	/* last successful load, 0: never */
-	uint64_t config_reloads;	/* successful re-reads */
+	const char *version;	    /* egressd_build_info{version} */
+	int config_valid;	    /* 0: the configuration is broken */
+	uint64_t config_generation; /* of the snapshot in force */
+	int64_t config_loaded_unix; /* last successful load, 0: never */
+	uint64_t config_reloads;    /* successful re-reads */
 	uint64_t config_reload_failures;
-	const struct metrics_gauge *leases;	/* one per instance */
+	const struct metrics_gauge *leases; /* one per instance */
 	size_t nleases;
-	const struct metrics_process *process;	/* NULL: not exposed */
+	const struct metrics_process *process; /* NULL: not exposed */
 };
 
 /*

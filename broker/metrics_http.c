@@ -25,8 +25,8 @@
 
 #include "broker/metrics_http.h"
 
-#define METRICS_HTTP_BACKLOG	16
-#define METRICS_HTTP_CTYPE	"text/plain; version=0.0.4; charset=utf-8"
+#define METRICS_HTTP_BACKLOG 16
+#define METRICS_HTTP_CTYPE   "text/plain; version=0.0.4; charset=utf-8"
 
 struct mconn {
 	struct mconn *next, *prev;
@@ -39,10 +39,10 @@ struct metrics_http {
 	metrics_http_render_fn render;
 	void *arg;
 	char *listen;
-	char *path;			/* Unix socket path, or NULL */
+	char *path; /* Unix socket path, or NULL */
 	int fd;
 	struct event *ev;
-	int paused;			/* at the cap: ev not added */
+	int paused; /* at the cap: ev not added */
 	struct mconn *conns;
 	size_t nconns;
 };
@@ -135,13 +135,14 @@ bind_listen(const struct sockaddr_storage *ss, socklen_t len, int *ret_fd)
 		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
 		    sizeof(one));
 	if (ss->ss_family == AF_UNIX &&
-	    (err = clear_path(((const struct sockaddr_un *)ss)->sun_path)) != 0)
+	    (err = clear_path(((const struct sockaddr_un *)ss)->sun_path)) !=
+		0)
 		goto fail;
 	err = EGRESS_ERR_IO;
 	if (bind(fd, (const struct sockaddr *)ss, len) != 0)
 		goto fail;
-	if (ss->ss_family == AF_UNIX && chmod(((const struct sockaddr_un *)
-	    ss)->sun_path, 0666) != 0)
+	if (ss->ss_family == AF_UNIX &&
+	    chmod(((const struct sockaddr_un *)ss)->sun_path, 0666) != 0)
 		goto fail;
 	if (listen(fd, METRICS_HTTP_BACKLOG) != 0)
 		goto fail;
@@ -170,7 +171,7 @@ mconn_free(struct mconn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	h->nconns--;
-	bufferevent_free(c->bev);	/* closes the socket */
+	bufferevent_free(c->bev); /* closes the socket */
 	free(c);
 	if (h->paused && h->nconns < METRICS_HTTP_CONNS_MAX &&
 	    event_add(h->ev, NULL) == 0)
@@ -198,9 +199,10 @@ respond(struct mconn *c, const char *status, const char *extra,
 
 	(void)bufferevent_disable(c->bev, EV_READ);
 	bufferevent_setcb(c->bev, NULL, written_cb, event_cb, c);
-	if (evbuffer_add_printf(out, "HTTP/1.1 %s\r\nContent-Type: %s\r\n"
-	    "Content-Length: %zu\r\n%sConnection: close\r\n\r\n", status,
-	    ctype, len, extra) < 0 ||
+	if (evbuffer_add_printf(out,
+		"HTTP/1.1 %s\r\nContent-Type: %s\r\n"
+		"Content-Length: %zu\r\n%sConnection: close\r\n\r\n",
+		status, ctype, len, extra) < 0 ||
 	    (!head_only && evbuffer_add(out, body, len) != 0) ||
 	    bufferevent_enable(c->bev, EV_WRITE) != 0)
 		mconn_free(c);
@@ -232,7 +234,7 @@ serve_line(struct mconn *c, char *line)
 	*version++ = '\0';
 	if (line[0] == '\0' || strlen(line) > 16 || target[0] != '/' ||
 	    (strcmp(version, "HTTP/1.1") != 0 &&
-	    strcmp(version, "HTTP/1.0") != 0))
+		strcmp(version, "HTTP/1.0") != 0))
 		goto bad;
 	for (i = 0; line[i] != '\0'; i++)
 		if (line[i] < 'A' || line[i] > 'Z')
@@ -240,7 +242,8 @@ serve_line(struct mconn *c, char *line)
 	if ((q = strchr(target, '?')) != NULL)
 		*q = '\0';
 	if (strcmp(target, "/metrics") != 0) {
-		respond_text(c, "404 Not Found", "", "not found; try "
+		respond_text(c, "404 Not Found", "",
+		    "not found; try "
 		    "/metrics\n");
 		return;
 	}
@@ -318,7 +321,8 @@ mconn_new(struct metrics_http *h, int fd)
 	h->conns = c;
 	h->nconns++;
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, METRICS_HTTP_HEAD_MAX + 1);
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    METRICS_HTTP_HEAD_MAX + 1);
 	(void)bufferevent_set_timeouts(c->bev, &tv, &tv);
 	if (bufferevent_enable(c->bev, EV_READ) != 0)
 		mconn_free(c);
@@ -333,7 +337,7 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 	while (h->nconns < METRICS_HTTP_CONNS_MAX) {
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
-			return;	/* EAGAIN, or an error the next try sees */
+			return; /* EAGAIN, or an error the next try sees */
 		mconn_new(h, fd);
 	}
 	/* At the cap: leave the rest in the backlog until one closes. */
@@ -366,7 +370,7 @@ metrics_http_new(struct event_base *base, const char *listen,
 		return EGRESS_ERR_NOMEM;
 	}
 	if ((err = bind_listen(&ss, len, &h->fd)) != 0) {
-		free(h->path);	/* not ours to unlink */
+		free(h->path); /* not ours to unlink */
 		h->path = NULL;
 		metrics_http_free(h);
 		return err;
@@ -401,7 +405,7 @@ metrics_http_free(struct metrics_http *h)
 	if (h->path != NULL)
 		(void)unlink(h->path);
 	free(h->path);
-#ifndef __clang__	/* gcc 12 -fanalyzer: a false double free */
+#ifndef __clang__ /* gcc 12 -fanalyzer: a false double free */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wanalyzer-double-free"
 #endif

@@ -25,9 +25,9 @@
 struct event_base;
 struct metrics_http;
 
-#define METRICS_HTTP_CONNS_MAX	8
-#define METRICS_HTTP_HEAD_MAX	4096	/* bytes of a request head */
-#define METRICS_HTTP_TIMEOUT_S	10
+#define METRICS_HTTP_CONNS_MAX 8
+#define METRICS_HTTP_HEAD_MAX  4096 /* bytes of a request head */
+#define METRICS_HTTP_TIMEOUT_S 10
 
 /*
  * Produce the exposition: write a malloc'd text (the endpoint frees it)

@@ -27,8 +27,10 @@ notify_ready(void)
 {
 	char msg[96];
 
-	(void)snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%ld\n"
-	    "STATUS=serving", (long)getpid());
+	(void)snprintf(msg, sizeof(msg),
+	    "READY=1\nMAINPID=%ld\n"
+	    "STATUS=serving",
+	    (long)getpid());
 	return notify_send(msg);
 }
 

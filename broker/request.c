@@ -43,65 +43,65 @@ enum request_phase {
 	PHASE_RESOLVING,
 	PHASE_DIALING,
 	PHASE_EXCHANGE,
-	PHASE_FLUSHING,		/* upstream done, tail waits for window */
-	PHASE_DONE,		/* logged; waits for the guest to end */
+	PHASE_FLUSHING, /* upstream done, tail waits for window */
+	PHASE_DONE,	/* logged; waits for the guest to end */
 };
 
 struct request {
 	struct broker *b;
-	struct guest g;			/* the connection served */
-	request_done_fn done;		/* r is finished: the owner frees */
+	struct guest g;	      /* the connection served */
+	request_done_fn done; /* r is finished: the owner frees */
 	void *done_arg;
 	struct proto_stream st;
 	enum request_phase phase;
 	char id[40];
 
-	struct confref *conf;		/* the snapshot decided with */
+	struct confref *conf; /* the snapshot decided with */
 	const struct conf_instance *ci;
 	struct policy_dest dest;
 	int https;
-	struct decide decide;		/* the decision and its answers */
-	const struct policy_verdict *verdict;	/* decide's, once made */
+	struct decide decide; /* the decision and its answers */
+	const struct policy_verdict *verdict; /* decide's, once made */
 
 	/* The filtered head, copied into one block (head_mem). */
 	struct http1_head head;
 	void *head_mem;
 
-	struct broker_dns *dns;		/* held while the lookup is out */
+	struct broker_dns *dns; /* held while the lookup is out */
 	struct dial *dial;
 	struct bufferevent *up;
 	struct http1_exchange *x;
-	struct lease *lease;		/* held while upstream lives */
+	struct lease *lease; /* held while upstream lives */
 	struct policy_addr connected;
 	int has_connected;
-	int reused;			/* exchange on a pooled connection */
-	uint64_t tls_gen;		/* trust the connection was verified
+	int reused;	  /* exchange on a pooled connection */
+	uint64_t tls_gen; /* trust the connection was verified
 					   under (b->tls_gen at dial) */
-	int retried;			/* the one fresh retry was used */
+	int retried;	  /* the one fresh retry was used */
 
 	uint64_t start_ms;
-	uint64_t start_us, dial_us;	/* for the latency metrics */
-	int allowed;			/* the decision was allow */
-	uint64_t deadline_ms;		/* resolution + connect + TLS */
-	struct event *timer;		/* the deadline, then the total */
-	uint64_t total_ms;		/* guest total timeout, 0: none */
+	uint64_t start_us, dial_us; /* for the latency metrics */
+	int allowed;		    /* the decision was allow */
+	uint64_t deadline_ms;	    /* resolution + connect + TLS */
+	struct event *timer;	    /* the deadline, then the total */
+	uint64_t total_ms;	    /* guest total timeout, 0: none */
 	int first_byte_ms;
 	int between_bytes_ms;
 
-	struct evbuffer *body;		/* guest DATA not yet upstream */
-	int body_ended;			/* the guest ended its body */
-	int body_finished;		/* http1_finish_body() done */
-	struct evbuffer *resp;		/* response body for the guest */
-	struct broker_mem mem;		/* credit for resp */
-	int paused;			/* upstream reads paused */
-	struct evbuffer *tail;		/* encoded last frame, when ready */
+	struct evbuffer *body; /* guest DATA not yet upstream */
+	int body_ended;	       /* the guest ended its body */
+	int body_finished;     /* http1_finish_body() done */
+	struct evbuffer *resp; /* response body for the guest */
+	struct broker_mem mem; /* credit for resp */
+	int paused;	       /* upstream reads paused */
+	struct evbuffer *tail; /* encoded last frame, when ready */
 	uint8_t tail_type;
 
 	int status;
 	uint64_t bytes_in, bytes_out;
 	int logged_close;
-	int decided;			/* egress.decision logged */
-	const char *detail;		/* what an invalid request got wrong
+	int decided;	    /* egress.decision logged */
+	const char *detail; /* what an invalid request got wrong
 					   (static) */
 };
 
@@ -168,8 +168,7 @@ request_new(struct broker *b, const struct guest *g, uint32_t id,
 	r->start_ms = broker_now_ms();
 	r->start_us = broker_now_us();
 	b->request_seq++;
-	request_format_id(r->id, sizeof(r->id), b->id_prefix,
-	    b->request_seq);
+	request_format_id(r->id, sizeof(r->id), b->id_prefix, b->request_seq);
 	b->nrequests++;
 	return r;
 }
@@ -216,7 +215,7 @@ request_close_up(struct request *r)
 	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
 	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
 	if (event_base_once(r->b->base, -1, EV_TIMEOUT, up_free_cb, r->up,
-	    &zero_tv) != 0)
+		&zero_tv) != 0)
 		bufferevent_free(r->up);
 	r->up = NULL;
 }
@@ -307,7 +306,7 @@ request_release_exchange(struct request *r)
 	free(r->head_mem);
 	r->head_mem = NULL;
 	memset(&r->head, 0, sizeof(r->head));
-	r->ci = NULL;			/* points into the snapshot */
+	r->ci = NULL; /* points into the snapshot */
 	confref_unref(r->conf);
 	r->conf = NULL;
 }
@@ -366,7 +365,7 @@ request_discard(struct request *r)
 {
 	if (r == NULL)
 		return;
-	r->logged_close = 1;	/* no decision was logged: no close either */
+	r->logged_close = 1; /* no decision was logged: no close either */
 	request_free(r);
 }
 
@@ -433,8 +432,8 @@ request_invalid(struct request *r, const char *detail)
 }
 
 static void request_connect(struct request *r);
-static void request_begin_exchange(struct request *r,
-    struct bufferevent *bev, const struct policy_addr *used);
+static void request_begin_exchange(struct request *r, struct bufferevent *bev,
+    const struct policy_addr *used);
 
 static void
 request_pool_key(const struct request *r, struct pool_key *k)
@@ -495,7 +494,7 @@ request_decided(struct request *r, const struct decide_result *res)
 		request_pool_key(r, &k);
 		bev = pool_take(r->b->pool, &k, r->verdict->addrs,
 		    r->verdict->naddrs, &r->lease, &used);
-		r->tls_gen = k.trust;	/* only current trust matches */
+		r->tls_gen = k.trust; /* only current trust matches */
 	}
 	if (bev != NULL) {
 		request_log_decision(r, r->dest.host.name,
@@ -509,9 +508,11 @@ request_decided(struct request *r, const struct decide_result *res)
 		request_log_decision(r, r->dest.host.name,
 		    strlen(r->dest.host.name), r->dest.port, 0,
 		    err == EGRESS_ERR_BUDGET_EXHAUSTED ? "budget-exhausted" :
-		    "policy-unavailable");
-		request_fail(r, err == EGRESS_ERR_BUDGET_EXHAUSTED ? err :
-		    EGRESS_ERR_UNAVAILABLE);
+							 "policy-unavailable");
+		request_fail(r,
+		    err == EGRESS_ERR_BUDGET_EXHAUSTED ?
+			err :
+			EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
 	request_log_decision(r, r->dest.host.name, strlen(r->dest.host.name),
@@ -611,11 +612,12 @@ request_copy_head(struct request *r, const struct http1_head *h)
 		return EGRESS_ERR_NOMEM;
 	hv = r->head_mem;
 	p = (char *)(hv + h->nheaders);
-#define COPY(dst, src, len) do {		\
-	memcpy(p, (src), (len));		\
-	(dst) = p;				\
-	p += (len);				\
-} while (0)
+#define COPY(dst, src, len) \
+	do { \
+		memcpy(p, (src), (len)); \
+		(dst) = p; \
+		p += (len); \
+	} while (0)
 	r->head = *h;
 	COPY(r->head.method, h->method, h->method_len);
 	COPY(r->head.path, h->path, h->path_len);
@@ -661,15 +663,17 @@ request_check_head(struct request *r, const struct proto_msg *m,
 	    !(str_is(&rq->scheme, "http") || str_is(&rq->scheme, "https"))) {
 		r->dest.host.name[0] = '\0';
 		r->detail = rq->transport != PROTO_TRANSPORT_HTTP ?
-		    "transport not supported" : "scheme not supported";
+		    "transport not supported" :
+		    "scheme not supported";
 		request_log_decision(r, rq->authority.ptr, rq->authority.len,
 		    0, 0, "invalid-request");
 		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
 		return -1;
 	}
 	r->https = str_is(&rq->scheme, "https");
-	if (rq->authority.len == 0 || policy_authority_parse(rq->authority.ptr,
-	    rq->authority.len, r->https ? 443 : 80, &r->dest, &perr) != 0) {
+	if (rq->authority.len == 0 ||
+	    policy_authority_parse(rq->authority.ptr, rq->authority.len,
+		r->https ? 443 : 80, &r->dest, &perr) != 0) {
 		r->detail = "authority does not parse";
 		request_log_decision(r, rq->authority.ptr, rq->authority.len,
 		    0, 0, "invalid-request");
@@ -699,14 +703,14 @@ request_check_head(struct request *r, const struct proto_msg *m,
 	}
 	perr.msg[0] = '\0';
 	if (http1_request_check(&r->dest, &head, kept, PROTO_HEADERS_MAX,
-	    ret_head, &perr) != 0) {
-		(void)snprintf(detail, sizeof(detail), "%s", perr.msg[0] ?
-		    perr.msg : "invalid head");
+		ret_head, &perr) != 0) {
+		(void)snprintf(detail, sizeof(detail), "%s",
+		    perr.msg[0] ? perr.msg : "invalid head");
 		request_invalid(r, detail);
 		return -1;
 	}
 	if (!http1_method_is_allowed(head.method, head.method_len,
-	    (const char *const *)s->extra_methods, s->nextra_methods)) {
+		(const char *const *)s->extra_methods, s->nextra_methods)) {
 		request_invalid(r, "method not relayed");
 		return -1;
 	}
@@ -732,16 +736,18 @@ request_start(struct request *r, const struct proto_msg *m)
 	size_t i;
 
 	/* The host as the guest wrote it, until it parses. */
-	i = rq->authority.ptr == NULL ? 0 : rq->authority.len <
-	    sizeof(r->dest.host.name) ? rq->authority.len :
+	i = rq->authority.ptr == NULL ?
+	    0 :
+	    rq->authority.len < sizeof(r->dest.host.name) ?
+	    rq->authority.len :
 	    sizeof(r->dest.host.name) - 1;
 	if (i > 0)
 		memcpy(r->dest.host.name, rq->authority.ptr, i);
 	r->dest.host.name[i] = '\0';
 
 	/* 1. The current snapshot, re-read if a file changed. */
-	if ((r->conf = confstate_get_for(&r->b->conf,
-	    g_instance(r))) == NULL) {
+	if ((r->conf = confstate_get_for(&r->b->conf, g_instance(r))) ==
+	    NULL) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
@@ -757,8 +763,8 @@ request_start(struct request *r, const struct proto_msg *m)
 	}
 
 	/* Limits: the guest may lower each, never raise it. */
-	r->deadline_ms = r->start_ms + lower(s->connect_timeout_ms,
-	    rq->timeouts.connect_ms);
+	r->deadline_ms = r->start_ms +
+	    lower(s->connect_timeout_ms, rq->timeouts.connect_ms);
 	r->first_byte_ms = (int)lower(s->first_byte_timeout_ms,
 	    rq->timeouts.first_byte_ms);
 	r->between_bytes_ms = (int)lower(s->between_bytes_timeout_ms,
@@ -770,9 +776,9 @@ request_start(struct request *r, const struct proto_msg *m)
 	memset(&lk, 0, sizeof(lk));
 	r->dns = broker_dns_hold(r->b);
 	lk.resolver = r->dns != NULL ? broker_dns_resolver(r->dns) : NULL;
-	lk.tag = g_instance(r);	/* the resolver's fair share (broker.h) */
+	lk.tag = g_instance(r); /* the resolver's fair share (broker.h) */
 	if (decide_run(&r->decide, POLICY_TRANSPORT_HTTP, &r->dest,
-	    request_policy, r, &lk, request_decide_cb, r)) {
+		request_policy, r, &lk, request_decide_cb, r)) {
 		broker_dns_release(r->dns);
 		r->dns = NULL;
 		request_decided(r, decide_result(&r->decide));
@@ -802,10 +808,10 @@ fill_headers(struct proto_msg *m, const struct http1_header *hs, size_t n,
 	m->nheaders = 0;
 	for (i = 0; i < n; i++) {
 		if (trailers ? http1_trailer_is_dropped(hs, n, &hs[i]) :
-		    http1_response_is_hop(hs, n, &hs[i]))
+			       http1_response_is_hop(hs, n, &hs[i]))
 			continue;
-		if (m->nheaders == PROTO_HEADERS_MAX ||
-		    hs[i].name_len == 0 || hs[i].name_len > PROTO_NAME_MAX ||
+		if (m->nheaders == PROTO_HEADERS_MAX || hs[i].name_len == 0 ||
+		    hs[i].name_len > PROTO_NAME_MAX ||
 		    hs[i].value_len > PROTO_VALUE_MAX)
 			return -1;
 		bytes += hs[i].name_len + hs[i].value_len;
@@ -820,7 +826,7 @@ fill_headers(struct proto_msg *m, const struct http1_header *hs, size_t n,
 	return 0;
 }
 
-static struct proto_msg request_msg;	/* scratch: single-threaded */
+static struct proto_msg request_msg; /* scratch: single-threaded */
 
 static void
 up_on_head(void *arg, const struct http1_response *resp)
@@ -854,8 +860,9 @@ request_resp_room(struct request *r)
 {
 	size_t n = evbuffer_get_length(r->resp);
 
-	return n < REQUEST_RESP_HIGH && broker_mem_room(r->b, g_instance(r),
-	    &r->mem, n, REQUEST_RESP_HIGH + HTTP1_READ_HIGH);
+	return n < REQUEST_RESP_HIGH &&
+	    broker_mem_room(r->b, g_instance(r), &r->mem, n,
+		REQUEST_RESP_HIGH + HTTP1_READ_HIGH);
 }
 
 static void
@@ -901,10 +908,10 @@ request_park(struct request *r)
 		return;
 	request_pool_key(r, &k);
 	if (r->https && r->tls_gen != r->b->tls_gen)
-		return;		/* verified under the old trust: close it */
+		return; /* verified under the old trust: close it */
 	if (lease_count(r->b->leases, k.instance) >
 	    s->max_connections_per_instance)
-		return;		/* over a lowered budget: close it */
+		return; /* over a lowered budget: close it */
 	http1_exchange_free(r->x);
 	r->x = NULL;
 	/* Takes the connection and the lease, even on failure. */
@@ -938,7 +945,7 @@ request_may_retry(const struct request *r, int err)
 		return 0;
 	if (err != EGRESS_ERR_UPSTREAM_PROTOCOL &&
 	    err != EGRESS_ERR_TLS_FAILED)
-		return 0;	/* a timeout may mean it is being served */
+		return 0; /* a timeout may mean it is being served */
 	return method_is(h, "GET") || method_is(h, "HEAD") ||
 	    method_is(h, "OPTIONS") || method_is(h, "TRACE") ||
 	    method_is(h, "PUT") || method_is(h, "DELETE");
@@ -986,7 +993,7 @@ up_on_end(void *arg, int err, const struct http1_header *trailers,
 			return;
 		}
 		if (m->nheaders == 0)
-			m->type = PROTO_MSG_DATA;	/* none left */
+			m->type = PROTO_MSG_DATA; /* none left */
 	} else
 		m->type = PROTO_MSG_DATA;
 	n = proto_encode(m, buf, sizeof(buf), NULL);
@@ -1030,8 +1037,10 @@ request_pump_body(struct request *r)
 	if (n > 0 && http1_output_pending(r->x) < REQUEST_UP_HIGH) {
 		err = http1_write_body_buffer(r->x, r->body);
 		if (err != 0) {
-			request_fail(r, err == EGRESS_ERR_CLOSED ?
-			    EGRESS_ERR_INVALID_REQUEST : err);
+			request_fail(r,
+			    err == EGRESS_ERR_CLOSED ?
+				EGRESS_ERR_INVALID_REQUEST :
+				err);
 			return;
 		}
 		r->bytes_out += n;
@@ -1043,8 +1052,10 @@ request_pump_body(struct request *r)
 		if (r->head.body_length != 0) {
 			err = http1_finish_body(r->x);
 			if (err != 0) {
-				request_fail(r, err == EGRESS_ERR_CLOSED ?
-				    EGRESS_ERR_INVALID_REQUEST : err);
+				request_fail(r,
+				    err == EGRESS_ERR_CLOSED ?
+					EGRESS_ERR_INVALID_REQUEST :
+					err);
 				return;
 			}
 		}
@@ -1058,7 +1069,7 @@ request_dial_cb(void *arg, int err, struct bufferevent *bev,
 	struct request *r = arg;
 
 	r->b->activity++;
-	r->dial = NULL;		/* freed by dial after we return */
+	r->dial = NULL; /* freed by dial after we return */
 	if (err != 0) {
 		request_fail(r, err);
 		return;
@@ -1094,8 +1105,9 @@ request_begin_exchange(struct request *r, struct bufferevent *bev,
 	    &r->x);
 	if (err != 0) {
 		r->x = NULL;
-		request_fail(r, err == EGRESS_ERR_NOMEM ? err :
-		    EGRESS_ERR_INVALID_REQUEST);
+		request_fail(r,
+		    err == EGRESS_ERR_NOMEM ? err :
+					      EGRESS_ERR_INVALID_REQUEST);
 		return;
 	}
 	http1_set_body_buffer(r->x, up_on_data);
@@ -1129,7 +1141,7 @@ request_connect(struct request *r)
 	p.addrs = r->verdict->addrs;
 	p.naddrs = r->verdict->naddrs;
 	p.timeout_ms = (int)(until - t);
-	p.handshakes = r->b->tls_share;	/* a fair share of handshakes */
+	p.handshakes = r->b->tls_share; /* a fair share of handshakes */
 	p.tag = g_instance(r);
 	r->dial_us = broker_now_us();
 	r->tls_gen = r->b->tls_gen;
@@ -1137,8 +1149,9 @@ request_connect(struct request *r)
 	    request_dial_cb, r, &r->dial);
 	if (err != 0) {
 		r->dial = NULL;
-		request_fail(r, err == EGRESS_ERR_NOMEM ?
-		    EGRESS_ERR_UNAVAILABLE : EGRESS_ERR_CONNECT_FAILED);
+		request_fail(r,
+		    err == EGRESS_ERR_NOMEM ? EGRESS_ERR_UNAVAILABLE :
+					      EGRESS_ERR_CONNECT_FAILED);
 	}
 }
 
@@ -1159,7 +1172,8 @@ request_push(struct request *r)
 			break;
 		if (n > len)
 			n = (uint32_t)len;
-		if (r->g.ops->send_data(r->g.ctx, &r->st, r->resp, n, 0) != 0) {
+		if (r->g.ops->send_data(r->g.ctx, &r->st, r->resp, n, 0) !=
+		    0) {
 			request_fail(r, EGRESS_ERR_UNAVAILABLE);
 			return;
 		}
@@ -1179,7 +1193,8 @@ request_push(struct request *r)
 	m.type = r->tail_type;
 	m.flags = PROTO_FLAG_END_STREAM;
 	m.stream = r->st.id;
-	if (proto_conn_send(r->g.ops->proto(r->g.ctx), &r->st, &m, NULL) != 0) {
+	if (proto_conn_send(r->g.ops->proto(r->g.ctx), &r->st, &m, NULL) !=
+	    0) {
 		request_fail(r, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}

@@ -29,7 +29,7 @@
 #include "conf/conf.h"
 #include "proto/proto.h"
 
-#define SESSION_FDS_MAX		16	/* descriptors one cmsg can carry */
+#define SESSION_FDS_MAX 16 /* descriptors one cmsg can carry */
 
 /* One stream of a session: the session's link to the request serving
  * it. The session owns both; the request reports its end through
@@ -44,7 +44,7 @@ struct session {
 	struct session *next, *prev;
 	struct broker *b;
 	int fd;
-	struct bufferevent *bev;	/* output only */
+	struct bufferevent *bev; /* output only */
 	/* Frames queued in this loop iteration: session_flush_cb writes
 	 * them straight to the socket when the bufferevent's output is
 	 * empty (no epoll_ctl pair, no extra iteration), else appends them
@@ -52,25 +52,25 @@ struct session {
 	struct evbuffer *stage;
 	struct event *flush_ev;
 	int flush_pending;
-	struct event *rev;		/* input: recvmsg() */
+	struct event *rev; /* input: recvmsg() */
 	struct event *hello_timer;
-	struct event *defer;		/* re-check closing from the loop */
+	struct event *defer; /* re-check closing from the loop */
 	struct evbuffer *in;
 	struct proto_conn pc;
 	char instance[CONF_NAME_MAX + 1];
-	int shared;		/* holds a unit of b->session_share */
-	struct broker_mem mem;		/* credit for queued output */
-	struct event *stall_timer;	/* reading paused: drop at expiry */
-	struct guest guest;		/* what its requests see of it */
+	int shared;		   /* holds a unit of b->session_share */
+	struct broker_mem mem;	   /* credit for queued output */
+	struct event *stall_timer; /* reading paused: drop at expiry */
+	struct guest guest;	   /* what its requests see of it */
 	struct stream *streams;
-	struct stream *rr;	/* next stream session_flush_all serves */
+	struct stream *rr; /* next stream session_flush_all serves */
 	size_t nstreams;
-	int read_paused;		/* output over SESSION_OUT_HIGH */
-	int closing;			/* free once output is flushed */
+	int read_paused; /* output over SESSION_OUT_HIGH */
+	int closing;	 /* free once output is flushed */
 	int goaway_sent;
 };
 
-static struct proto_msg session_msg;	/* decode scratch (one thread) */
+static struct proto_msg session_msg; /* decode scratch (one thread) */
 
 static void session_free(struct session *s);
 static void session_maybe_close(struct session *s);
@@ -113,8 +113,8 @@ session_has_room(struct session *s)
 {
 	size_t n = session_out_len(s);
 
-	return n < SESSION_OUT_HIGH && broker_mem_room(s->b, s->instance,
-	    &s->mem, n, SESSION_OUT_HIGH);
+	return n < SESSION_OUT_HIGH &&
+	    broker_mem_room(s->b, s->instance, &s->mem, n, SESSION_OUT_HIGH);
 }
 
 static int
@@ -142,9 +142,10 @@ session_send(struct session *s, struct proto_stream *st,
 		return err;
 	n = proto_encode(m, v.iov_base, (size_t)n, &f);
 	if (n < 0)
-		return n;	/* cannot happen after encode_size */
+		return n; /* cannot happen after encode_size */
 	v.iov_len = (size_t)n;
-	return evbuffer_commit_space(s->stage, &v, 1) == 0 ? 0 :
+	return evbuffer_commit_space(s->stage, &v, 1) == 0 ?
+	    0 :
 	    EGRESS_ERR_NOMEM;
 }
 
@@ -159,15 +160,17 @@ session_send_data(struct session *s, struct proto_stream *st,
 	if (st == NULL) {
 		/* An already applied, already encoded frame (the tail). */
 		return evbuffer_remove_buffer(buf, session_out(s), n) ==
-		    (int)n ? 0 : EGRESS_ERR_NOMEM;
+			(int)n ?
+		    0 :
+		    EGRESS_ERR_NOMEM;
 	}
 	memset(&m, 0, offsetof(struct proto_msg, headers));
 	m.type = PROTO_MSG_DATA;
 	m.flags = flags;
 	m.stream = st->id;
 	m.data.len = n;
-	if (proto_hdr_encode(hdr, PROTO_MSG_DATA, flags, st->id,
-	    (uint32_t)n, NULL) < 0)
+	if (proto_hdr_encode(hdr, PROTO_MSG_DATA, flags, st->id, (uint32_t)n,
+		NULL) < 0)
 		return EGRESS_ERR_INVALID;
 	err = proto_conn_send(&s->pc, st, &m, NULL);
 	if (err != 0)
@@ -179,8 +182,7 @@ session_send_data(struct session *s, struct proto_stream *st,
 }
 
 static int
-session_send_error(struct session *s, struct proto_stream *st,
-    uint32_t code)
+session_send_error(struct session *s, struct proto_stream *st, uint32_t code)
 {
 	struct proto_msg m;
 
@@ -191,8 +193,7 @@ session_send_error(struct session *s, struct proto_stream *st,
 }
 
 static void
-session_window_update(struct session *s, struct proto_stream *st,
-    uint32_t inc)
+session_window_update(struct session *s, struct proto_stream *st, uint32_t inc)
 {
 	struct proto_msg m;
 
@@ -338,11 +339,12 @@ session_flush_all(struct session *s)
 	size_t i, n = s->nstreams;
 
 	t = s->rr != NULL ? s->rr : s->streams;
-	for (i = 0; i < n && t != NULL && session_can_write(s); i++, t = next) {
+	for (i = 0; i < n && t != NULL && session_can_write(s); i++,
+	    t = next) {
 		next = t->next != NULL ? t->next : s->streams;
 		if (next == t)
-			next = NULL;	/* the only stream */
-		request_flush(t->r);	/* may free t, never next */
+			next = NULL; /* the only stream */
+		request_flush(t->r); /* may free t, never next */
 		s->rr = next;
 	}
 }
@@ -394,7 +396,7 @@ session_frame(struct session *s, struct proto_msg *m)
 			return -1;
 		t->s = s;
 		if ((t->r = request_new(s->b, &s->guest, m->stream,
-		    session_stream_done, t)) == NULL) {
+			 session_stream_done, t)) == NULL) {
 			free(t);
 			return -1;
 		}
@@ -405,7 +407,7 @@ session_frame(struct session *s, struct proto_msg *m)
 			return rv == PROTO_IGNORE ? 0 : -1;
 		}
 		session_link(s, t);
-		request_start(t->r, m);	/* may free t */
+		request_start(t->r, m); /* may free t */
 		return 0;
 	}
 	if (m->stream != 0 && (t = session_find(s, m->stream)) != NULL)
@@ -460,7 +462,7 @@ session_frame(struct session *s, struct proto_msg *m)
 			request_on_body(r, 0, 1);
 		return 0;
 	default:
-		return -1;	/* the table refuses every other type */
+		return -1; /* the table refuses every other type */
 	}
 }
 
@@ -481,8 +483,8 @@ session_data(struct session *s, const struct proto_hdr *h)
 	m.data.len = h->length;
 	if ((t = session_find(s, h->stream)) != NULL)
 		r = t->r;
-	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL,
-	    &m, &f);
+	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL, &m,
+	    &f);
 	if (rv < 0)
 		return -1;
 	(void)evbuffer_drain(s->in, PROTO_HDR_SIZE);
@@ -492,8 +494,8 @@ session_data(struct session *s, const struct proto_hdr *h)
 		session_consumed(s, NULL, 0);
 		return 0;
 	}
-	if (evbuffer_remove_buffer(s->in, request_body_buffer(r),
-	    h->length) != (int)h->length)
+	if (evbuffer_remove_buffer(s->in, request_body_buffer(r), h->length) !=
+	    (int)h->length)
 		return -1;
 	request_on_body(r, h->length, (h->flags & PROTO_FLAG_END_STREAM) != 0);
 	return 0;
@@ -593,8 +595,8 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 	msg.msg_control = cbuf.buf;
 	msg.msg_controllen = sizeof(cbuf.buf);
 	n = recvmsg(s->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-	    errno == EINTR))
+	if (n < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (n < 0) {
 		/* Failed (ECONNRESET, ...): the kernel wrote no control
@@ -611,8 +613,7 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	for (i = 0; i < nv && n > 0; i++) {
-		size_t k = (size_t)n < v[i].iov_len ? (size_t)n :
-		    v[i].iov_len;
+		size_t k = (size_t)n < v[i].iov_len ? (size_t)n : v[i].iov_len;
 
 		v[i].iov_len = k;
 		n -= (ssize_t)k;
@@ -668,7 +669,7 @@ session_mem_wake(void *arg)
 static void
 session_stall_cb(evutil_socket_t fd, short what, void *arg)
 {
-	session_free(arg);	/* sent for SESSION_STALL_MS, read nothing */
+	session_free(arg); /* sent for SESSION_STALL_MS, read nothing */
 }
 
 static void
@@ -719,7 +720,7 @@ session_defer_cb(evutil_socket_t fd, short what, void *arg)
 static void
 session_hello_cb(evutil_socket_t fd, short what, void *arg)
 {
-	session_free(arg);	/* no HELLO in time */
+	session_free(arg); /* no HELLO in time */
 }
 
 static void
@@ -752,7 +753,7 @@ session_free(struct session *s)
 	if (s->rev != NULL)
 		event_free(s->rev);
 	if (s->bev != NULL)
-		bufferevent_free(s->bev);	/* closes fd */
+		bufferevent_free(s->bev); /* closes fd */
 	else
 		(void)close(s->fd);
 	if (s->flush_ev != NULL)
@@ -814,8 +815,8 @@ session_log_refused(struct broker *b, const char *instance, const char *cap)
 
 	if (refused.timer == NULL &&
 	    (refused.timer = evtimer_new(b->base, session_refused_flush,
-	    NULL)) == NULL) {
-		session_refused_event(instance, cap, 1);	/* unbatched */
+		 NULL)) == NULL) {
+		session_refused_event(instance, cap, 1); /* unbatched */
 		return;
 	}
 	if (evtimer_pending(refused.timer, NULL)) {
@@ -896,8 +897,7 @@ session_accept(struct broker *b, int fd, const char *instance)
 	b->nsessions++;
 	if (s->in == NULL || s->bev == NULL || s->rev == NULL ||
 	    s->hello_timer == NULL || s->stall_timer == NULL ||
-	    s->defer == NULL || s->stage == NULL ||
-	    s->flush_ev == NULL) {
+	    s->defer == NULL || s->stage == NULL || s->flush_ev == NULL) {
 		session_free(s);
 		return EGRESS_ERR_NOMEM;
 	}
@@ -924,7 +924,7 @@ session_drain_all(struct broker *b)
 			continue;
 		}
 		session_send_goaway(s);
-		session_maybe_close(s);	/* may free s */
+		session_maybe_close(s); /* may free s */
 	}
 	return b->nsessions;
 }
@@ -972,6 +972,6 @@ session_revoke_instance(struct broker *b, const char *instance)
 	rv->b = b;
 	(void)snprintf(rv->instance, sizeof(rv->instance), "%s", instance);
 	if (event_base_once(b->base, -1, EV_TIMEOUT, session_revoke_cb, rv,
-	    &zero) != 0)
+		&zero) != 0)
 		free(rv);
 }

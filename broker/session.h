@@ -34,13 +34,14 @@ struct broker;
  * so the per-instance cap also bounds what one instance can pin:
  * 128 x 2 MiB. One instance can take at most 1/128 of the total.
  */
-#define SESSIONS_MAX		16384	/* plugin connections, all told */
-#define SESSIONS_PER_INSTANCE	128	/* plugin connections each */
-#define SESSION_OUT_HIGH	(2 * 1024 * 1024)	/* queued to guest */
-#define SESSION_OUT_LOW		(512 * 1024)
-#define SESSION_READ_MAX	(64 * 1024)	/* bytes per recvmsg() */
-#define SESSION_HELLO_MS	10000	/* HELLO must arrive by then */
-#define SESSION_STALL_MS	10000	/* reading paused (a guest that
+#define SESSIONS_MAX	      16384 /* plugin connections, all told */
+#define SESSIONS_PER_INSTANCE 128   /* plugin connections each */
+#define SESSION_OUT_HIGH      (2 * 1024 * 1024) /* queued to guest */
+#define SESSION_OUT_LOW	      (512 * 1024)
+#define SESSION_READ_MAX      (64 * 1024) /* bytes per recvmsg() */
+#define SESSION_HELLO_MS      10000	  /* HELLO must arrive by then */
+#define SESSION_STALL_MS \
+	10000 /* reading paused (a guest that
 					   sends but does not read): drop */
 
 /*

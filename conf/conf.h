@@ -16,11 +16,11 @@
 
 #include "policy/policy.h"
 
-#define CONF_LINE_MAX		200	/* bytes per line, without the newline */
+#define CONF_LINE_MAX		200 /* bytes per line, without the newline */
 #define CONF_MANIFEST_MAX	(64 * 1024)
-#define CONF_MANIFEST_HOSTS_MAX	1024
-#ifndef CONF_DEFAULT_PATH	/* the build sets it: SYSCONFDIR/egressd/... */
-#define CONF_DEFAULT_PATH	"/etc/egressd/egressd.ini"
+#define CONF_MANIFEST_HOSTS_MAX 1024
+#ifndef CONF_DEFAULT_PATH /* the build sets it: SYSCONFDIR/egressd/... */
+#define CONF_DEFAULT_PATH "/etc/egressd/egressd.ini"
 #endif
 
 /* A list of error messages, each "FILE:LINE: [section] key: message". */
@@ -39,11 +39,11 @@ enum conf_sig_mode {
 };
 
 enum conf_sig_status {
-	CONF_SIG_NOT_CHECKED = 1,	/* signature_mode = disabled */
-	CONF_SIG_VALID = 2,		/* verified by a trusted key */
-	CONF_SIG_UNSIGNED = 3,		/* no manifest.ini.sig */
-	CONF_SIG_UNTRUSTED = 4,		/* well-formed, no trusted key verifies */
-	CONF_SIG_INVALID = 5,		/* malformed signature file */
+	CONF_SIG_NOT_CHECKED = 1, /* signature_mode = disabled */
+	CONF_SIG_VALID = 2,	  /* verified by a trusted key */
+	CONF_SIG_UNSIGNED = 3,	  /* no manifest.ini.sig */
+	CONF_SIG_UNTRUSTED = 4,	  /* well-formed, no trusted key verifies */
+	CONF_SIG_INVALID = 5,	  /* malformed signature file */
 };
 
 /* Return "not-checked", "valid", "unsigned", "untrusted", "invalid". */
@@ -51,28 +51,28 @@ const char *conf_sig_status_str(enum conf_sig_status s);
 
 /* A parsed manifest. Immutable once returned. */
 struct conf_manifest {
-	char *path;			/* as opened */
-	char *name;			/* [plugin] name */
-	char *version;			/* [plugin] version */
-	unsigned permissions;		/* [plugin] permissions */
-	struct policy_grant *hosts;	/* [egress] hosts (never NULL) */
-	int operator_defined;		/* [egress] operator_defined */
+	char *path;		    /* as opened */
+	char *name;		    /* [plugin] name */
+	char *version;		    /* [plugin] version */
+	unsigned permissions;	    /* [plugin] permissions */
+	struct policy_grant *hosts; /* [egress] hosts (never NULL) */
+	int operator_defined;	    /* [egress] operator_defined */
 	enum conf_sig_status sig;
-	unsigned char sha256[32];	/* of the manifest bytes */
-	int name_line;			/* line of [plugin] name */
+	unsigned char sha256[32]; /* of the manifest bytes */
+	int name_line;		  /* line of [plugin] name */
 };
 
 /* Trusted Ed25519 public keys. */
 struct conf_keyring;
 
-#define CONF_SIG_LEN		64	/* bytes of an Ed25519 signature */
-#define CONF_SIG_B64_LEN	88	/* its base64 text, without newline */
-#define CONF_SIG_FILE_MAX	1024	/* bytes of manifest.ini.sig read */
-#define CONF_NAME_MAX		64	/* instance, plugin and version names */
-#define CONF_METHOD_MAX		32	/* bytes of an extra_methods item */
-#define CONF_MEMORY_MIN		(16ULL << 20)	/* [broker] memory_max */
-#define CONF_MEMORY_MAX		(64ULL << 30)
-#define CONF_METHODS_MAX	32	/* items of [limits] extra_methods */
+#define CONF_SIG_LEN	  64   /* bytes of an Ed25519 signature */
+#define CONF_SIG_B64_LEN  88   /* its base64 text, without newline */
+#define CONF_SIG_FILE_MAX 1024 /* bytes of manifest.ini.sig read */
+#define CONF_NAME_MAX	  64   /* instance, plugin and version names */
+#define CONF_METHOD_MAX	  32   /* bytes of an extra_methods item */
+#define CONF_MEMORY_MIN	  (16ULL << 20) /* [broker] memory_max */
+#define CONF_MEMORY_MAX	  (64ULL << 30)
+#define CONF_METHODS_MAX  32 /* items of [limits] extra_methods */
 
 /*
  * Load every PEM public key (Ed25519 only) from the given files. Return 0
@@ -134,13 +134,13 @@ void conf_manifest_free(struct conf_manifest *m);
 struct conf_instance {
 	char *name;
 	char *plugin;
-	char *manifest_path;		/* resolved against the config folder */
-	unsigned granted_permissions;	/* the entry's permissions */
-	struct policy_grant *hosts;		/* egress_hosts (never NULL) */
-	struct policy_grant *allow_private;	/* egress_allow_private */
-	char *socket_owner;		/* NULL when unset */
+	char *manifest_path;	      /* resolved against the config folder */
+	unsigned granted_permissions; /* the entry's permissions */
+	struct policy_grant *hosts;   /* egress_hosts (never NULL) */
+	struct policy_grant *allow_private; /* egress_allow_private */
+	char *socket_owner;		    /* NULL when unset */
 	char *socket_group;
-	int line;			/* of the section header */
+	int line; /* of the section header */
 	/* The manifest, or NULL when refused; then manifest_error says why
 	 * (file:line messages joined with "; "). */
 	struct conf_manifest *manifest;
@@ -152,37 +152,37 @@ struct conf_instance {
 };
 
 /* The largest [broker] busy_poll_us. */
-#define CONF_BUSY_POLL_MAX_US	1000
+#define CONF_BUSY_POLL_MAX_US 1000
 
 /* The whole configuration. Every field is read-only after conf_load, but
  * files[].racy, which the staleness checks settle (single-threaded). */
 struct conf_snapshot {
-	char *path;			/* the configuration file */
-	char *dir;			/* its folder */
-	uint64_t generation;		/* set by the caller that swaps it in */
+	char *path;	     /* the configuration file */
+	char *dir;	     /* its folder */
+	uint64_t generation; /* set by the caller that swaps it in */
 
-	struct policy_nat64_list nat64;		/* [security] nat64_prefixes */
-	enum conf_sig_mode sig_mode;		/* [plugins.security] */
-	char **trusted_keys;			/* resolved paths */
+	struct policy_nat64_list nat64; /* [security] nat64_prefixes */
+	enum conf_sig_mode sig_mode;	/* [plugins.security] */
+	char **trusted_keys;		/* resolved paths */
 	size_t ntrusted_keys;
 	struct conf_keyring *keyring;
-	char *package_dir;			/* [plugins] package_dir */
-	unsigned max_connections_per_instance;	/* [plugins.limits] */
+	char *package_dir;		       /* [plugins] package_dir */
+	unsigned max_connections_per_instance; /* [plugins.limits] */
 
 	/* [broker] */
 	char *instance_socket_dir;
 	char *control_socket;
-	char *log_path;			/* NULL: stderr */
+	char *log_path; /* NULL: stderr */
 	unsigned drain_timeout_ms;
-	unsigned busy_poll_us;		/* 0: off (docs/configuration.md) */
-	uint64_t memory_max;		/* bytes; 0: derived by the broker */
+	unsigned busy_poll_us; /* 0: off (docs/configuration.md) */
+	uint64_t memory_max;   /* bytes; 0: derived by the broker */
 	uid_t *control_uids;
 	size_t ncontrol_uids;
 	gid_t *control_gids;
 	size_t ncontrol_gids;
 
 	/* [resolver] */
-	char **resolver_servers;	/* "ADDR[:PORT]" / "[ADDR]:PORT" */
+	char **resolver_servers; /* "ADDR[:PORT]" / "[ADDR]:PORT" */
 	size_t nresolver_servers;
 	unsigned resolver_timeout_ms;
 
@@ -190,19 +190,19 @@ struct conf_snapshot {
 	unsigned connect_timeout_ms;
 	unsigned first_byte_timeout_ms;
 	unsigned between_bytes_timeout_ms;
-	char **extra_methods;		/* request methods beyond the
+	char **extra_methods; /* request methods beyond the
 					   standard set (tokens) */
 	size_t nextra_methods;
 
 	/* [tls] */
-	char *ca_file;			/* NULL: system store */
+	char *ca_file; /* NULL: system store */
 
 	/* [metrics] */
-	char *metrics_listen;		/* NULL: no scrape endpoint; else a
+	char *metrics_listen; /* NULL: no scrape endpoint; else a
 					   loopback ADDR:PORT, [::1]:PORT or
 					   an absolute Unix socket path */
 
-	struct conf_instance *instances;	/* sorted by name */
+	struct conf_instance *instances; /* sorted by name */
 	size_t ninstances;
 
 	/* Every file the snapshot was built from (the configuration, then
@@ -231,7 +231,7 @@ struct conf_snapshot {
 		int shared;
 		int has_digest;
 		unsigned char digest[32];
-	} *files;
+	} * files;
 	size_t nfiles;
 };
 

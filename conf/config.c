@@ -23,26 +23,27 @@
 
 #include "conf/confint.h"
 
-#define CONFIG_FILE_MAX		(16 * 1024 * 1024)
-#define MS_MIN			1
-#define MS_MAX			3600000
-#define CONN_MAX		65535
-#define RESOLVER_SERVERS_MAX	16
-#define ENTRIES_PREFIX		"plugins.entries."
+#define CONFIG_FILE_MAX	     (16 * 1024 * 1024)
+#define MS_MIN		     1
+#define MS_MAX		     3600000
+#define CONN_MAX	     65535
+#define RESOLVER_SERVERS_MAX 16
+#define ENTRIES_PREFIX	     "plugins.entries."
 
 _Static_assert(sizeof(uid_t) == sizeof(unsigned) &&
-    sizeof(gid_t) == sizeof(unsigned), "ids are stored as unsigned");
+	sizeof(gid_t) == sizeof(unsigned),
+    "ids are stored as unsigned");
 
 /* Defaults (docs/configuration.md). */
-#define DEF_SIG_MODE		CONF_SIG_PERMISSIVE
-#define DEF_MAX_CONN		16
-#define DEF_SOCKET_DIR		"/run/egressd/instances"
-#define DEF_CONTROL_SOCKET	"/run/egressd/control.sock"
-#define DEF_DRAIN_MS		5000
-#define DEF_RESOLVER_MS		5000
-#define DEF_CONNECT_MS		10000
-#define DEF_FIRST_BYTE_MS	30000
-#define DEF_BETWEEN_BYTES_MS	30000
+#define DEF_SIG_MODE	     CONF_SIG_PERMISSIVE
+#define DEF_MAX_CONN	     16
+#define DEF_SOCKET_DIR	     "/run/egressd/instances"
+#define DEF_CONTROL_SOCKET   "/run/egressd/control.sock"
+#define DEF_DRAIN_MS	     5000
+#define DEF_RESOLVER_MS	     5000
+#define DEF_CONNECT_MS	     10000
+#define DEF_FIRST_BYTE_MS    30000
+#define DEF_BETWEEN_BYTES_MS 30000
 
 static const struct conf_keydef security_keys[] = {
 	{ "nat64_prefixes", 1 },
@@ -155,7 +156,7 @@ cfg_section(void *ctx, const char *path, const char *name, int line,
 		if (strcmp(name, fixed_secs[i].name) != 0)
 			continue;
 		if (conf_sec_init(&cp->fixed[i], name, line,
-		    fixed_secs[i].keys) != 0) {
+			fixed_secs[i].keys) != 0) {
 			cp->nomem = 1;
 			return NULL;
 		}
@@ -163,31 +164,35 @@ cfg_section(void *ctx, const char *path, const char *name, int line,
 		return &cp->fixed[i];
 	}
 	if (strcmp(name, "plugins.entries") == 0) {
-		conf_errors_addf(errs, "%s:%d: [%s]: an entry needs the "
-		    "instance's name: write [plugins.entries.NAME]", path,
-		    line, name);
+		conf_errors_addf(errs,
+		    "%s:%d: [%s]: an entry needs the "
+		    "instance's name: write [plugins.entries.NAME]",
+		    path, line, name);
 		return NULL;
 	}
 	if (strncmp(name, ENTRIES_PREFIX, strlen(ENTRIES_PREFIX)) != 0) {
-		conf_errors_addf(errs, "%s:%d: [%s]: unknown section; the "
+		conf_errors_addf(errs,
+		    "%s:%d: [%s]: unknown section; the "
 		    "sections are [security], [plugins], [plugins.security], "
 		    "[plugins.limits], [plugins.entries.NAME], [broker], "
-		    "[resolver], [limits] and [tls]", path, line, name);
+		    "[resolver], [limits] and [tls]",
+		    path, line, name);
 		return NULL;
 	}
 	inst = name + strlen(ENTRIES_PREFIX);
 	if (!conf_name_is_valid(inst, 0)) {
-		conf_errors_addf(errs, "%s:%d: [%s]: '%s' is not an instance "
+		conf_errors_addf(errs,
+		    "%s:%d: [%s]: '%s' is not an instance "
 		    "name: 1 to %d bytes of a-z, 0-9, '.', '_', '-', "
 		    "starting with a letter or digit, without '..' (it "
-		    "names the instance's socket file)", path, line, name,
-		    inst, CONF_NAME_MAX);
+		    "names the instance's socket file)",
+		    path, line, name, inst, CONF_NAME_MAX);
 		return NULL;
 	}
 	/* NOLINTBEGIN(bugprone-sizeof-expression): an array of pointers */
 	if ((sec = calloc(1, sizeof(*sec))) == NULL ||
-	    (v = realloc(cp->entries, (cp->nentries + 1) *
-	    sizeof(*v))) == NULL) {
+	    (v = realloc(cp->entries, (cp->nentries + 1) * sizeof(*v))) ==
+		NULL) {
 		free(sec);
 		cp->nomem = 1;
 		return NULL;
@@ -260,9 +265,11 @@ get_path(struct cfg_parse *cp, int idx, const char *key, char **ret)
 	}
 	if (strlen(s) >= PATH_MAX) {
 		free(s);
-		return conf_errors_addf(cp->errs, "%s:%d: [%s] %s: the path "
-		    "is longer than %d bytes once resolved", cp->path,
-		    v->line, fixed_secs[idx].name, key, PATH_MAX - 1);
+		return conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] %s: the path "
+		    "is longer than %d bytes once resolved",
+		    cp->path, v->line, fixed_secs[idx].name, key,
+		    PATH_MAX - 1);
 	}
 	free(*ret);
 	*ret = s;
@@ -279,11 +286,12 @@ get_ms(struct cfg_parse *cp, int idx, const char *key, unsigned *ret)
 	if (v == NULL || v->str == NULL)
 		return 0;
 	if (conf_parse_uint(v->str, MS_MIN, MS_MAX, &n) != 0)
-		return conf_errors_addf(cp->errs, "%s:%d: [%s] %s: '%s' is "
+		return conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] %s: '%s' is "
 		    "not a duration; write a whole number of milliseconds "
-		    "from %d to %d, in decimal digits (default %u)", cp->path,
-		    v->line, fixed_secs[idx].name, key, v->str, MS_MIN,
-		    MS_MAX, *ret);
+		    "from %d to %d, in decimal digits (default %u)",
+		    cp->path, v->line, fixed_secs[idx].name, key, v->str,
+		    MS_MIN, MS_MAX, *ret);
 	*ret = (unsigned)n;
 	return 0;
 }
@@ -298,11 +306,12 @@ get_busy_poll(struct cfg_parse *cp, unsigned *ret)
 	if (v == NULL || v->str == NULL)
 		return 0;
 	if (conf_parse_uint(v->str, 0, CONF_BUSY_POLL_MAX_US, &n) != 0)
-		return conf_errors_addf(cp->errs, "%s:%d: [broker] "
+		return conf_errors_addf(cp->errs,
+		    "%s:%d: [broker] "
 		    "busy_poll_us: '%s' is not a spin time; write a whole "
 		    "number of microseconds from 0 (off) to %d, in decimal "
-		    "digits (default 0)", cp->path, v->line, v->str,
-		    CONF_BUSY_POLL_MAX_US);
+		    "digits (default 0)",
+		    cp->path, v->line, v->str, CONF_BUSY_POLL_MAX_US);
 	*ret = (unsigned)n;
 	return 0;
 }
@@ -343,10 +352,11 @@ get_memory_max(struct cfg_parse *cp, uint64_t *ret)
 	if (len == 0 || len >= sizeof(digits) ||
 	    conf_parse_uint(digits, 1, CONF_MEMORY_MAX / mul, &n) != 0 ||
 	    n * mul < CONF_MEMORY_MIN)
-		return conf_errors_addf(cp->errs, "%s:%d: [broker] "
+		return conf_errors_addf(cp->errs,
+		    "%s:%d: [broker] "
 		    "memory_max: '%s' is not a size; write bytes, or a number "
-		    "followed by K, M or G, from 16M to 64G", cp->path,
-		    v->line, v->str);
+		    "followed by K, M or G, from 16M to 64G",
+		    cp->path, v->line, v->str);
 	*ret = n * mul;
 	return 0;
 }
@@ -370,11 +380,12 @@ get_ids(struct cfg_parse *cp, int idx, const char *key, unsigned **ret,
 	}
 	for (i = 0; i < v->list.n; i++) {
 		if (conf_parse_uint(v->list.v[i].s, 0, CONF_ID_MAX, &n) != 0) {
-			conf_errors_addf(cp->errs, "%s:%d: [%s] %s: '%s' is "
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [%s] %s: '%s' is "
 			    "not a numeric id; write decimal ids from 0 to "
-			    "%u (names are not looked up here)", cp->path,
-			    v->list.v[i].line, fixed_secs[idx].name, key,
-			    v->list.v[i].s, CONF_ID_MAX);
+			    "%u (names are not looked up here)",
+			    cp->path, v->list.v[i].line, fixed_secs[idx].name,
+			    key, v->list.v[i].s, CONF_ID_MAX);
 			bad = 1;
 			continue;
 		}
@@ -389,8 +400,6 @@ get_ids(struct cfg_parse *cp, int idx, const char *key, unsigned **ret,
 	*retn = v->list.n;
 	return 0;
 }
-
-
 
 /* [metrics] listen: NULL (no scrape endpoint) unless set. */
 static void
@@ -409,7 +418,6 @@ get_metrics_listen(struct cfg_parse *cp, struct conf_snapshot *s)
 	if ((s->metrics_listen = strdup(v->str)) == NULL)
 		cp->nomem = 1;
 }
-
 
 /* ---- Sections ---------------------------------------------------------- */
 
@@ -436,20 +444,24 @@ build_security(struct cfg_parse *cp, struct conf_snapshot *s)
 		items[i] = v->list.v[i].s;
 		memset(&err, 0, sizeof(err));
 		if (policy_nat64_parse_list(&items[i], 1, &one, &err) != 0) {
-			conf_errors_addf(cp->errs, "%s:%d: [security] "
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [security] "
 			    "nat64_prefixes: '%s': %s (one bad prefix rejects "
-			    "the whole list)", cp->path, v->list.v[i].line,
-			    items[i], err.msg[0] ? err.msg :
-			    "not an <ipv6>/<len> prefix");
+			    "the whole list)",
+			    cp->path, v->list.v[i].line, items[i],
+			    err.msg[0] ? err.msg :
+					 "not an <ipv6>/<len> prefix");
 			bad = 1;
 		}
 	}
 	if (!bad) {
 		memset(&err, 0, sizeof(err));
 		if (policy_nat64_parse_list(items, v->list.n, &s->nat64,
-		    &err) != 0)
-			conf_errors_addf(cp->errs, "%s:%d: [security] "
-			    "nat64_prefixes: %s", cp->path, v->line,
+			&err) != 0)
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [security] "
+			    "nat64_prefixes: %s",
+			    cp->path, v->line,
 			    err.msg[0] ? err.msg : "invalid list");
 	}
 	free(items);
@@ -470,7 +482,8 @@ build_plugins(struct cfg_parse *cp, struct conf_snapshot *s)
 
 	s->sig_mode = DEF_SIG_MODE;
 	if ((v = fixed_val(cp, SEC_PLUGINS_SECURITY, "signature_mode")) !=
-	    NULL && v->str != NULL) {
+		NULL &&
+	    v->str != NULL) {
 		if (strcmp(v->str, "disabled") == 0)
 			s->sig_mode = CONF_SIG_DISABLED;
 		else if (strcmp(v->str, "permissive") == 0)
@@ -478,13 +491,15 @@ build_plugins(struct cfg_parse *cp, struct conf_snapshot *s)
 		else if (strcmp(v->str, "strict") == 0)
 			s->sig_mode = CONF_SIG_STRICT;
 		else
-			conf_errors_addf(cp->errs, "%s:%d: [plugins.security] "
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [plugins.security] "
 			    "signature_mode: unknown mode '%s'; write "
-			    "disabled, permissive or strict", cp->path,
-			    v->line, v->str);
+			    "disabled, permissive or strict",
+			    cp->path, v->line, v->str);
 	}
 	if ((v = fixed_val(cp, SEC_PLUGINS_SECURITY, "trusted_keys")) !=
-	    NULL && v->list.n > 0) {
+		NULL &&
+	    v->list.n > 0) {
 		s->trusted_keys = calloc(v->list.n, sizeof(*s->trusted_keys));
 		if (s->trusted_keys == NULL) {
 			cp->nomem = 1;
@@ -503,19 +518,22 @@ build_plugins(struct cfg_parse *cp, struct conf_snapshot *s)
 
 	s->max_connections_per_instance = DEF_MAX_CONN;
 	if ((v = fixed_val(cp, SEC_PLUGINS_LIMITS,
-	    "max_connections_per_instance")) != NULL && v->str != NULL) {
+		 "max_connections_per_instance")) != NULL &&
+	    v->str != NULL) {
 		if (strcmp(v->str, "0") == 0)
-			conf_errors_addf(cp->errs, "%s:%d: [plugins.limits] "
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [plugins.limits] "
 			    "max_connections_per_instance: 0 would refuse "
 			    "every connection; write a number from 1 to %d "
-			    "(default %d)", cp->path, v->line, CONN_MAX,
-			    DEF_MAX_CONN);
+			    "(default %d)",
+			    cp->path, v->line, CONN_MAX, DEF_MAX_CONN);
 		else if (conf_parse_uint(v->str, 1, CONN_MAX, &n) != 0)
-			conf_errors_addf(cp->errs, "%s:%d: [plugins.limits] "
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [plugins.limits] "
 			    "max_connections_per_instance: '%s' is not a "
 			    "count; write a decimal number from 1 to %d "
-			    "(default %d)", cp->path, v->line, v->str,
-			    CONN_MAX, DEF_MAX_CONN);
+			    "(default %d)",
+			    cp->path, v->line, v->str, CONN_MAX, DEF_MAX_CONN);
 		else
 			s->max_connections_per_instance = (unsigned)n;
 	}
@@ -544,9 +562,10 @@ build_keyring(struct cfg_parse *cp, struct conf_snapshot *s)
 			break;
 		}
 		for (j = 0; j < e.n; j++)
-			conf_errors_addf(cp->errs, "%s:%d: [plugins.security] "
-			    "trusted_keys: %s", cp->path, v->list.v[i].line,
-			    e.msgs[j]);
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [plugins.security] "
+			    "trusted_keys: %s",
+			    cp->path, v->list.v[i].line, e.msgs[j]);
 		bad |= e.n > 0;
 		conf_errors_done(&e);
 	}
@@ -558,11 +577,12 @@ build_keyring(struct cfg_parse *cp, struct conf_snapshot *s)
 		cp->nomem = 1;
 	else if (r != 0)
 		for (j = 0; j < e.n; j++)
-			conf_errors_addf(cp->errs, "%s: [plugins.security] "
-			    "trusted_keys: %s", cp->path, e.msgs[j]);
+			conf_errors_addf(cp->errs,
+			    "%s: [plugins.security] "
+			    "trusted_keys: %s",
+			    cp->path, e.msgs[j]);
 	conf_errors_done(&e);
 }
-
 
 /* [limits] extra_methods: methods a guest may use beyond the standard
  * set. CONNECT is never one of them. */
@@ -577,31 +597,34 @@ get_methods(struct cfg_parse *cp, struct conf_snapshot *s)
 	    v->list.n == 0)
 		return;
 	if (v->list.n > CONF_METHODS_MAX) {
-		conf_errors_addf(cp->errs, "%s:%d: [limits] extra_methods: "
-		    "%zu methods; at most %d", cp->path, v->line, v->list.n,
-		    CONF_METHODS_MAX);
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [limits] extra_methods: "
+		    "%zu methods; at most %d",
+		    cp->path, v->line, v->list.n, CONF_METHODS_MAX);
 		return;
 	}
 	for (i = 0; i < v->list.n; i++) {
 		const char *m = v->list.v[i].s;
 
 		if (strcasecmp(m, "CONNECT") == 0) {
-			conf_errors_addf(cp->errs, "%s:%d: [limits] "
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [limits] "
 			    "extra_methods: 'CONNECT' is never relayed",
 			    cp->path, v->list.v[i].line);
 			bad = 1;
 		} else if (!conf_method_is_valid(m)) {
-			conf_errors_addf(cp->errs, "%s:%d: [limits] "
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [limits] "
 			    "extra_methods: '%s': a method is 1 to %d upper-case "
-			    "letters, digits or '-'", cp->path,
-			    v->list.v[i].line, m, CONF_METHOD_MAX);
+			    "letters, digits or '-'",
+			    cp->path, v->list.v[i].line, m, CONF_METHOD_MAX);
 			bad = 1;
 		}
 	}
 	if (bad)
 		return;
 	if ((s->extra_methods = calloc(v->list.n,
-	    sizeof(*s->extra_methods))) == NULL) {
+		 sizeof(*s->extra_methods))) == NULL) {
 		cp->nomem = 1;
 		return;
 	}
@@ -629,13 +652,16 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	}
 	(void)get_path(cp, SEC_BROKER, "instance_socket_dir",
 	    &s->instance_socket_dir);
-	if (get_path(cp, SEC_BROKER, "control_socket",
-	    &s->control_socket) == 0 &&
-	    strlen(s->control_socket) >= sizeof(((struct sockaddr_un *)0)->
-	    sun_path) && (v = fixed_val(cp, SEC_BROKER, "control_socket")))
-		conf_errors_addf(cp->errs, "%s:%d: [broker] control_socket: "
+	if (get_path(cp, SEC_BROKER, "control_socket", &s->control_socket) ==
+		0 &&
+	    strlen(s->control_socket) >=
+		sizeof(((struct sockaddr_un *)0)->sun_path) &&
+	    (v = fixed_val(cp, SEC_BROKER, "control_socket")))
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [broker] control_socket: "
 		    "'%s' is longer than a Unix socket path may be (%zu "
-		    "bytes)", cp->path, v->line, s->control_socket,
+		    "bytes)",
+		    cp->path, v->line, s->control_socket,
 		    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 	(void)get_path(cp, SEC_BROKER, "log", &s->log_path);
 	s->drain_timeout_ms = DEF_DRAIN_MS;
@@ -661,18 +687,21 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	if ((v = fixed_val(cp, SEC_RESOLVER, "servers")) != NULL &&
 	    v->list.n > 0) {
 		if (v->list.n > RESOLVER_SERVERS_MAX) {
-			conf_errors_addf(cp->errs, "%s:%d: [resolver] servers: "
-			    "%zu servers; at most %d", cp->path, v->line,
-			    v->list.n, RESOLVER_SERVERS_MAX);
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [resolver] servers: "
+			    "%zu servers; at most %d",
+			    cp->path, v->line, v->list.n,
+			    RESOLVER_SERVERS_MAX);
 			return;
 		}
 		for (i = 0; i < v->list.n; i++) {
 			if (conf_server_is_valid(v->list.v[i].s, &why))
 				continue;
-			conf_errors_addf(cp->errs, "%s:%d: [resolver] servers: "
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [resolver] servers: "
 			    "'%s': %s; write ADDR, ADDR:PORT, [ADDR] or "
-			    "[ADDR]:PORT", cp->path, v->list.v[i].line,
-			    v->list.v[i].s, why);
+			    "[ADDR]:PORT",
+			    cp->path, v->list.v[i].line, v->list.v[i].s, why);
 			bad = 1;
 		}
 		if (bad)
@@ -721,15 +750,16 @@ check_carve_outs(struct cfg_parse *cp, const struct conf_sec *sec,
 		const char *item = v->list.v[i].s;
 
 		if (policy_entry_parse(item, strlen(item),
-		    conf_psl_is_public_suffix, NULL, &e, &err) != 0)
-			continue;	/* already reported */
+			conf_psl_is_public_suffix, NULL, &e, &err) != 0)
+			continue; /* already reported */
 		if (policy_grant_covers(ci->hosts, &e))
 			continue;
-		conf_errors_addf(cp->errs, "%s:%d: [%s] egress_allow_private: "
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] egress_allow_private: "
 		    "'%s' is not covered by egress_hosts; a carve-out only "
 		    "relaxes the address class of a granted host, so add "
-		    "'%s' to egress_hosts or remove it here", cp->path,
-		    v->list.v[i].line, sec->name, item, item);
+		    "'%s' to egress_hosts or remove it here",
+		    cp->path, v->list.v[i].line, sec->name, item, item);
 	}
 }
 
@@ -748,22 +778,26 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 	}
 	v = conf_sec_cval(sec, "plugin");
 	if (v->line == 0)
-		conf_errors_addf(cp->errs, "%s:%d: [%s] plugin: missing; add "
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] plugin: missing; add "
 		    "'plugin = NAME' (the [plugin] name of its manifest)",
 		    cp->path, sec->line, sec->name);
 	else if (v->str != NULL && !conf_name_is_valid(v->str, 0))
-		conf_errors_addf(cp->errs, "%s:%d: [%s] plugin: '%s' is not a "
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] plugin: '%s' is not a "
 		    "plugin name: 1 to %d bytes of a-z, 0-9, '.', '_', '-', "
-		    "starting with a letter or digit, without '..'", cp->path,
-		    v->line, sec->name, v->str, CONF_NAME_MAX);
+		    "starting with a letter or digit, without '..'",
+		    cp->path, v->line, sec->name, v->str, CONF_NAME_MAX);
 	else if (v->str != NULL && (ci->plugin = strdup(v->str)) == NULL)
 		cp->nomem = 1;
 
 	v = conf_sec_cval(sec, "manifest");
 	if (v->line == 0)
-		conf_errors_addf(cp->errs, "%s:%d: [%s] manifest: missing; add "
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] manifest: missing; add "
 		    "'manifest = packages/NAME/manifest.ini' (relative to "
-		    "this file's folder)", cp->path, sec->line, sec->name);
+		    "this file's folder)",
+		    cp->path, sec->line, sec->name);
 	else if (v->str != NULL &&
 	    (ci->manifest_path = resolve_path(cp->dir, v->str)) == NULL)
 		cp->nomem = 1;
@@ -789,28 +823,33 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 
 	v = conf_sec_cval(sec, "socket_owner");
 	if (v->str != NULL && !conf_owner_is_valid(v->str))
-		conf_errors_addf(cp->errs, "%s:%d: [%s] socket_owner: '%s' is "
-		    "not a user name or numeric uid", cp->path, v->line,
-		    sec->name, v->str);
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] socket_owner: '%s' is "
+		    "not a user name or numeric uid",
+		    cp->path, v->line, sec->name, v->str);
 	else if (v->str != NULL && (ci->socket_owner = strdup(v->str)) == NULL)
 		cp->nomem = 1;
 	v = conf_sec_cval(sec, "socket_group");
 	if (v->str != NULL && !conf_owner_is_valid(v->str))
-		conf_errors_addf(cp->errs, "%s:%d: [%s] socket_group: '%s' is "
-		    "not a group name or numeric gid", cp->path, v->line,
-		    sec->name, v->str);
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] socket_group: '%s' is "
+		    "not a group name or numeric gid",
+		    cp->path, v->line, sec->name, v->str);
 	else if (v->str != NULL && (ci->socket_group = strdup(v->str)) == NULL)
 		cp->nomem = 1;
 
 	/* DIR/NAME.sock must fit a Unix socket address. */
 	if (s->instance_socket_dir != NULL &&
 	    strlen(s->instance_socket_dir) + 1 + strlen(ci->name) +
-	    strlen(".sock") >= sunlen)
-		conf_errors_addf(cp->errs, "%s:%d: [%s]: the socket path "
+		    strlen(".sock") >=
+		sunlen)
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s]: the socket path "
 		    "%s/%s.sock is longer than a Unix socket path may be "
 		    "(%zu bytes); shorten the name or "
-		    "[broker] instance_socket_dir", cp->path, sec->line,
-		    sec->name, s->instance_socket_dir, ci->name, sunlen - 1);
+		    "[broker] instance_socket_dir",
+		    cp->path, sec->line, sec->name, s->instance_socket_dir,
+		    ci->name, sunlen - 1);
 }
 
 static int
@@ -847,7 +886,7 @@ files_push(struct conf_snapshot *s, struct conf_file_id *id, int shared,
 	id->shared = shared;
 	if (idx != NULL)
 		*idx = s->nfiles;
-#ifndef __clang__	/* gcc 12 -fanalyzer loses the block stored in s->files */
+#ifndef __clang__ /* gcc 12 -fanalyzer loses the block stored in s->files */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
 #endif
@@ -868,7 +907,7 @@ load_manifest(struct conf_snapshot *s, struct conf_instance *ci)
 	struct conf_manifest *m = NULL;
 	int r, rc = 0;
 
-	ci->file_idx[0] = ci->file_idx[1] = SIZE_MAX;	/* not recorded */
+	ci->file_idx[0] = ci->file_idx[1] = SIZE_MAX; /* not recorded */
 	r = conf_manifest_load_ids(ci->manifest_path, s->sig_mode, s->keyring,
 	    &m, &e, ids);
 	if (r == EGRESS_ERR_NOMEM) {
@@ -876,19 +915,21 @@ load_manifest(struct conf_snapshot *s, struct conf_instance *ci)
 		goto out;
 	}
 	if (r == 0 && strcmp(m->name, ci->plugin) != 0) {
-		conf_errors_addf(&e, "%s:%d: [plugin] name: '%s' is not the "
+		conf_errors_addf(&e,
+		    "%s:%d: [plugin] name: '%s' is not the "
 		    "entry's plugin '%s' (%s:%d); this manifest is refused "
-		    "for instance '%s'", m->path, m->name_line, m->name,
-		    ci->plugin, s->path, ci->line, ci->name);
+		    "for instance '%s'",
+		    m->path, m->name_line, m->name, ci->plugin, s->path,
+		    ci->line, ci->name);
 		conf_manifest_free(m);
 		m = NULL;
 	}
 	if (m == NULL && (ci->manifest_error = conf_errors_join(&e)) == NULL)
 		rc = EGRESS_ERR_NOMEM;
 	ci->manifest = m;
-	if (rc == 0 && ((rc = files_push(s, &ids[0], 0,
-	    &ci->file_idx[0])) != 0 ||
-	    (rc = files_push(s, &ids[1], 0, &ci->file_idx[1])) != 0))
+	if (rc == 0 &&
+	    ((rc = files_push(s, &ids[0], 0, &ci->file_idx[0])) != 0 ||
+		(rc = files_push(s, &ids[1], 0, &ci->file_idx[1])) != 0))
 		goto out;
 out:
 	free(ids[0].path);
@@ -972,7 +1013,7 @@ load_buffer(const char *path, const char *buf, size_t len,
 		if (path[0] == '/')
 			self->path = strdup(path);
 		else if (asprintf(&self->path, "%s/%s", s->dir,
-		    base != NULL ? base + 1 : path) < 0)
+			     base != NULL ? base + 1 : path) < 0)
 			self->path = NULL;
 		if (self->path == NULL) {
 			rc = EGRESS_ERR_NOMEM;
@@ -1060,14 +1101,20 @@ static void
 conf_read_error(const char *path, struct conf_errors *reterr)
 {
 	if (errno == EISDIR)
-		conf_errors_addf(reterr, "%s: cannot read the configuration: "
-		    "it is a folder, not a file", path);
+		conf_errors_addf(reterr,
+		    "%s: cannot read the configuration: "
+		    "it is a folder, not a file",
+		    path);
 	else if (errno == EINVAL)
-		conf_errors_addf(reterr, "%s: cannot read the configuration: "
-		    "not a regular file", path);
+		conf_errors_addf(reterr,
+		    "%s: cannot read the configuration: "
+		    "not a regular file",
+		    path);
 	else
-		conf_errors_addf(reterr, "%s: cannot read the configuration: "
-		    "%s", path, strerror(errno));
+		conf_errors_addf(reterr,
+		    "%s: cannot read the configuration: "
+		    "%s",
+		    path, strerror(errno));
 }
 
 int
@@ -1087,8 +1134,10 @@ conf_peek_control_socket(const char *path, char **ret, int *ret_found,
 		conf_errors_addf(reterr, "%s: no such configuration file",
 		    path);
 	else if (r == EGRESS_ERR_TOO_BIG)
-		conf_errors_addf(reterr, "%s: the configuration is over %d "
-		    "bytes", path, CONFIG_FILE_MAX);
+		conf_errors_addf(reterr,
+		    "%s: the configuration is over %d "
+		    "bytes",
+		    path, CONFIG_FILE_MAX);
 	else if (r == EGRESS_ERR_IO)
 		conf_read_error(path, reterr);
 	if (r != 0)
@@ -1097,8 +1146,8 @@ conf_peek_control_socket(const char *path, char **ret, int *ret_found,
 	cp.errs = reterr;
 	if ((cp.dir = dir_of(path)) == NULL ||
 	    conf_ini_parse(path, buf, len, cfg_section, &cp, reterr) ==
-	    EGRESS_ERR_NOMEM || cp.nomem ||
-	    (sock = strdup(DEF_CONTROL_SOCKET)) == NULL) {
+		EGRESS_ERR_NOMEM ||
+	    cp.nomem || (sock = strdup(DEF_CONTROL_SOCKET)) == NULL) {
 		r = EGRESS_ERR_NOMEM;
 		goto out;
 	}
@@ -1133,13 +1182,17 @@ conf_load(const char *path, struct conf_snapshot **ret,
 	if (r == EGRESS_ERR_NOMEM)
 		return r;
 	if (r == EGRESS_ERR_NOT_FOUND) {
-		conf_errors_addf(reterr, "%s: no such configuration file "
-		    "(give one with -c FILE or $EGRESSD_CONFIG)", path);
+		conf_errors_addf(reterr,
+		    "%s: no such configuration file "
+		    "(give one with -c FILE or $EGRESSD_CONFIG)",
+		    path);
 		return EGRESS_ERR_IO;
 	}
 	if (r == EGRESS_ERR_TOO_BIG) {
-		conf_errors_addf(reterr, "%s: the configuration is over %d "
-		    "bytes", path, CONFIG_FILE_MAX);
+		conf_errors_addf(reterr,
+		    "%s: the configuration is over %d "
+		    "bytes",
+		    path, CONFIG_FILE_MAX);
 		return EGRESS_ERR_INVALID;
 	}
 	if (r != 0) {
@@ -1234,8 +1287,9 @@ file_bytes_differ(const struct conf_file_id *was)
 
 	if (!was->has_digest || was->size < 0)
 		return 1;
-	if (conf_read_file(was->path, (size_t)was->size, &buf, &len,
-	    &id) == 0 && id.has_digest &&
+	if (conf_read_file(was->path, (size_t)was->size, &buf, &len, &id) ==
+		0 &&
+	    id.has_digest &&
 	    memcmp(id.digest, was->digest, sizeof(id.digest)) == 0)
 		differ = 0;
 	free(buf);
@@ -1297,7 +1351,7 @@ conf_snapshot_is_stale_for(struct conf_snapshot *s, const char *instance)
 	for (k = 0; k < 2; k++) {
 		i = ci->file_idx[k];
 		if (i >= s->nfiles)
-			return 1;	/* never recorded: assume changed */
+			return 1; /* never recorded: assume changed */
 		if (!s->files[i].shared && file_is_stale(&s->files[i]))
 			return 1;
 	}

@@ -16,11 +16,11 @@
 
 /* At most this many messages are kept per conf_errors; one more says how
  * many were left out (a hostile manifest cannot buy megabytes of text). */
-#define CONF_ERRORS_MAX		100
+#define CONF_ERRORS_MAX 100
 
 /* Longest key name the reader accepts (inih keeps 50 bytes of a name for
  * continuation lines; every known key is far shorter). */
-#define CONF_KEY_MAX		48
+#define CONF_KEY_MAX	48
 
 /*
  * Append one message built from fmt. Never fails loudly: on out-of-memory
@@ -67,14 +67,14 @@ void conf_list_done(struct conf_list *l);
 
 struct conf_keydef {
 	const char *name;
-	int list;		/* 1: a list key (accumulates); 0: a scalar */
+	int list; /* 1: a list key (accumulates); 0: a scalar */
 };
 
 /* The value of one key in one section, as written. */
 struct conf_val {
-	int line;		/* first line the key was given on; 0: unset */
-	char *str;		/* a scalar's value */
-	struct conf_list list;	/* a list's items */
+	int line;	       /* first line the key was given on; 0: unset */
+	char *str;	       /* a scalar's value */
+	struct conf_list list; /* a list's items */
 };
 
 /* One section as written: its name, header line and values, indexed like
@@ -82,7 +82,7 @@ struct conf_val {
 struct conf_sec {
 	char *name;
 	int line;
-	const struct conf_keydef *keys;	/* NULL-name terminated */
+	const struct conf_keydef *keys; /* NULL-name terminated */
 	size_t nkeys;
 	struct conf_val *vals;
 };
@@ -129,8 +129,7 @@ int conf_ini_parse(const char *path, const char *buf, size_t len,
  * no leading zero (except "0" itself). Return 0 and write *ret, or
  * EGRESS_ERR_INVALID.
  */
-int conf_parse_uint(const char *s, uint64_t min, uint64_t max,
-    uint64_t *ret);
+int conf_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 
 /*
  * Answer whether s is a safe name: 1 to CONF_NAME_MAX bytes of a-z, 0-9,
@@ -201,7 +200,7 @@ const struct conf_file_id *conf_keyring_file(const struct conf_keyring *k,
     size_t i);
 
 /* The largest uid or gid (uid_t)-1 aside, which is no id. */
-#define CONF_ID_MAX	4294967294u
+#define CONF_ID_MAX 4294967294u
 
 /*
  * Value grammar (values.c). Each answers 1 when s is valid, else 0 and

@@ -26,13 +26,13 @@ conf_idn_suggest(const char *item, char *buf, size_t n)
 		if ((unsigned char)item[i] >= 0x80)
 			break;
 	if (item[i] == '\0')
-		return -1;		/* ASCII: nothing to suggest */
+		return -1; /* ASCII: nothing to suggest */
 	if (strncmp(item, "*.", 2) == 0) {
 		name = item + 2;
 		prefix = "*.";
 	}
-	if (idn2_to_ascii_8z(name, &out, IDN2_NONTRANSITIONAL |
-	    IDN2_NFC_INPUT) != IDN2_OK)
+	if (idn2_to_ascii_8z(name, &out,
+		IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT) != IDN2_OK)
 		goto out;
 	len = snprintf(buf, n, "%s%s", prefix, out);
 	if (len < 0 || (size_t)len >= n)

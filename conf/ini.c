@@ -168,7 +168,8 @@ conf_list_add_value(struct conf_list *l, const char *value, int line,
 			p++;
 		if (*p == '\0') {
 			if (need_item) {
-				(void)snprintf(reterr, errlen, "empty item "
+				(void)snprintf(reterr, errlen,
+				    "empty item "
 				    "after the last ','; remove the trailing "
 				    "comma (an indented continuation line "
 				    "needs none)");
@@ -178,9 +179,11 @@ conf_list_add_value(struct conf_list *l, const char *value, int line,
 		}
 		if (*p == ',') {
 			if (nitems == 0 || need_item) {
-				(void)snprintf(reterr, errlen, "empty item "
+				(void)snprintf(reterr, errlen,
+				    "empty item "
 				    "at '%s'; separate items with one ',' or "
-				    "blanks", p);
+				    "blanks",
+				    p);
 				return EGRESS_ERR_INVALID;
 			}
 			need_item = 1;
@@ -294,16 +297,16 @@ conf_sec_cval(const struct conf_sec *sec, const char *key)
 /* ---- The reader -------------------------------------------------------- */
 
 enum line_kind {
-	LINE_OTHER = 0,		/* blank, comment, section, or refused */
-	LINE_KEY = 1,		/* key = value */
-	LINE_CONT = 2,		/* an indented continuation of the last key */
-	LINE_IGNORED = 3,	/* a stand-in key line for a refused one */
+	LINE_OTHER = 0,	  /* blank, comment, section, or refused */
+	LINE_KEY = 1,	  /* key = value */
+	LINE_CONT = 2,	  /* an indented continuation of the last key */
+	LINE_IGNORED = 3, /* a stand-in key line for a refused one */
 };
 
 enum sec_state {
-	SEC_NONE = 0,		/* before the first section header */
+	SEC_NONE = 0, /* before the first section header */
 	SEC_OK = 1,
-	SEC_REFUSED = 2,	/* its keys are skipped */
+	SEC_REFUSED = 2, /* its keys are skipped */
 };
 
 struct ini_state {
@@ -311,9 +314,9 @@ struct ini_state {
 	const char *buf;
 	size_t len;
 	size_t off;
-	int line;			/* number of the line last read */
-	int have_prev;			/* inih holds a previous key name */
-	int prev_ignored;		/* continuations of it are skipped */
+	int line;	  /* number of the line last read */
+	int have_prev;	  /* inih holds a previous key name */
+	int prev_ignored; /* continuations of it are skipped */
 
 	conf_ini_section_fn section_fn;
 	void *ctx;
@@ -328,16 +331,15 @@ struct ini_state {
 
 	enum sec_state sec_state;
 	struct conf_sec *sec;
-	char *secname;			/* current section name (messages) */
+	char *secname; /* current section name (messages) */
 
 	enum line_kind kind;
 	char key[CONF_KEY_MAX + 1];
 	char value[CONF_LINE_MAX + 1];
 };
 
-static void
-ini_err(struct ini_state *st, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void ini_err(struct ini_state *st, const char *key, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
 
 /* Add "PATH:LINE: [section] key: message" for the current line. */
 static void
@@ -361,8 +363,8 @@ ini_err(struct ini_state *st, const char *key, const char *fmt, ...)
 		conf_errors_addf(st->errs, "%s:%d: [%s]: %s", st->path,
 		    st->line, st->secname, msg);
 	else if (key != NULL)
-		conf_errors_addf(st->errs, "%s:%d: %s: %s", st->path,
-		    st->line, key, msg);
+		conf_errors_addf(st->errs, "%s:%d: %s: %s", st->path, st->line,
+		    key, msg);
 	else
 		conf_errors_addf(st->errs, "%s:%d: %s", st->path, st->line,
 		    msg);
@@ -382,11 +384,12 @@ deliver(struct ini_state *st, char *str, int num, const char *out)
 	size_t n = strlen(out);
 
 	if (num <= 0 || n >= (size_t)num) {
-		ini_err(st, NULL, "line is too long for the INI parser: "
+		ini_err(st, NULL,
+		    "line is too long for the INI parser: "
 		    "%zu bytes remain once the indentation, blanks around "
 		    "'=' and comments are dropped, and at most %d fit; "
-		    "split it over indented continuation lines", n,
-		    num > 0 ? num - 1 : 0);
+		    "split it over indented continuation lines",
+		    n, num > 0 ? num - 1 : 0);
 		return -1;
 	}
 	memcpy(str, out, n + 1);
@@ -431,8 +434,10 @@ open_section(struct ini_state *st, const char *name)
 	}
 	for (i = 0; i < st->nsecs; i++) {
 		if (strcmp(st->secs[i], name) == 0) {
-			ini_err(st, NULL, "section given twice (first at "
-			    "line %d); merge the two", st->seclines[i]);
+			ini_err(st, NULL,
+			    "section given twice (first at "
+			    "line %d); merge the two",
+			    st->seclines[i]);
 			return;
 		}
 	}
@@ -448,8 +453,7 @@ open_section(struct ini_state *st, const char *name)
 		return;
 	}
 	st->seclines[st->nsecs++] = st->line;
-	st->sec = st->section_fn(st->ctx, st->path, name, st->line,
-	    st->errs);
+	st->sec = st->section_fn(st->ctx, st->path, name, st->line, st->errs);
 	if (st->sec != NULL)
 		st->sec_state = SEC_OK;
 }
@@ -480,20 +484,22 @@ conf_ini_reader(char *str, int num, void *stream)
 		rawlen -= 3;
 	}
 	if (rawlen > CONF_LINE_MAX) {
-		ini_err(st, NULL, "line is %zu bytes long; at most %d are "
+		ini_err(st, NULL,
+		    "line is %zu bytes long; at most %d are "
 		    "allowed (split a list over indented continuation lines)",
 		    rawlen, CONF_LINE_MAX);
 		/* A continuation of a refused line must not land elsewhere. */
 		return st->have_prev ? deliver_ignored_key(st, str, num) :
-		    deliver_comment(st, str, num);
+				       deliver_comment(st, str, num);
 	}
 	for (i = 0; i < rawlen; i++) {
 		unsigned char c = (unsigned char)raw[i];
 
 		if ((c < 0x20 && c != '\t') || c == 0x7f) {
-			ini_err(st, NULL, "control byte 0x%02x at column %zu; "
-			    "only printable text and tabs are allowed", c,
-			    i + 1);
+			ini_err(st, NULL,
+			    "control byte 0x%02x at column %zu; "
+			    "only printable text and tabs are allowed",
+			    c, i + 1);
 			return st->have_prev ?
 			    deliver_ignored_key(st, str, num) :
 			    deliver_comment(st, str, num);
@@ -540,8 +546,10 @@ conf_ini_reader(char *str, int num, void *stream)
 		if (n < 2 || body[n - 1] != ']' ||
 		    memchr(body + 1, ']', n - 2) != NULL ||
 		    memchr(body + 1, '[', n - 2) != NULL) {
-			ini_err(st, NULL, "malformed section header '%s'; "
-			    "write [name] alone on its line", body);
+			ini_err(st, NULL,
+			    "malformed section header '%s'; "
+			    "write [name] alone on its line",
+			    body);
 			free(st->secname);
 			st->secname = NULL;
 			st->sec = NULL;
@@ -588,8 +596,10 @@ conf_ini_reader(char *str, int num, void *stream)
 		if (!is_key_char(name[i]))
 			break;
 	if (i < n || n > CONF_KEY_MAX) {
-		ini_err(st, NULL, "'%s' is not a key name (keys are lowercase "
-		    "letters, digits and '_')", name);
+		ini_err(st, NULL,
+		    "'%s' is not a key name (keys are lowercase "
+		    "letters, digits and '_')",
+		    name);
 		return deliver_ignored_key(st, str, num);
 	}
 	(void)snprintf(out, sizeof(out), "%s=%s", name, value);
@@ -634,13 +644,16 @@ conf_ini_handler(void *user, const char *section, const char *name,
 	/* What inih parsed must be exactly what the reader saw. */
 	if ((st->kind == LINE_KEY && strcmp(name, st->key) != 0) ||
 	    strcmp(value, st->value) != 0) {
-		ini_err(st, st->key, "internal error: the INI parser read "
-		    "'%s = %s'", name, value);
+		ini_err(st, st->key,
+		    "internal error: the INI parser read "
+		    "'%s = %s'",
+		    name, value);
 		st->prev_ignored = 1;
 		return 1;
 	}
 	if (st->sec_state == SEC_NONE) {
-		ini_err(st, st->key, "key outside any section; put it under "
+		ini_err(st, st->key,
+		    "key outside any section; put it under "
 		    "its [section]");
 		st->prev_ignored = 1;
 		return 1;
@@ -659,23 +672,28 @@ conf_ini_handler(void *user, const char *section, const char *name,
 	val = &st->sec->vals[ki];
 	if (!st->sec->keys[ki].list) {
 		if (st->kind == LINE_CONT) {
-			ini_err(st, st->key, "a single value cannot continue "
+			ini_err(st, st->key,
+			    "a single value cannot continue "
 			    "on an indented line ('%s'); remove the "
-			    "indentation if it is a new key", st->value);
+			    "indentation if it is a new key",
+			    st->value);
 			return 1;
 		}
 		if (val->line != 0) {
-			ini_err(st, st->key, "given twice (first at line %d); "
-			    "keep one", val->line);
+			ini_err(st, st->key,
+			    "given twice (first at line %d); "
+			    "keep one",
+			    val->line);
 			return 1;
 		}
 		val->line = st->line;
 		if (st->value[0] == '\0') {
-			ini_err(st, st->key, "empty value; write a value or "
+			ini_err(st, st->key,
+			    "empty value; write a value or "
 			    "remove the line to use the default");
 			return 1;
 		}
-#ifndef __clang__	/* gcc 12 -fanalyzer loses the block stored in *val */
+#ifndef __clang__ /* gcc 12 -fanalyzer loses the block stored in *val */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
 #endif
@@ -781,7 +799,8 @@ id_from_stat(struct conf_file_id *id, const struct stat *sb)
 	id->racy = 1;
 	if (clock_gettime(CLOCK_REALTIME, &now) == 0) {
 		now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-		last = id->mtime_ns > id->ctime_ns ? id->mtime_ns :
+		last = id->mtime_ns > id->ctime_ns ?
+		    id->mtime_ns :
 		    id->ctime_ns;
 		id->racy = now_ns - last < racy_window_ns;
 	}
@@ -799,15 +818,14 @@ conf_file_id_stat(const char *path, struct conf_file_id *id)
 	id->mtime_ns = id->ctime_ns = 0;
 	id->racy = 0;
 	if (stat(path, &sb) != 0)
-		return errno == ENOENT || errno == ENOTDIR ? 0 :
-		    EGRESS_ERR_IO;
+		return errno == ENOENT || errno == ENOTDIR ? 0 : EGRESS_ERR_IO;
 	id_from_stat(id, &sb);
 	return 0;
 }
 
 int
-conf_read_file(const char *path, size_t max, char **ret_buf,
-    size_t *ret_len, struct conf_file_id *id)
+conf_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
+    struct conf_file_id *id)
 {
 	struct stat sb;
 	char *buf = NULL;
@@ -820,7 +838,8 @@ conf_read_file(const char *path, size_t max, char **ret_buf,
 	id->path = idpath;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
 		return errno == ENOENT || errno == ENOTDIR ?
-		    EGRESS_ERR_NOT_FOUND : EGRESS_ERR_IO;
+		    EGRESS_ERR_NOT_FOUND :
+		    EGRESS_ERR_IO;
 	if (fstat(fd, &sb) != 0) {
 		rc = EGRESS_ERR_IO;
 		goto out;

@@ -55,8 +55,10 @@ mf_section(void *ctx, const char *path, const char *name, int line,
 		keys = egress_keys;
 		have = &mp->have_egress;
 	} else {
-		conf_errors_addf(errs, "%s:%d: [%s]: unknown section; a "
-		    "manifest has [plugin] and [egress]", path, line, name);
+		conf_errors_addf(errs,
+		    "%s:%d: [%s]: unknown section; a "
+		    "manifest has [plugin] and [egress]",
+		    path, line, name);
 		return NULL;
 	}
 	if (conf_sec_init(sec, name, line, keys) != 0) {
@@ -101,10 +103,11 @@ conf_permissions_parse(const char *path, const char *section,
 	for (i = 0; i < l->n; i++) {
 		b = policy_permission_parse(l->v[i].s, strlen(l->v[i].s));
 		if (b <= 0) {
-			conf_errors_addf(errs, "%s:%d: [%s] permissions: "
+			conf_errors_addf(errs,
+			    "%s:%d: [%s] permissions: "
 			    "unknown permission '%s'; write http_client, "
-			    "websocket_client or socket_client", path,
-			    l->v[i].line, section, l->v[i].s);
+			    "websocket_client or socket_client",
+			    path, l->v[i].line, section, l->v[i].s);
 			bad = 1;
 			continue;
 		}
@@ -132,20 +135,23 @@ conf_grant_parse(const char *path, const char *section, const char *key,
 	for (i = 0; i < l->n; i++) {
 		memset(&err, 0, sizeof(err));
 		if (policy_entry_parse(l->v[i].s, strlen(l->v[i].s),
-		    conf_psl_is_public_suffix, NULL, &e, &err) != 0) {
+			conf_psl_is_public_suffix, NULL, &e, &err) != 0) {
 			char alabel[POLICY_NAME_MAX + 3];
 
 			if (conf_idn_suggest(l->v[i].s, alabel,
-			    sizeof(alabel)) == 0)
-				conf_errors_addf(errs, "%s:%d: [%s] %s: '%s': "
-				    "not an A-label name; write '%s'", path,
-				    l->v[i].line, section, key, l->v[i].s,
-				    alabel);
+				sizeof(alabel)) == 0)
+				conf_errors_addf(errs,
+				    "%s:%d: [%s] %s: '%s': "
+				    "not an A-label name; write '%s'",
+				    path, l->v[i].line, section, key,
+				    l->v[i].s, alabel);
 			else
-				conf_errors_addf(errs, "%s:%d: [%s] %s: '%s': "
-				    "%s", path, l->v[i].line, section, key,
-				    l->v[i].s, err.msg[0] ? err.msg :
-				    "invalid entry");
+				conf_errors_addf(errs,
+				    "%s:%d: [%s] %s: '%s': "
+				    "%s",
+				    path, l->v[i].line, section, key,
+				    l->v[i].s,
+				    err.msg[0] ? err.msg : "invalid entry");
 			bad = 1;
 			continue;
 		}
@@ -175,16 +181,16 @@ conf_manifest_free(struct conf_manifest *m)
 }
 
 enum sig_input {
-	SIG_NONE = 0,		/* no manifest.ini.sig */
+	SIG_NONE = 0, /* no manifest.ini.sig */
 	SIG_GIVEN = 1,
-	SIG_BROKEN = 2,		/* exists but unreadable or over the bound */
+	SIG_BROKEN = 2, /* exists but unreadable or over the bound */
 };
 
 static int
-check_signature(const char *path, const char *buf, size_t len,
-    const char *sig, size_t siglen, enum sig_input sigin,
-    enum conf_sig_mode mode, const struct conf_keyring *keys,
-    enum conf_sig_status *ret, struct conf_errors *errs)
+check_signature(const char *path, const char *buf, size_t len, const char *sig,
+    size_t siglen, enum sig_input sigin, enum conf_sig_mode mode,
+    const struct conf_keyring *keys, enum conf_sig_status *ret,
+    struct conf_errors *errs)
 {
 	enum conf_sig_status st;
 	const char *mname;
@@ -209,20 +215,25 @@ check_signature(const char *path, const char *buf, size_t len,
 	case CONF_SIG_UNSIGNED:
 		if (mode == CONF_SIG_PERMISSIVE)
 			return 0;
-		return conf_errors_addf(errs, "%s: unsigned (no %s.sig), and "
+		return conf_errors_addf(errs,
+		    "%s: unsigned (no %s.sig), and "
 		    "signature_mode = strict accepts only a valid signature "
-		    "by a trusted key", path, path);
+		    "by a trusted key",
+		    path, path);
 	case CONF_SIG_INVALID:
-		return conf_errors_addf(errs, "%s.sig: invalid signature "
+		return conf_errors_addf(errs,
+		    "%s.sig: invalid signature "
 		    "file: it must hold one line of base64 of a %d-byte "
-		    "Ed25519 signature (signature_mode = %s)", path,
-		    CONF_SIG_LEN, mname);
+		    "Ed25519 signature (signature_mode = %s)",
+		    path, CONF_SIG_LEN, mname);
 	case CONF_SIG_UNTRUSTED:
 	default:
-		return conf_errors_addf(errs, "%s.sig: untrusted signature: "
+		return conf_errors_addf(errs,
+		    "%s.sig: untrusted signature: "
 		    "no trusted key verifies these manifest bytes (a "
 		    "changed manifest or an unknown key; signature_mode = "
-		    "%s)", path, mname);
+		    "%s)",
+		    path, mname);
 	}
 }
 
@@ -237,12 +248,13 @@ mf_egress(const char *path, struct mf_parse *mp, struct conf_manifest *m,
 
 	v = conf_sec_cval(&mp->egress, "hosts");
 	if (v->list.n > CONF_MANIFEST_HOSTS_MAX) {
-		conf_errors_addf(errs, "%s:%d: [egress] hosts: %zu "
-		    "hosts; a manifest may declare at most %d", path,
-		    v->line, v->list.n, CONF_MANIFEST_HOSTS_MAX);
+		conf_errors_addf(errs,
+		    "%s:%d: [egress] hosts: %zu "
+		    "hosts; a manifest may declare at most %d",
+		    path, v->line, v->list.n, CONF_MANIFEST_HOSTS_MAX);
 	} else {
-		r = conf_grant_parse(path, "egress", "hosts",
-		    &v->list, &m->hosts, errs);
+		r = conf_grant_parse(path, "egress", "hosts", &v->list,
+		    &m->hosts, errs);
 		if (r == EGRESS_ERR_NOMEM)
 			return r;
 	}
@@ -250,17 +262,18 @@ mf_egress(const char *path, struct mf_parse *mp, struct conf_manifest *m,
 	if (v->str != NULL && strcmp(v->str, "true") == 0)
 		m->operator_defined = 1;
 	else if (v->str != NULL && strcmp(v->str, "false") != 0)
-		conf_errors_addf(errs, "%s:%d: [egress] "
+		conf_errors_addf(errs,
+		    "%s:%d: [egress] "
 		    "operator_defined: '%s'; write true or false",
 		    path, v->line, v->str);
 	return 0;
 }
 
 static int
-manifest_parse(const char *path, const char *buf, size_t len,
-    const char *sig, size_t siglen, enum sig_input sigin,
-    enum conf_sig_mode mode, const struct conf_keyring *keys,
-    struct conf_manifest **ret, struct conf_errors *reterr)
+manifest_parse(const char *path, const char *buf, size_t len, const char *sig,
+    size_t siglen, enum sig_input sigin, enum conf_sig_mode mode,
+    const struct conf_keyring *keys, struct conf_manifest **ret,
+    struct conf_errors *reterr)
 {
 	struct mf_parse mp;
 	struct conf_manifest *m = NULL;
@@ -271,8 +284,10 @@ manifest_parse(const char *path, const char *buf, size_t len,
 
 	memset(&mp, 0, sizeof(mp));
 	if (len > CONF_MANIFEST_MAX) {
-		conf_errors_addf(reterr, "%s: manifest is %zu bytes; at most "
-		    "%d are allowed", path, len, CONF_MANIFEST_MAX);
+		conf_errors_addf(reterr,
+		    "%s: manifest is %zu bytes; at most "
+		    "%d are allowed",
+		    path, len, CONF_MANIFEST_MAX);
 		return EGRESS_ERR_TOO_BIG;
 	}
 	if ((m = calloc(1, sizeof(*m))) == NULL ||
@@ -287,35 +302,40 @@ manifest_parse(const char *path, const char *buf, size_t len,
 	}
 
 	if (!mp.have_plugin) {
-		conf_errors_addf(&errs, "%s:1: [plugin]: missing section; a "
+		conf_errors_addf(&errs,
+		    "%s:1: [plugin]: missing section; a "
 		    "manifest starts with [plugin] and its name and version",
 		    path);
 	} else {
 		v = conf_sec_cval(&mp.plugin, "name");
 		if (v->line == 0)
-			conf_errors_addf(&errs, "%s:%d: [plugin] name: "
-			    "missing; add 'name = PLUGIN'", path,
-			    mp.plugin.line);
+			conf_errors_addf(&errs,
+			    "%s:%d: [plugin] name: "
+			    "missing; add 'name = PLUGIN'",
+			    path, mp.plugin.line);
 		else if (v->str != NULL && !conf_name_is_valid(v->str, 0))
-			conf_errors_addf(&errs, "%s:%d: [plugin] name: '%s' "
+			conf_errors_addf(&errs,
+			    "%s:%d: [plugin] name: '%s' "
 			    "is not a plugin name: 1 to %d bytes of a-z, 0-9, "
 			    "'.', '_', '-', starting with a letter or digit, "
-			    "without '..'", path, v->line, v->str,
-			    CONF_NAME_MAX);
+			    "without '..'",
+			    path, v->line, v->str, CONF_NAME_MAX);
 		else if (v->str != NULL && (m->name = strdup(v->str)) == NULL)
 			mp.nomem = 1;
 		m->name_line = v->line;
 		v = conf_sec_cval(&mp.plugin, "version");
 		if (v->line == 0)
-			conf_errors_addf(&errs, "%s:%d: [plugin] version: "
-			    "missing; add 'version = 1.0.0'", path,
-			    mp.plugin.line);
+			conf_errors_addf(&errs,
+			    "%s:%d: [plugin] version: "
+			    "missing; add 'version = 1.0.0'",
+			    path, mp.plugin.line);
 		else if (v->str != NULL && !conf_name_is_valid(v->str, 1))
-			conf_errors_addf(&errs, "%s:%d: [plugin] version: "
+			conf_errors_addf(&errs,
+			    "%s:%d: [plugin] version: "
 			    "'%s' is not a version: 1 to %d bytes of letters, "
 			    "digits, '.', '_', '-', '+', '~', starting with a "
-			    "letter or digit, without '..'", path, v->line,
-			    v->str, CONF_NAME_MAX);
+			    "letter or digit, without '..'",
+			    path, v->line, v->str, CONF_NAME_MAX);
 		else if (v->str != NULL &&
 		    (m->version = strdup(v->str)) == NULL)
 			mp.nomem = 1;
@@ -413,9 +433,10 @@ conf_manifest_load_ids(const char *path, enum conf_sig_mode mode,
 		goto out;
 	}
 	if (r == EGRESS_ERR_TOO_BIG) {
-		conf_errors_addf(reterr, "%s: manifest is over %d bytes; at "
-		    "most %d are allowed", path, CONF_MANIFEST_MAX,
-		    CONF_MANIFEST_MAX);
+		conf_errors_addf(reterr,
+		    "%s: manifest is over %d bytes; at "
+		    "most %d are allowed",
+		    path, CONF_MANIFEST_MAX, CONF_MANIFEST_MAX);
 		rc = r;
 		goto out;
 	}

@@ -37,5 +37,7 @@ conf_psl_is_public_suffix(void *ctx, const char *domain)
 	if (psl_ctx == NULL || domain == NULL)
 		return 1;
 	return psl_is_public_suffix2(psl_ctx, domain,
-	    PSL_TYPE_ICANN | PSL_TYPE_NO_STAR_RULE) ? 1 : 0;
+		   PSL_TYPE_ICANN | PSL_TYPE_NO_STAR_RULE) ?
+	    1 :
+	    0;
 }

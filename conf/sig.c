@@ -18,8 +18,8 @@
 
 #include "conf/confint.h"
 
-#define KEYFILE_MAX	(64 * 1024)
-#define KEYS_MAX	256
+#define KEYFILE_MAX (64 * 1024)
+#define KEYS_MAX    256
 
 struct conf_keyring {
 	EVP_PKEY **keys;
@@ -138,28 +138,34 @@ keyring_load_file(struct conf_keyring *k, const char *path,
 			break;
 		nblocks++;
 		if (strcmp(name, "PUBLIC KEY") != 0) {
-			conf_errors_addf(errs, "%s: PEM block %zu is '%s'; "
+			conf_errors_addf(errs,
+			    "%s: PEM block %zu is '%s'; "
 			    "trusted_keys takes Ed25519 PUBLIC KEY blocks "
-			    "only (never a private key)", path, nblocks,
-			    name);
+			    "only (never a private key)",
+			    path, nblocks, name);
 			goto out;
 		}
 		p = data;
 		pkey = d2i_PUBKEY(NULL, &p, dlen);
 		if (pkey == NULL || p != data + dlen) {
-			conf_errors_addf(errs, "%s: PEM block %zu is not a "
-			    "valid public key", path, nblocks);
+			conf_errors_addf(errs,
+			    "%s: PEM block %zu is not a "
+			    "valid public key",
+			    path, nblocks);
 			goto out;
 		}
 		if (!EVP_PKEY_is_a(pkey, "ED25519")) {
-			conf_errors_addf(errs, "%s: PEM block %zu is a %s "
-			    "key; only Ed25519 keys are accepted", path,
-			    nblocks, EVP_PKEY_get0_type_name(pkey));
+			conf_errors_addf(errs,
+			    "%s: PEM block %zu is a %s "
+			    "key; only Ed25519 keys are accepted",
+			    path, nblocks, EVP_PKEY_get0_type_name(pkey));
 			goto out;
 		}
 		if (k->nkeys >= KEYS_MAX) {
-			conf_errors_addf(errs, "%s: more than %d trusted "
-			    "keys", path, KEYS_MAX);
+			conf_errors_addf(errs,
+			    "%s: more than %d trusted "
+			    "keys",
+			    path, KEYS_MAX);
 			goto out;
 		}
 		if ((rc = keyring_push(k, pkey)) != 0)
@@ -320,9 +326,9 @@ conf_sig_verify(const char *buf, size_t len, const char *sig, size_t siglen,
 		if ((ctx = EVP_MD_CTX_new()) == NULL)
 			return CONF_SIG_UNTRUSTED;
 		ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL,
-		    keys->keys[i]) == 1 &&
+			 keys->keys[i]) == 1 &&
 		    EVP_DigestVerify(ctx, raw, CONF_SIG_LEN,
-		    (const unsigned char *)buf, len) == 1;
+			(const unsigned char *)buf, len) == 1;
 		EVP_MD_CTX_free(ctx);
 		ERR_clear_error();
 		if (ok)

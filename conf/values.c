@@ -53,7 +53,7 @@ conf_server_is_valid(const char *s, const char **why)
 		end = strchr(s, ':');
 		if (end != NULL && strchr(end + 1, ':') != NULL) {
 			*why = "an IPv6 address goes in brackets: write "
-			    "[ADDR] or [ADDR]:PORT";
+			       "[ADDR] or [ADDR]:PORT";
 			return 0;
 		}
 		len = end != NULL ? (size_t)(end - s) : strlen(s);
@@ -97,14 +97,16 @@ conf_listen_is_valid(const char *s, const char **why)
 		return 0;
 	}
 	*why = "write 127.0.0.1:PORT, [::1]:PORT or an absolute Unix "
-	    "socket path; only loopback is served";
-	if ((colon = strrchr(s, ':')) == NULL || (s[0] == '[' &&
-	    (colon == s || colon[-1] != ']')) || !conf_server_is_valid(s, why))
+	       "socket path; only loopback is served";
+	if ((colon = strrchr(s, ':')) == NULL ||
+	    (s[0] == '[' && (colon == s || colon[-1] != ']')) ||
+	    !conf_server_is_valid(s, why))
 		return 0;
 	len = (size_t)(colon - s);
 	if (s[0] == '[') {
 		if (len != 5 || strncmp(s, "[::1]", 5) != 0) {
-			*why = "not a loopback address; only loopback is "
+			*why =
+			    "not a loopback address; only loopback is "
 			    "served (127.0.0.0/8, ::1) or a Unix socket path";
 			return 0;
 		}
@@ -114,7 +116,7 @@ conf_listen_is_valid(const char *s, const char **why)
 	addr[len] = '\0';
 	if (inet_pton(AF_INET, addr, bin) != 1 || bin[0] != 127) {
 		*why = "not a loopback address; only loopback is served "
-		    "(127.0.0.0/8, ::1) or a Unix socket path";
+		       "(127.0.0.0/8, ::1) or a Unix socket path";
 		return 0;
 	}
 	return 1;
@@ -135,8 +137,7 @@ conf_owner_is_valid(const char *s)
 		char c = s[i];
 
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-		    c == '.')
+		    (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.')
 			continue;
 		if (c == '$' && i == len - 1 && i > 0)
 			continue;
@@ -155,7 +156,7 @@ conf_method_is_valid(const char *m)
 		return 0;
 	for (i = 0; i < n; i++)
 		if (!((m[i] >= 'A' && m[i] <= 'Z') ||
-		    (m[i] >= '0' && m[i] <= '9') || m[i] == '-'))
+			(m[i] >= '0' && m[i] <= '9') || m[i] == '-'))
 			return 0;
 	return 1;
 }

@@ -23,25 +23,22 @@ struct v6_range {
 	unsigned bits;
 };
 
-#define V4(a, b, c, d)	(((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | \
-			    ((uint32_t)(c) << 8) | (uint32_t)(d))
+#define V4(a, b, c, d) \
+	(((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | \
+	    ((uint32_t)(c) << 8) | (uint32_t)(d))
 
 static const struct v4_range v4_metadata[] = {
 	{ V4(169, 254, 0, 0), 16 },
-	{ V4(100, 100, 100, 200), 32 },	/* Alibaba Cloud */
+	{ V4(100, 100, 100, 200), 32 }, /* Alibaba Cloud */
 	{ V4(168, 63, 129, 16), 32 },	/* Azure wireserver */
 };
 
 static const struct v4_range v4_reserved[] = {
-	{ V4(0, 0, 0, 0), 8 },
-	{ V4(192, 0, 0, 0), 24 },
-	{ V4(192, 0, 2, 0), 24 },
-	{ V4(192, 88, 99, 0), 24 },
-	{ V4(198, 18, 0, 0), 15 },
-	{ V4(198, 51, 100, 0), 24 },
-	{ V4(203, 0, 113, 0), 24 },
-	{ V4(224, 0, 0, 0), 4 },
-	{ V4(240, 0, 0, 0), 4 },	/* includes 255.255.255.255 */
+	{ V4(0, 0, 0, 0), 8 }, { V4(192, 0, 0, 0), 24 },
+	{ V4(192, 0, 2, 0), 24 }, { V4(192, 88, 99, 0), 24 },
+	{ V4(198, 18, 0, 0), 15 }, { V4(198, 51, 100, 0), 24 },
+	{ V4(203, 0, 113, 0), 24 }, { V4(224, 0, 0, 0), 4 },
+	{ V4(240, 0, 0, 0), 4 }, /* includes 255.255.255.255 */
 };
 
 static const struct v4_range v4_private[] = {
@@ -53,26 +50,26 @@ static const struct v4_range v4_private[] = {
 };
 
 static const struct v6_range v6_metadata[] = {
-	{ { 0xfd, 0x00, 0x0e, 0xc2 }, 64 },		/* AWS IMDS */
-	{ { 0xfd, 0x20, 0x00, 0xce, 0, 0, 0, 0,
-	    0, 0, 0, 0, 0, 0, 0x02, 0x54 }, 128 },	/* GCP */
+	{ { 0xfd, 0x00, 0x0e, 0xc2 }, 64 }, /* AWS IMDS */
+	{ { 0xfd, 0x20, 0x00, 0xce, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 },
+	    128 }, /* GCP */
 };
 
 /* Globally reachable exceptions inside 2001::/23 (IANA special registry). */
 static const struct v6_range v6_2001_global[] = {
-	{ { 0x20, 0x01, 0x00, 0x01, 0, 0, 0, 0,
-	    0, 0, 0, 0, 0, 0, 0, 0x01 }, 128 },
-	{ { 0x20, 0x01, 0x00, 0x01, 0, 0, 0, 0,
-	    0, 0, 0, 0, 0, 0, 0, 0x02 }, 128 },
-	{ { 0x20, 0x01, 0x00, 0x01, 0, 0, 0, 0,
-	    0, 0, 0, 0, 0, 0, 0, 0x03 }, 128 },
+	{ { 0x20, 0x01, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01 },
+	    128 },
+	{ { 0x20, 0x01, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02 },
+	    128 },
+	{ { 0x20, 0x01, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x03 },
+	    128 },
 	{ { 0x20, 0x01, 0x00, 0x03 }, 32 },
 	{ { 0x20, 0x01, 0x00, 0x04, 0x01, 0x12 }, 48 },
 	{ { 0x20, 0x01, 0x00, 0x20 }, 27 },
 };
 
 static const struct v6_range v6_reserved[] = {
-	{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48 },	/* local NAT64 */
+	{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48 }, /* local NAT64 */
 	{ { 0x01, 0x00 }, 64 },				/* discard */
 	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32 },
 	{ { 0x3f, 0xff }, 20 },
@@ -91,12 +88,13 @@ static const struct v6_range v6_teredo = { { 0x20, 0x01 }, 32 };
 static const struct v6_range v6_6to4 = { { 0x20, 0x02 }, 16 };
 static const struct v6_range v6_global = { { 0x20 }, 3 };
 static const struct v6_range v6_mapped = {
-	{ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff }, 96 };
+	{ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff }, 96
+};
 static const struct v6_range v6_compat = { { 0 }, 96 };
 static const uint8_t v6_loopback[16] = { [15] = 1 };
 static const uint8_t v6_unspecified[16];
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 static uint32_t
 v4_word(const uint8_t b[4])
@@ -205,7 +203,7 @@ static unsigned
 classify_embedded(const uint8_t b[4])
 {
 	return v4_is_metadata(b) ? POLICY_CLASS_METADATA :
-	    POLICY_CLASS_RESERVED;
+				   POLICY_CLASS_RESERVED;
 }
 
 static unsigned

@@ -16,7 +16,7 @@
 #include "policy/policy.h"
 
 /* Longest entry text worth looking at: "*." and a 253-byte name. */
-#define ENTRY_TEXT_MAX	(POLICY_NAME_MAX + 2)
+#define ENTRY_TEXT_MAX (POLICY_NAME_MAX + 2)
 
 static int
 entry_fail(struct policy_err *reterr, const char *msg)
@@ -28,8 +28,7 @@ entry_fail(struct policy_err *reterr, const char *msg)
 
 /* Fail with "...: write 'canon'", or without the spelling if it is cut. */
 static int
-entry_fail_write(struct policy_err *reterr, const char *why,
-    const char *canon)
+entry_fail_write(struct policy_err *reterr, const char *why, const char *canon)
 {
 	int r;
 
@@ -40,7 +39,8 @@ entry_fail_write(struct policy_err *reterr, const char *why,
 	if (r < 0 || (size_t)r >= sizeof(reterr->msg))
 		(void)snprintf(reterr->msg, sizeof(reterr->msg),
 		    "%s: write it in lowercase, without surrounding "
-		    "whitespace or dots", why);
+		    "whitespace or dots",
+		    why);
 	return EGRESS_ERR_INVALID;
 }
 
@@ -107,16 +107,19 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 
 	memset(&e, 0, sizeof(e));
 	if (n == 1 && c[0] == '*')
-		return entry_fail(reterr, "a bare '*' is not allowed: there is "
+		return entry_fail(reterr,
+		    "a bare '*' is not allowed: there is "
 		    "no allow-all entry");
 	if (c[0] == '*') {
 		if (n < 2 || c[1] != '.' || memchr(c + 1, '*', n - 1) != NULL)
-			return entry_fail(reterr, "a wildcard is written only "
+			return entry_fail(reterr,
+			    "a wildcard is written only "
 			    "as one leading '*.' (as in '*.example.com')");
 		c += 2;
 		n -= 2;
 		if (n == 0)
-			return entry_fail(reterr, "'*.' needs a suffix (as in "
+			return entry_fail(reterr,
+			    "'*.' needs a suffix (as in "
 			    "'*.example.com')");
 		if (c[0] == '[' || memchr(c, ':', n) != NULL)
 			return entry_fail(reterr,
@@ -127,7 +130,8 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 			    h.kind == POLICY_HOST_IPV4)
 				return entry_fail(reterr,
 				    "a wildcard cannot cover an IP literal");
-			return entry_fail(reterr, "a suffix pattern whose last "
+			return entry_fail(reterr,
+			    "a suffix pattern whose last "
 			    "label is numeric can never match a request host");
 		}
 		if (policy_host_parse(c, n, &h, reterr) != 0)
@@ -136,19 +140,23 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 		    memcmp(h.name, c, n) != 0)
 			return entry_fail(reterr, "entries must be canonical");
 		if (strchr(h.name, '.') == NULL)
-			return entry_fail(reterr, "a wildcard over a single "
+			return entry_fail(reterr,
+			    "a wildcard over a single "
 			    "label (as in '*.com') is too broad");
 		/* "a." and the suffix must still fit in a name. */
 		if (n > POLICY_NAME_MAX - 2)
-			return entry_fail(reterr, "a suffix longer than 251 "
+			return entry_fail(reterr,
+			    "a suffix longer than 251 "
 			    "bytes has no subdomain a request could name");
 		/* Any answer but a clear "no" counts as public: fail closed. */
 		if (psl(psl_ctx, h.name) != 0) {
 			if (reterr != NULL)
 				(void)snprintf(reterr->msg,
-				    sizeof(reterr->msg), "'%.64s' is a public "
+				    sizeof(reterr->msg),
+				    "'%.64s' is a public "
 				    "suffix: a wildcard over it would grant "
-				    "every domain registered under it", h.name);
+				    "every domain registered under it",
+				    h.name);
 			return EGRESS_ERR_INVALID;
 		}
 		e.kind = POLICY_ENTRY_SUFFIX;
@@ -157,7 +165,8 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 		return 0;
 	}
 	if (memchr(c, '*', n) != NULL)
-		return entry_fail(reterr, "a '*' is allowed only as one "
+		return entry_fail(reterr,
+		    "a '*' is allowed only as one "
 		    "leading '*.' (as in '*.example.com')");
 	if (c[0] == '[') {
 		const char *close = memchr(c, ']', n);
@@ -171,20 +180,25 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 			if (close[1] == ':' && pn < sizeof(inner)) {
 				memcpy(inner, c + 1, pn);
 				inner[pn] = '\0';
-				return entry_fail_write(reterr, "a port is not "
+				return entry_fail_write(reterr,
+				    "a port is not "
 				    "part of an entry (granting a host grants "
-				    "every port)", inner);
+				    "every port)",
+				    inner);
 			}
 			return entry_fail(reterr,
 			    "unexpected text after ']' in entry");
 		}
 		if (memchr(c + 1, ':', pn) == NULL) {
-			if (pn > 0 && policy_host_parse(c + 1, pn, &h,
-			    NULL) == 0 && h.kind != POLICY_HOST_IPV6 &&
+			if (pn > 0 &&
+			    policy_host_parse(c + 1, pn, &h, NULL) == 0 &&
+			    h.kind != POLICY_HOST_IPV6 &&
 			    strlen(h.name) == pn &&
 			    memcmp(h.name, c + 1, pn) == 0)
-				return entry_fail_write(reterr, "brackets are "
-				    "only for IPv6 literals", h.name);
+				return entry_fail_write(reterr,
+				    "brackets are "
+				    "only for IPv6 literals",
+				    h.name);
 			return entry_fail(reterr,
 			    "brackets are only for IPv6 literals");
 		}
@@ -209,9 +223,11 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 			    memcmp(h.name, c, hn) == 0) {
 				memcpy(host, c, hn);
 				host[hn] = '\0';
-				return entry_fail_write(reterr, "a port is not "
+				return entry_fail_write(reterr,
+				    "a port is not "
 				    "part of an entry (granting a host grants "
-				    "every port)", host);
+				    "every port)",
+				    host);
 			}
 			return entry_fail(reterr,
 			    "a port is not part of an entry");
@@ -233,8 +249,8 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 }
 
 int
-policy_entry_parse(const char *s, size_t len, policy_psl_fn psl,
-    void *psl_ctx, struct policy_entry *ret_entry, struct policy_err *reterr)
+policy_entry_parse(const char *s, size_t len, policy_psl_fn psl, void *psl_ctx,
+    struct policy_entry *ret_entry, struct policy_err *reterr)
 {
 	char cand[ENTRY_TEXT_MAX + 1];
 	struct policy_entry e;
@@ -242,7 +258,8 @@ policy_entry_parse(const char *s, size_t len, policy_psl_fn psl,
 	size_t a, b, i, n;
 
 	if (psl == NULL)
-		return entry_fail(reterr, "no public-suffix check supplied: "
+		return entry_fail(reterr,
+		    "no public-suffix check supplied: "
 		    "entries cannot be validated");
 	if (s == NULL || ret_entry == NULL)
 		return entry_fail(reterr, "no entry");
@@ -258,20 +275,24 @@ policy_entry_parse(const char *s, size_t len, policy_psl_fn psl,
 			struct policy_dest d;
 
 			if (policy_url_parse(s, len, &d, NULL) == 0)
-				return entry_fail_write(reterr, "an entry is a "
+				return entry_fail_write(reterr,
+				    "an entry is a "
 				    "host or '*.suffix', not a URL",
 				    d.host.name);
-			return entry_fail(reterr, "an entry is a host or "
+			return entry_fail(reterr,
+			    "an entry is a host or "
 			    "'*.suffix', not a URL, path, userinfo, query or "
 			    "fragment ('/', '@', '?', '#' and '\\' are not "
 			    "allowed)");
 		}
 		if (c == '%')
-			return entry_fail(reterr, memchr(s, ':', len) != NULL ?
-			    "an IPv6 zone id is not allowed in an entry" :
-			    "percent-escapes are not allowed in an entry");
+			return entry_fail(reterr,
+			    memchr(s, ':', len) != NULL ?
+				"an IPv6 zone id is not allowed in an entry" :
+				"percent-escapes are not allowed in an entry");
 		if (c >= 0x80)
-			return entry_fail(reterr, "non-ASCII entry: write the "
+			return entry_fail(reterr,
+			    "non-ASCII entry: write the "
 			    "A-label (punycode, as 'idn2' prints it)");
 		if ((c < 0x20 && !is_space(c)) || c == 0x7f)
 			return entry_fail(reterr,
@@ -319,7 +340,8 @@ policy_entry_parse(const char *s, size_t len, policy_psl_fn psl,
 
 		if (policy_entry_format(&e, canon, sizeof(canon)) < 0)
 			return entry_fail(reterr, "entry is not canonical");
-		return entry_fail_write(reterr, "entries must be canonical "
+		return entry_fail_write(reterr,
+		    "entries must be canonical "
 		    "(lowercase, no whitespace, no leading or trailing dot)",
 		    canon);
 	}
@@ -378,7 +400,7 @@ static const struct {
 	{ POLICY_TRANSPORT_TLS, "tls", POLICY_PERM_SOCKET_CLIENT },
 };
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 int
 policy_permission_parse(const char *s, size_t len)

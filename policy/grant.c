@@ -17,8 +17,8 @@
 
 #include "policy/policy.h"
 
-#define GRANT_CHUNK	256		/* entries per storage chunk */
-#define GRANT_MAX	(1u << 30)	/* entries per set */
+#define GRANT_CHUNK	256	   /* entries per storage chunk */
+#define GRANT_MAX	(1u << 30) /* entries per set */
 
 /* Key tags. Matching only ever looks up the live ones. */
 #define TAG_V4		'4'
@@ -26,12 +26,12 @@
 #define TAG_EXACT	'E'
 #define TAG_SUFFIX	'S'
 #define TAG_DEAD_EXACT	'x'
-#define TAG_DEAD_SUFFIX	'y'
+#define TAG_DEAD_SUFFIX 'y'
 #define TAG_DEAD_OTHER	'z'
 
 struct grant_slot {
 	uint64_t hash;
-	uint32_t idx;		/* entry index + 1; 0 is an empty slot */
+	uint32_t idx; /* entry index + 1; 0 is an empty slot */
 };
 
 struct grant_entry {
@@ -44,19 +44,30 @@ struct policy_grant {
 	size_t nchunks;
 	size_t n;
 	struct grant_slot *slots;
-	size_t cap;		/* power of two, 0 before the first add */
+	size_t cap; /* power of two, 0 before the first add */
 	uint64_t k0, k1;
 };
 
 /* ---- SipHash-2-4 ------------------------------------------------------ */
 
-#define ROTL(x, b)	(uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND do {							\
-	v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);	\
-	v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;				\
-	v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;				\
-	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);	\
-} while (0)
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND \
+	do { \
+		v0 += v1; \
+		v1 = ROTL(v1, 13); \
+		v1 ^= v0; \
+		v0 = ROTL(v0, 32); \
+		v2 += v3; \
+		v3 = ROTL(v3, 16); \
+		v3 ^= v2; \
+		v0 += v3; \
+		v3 = ROTL(v3, 21); \
+		v3 ^= v0; \
+		v2 += v1; \
+		v1 = ROTL(v1, 17); \
+		v1 ^= v2; \
+		v2 = ROTL(v2, 32); \
+	} while (0)
 
 /*
  * Hash the tag byte followed by the bytes base[off..end). The next byte
@@ -155,8 +166,7 @@ entry_is_sane(const struct policy_entry *e)
 	if (policy_host_parse(buf, n, &h, NULL) != 0)
 		return 0;
 	/* e's name ends at nl: compare that many bytes and h's length. */
-	if (h.kind != e->host.kind ||
-	    strnlen(h.name, sizeof(h.name)) != nl ||
+	if (h.kind != e->host.kind || strnlen(h.name, sizeof(h.name)) != nl ||
 	    memcmp(h.name, e->host.name, nl) != 0)
 		return 0;
 	switch (h.kind) {
@@ -418,7 +428,7 @@ grant_has_suffix_at_or_above(const struct policy_grant *g, const char *name,
 	for (i = 0; i < n; i++)
 		if (name[i] == '.' &&
 		    grant_lookup(g, TAG_SUFFIX, (const uint8_t *)name, i + 1,
-		    n) != NULL)
+			n) != NULL)
 			return 1;
 	return 0;
 }
@@ -444,14 +454,14 @@ policy_grant_matches(const struct policy_grant *g,
 	n = name_len(host);
 	if (n == 0 || n > POLICY_NAME_MAX)
 		return 0;
-	if (grant_lookup(g, TAG_EXACT, (const uint8_t *)host->name, 0,
-	    n) != NULL)
+	if (grant_lookup(g, TAG_EXACT, (const uint8_t *)host->name, 0, n) !=
+	    NULL)
 		return 1;
 	/* "*.s" matches strict subdomains: only suffixes after a dot. */
 	for (i = 0; i < n; i++)
 		if (host->name[i] == '.' &&
 		    grant_lookup(g, TAG_SUFFIX, (const uint8_t *)host->name,
-		    i + 1, n) != NULL)
+			i + 1, n) != NULL)
 			return 1;
 	return 0;
 }

@@ -18,7 +18,7 @@
 #include "policy/policy.h"
 
 /* Longest text inside brackets worth parsing as IPv6. */
-#define HOST_V6_TEXT_MAX	45
+#define HOST_V6_TEXT_MAX 45
 
 static int
 host_fail(struct policy_err *reterr, const char *msg)
@@ -90,7 +90,7 @@ aton_like(const char *s, size_t len, uint32_t *ret)
 		parts[np++] = (uint32_t)val;
 		if (i == len)
 			break;
-		i++;	/* the dot */
+		i++; /* the dot */
 		if (i == len)
 			return -1;
 	}
@@ -139,7 +139,8 @@ quad_parse(const char *s, size_t len, uint8_t ret[4])
 		while (i < len && chars_is_digit((unsigned char)s[i]) &&
 		    i - start < 3)
 			v = v * 10 + (unsigned)(s[i++] - '0');
-		if (i == start || v > 255 || (s[start] == '0' && i - start > 1))
+		if (i == start || v > 255 ||
+		    (s[start] == '0' && i - start > 1))
 			return -1;
 		b[np] = (uint8_t)v;
 		if (np < 3) {
@@ -207,9 +208,9 @@ host_numeric_fail(const char *s, size_t len, struct policy_err *reterr)
 		(void)snprintf(reterr->msg, sizeof(reterr->msg),
 		    "'%.*s' is not a canonical dotted quad (resolvers read "
 		    "it as %u.%u.%u.%u); write '%u.%u.%u.%u'",
-		    (int)(len > 64 ? 64 : len), s,
-		    v >> 24, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff,
-		    v >> 24, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
+		    (int)(len > 64 ? 64 : len), s, v >> 24, (v >> 16) & 0xff,
+		    (v >> 8) & 0xff, v & 0xff, v >> 24, (v >> 16) & 0xff,
+		    (v >> 8) & 0xff, v & 0xff);
 	else
 		(void)snprintf(reterr->msg, sizeof(reterr->msg),
 		    "a host whose last label is numeric must be a canonical "
@@ -235,23 +236,27 @@ policy_host_parse(const char *s, size_t len, struct policy_host *ret_host,
 		int c = (unsigned char)s[i];
 
 		if (c >= 0x80)
-			return host_fail(reterr, "non-ASCII host: write its "
+			return host_fail(reterr,
+			    "non-ASCII host: write its "
 			    "A-label (punycode)");
 		if (c == '%')
 			return host_fail(reterr,
 			    "percent-escapes are not allowed in a host");
 		if (c == ':')
-			return host_fail(reterr, "an IPv6 address must be in "
+			return host_fail(reterr,
+			    "an IPv6 address must be in "
 			    "brackets, and a host holds no port");
 		if (c == '_')
 			return host_fail(reterr,
 			    "'_' is not allowed in a host name");
 		if (c <= 0x20 || c == 0x7f)
-			return host_fail(reterr, "whitespace or control "
+			return host_fail(reterr,
+			    "whitespace or control "
 			    "character in host");
 		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') &&
 		    !chars_is_digit(c) && c != '-' && c != '.')
-			return host_fail(reterr, "invalid character in host "
+			return host_fail(reterr,
+			    "invalid character in host "
 			    "(a name holds only a-z, 0-9, '-' and '.')");
 	}
 	if (s[len - 1] == '.') {
@@ -303,7 +308,10 @@ int
 policy_host_is_local_name(const struct policy_host *host)
 {
 	static const char *const local[] = {
-		"localhost", "local", "internal", "home.arpa",
+		"localhost",
+		"local",
+		"internal",
+		"home.arpa",
 	};
 	size_t i, n, m;
 

@@ -39,7 +39,7 @@ inet4_parse_at(const char *s, size_t start, size_t len, uint8_t ret[4])
 
 		if (c >= '0' && c <= '9') {
 			if (digit && v == 0)
-				return 0;	/* leading zero */
+				return 0; /* leading zero */
 			v = v * 10 + (unsigned)(c - '0');
 			if (v > 255)
 				return 0;
@@ -111,7 +111,7 @@ policy_inet6_parse(const char *s, size_t len, uint8_t ret[16])
 				continue;
 			}
 			if (i == len)
-				return 0;	/* trailing single ':' */
+				return 0; /* trailing single ':' */
 			if (tp + 2 > 16)
 				return 0;
 			tmp[tp++] = (uint8_t)(v >> 8);
@@ -262,7 +262,7 @@ policy_inet6_format(const uint8_t a[16], char *buf, size_t n)
 	if (best >= 0 && best + bestlen == 8)
 		tmp[o++] = ':';
 	if (o >= POLICY_INET6_TEXT)
-		return -1;	/* cannot happen: at most 45 bytes */
+		return -1; /* cannot happen: at most 45 bytes */
 	tmp[o] = '\0';
 	for (i = 0; i <= o; i++)
 		buf[i] = tmp[i];

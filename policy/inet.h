@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Bytes of the longest IPv6 text, with its NUL (INET6_ADDRSTRLEN). */
-#define POLICY_INET6_TEXT	46
+#define POLICY_INET6_TEXT 46
 
 /*
  * Parse the IPv6 text s of len bytes (no NUL needed, no brackets). Return

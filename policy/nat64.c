@@ -16,8 +16,8 @@
 #include "policy/nat64.h"
 #include "policy/policy.h"
 
-#define NAT64_ITEM_SHOW		48	/* bytes of an item quoted in reterr */
-#define NAT64_ITEM_MAX		64	/* longer items cannot be valid */
+#define NAT64_ITEM_SHOW 48 /* bytes of an item quoted in reterr */
+#define NAT64_ITEM_MAX	64 /* longer items cannot be valid */
 
 static const struct policy_nat64_prefix nat64_well_known = {
 	.prefix = { 0x00, 0x64, 0xff, 0x9b },
@@ -138,8 +138,8 @@ msg_append(char *msg, size_t size, size_t *used, const char *src,
  * spelling to write instead) into why and return EGRESS_ERR_INVALID.
  */
 static int
-nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
-    char *why, size_t whylen)
+nat64_parse_item(const char *s, struct policy_nat64_prefix *ret, char *why,
+    size_t whylen)
 {
 	/* Zeroed before the copy, with room past the longest item, so the
 	 * text is terminated and the up to four length digits after '/' are
@@ -180,7 +180,9 @@ nat64_parse_item(const char *s, struct policy_nat64_prefix *ret,
 			(void)snprintf(why, whylen,
 			    "not canonical, write '%s/%s'", canon,
 			    strspn(p, "0123456789") == strlen(p) &&
-			    strlen(p) <= 3 ? p : "<length>");
+				    strlen(p) <= 3 ?
+				p :
+				"<length>");
 		else
 			(void)snprintf(why, whylen, "not an IPv6 address");
 		return EGRESS_ERR_INVALID;
@@ -253,7 +255,8 @@ policy_nat64_parse_list(const char *const *items, size_t n,
 
 	memset(&list, 0, sizeof(list));
 	for (i = 0; i < n; i++) {
-		if (nat64_parse_item(items[i], &p, why, sizeof(why) - 1) != 0) {
+		if (nat64_parse_item(items[i], &p, why, sizeof(why) - 1) !=
+		    0) {
 			int w;
 
 			bad++;
@@ -269,8 +272,8 @@ policy_nat64_parse_list(const char *const *items, size_t n,
 			 * message lists a prefix of the bad items. */
 			if (omitted == 0 && w > 0 &&
 			    used + (size_t)w + tail_room < sizeof(err.msg)) {
-				msg_append(err.msg, sizeof(err.msg), &used, piece,
-				    sizeof(piece));
+				msg_append(err.msg, sizeof(err.msg), &used,
+				    piece, sizeof(piece));
 			} else
 				omitted++;
 			continue;

@@ -14,7 +14,7 @@
 #include "policy/policy.h"
 
 /* At most this many translations of one address: well-known + declared. */
-#define POLICY_NAT64_DECODE_MAX	(1 + POLICY_NAT64_MAX)
+#define POLICY_NAT64_DECODE_MAX (1 + POLICY_NAT64_MAX)
 
 /*
  * Answer whether len is one of the RFC 6052 prefix lengths

@@ -16,11 +16,11 @@
 
 #include <egress/error.h>
 
-#define POLICY_NAME_MAX		253	/* bytes of a DNS name, no trailing dot */
-#define POLICY_LABEL_MAX	63
-#define POLICY_MSG_MAX		256	/* bytes of an error message, with NUL */
-#define POLICY_ANSWERS_MAX	64	/* addresses considered per answer set */
-#define POLICY_NAT64_MAX	64	/* declared NAT64 prefixes */
+#define POLICY_NAME_MAX	   253 /* bytes of a DNS name, no trailing dot */
+#define POLICY_LABEL_MAX   63
+#define POLICY_MSG_MAX	   256 /* bytes of an error message, with NUL */
+#define POLICY_ANSWERS_MAX 64  /* addresses considered per answer set */
+#define POLICY_NAT64_MAX   64  /* declared NAT64 prefixes */
 /*
  * Text bound of policy_url_parse() as analysed: it takes longer text and
  * applies the same rules, but the absence of undefined behaviour is
@@ -28,7 +28,7 @@
  * "://", an authority and a path as a REQUEST bounds them (32 + 3 + 512 +
  * 16384 bytes).
  */
-#define POLICY_URL_MAX		16931
+#define POLICY_URL_MAX	   16931
 
 /* Failure details: a human-readable message, NUL-terminated. */
 struct policy_err {
@@ -70,8 +70,8 @@ int policy_host_parse(const char *s, size_t len, struct policy_host *ret_host,
 /* ---- Entries (operator grants and manifest declarations) -------------- */
 
 enum policy_entry_kind {
-	POLICY_ENTRY_EXACT = 1,		/* host.name is the exact host */
-	POLICY_ENTRY_SUFFIX = 2,	/* "*.s": host.name is s */
+	POLICY_ENTRY_EXACT = 1,	 /* host.name is the exact host */
+	POLICY_ENTRY_SUFFIX = 2, /* "*.s": host.name is s */
 };
 
 struct policy_entry {
@@ -101,8 +101,7 @@ int policy_entry_parse(const char *s, size_t len, policy_psl_fn psl,
  * Format entry as it is written in a file ("host", "*.suffix", or an IP
  * literal) into buf of size n. Return the length, or EGRESS_ERR_TOO_BIG.
  */
-int policy_entry_format(const struct policy_entry *entry, char *buf,
-    size_t n);
+int policy_entry_format(const struct policy_entry *entry, char *buf, size_t n);
 
 /* ---- Destinations ----------------------------------------------------- */
 
@@ -114,9 +113,9 @@ enum policy_transport {
 };
 
 /* Permission bits. */
-#define POLICY_PERM_HTTP_CLIENT		(1u << 0)
-#define POLICY_PERM_WEBSOCKET_CLIENT	(1u << 1)
-#define POLICY_PERM_SOCKET_CLIENT	(1u << 2)
+#define POLICY_PERM_HTTP_CLIENT	     (1u << 0)
+#define POLICY_PERM_WEBSOCKET_CLIENT (1u << 1)
+#define POLICY_PERM_SOCKET_CLIENT    (1u << 2)
 
 /*
  * Parse a permission name ("http_client", "websocket_client",
@@ -231,19 +230,19 @@ int policy_grant_covers(const struct policy_grant *g,
 /* ---- Addresses -------------------------------------------------------- */
 
 struct policy_addr {
-	int family;		/* 4 or 6 */
-	uint8_t bytes[16];	/* network order; IPv4 uses the first 4 */
+	int family;	   /* 4 or 6 */
+	uint8_t bytes[16]; /* network order; IPv4 uses the first 4 */
 };
 
 /* Class bits. A non-NAT64 address has exactly one. */
-#define POLICY_CLASS_PUBLIC	(1u << 0)
-#define POLICY_CLASS_PRIVATE	(1u << 1)
-#define POLICY_CLASS_RESERVED	(1u << 2)
-#define POLICY_CLASS_METADATA	(1u << 3)
+#define POLICY_CLASS_PUBLIC   (1u << 0)
+#define POLICY_CLASS_PRIVATE  (1u << 1)
+#define POLICY_CLASS_RESERVED (1u << 2)
+#define POLICY_CLASS_METADATA (1u << 3)
 
 struct policy_nat64_prefix {
 	uint8_t prefix[16];
-	unsigned len;		/* 32, 40, 48, 56, 64 or 96 */
+	unsigned len; /* 32, 40, 48, 56, 64 or 96 */
 };
 
 struct policy_nat64_list {
@@ -326,8 +325,8 @@ struct policy_instance {
 
 struct policy_verdict {
 	enum policy_reason reason;
-	int need_resolve;	/* set by policy_check_destination on allow */
-	size_t naddrs;		/* validated addresses, on final allow */
+	int need_resolve; /* set by policy_check_destination on allow */
+	size_t naddrs;	  /* validated addresses, on final allow */
 	struct policy_addr addrs[POLICY_ANSWERS_MAX];
 };
 

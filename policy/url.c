@@ -79,7 +79,8 @@ authority_parse(const char *s, size_t len, uint16_t default_port,
 		int c = (unsigned char)s[i];
 
 		if (c <= 0x20 || c == 0x7f)
-			return url_fail(reterr, "whitespace or control "
+			return url_fail(reterr,
+			    "whitespace or control "
 			    "character in destination host");
 		if (c == '\\')
 			return url_fail(reterr,
@@ -88,7 +89,8 @@ authority_parse(const char *s, size_t len, uint16_t default_port,
 			return url_fail(reterr,
 			    "userinfo is not allowed in a destination");
 		if (c == '/' || c == '?' || c == '#')
-			return url_fail(reterr, "unexpected '/', '?' or '#' in "
+			return url_fail(reterr,
+			    "unexpected '/', '?' or '#' in "
 			    "destination host");
 	}
 	if (len == 0)
@@ -116,7 +118,8 @@ authority_parse(const char *s, size_t len, uint16_t default_port,
 			if (s[i] == ':' && ncolon++ == 0)
 				colon = i;
 		if (ncolon > 1)
-			return url_fail(reterr, "an IPv6 address must be in "
+			return url_fail(reterr,
+			    "an IPv6 address must be in "
 			    "brackets");
 		hlen = ncolon == 0 ? len : colon;
 	}
@@ -147,8 +150,8 @@ policy_authority_parse(const char *s, size_t len, uint16_t default_port,
 }
 
 int
-policy_hostport_parse(const char *s, size_t len,
-    struct policy_dest *ret_dest, struct policy_err *reterr)
+policy_hostport_parse(const char *s, size_t len, struct policy_dest *ret_dest,
+    struct policy_err *reterr)
 {
 	return authority_parse(s, len, 0, ret_dest, reterr);
 }
@@ -161,7 +164,10 @@ policy_url_parse(const char *s, size_t len, struct policy_dest *ret_dest,
 		const char *name;
 		uint16_t port;
 	} schemes[] = {
-		{ "http", 80 }, { "https", 443 }, { "ws", 80 }, { "wss", 443 },
+		{ "http", 80 },
+		{ "https", 443 },
+		{ "ws", 80 },
+		{ "wss", 443 },
 	};
 	struct policy_dest d;
 	char scheme[8] = { 0 };
@@ -177,13 +183,17 @@ policy_url_parse(const char *s, size_t len, struct policy_dest *ret_dest,
 	for (i = 0; i < len && s[i] != ':'; i++) {
 		int c = (unsigned char)s[i];
 
-		if (!(chars_is_alpha(c) || (i > 0 && (chars_is_digit(c) || c == '+' ||
-		    c == '-' || c == '.'))))
-			return url_fail(reterr, "not an absolute URL "
+		if (!(chars_is_alpha(c) ||
+			(i > 0 &&
+			    (chars_is_digit(c) || c == '+' || c == '-' ||
+				c == '.'))))
+			return url_fail(reterr,
+			    "not an absolute URL "
 			    "(write scheme://host[:port][/path])");
 	}
 	if (i == len || i == 0)
-		return url_fail(reterr, "not an absolute URL "
+		return url_fail(reterr,
+		    "not an absolute URL "
 		    "(write scheme://host[:port][/path])");
 	sl = i;
 	if (sl >= sizeof(scheme))
@@ -220,7 +230,8 @@ policy_url_parse(const char *s, size_t len, struct policy_dest *ret_dest,
 		int c = (unsigned char)s[i];
 
 		if (c == '%') {
-			if (i + 2 >= len || !chars_is_hex((unsigned char)s[i + 1]) ||
+			if (i + 2 >= len ||
+			    !chars_is_hex((unsigned char)s[i + 1]) ||
 			    !chars_is_hex((unsigned char)s[i + 2]))
 				return url_fail(reterr,
 				    "bad percent-escape in path or query");

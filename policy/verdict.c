@@ -65,7 +65,8 @@ check_host(const struct policy_instance *inst, const struct policy_host *h)
 		return POLICY_REASON_NOT_GRANTED;
 	/* Intersection: a manifest with neither hosts nor operator_defined
 	 * has an empty declared set, which matches nothing. */
-	if (!inst->operator_defined && !policy_grant_matches(inst->declared, h))
+	if (!inst->operator_defined &&
+	    !policy_grant_matches(inst->declared, h))
 		return POLICY_REASON_NOT_DECLARED;
 	if (policy_host_is_local_name(h) &&
 	    !policy_grant_matches(inst->allow_private, h))

@@ -17,13 +17,13 @@
 
 #include "proto/proto.h"
 
-#define TYPE_LAST	PROTO_MSG_PONG
+#define TYPE_LAST PROTO_MSG_PONG
 
-#define CS(x)		(1U << (x))
-#define C_START		CS(PROTO_CONN_START)
-#define C_HSENT		CS(PROTO_CONN_HELLO_SENT)
-#define C_HRECV		CS(PROTO_CONN_HELLO_RECEIVED)
-#define C_LIVE		(CS(PROTO_CONN_OPEN) | CS(PROTO_CONN_DRAINING))
+#define CS(x)	  (1U << (x))
+#define C_START	  CS(PROTO_CONN_START)
+#define C_HSENT	  CS(PROTO_CONN_HELLO_SENT)
+#define C_HRECV	  CS(PROTO_CONN_HELLO_RECEIVED)
+#define C_LIVE	  (CS(PROTO_CONN_OPEN) | CS(PROTO_CONN_DRAINING))
 
 /* Connection states in which a type may be sent / received. */
 struct conn_rule {
@@ -60,31 +60,30 @@ static const struct conn_rule conn_rules[3][TYPE_LAST + 1] = {
 	},
 };
 
-#define SS(x)		(1U << (x))
-#define S_IDLE		SS(PROTO_STREAM_IDLE)
-#define S_OPEN		SS(PROTO_STREAM_OPEN)
-#define S_HCL		SS(PROTO_STREAM_HALF_CLOSED_LOCAL)
-#define S_HCR		SS(PROTO_STREAM_HALF_CLOSED_REMOTE)
+#define SS(x)  (1U << (x))
+#define S_IDLE SS(PROTO_STREAM_IDLE)
+#define S_OPEN SS(PROTO_STREAM_OPEN)
+#define S_HCL  SS(PROTO_STREAM_HALF_CLOSED_LOCAL)
+#define S_HCR  SS(PROTO_STREAM_HALF_CLOSED_REMOTE)
 
 enum head_rule {
-	HEAD_ANY = 0,		/* unrelated to the head */
-	HEAD_IS = 1,		/* is the head: only once per direction */
-	HEAD_NEEDS = 2,		/* only after the head of its direction */
+	HEAD_ANY = 0,	/* unrelated to the head */
+	HEAD_IS = 1,	/* is the head: only once per direction */
+	HEAD_NEEDS = 2, /* only after the head of its direction */
 };
 
 /* Stream states (local view) in which a type may be received / sent. */
 struct stream_rule {
 	uint8_t recv;
 	uint8_t send;
-	uint8_t head;		/* enum head_rule */
+	uint8_t head; /* enum head_rule */
 };
 
 static const struct stream_rule stream_rules[TYPE_LAST + 1] = {
 	[PROTO_MSG_REQUEST] = { S_IDLE, S_IDLE, HEAD_IS },
 	[PROTO_MSG_RESPONSE] = { S_OPEN | S_HCL, S_OPEN | S_HCR, HEAD_IS },
 	[PROTO_MSG_DATA] = { S_OPEN | S_HCL, S_OPEN | S_HCR, HEAD_NEEDS },
-	[PROTO_MSG_TRAILERS] = { S_OPEN | S_HCL, S_OPEN | S_HCR,
-	    HEAD_NEEDS },
+	[PROTO_MSG_TRAILERS] = { S_OPEN | S_HCL, S_OPEN | S_HCR, HEAD_NEEDS },
 	[PROTO_MSG_WINDOW_UPDATE] = { S_OPEN | S_HCL | S_HCR,
 	    S_OPEN | S_HCL | S_HCR, HEAD_ANY },
 	[PROTO_MSG_RESET] = { S_OPEN | S_HCL | S_HCR, S_OPEN | S_HCL | S_HCR,
@@ -211,7 +210,8 @@ recv_conn(struct proto_conn *c, const struct proto_msg *m,
 	case PROTO_MSG_PONG:
 		return PROTO_ACCEPT;
 	default:
-		return fail(reterr, PROTO_FAULT_STREAM_ID, EGRESS_ERR_PROTOCOL);
+		return fail(reterr, PROTO_FAULT_STREAM_ID,
+		    EGRESS_ERR_PROTOCOL);
 	}
 }
 
@@ -258,15 +258,17 @@ conn_check(const struct proto_conn *c, const struct proto_msg *m, int send,
 		return EGRESS_ERR_CLOSED;
 	if (m->type == 0 || m->type > TYPE_LAST ||
 	    (c->role != PROTO_ROLE_CLIENT && c->role != PROTO_ROLE_BROKER))
-		return fail(reterr_fault, PROTO_FAULT_TYPE, EGRESS_ERR_INVALID);
+		return fail(reterr_fault, PROTO_FAULT_TYPE,
+		    EGRESS_ERR_INVALID);
 	mask = send ? conn_rules[c->role][m->type].send :
-	    conn_rules[c->role][m->type].recv;
+		      conn_rules[c->role][m->type].recv;
 	if (mask == 0)
 		return fail(reterr_fault, PROTO_FAULT_DIRECTION, err);
 	if ((mask & CS(c->state)) == 0 || (is_pre_open(c) && m->stream != 0))
 		return fail(reterr_fault, PROTO_FAULT_CONN_STATE, err);
-	if (m->stream != 0 && (send ? stream_rules[m->type].send :
-	    stream_rules[m->type].recv) == 0)
+	if (m->stream != 0 &&
+	    (send ? stream_rules[m->type].send : stream_rules[m->type].recv) ==
+		0)
 		return fail(reterr_fault, PROTO_FAULT_STREAM_ID, err);
 	return 0;
 }
@@ -286,7 +288,8 @@ proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
 		return recv_request(c, s, m, reterr_fault);
 
 	if (s != NULL && s->id != m->stream)
-		return fail(reterr_fault, PROTO_FAULT_NONE, EGRESS_ERR_INVALID);
+		return fail(reterr_fault, PROTO_FAULT_NONE,
+		    EGRESS_ERR_INVALID);
 	if (m->stream > c->last_stream)
 		return fail(reterr_fault, PROTO_FAULT_STREAM_IDLE,
 		    EGRESS_ERR_PROTOCOL);
@@ -312,7 +315,8 @@ proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
 		return PROTO_IGNORE;
 	}
 	if (s->state == PROTO_STREAM_IDLE)
-		return fail(reterr_fault, PROTO_FAULT_NONE, EGRESS_ERR_INVALID);
+		return fail(reterr_fault, PROTO_FAULT_NONE,
+		    EGRESS_ERR_INVALID);
 
 	sr = &stream_rules[m->type];
 	if ((sr->recv & SS(s->state)) == 0 ||
@@ -382,7 +386,8 @@ send_conn(struct proto_conn *c, const struct proto_msg *m,
 			return fail(reterr, PROTO_FAULT_WINDOW_OVERFLOW,
 			    EGRESS_ERR_INVALID);
 		c->flow.recv += inc;
-		c->flow.unacked -= inc < c->flow.unacked ? inc :
+		c->flow.unacked -= inc < c->flow.unacked ?
+		    inc :
 		    c->flow.unacked;
 		return 0;
 	case PROTO_MSG_GOAWAY:
@@ -464,7 +469,8 @@ proto_conn_send(struct proto_conn *c, struct proto_stream *s,
 			return fail(reterr_fault, PROTO_FAULT_WINDOW_OVERFLOW,
 			    EGRESS_ERR_INVALID);
 		s->flow.recv += inc;
-		s->flow.unacked -= inc < s->flow.unacked ? inc :
+		s->flow.unacked -= inc < s->flow.unacked ?
+		    inc :
 		    s->flow.unacked;
 		return 0;
 	case PROTO_MSG_RESET:
@@ -485,7 +491,7 @@ proto_conn_sendable(const struct proto_conn *c, const struct proto_stream *s)
 	if (s == NULL || !s->local_head ||
 	    (c->state != PROTO_CONN_OPEN && c->state != PROTO_CONN_DRAINING) ||
 	    (s->state != PROTO_STREAM_OPEN &&
-	    s->state != PROTO_STREAM_HALF_CLOSED_REMOTE))
+		s->state != PROTO_STREAM_HALF_CLOSED_REMOTE))
 		return 0;
 	n = s->flow.send < c->flow.send ? s->flow.send : c->flow.send;
 	return n < PROTO_DATA_MAX ? n : PROTO_DATA_MAX;
@@ -499,8 +505,9 @@ proto_conn_consumed(struct proto_conn *c, struct proto_stream *s, uint32_t n,
 	int track;
 
 	/* Only a stream whose peer still sends needs credit back. */
-	track = s != NULL && (s->state == PROTO_STREAM_OPEN ||
-	    s->state == PROTO_STREAM_HALF_CLOSED_LOCAL);
+	track = s != NULL &&
+	    (s->state == PROTO_STREAM_OPEN ||
+		s->state == PROTO_STREAM_HALF_CLOSED_LOCAL);
 	if (!fits(c->flow.unacked, n) || (track && !fits(s->flow.unacked, n)))
 		return EGRESS_ERR_INVALID;
 	c->flow.unacked += n;

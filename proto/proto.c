@@ -14,23 +14,23 @@
 
 #include "proto/proto.h"
 
-#define PROTO_TYPE_LAST		PROTO_MSG_PONG
-#define PROTO_CODE_LAST		PROTO_CODE_PROTOCOL
+#define PROTO_TYPE_LAST PROTO_MSG_PONG
+#define PROTO_CODE_LAST PROTO_CODE_PROTOCOL
 
 /* Which stream ids a type may carry. */
 enum sid_rule {
-	SID_ZERO = 1,		/* connection-level only */
-	SID_NONZERO = 2,	/* a stream only */
-	SID_ANY = 3,		/* either */
+	SID_ZERO = 1,	 /* connection-level only */
+	SID_NONZERO = 2, /* a stream only */
+	SID_ANY = 3,	 /* either */
 };
 
 /* Per-type header rules, indexed by enum proto_type. */
 static const struct type_rule {
 	const char *name;
-	uint8_t flags;		/* flags the type may carry */
-	uint8_t must;		/* flags the type must carry */
-	uint8_t sid;		/* enum sid_rule */
-	uint32_t min;		/* payload length bounds */
+	uint8_t flags; /* flags the type may carry */
+	uint8_t must;  /* flags the type must carry */
+	uint8_t sid;   /* enum sid_rule */
+	uint32_t min;  /* payload length bounds */
 	uint32_t max;
 } type_rules[PROTO_TYPE_LAST + 1] = {
 	[PROTO_MSG_HELLO] = { "HELLO", 0, 0, SID_ZERO, 2, 2 },
@@ -38,8 +38,8 @@ static const struct type_rule {
 	    SID_NONZERO, 27, PROTO_PAYLOAD_MAX },
 	[PROTO_MSG_RESPONSE] = { "RESPONSE", PROTO_FLAG_END_STREAM, 0,
 	    SID_NONZERO, 4, PROTO_PAYLOAD_MAX },
-	[PROTO_MSG_DATA] = { "DATA", PROTO_FLAG_END_STREAM, 0,
-	    SID_NONZERO, 0, PROTO_DATA_MAX },
+	[PROTO_MSG_DATA] = { "DATA", PROTO_FLAG_END_STREAM, 0, SID_NONZERO, 0,
+	    PROTO_DATA_MAX },
 	[PROTO_MSG_TRAILERS] = { "TRAILERS", PROTO_FLAG_END_STREAM,
 	    PROTO_FLAG_END_STREAM, SID_NONZERO, 2, PROTO_PAYLOAD_MAX },
 	[PROTO_MSG_WINDOW_UPDATE] = { "WINDOW_UPDATE", 0, 0, SID_ANY, 4, 4 },
@@ -570,7 +570,8 @@ payload_size(const struct proto_msg *m, size_t *ret_size)
 		size = 1 + 16;
 		if (sz_str(&q->method, 0, PROTO_METHOD_MAX, &size) != 0 ||
 		    sz_str(&q->scheme, 0, PROTO_SCHEME_MAX, &size) != 0 ||
-		    sz_str(&q->authority, 0, PROTO_AUTHORITY_MAX, &size) != 0 ||
+		    sz_str(&q->authority, 0, PROTO_AUTHORITY_MAX, &size) !=
+			0 ||
 		    sz_str(&q->path, 0, PROTO_PATH_MAX, &size) != 0)
 			return PROTO_FAULT_STRING;
 		*ret_size = size;
@@ -603,8 +604,8 @@ payload_size(const struct proto_msg *m, size_t *ret_size)
 		if (!code_is_known(m->error.code))
 			return PROTO_FAULT_VALUE;
 		size = 4;
-		if (sz_str(&m->error.message, 0, PROTO_MESSAGE_MAX,
-		    &size) != 0)
+		if (sz_str(&m->error.message, 0, PROTO_MESSAGE_MAX, &size) !=
+		    0)
 			return PROTO_FAULT_STRING;
 		break;
 	case PROTO_MSG_GOAWAY:
@@ -630,7 +631,8 @@ proto_encode_size(const struct proto_msg *m, enum proto_fault *reterr_fault)
 	size_t size = 0;
 
 	if (m->type == 0 || m->type > PROTO_TYPE_LAST)
-		return fail(reterr_fault, PROTO_FAULT_TYPE, EGRESS_ERR_INVALID);
+		return fail(reterr_fault, PROTO_FAULT_TYPE,
+		    EGRESS_ERR_INVALID);
 	f = payload_size(m, &size);
 	if (f != PROTO_FAULT_NONE)
 		return fail(reterr_fault, f, EGRESS_ERR_INVALID);
@@ -896,8 +898,9 @@ proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 		return a->response.status == b->response.status &&
 		    headers_eq(a, b);
 	case PROTO_MSG_DATA:
-		return a->data.len == b->data.len && (a->data.len == 0 ||
-		    memcmp(a->data.ptr, b->data.ptr, a->data.len) == 0);
+		return a->data.len == b->data.len &&
+		    (a->data.len == 0 ||
+			memcmp(a->data.ptr, b->data.ptr, a->data.len) == 0);
 	case PROTO_MSG_TRAILERS:
 		return headers_eq(a, b);
 	case PROTO_MSG_WINDOW_UPDATE:
@@ -913,7 +916,7 @@ proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_MSG_PING:
 	case PROTO_MSG_PONG:
 		return memcmp(a->ping.opaque, b->ping.opaque,
-		    PROTO_PING_SIZE) == 0;
+			   PROTO_PING_SIZE) == 0;
 	default:
 		return 1;
 	}

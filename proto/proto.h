@@ -22,31 +22,31 @@
 
 /* ---- Constants (wire ABI: see docs/protocol.md) ----------------------- */
 
-#define PROTO_VERSION		1	/* the version this build speaks */
-#define PROTO_VERSION_MIN	1	/* the lowest version it accepts */
+#define PROTO_VERSION	       1 /* the version this build speaks */
+#define PROTO_VERSION_MIN      1 /* the lowest version it accepts */
 
-#define PROTO_HDR_SIZE		12	/* bytes of the fixed frame header */
-#define PROTO_PAYLOAD_MAX	98304	/* hard cap on any frame's payload */
-#define PROTO_FRAME_MAX		(PROTO_HDR_SIZE + PROTO_PAYLOAD_MAX)
-#define PROTO_DATA_MAX		65536	/* payload cap of one DATA frame */
+#define PROTO_HDR_SIZE	       12    /* bytes of the fixed frame header */
+#define PROTO_PAYLOAD_MAX      98304 /* hard cap on any frame's payload */
+#define PROTO_FRAME_MAX	       (PROTO_HDR_SIZE + PROTO_PAYLOAD_MAX)
+#define PROTO_DATA_MAX	       65536 /* payload cap of one DATA frame */
 
-#define PROTO_STREAM_ID_MAX	0x7fffffffU
-#define PROTO_WINDOW_MAX	0x7fffffffU	/* 2^31-1 */
-#define PROTO_STREAM_WINDOW	262144U		/* initial, per stream */
-#define PROTO_CONN_WINDOW	1048576U	/* initial, per connection */
-#define PROTO_STREAMS_MAX	256U	/* concurrently open streams */
+#define PROTO_STREAM_ID_MAX    0x7fffffffU
+#define PROTO_WINDOW_MAX       0x7fffffffU /* 2^31-1 */
+#define PROTO_STREAM_WINDOW    262144U	   /* initial, per stream */
+#define PROTO_CONN_WINDOW      1048576U	   /* initial, per connection */
+#define PROTO_STREAMS_MAX      256U	   /* concurrently open streams */
 
 /* Field bounds, in bytes (strings) or entries (headers). */
-#define PROTO_METHOD_MAX	32
-#define PROTO_SCHEME_MAX	32
-#define PROTO_AUTHORITY_MAX	512
-#define PROTO_PATH_MAX		16384
-#define PROTO_NAME_MAX		256	/* header name, at least 1 byte */
-#define PROTO_VALUE_MAX		65535	/* header value */
-#define PROTO_HEADERS_MAX	256	/* headers in one block */
-#define PROTO_HEADER_BYTES_MAX	65536	/* sum of name and value lengths */
-#define PROTO_MESSAGE_MAX	256	/* ERROR message */
-#define PROTO_PING_SIZE		8
+#define PROTO_METHOD_MAX       32
+#define PROTO_SCHEME_MAX       32
+#define PROTO_AUTHORITY_MAX    512
+#define PROTO_PATH_MAX	       16384
+#define PROTO_NAME_MAX	       256   /* header name, at least 1 byte */
+#define PROTO_VALUE_MAX	       65535 /* header value */
+#define PROTO_HEADERS_MAX      256   /* headers in one block */
+#define PROTO_HEADER_BYTES_MAX 65536 /* sum of name and value lengths */
+#define PROTO_MESSAGE_MAX      256   /* ERROR message */
+#define PROTO_PING_SIZE	       8
 
 /* The fixed masked message of a policy refusal (wire code "denied"). */
 #define PROTO_DENIED_MESSAGE \
@@ -68,7 +68,7 @@ enum proto_type {
 };
 
 /* Frame flags. END_STREAM is the only one; every other bit is reserved. */
-#define PROTO_FLAG_END_STREAM	0x01
+#define PROTO_FLAG_END_STREAM 0x01
 
 /* Transports of a REQUEST. Never renumber or reuse a value. */
 enum proto_transport {
@@ -100,27 +100,27 @@ enum proto_code {
  */
 enum proto_fault {
 	PROTO_FAULT_NONE = 0,
-	PROTO_FAULT_TOO_BIG,		/* length over the cap of its type */
-	PROTO_FAULT_VERSION,		/* unknown header version */
-	PROTO_FAULT_TYPE,		/* unknown message type */
-	PROTO_FAULT_FLAGS,		/* undefined or missing flag */
-	PROTO_FAULT_RESERVED,		/* reserved header byte not zero */
-	PROTO_FAULT_STREAM_ID,		/* stream id not valid for the type */
-	PROTO_FAULT_LENGTH,		/* payload length not valid for type */
-	PROTO_FAULT_TRUNCATED,		/* a field runs past the payload */
-	PROTO_FAULT_TRAILING,		/* bytes after the last field */
-	PROTO_FAULT_STRING,		/* string over (or under) its bound */
-	PROTO_FAULT_COUNT,		/* header count over its bound */
-	PROTO_FAULT_HEADER_BYTES,	/* header block over its byte bound */
-	PROTO_FAULT_VALUE,		/* field value out of its range */
-	PROTO_FAULT_DIRECTION,		/* this side never receives the type */
-	PROTO_FAULT_CONN_STATE,		/* not valid in the connection state */
-	PROTO_FAULT_STREAM_STATE,	/* not valid in the stream state */
-	PROTO_FAULT_STREAM_IDLE,	/* frame on a stream never opened */
-	PROTO_FAULT_STREAM_REUSED,	/* REQUEST id not above the last one */
-	PROTO_FAULT_STREAMS,		/* too many open streams */
-	PROTO_FAULT_WINDOW_OVERFLOW,	/* window would pass 2^31-1 */
-	PROTO_FAULT_WINDOW_EXCEEDED,	/* DATA beyond the granted window */
+	PROTO_FAULT_TOO_BIG,	     /* length over the cap of its type */
+	PROTO_FAULT_VERSION,	     /* unknown header version */
+	PROTO_FAULT_TYPE,	     /* unknown message type */
+	PROTO_FAULT_FLAGS,	     /* undefined or missing flag */
+	PROTO_FAULT_RESERVED,	     /* reserved header byte not zero */
+	PROTO_FAULT_STREAM_ID,	     /* stream id not valid for the type */
+	PROTO_FAULT_LENGTH,	     /* payload length not valid for type */
+	PROTO_FAULT_TRUNCATED,	     /* a field runs past the payload */
+	PROTO_FAULT_TRAILING,	     /* bytes after the last field */
+	PROTO_FAULT_STRING,	     /* string over (or under) its bound */
+	PROTO_FAULT_COUNT,	     /* header count over its bound */
+	PROTO_FAULT_HEADER_BYTES,    /* header block over its byte bound */
+	PROTO_FAULT_VALUE,	     /* field value out of its range */
+	PROTO_FAULT_DIRECTION,	     /* this side never receives the type */
+	PROTO_FAULT_CONN_STATE,	     /* not valid in the connection state */
+	PROTO_FAULT_STREAM_STATE,    /* not valid in the stream state */
+	PROTO_FAULT_STREAM_IDLE,     /* frame on a stream never opened */
+	PROTO_FAULT_STREAM_REUSED,   /* REQUEST id not above the last one */
+	PROTO_FAULT_STREAMS,	     /* too many open streams */
+	PROTO_FAULT_WINDOW_OVERFLOW, /* window would pass 2^31-1 */
+	PROTO_FAULT_WINDOW_EXCEEDED, /* DATA beyond the granted window */
 };
 
 /* ---- Messages --------------------------------------------------------- */
@@ -150,12 +150,12 @@ struct proto_timeouts {
 };
 
 struct proto_request {
-	uint8_t transport;		/* enum proto_transport */
+	uint8_t transport; /* enum proto_transport */
 	struct proto_timeouts timeouts;
 	struct proto_str method;
 	struct proto_str scheme;
 	struct proto_str authority;
-	struct proto_str path;		/* path and query */
+	struct proto_str path; /* path and query */
 };
 
 /*
@@ -167,9 +167,9 @@ struct proto_request {
  * copied.
  */
 struct proto_msg {
-	uint8_t type;			/* enum proto_type */
-	uint8_t flags;			/* PROTO_FLAG_* */
-	uint32_t stream;		/* 0 for connection-level frames */
+	uint8_t type;	 /* enum proto_type */
+	uint8_t flags;	 /* PROTO_FLAG_* */
+	uint32_t stream; /* 0 for connection-level frames */
 	union {
 		struct {
 			uint16_t version;
@@ -186,10 +186,10 @@ struct proto_msg {
 			uint32_t increment;
 		} window_update;
 		struct {
-			uint32_t code;	/* enum proto_code */
+			uint32_t code; /* enum proto_code */
 		} reset;
 		struct {
-			uint32_t code;	/* enum proto_code */
+			uint32_t code; /* enum proto_code */
 			struct proto_str message;
 		} error;
 		struct {
@@ -197,7 +197,7 @@ struct proto_msg {
 		} goaway;
 		struct {
 			uint8_t opaque[PROTO_PING_SIZE];
-		} ping;			/* PING and PONG */
+		} ping; /* PING and PONG */
 	};
 	size_t nheaders;
 	struct proto_header headers[PROTO_HEADERS_MAX];
@@ -205,7 +205,7 @@ struct proto_msg {
 
 /* A decoded frame header. */
 struct proto_hdr {
-	uint32_t length;		/* payload bytes after the header */
+	uint32_t length; /* payload bytes after the header */
 	uint8_t version;
 	uint8_t type;
 	uint8_t flags;
@@ -224,8 +224,8 @@ struct proto_hdr {
  * EGRESS_ERR_PROTOCOL with *reterr_fault set (reterr_fault may be NULL).
  * The whole frame is PROTO_HDR_SIZE + ret_hdr->length bytes.
  */
-int proto_hdr_decode(const uint8_t *buf, size_t len,
-    struct proto_hdr *ret_hdr, enum proto_fault *reterr_fault);
+int proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
+    enum proto_fault *reterr_fault);
 
 /*
  * Decode the payload of one frame whose header hdr came from
@@ -368,25 +368,25 @@ uint16_t proto_version_choose(uint16_t offered);
 /* ---- Connection and stream state -------------------------------------- */
 
 enum proto_role {
-	PROTO_ROLE_CLIENT = 1,		/* the shim: opens streams */
-	PROTO_ROLE_BROKER = 2,		/* egressd: answers them */
+	PROTO_ROLE_CLIENT = 1, /* the shim: opens streams */
+	PROTO_ROLE_BROKER = 2, /* egressd: answers them */
 };
 
 enum proto_conn_state {
-	PROTO_CONN_START = 0,		/* no HELLO yet */
-	PROTO_CONN_HELLO_SENT = 1,	/* client: HELLO sent, awaiting reply */
-	PROTO_CONN_HELLO_RECEIVED = 2,	/* broker: HELLO in, reply due */
+	PROTO_CONN_START = 0,	       /* no HELLO yet */
+	PROTO_CONN_HELLO_SENT = 1,     /* client: HELLO sent, awaiting reply */
+	PROTO_CONN_HELLO_RECEIVED = 2, /* broker: HELLO in, reply due */
 	PROTO_CONN_OPEN = 3,
-	PROTO_CONN_DRAINING = 4,	/* GOAWAY sent (broker) or received */
-	PROTO_CONN_CLOSED = 5,		/* ERROR on stream 0 sent/received */
+	PROTO_CONN_DRAINING = 4, /* GOAWAY sent (broker) or received */
+	PROTO_CONN_CLOSED = 5,	 /* ERROR on stream 0 sent/received */
 };
 
 /* Stream states, from the local side's point of view (as in HTTP/2). */
 enum proto_stream_state {
 	PROTO_STREAM_IDLE = 0,
 	PROTO_STREAM_OPEN = 1,
-	PROTO_STREAM_HALF_CLOSED_LOCAL = 2,	/* we sent END_STREAM */
-	PROTO_STREAM_HALF_CLOSED_REMOTE = 3,	/* the peer sent END_STREAM */
+	PROTO_STREAM_HALF_CLOSED_LOCAL = 2,  /* we sent END_STREAM */
+	PROTO_STREAM_HALF_CLOSED_REMOTE = 3, /* the peer sent END_STREAM */
 	PROTO_STREAM_CLOSED = 4,
 };
 
@@ -409,27 +409,27 @@ struct proto_flow {
  */
 struct proto_stream {
 	uint32_t id;
-	uint8_t state;			/* enum proto_stream_state */
-	uint8_t local_head;		/* we sent REQUEST/RESPONSE */
-	uint8_t remote_head;		/* the peer sent REQUEST/RESPONSE */
+	uint8_t state;	     /* enum proto_stream_state */
+	uint8_t local_head;  /* we sent REQUEST/RESPONSE */
+	uint8_t remote_head; /* the peer sent REQUEST/RESPONSE */
 	struct proto_flow flow;
 };
 
 /* One connection's protocol state. */
 struct proto_conn {
-	uint8_t role;			/* enum proto_role */
-	uint8_t state;			/* enum proto_conn_state */
-	uint16_t offered;		/* client: the version it offered */
-	uint16_t version;		/* negotiated, once OPEN */
-	uint32_t last_stream;		/* highest stream id opened so far */
-	uint32_t goaway_last;		/* last accepted id, once DRAINING */
-	uint32_t nstreams;		/* streams neither idle nor closed */
+	uint8_t role;	      /* enum proto_role */
+	uint8_t state;	      /* enum proto_conn_state */
+	uint16_t offered;     /* client: the version it offered */
+	uint16_t version;     /* negotiated, once OPEN */
+	uint32_t last_stream; /* highest stream id opened so far */
+	uint32_t goaway_last; /* last accepted id, once DRAINING */
+	uint32_t nstreams;    /* streams neither idle nor closed */
 	struct proto_flow flow;
 };
 
 /* Actions proto_conn_recv() returns on success. */
-#define PROTO_ACCEPT	0	/* act on the frame */
-#define PROTO_IGNORE	1	/* drop it: a closed or refused stream */
+#define PROTO_ACCEPT 0 /* act on the frame */
+#define PROTO_IGNORE 1 /* drop it: a closed or refused stream */
 
 /*
  * Initialise c for one side of a new connection: state START, windows at

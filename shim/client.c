@@ -46,27 +46,27 @@ struct egress_request {
 	struct egress_client *c;
 	struct egress_request *prev, *next;
 	struct proto_stream ps;
-	int held;			/* head not released for sending */
-	int started;			/* REQUEST sent: ps is live */
-	uint8_t *head_frame;		/* encoded REQUEST, until sent */
+	int held;	     /* head not released for sending */
+	int started;	     /* REQUEST sent: ps is live */
+	uint8_t *head_frame; /* encoded REQUEST, until sent */
 	size_t head_len;
-	uint8_t *fin_frame;		/* encoded TRAILERS, until head sent */
+	uint8_t *fin_frame; /* encoded TRAILERS, until head sent */
 	size_t fin_len;
-	int finished;			/* egress_request_finish() called */
-	int resp;			/* the response head arrived */
+	int finished; /* egress_request_finish() called */
+	int resp;     /* the response head arrived */
 	int status;
 	struct egress_header *hdrs;
 	size_t nhdrs;
 	struct egress_header *trls;
 	size_t ntrls;
-	int body_end;			/* the response ended complete */
+	int body_end; /* the response ended complete */
 	int err;
 	char msg[EGRESS_MESSAGE_MAX + 1];
-	struct buf in;			/* response body not yet read */
-	uint64_t deadline;		/* monotonic ms; 0: none */
+	struct buf in;	   /* response body not yet read */
+	uint64_t deadline; /* monotonic ms; 0: none */
 	egress_request_cb *cb;
 	void *arg;
-	unsigned int events;		/* due to the callback */
+	unsigned int events; /* due to the callback */
 	int want_writable;
 };
 
@@ -75,16 +75,16 @@ struct egress_client {
 	pthread_cond_t cv;
 	int fd;
 	int wakefd;
-	int err;			/* why the connection closed, or 0 */
-	int dirty;			/* state changed in this progress */
-	int polling;			/* a thread is inside poll() */
-	int poll_out;			/* ... and it polls for POLLOUT */
+	int err;      /* why the connection closed, or 0 */
+	int dirty;    /* state changed in this progress */
+	int polling;  /* a thread is inside poll() */
+	int poll_out; /* ... and it polls for POLLOUT */
 	struct proto_conn pc;
 	struct buf out;
 	struct buf in;
 	struct egress_request *head, *tail;
-	struct proto_msg msg;		/* encode scratch */
-	struct proto_msg rmsg;		/* decode scratch */
+	struct proto_msg msg;  /* encode scratch */
+	struct proto_msg rmsg; /* decode scratch */
 };
 
 uint64_t
@@ -165,15 +165,15 @@ notify_locked(struct egress_client *c)
 }
 
 static void
-set_message(struct egress_request *req, int err, const char *msg,
-    size_t len)
+set_message(struct egress_request *req, int err, const char *msg, size_t len)
 {
 	const char *text;
 
 	if (msg == NULL) {
-		text = egress_err_code(err) != NULL || err == EGRESS_ERR_PROTOCOL
-		    ? proto_code_message(proto_err_to_wire(err))
-		    : egress_strerror(err);
+		text = egress_err_code(err) != NULL ||
+			err == EGRESS_ERR_PROTOCOL ?
+		    proto_code_message(proto_err_to_wire(err)) :
+		    egress_strerror(err);
 		len = strlen(text);
 		msg = text;
 	}
@@ -212,8 +212,9 @@ req_fail(struct egress_request *req, int err, const char *msg, size_t len)
 	req->head_frame = NULL;
 	free(req->fin_frame);
 	req->fin_frame = NULL;
-	req_event(req, EGRESS_EV_READABLE | EGRESS_EV_DONE |
-	    (req->resp ? 0 : EGRESS_EV_RESPONSE));
+	req_event(req,
+	    EGRESS_EV_READABLE | EGRESS_EV_DONE |
+		(req->resp ? 0 : EGRESS_EV_RESPONSE));
 }
 
 static struct egress_request *
@@ -250,21 +251,21 @@ out_frame(struct egress_client *c, struct proto_stream *s,
 	}
 	ANALYZER_STORED_BEGIN
 	if (buf_reserve(&c->out, (size_t)size) != 0)
-	ANALYZER_STORED_END
-		return EGRESS_ERR_NOMEM;
+		ANALYZER_STORED_END
+	return EGRESS_ERR_NOMEM;
 	rv = proto_conn_send(&c->pc, s, m, NULL);
 	if (rv < 0)
 		return rv;
 	rv = proto_encode(m, c->out.p + c->out.len, (size_t)size, NULL);
 	if (rv < 0)
-		return rv;	/* not reached: the size check passed */
+		return rv; /* not reached: the size check passed */
 	c->out.len += (size_t)rv;
 	return 0;
 }
 
 static int
-out_window_update(struct egress_client *c, struct proto_stream *s,
-    uint32_t id, uint32_t inc)
+out_window_update(struct egress_client *c, struct proto_stream *s, uint32_t id,
+    uint32_t inc)
 {
 	struct proto_msg *m = &c->msg;
 
@@ -381,8 +382,8 @@ out_raw(struct egress_client *c, struct proto_stream *s, uint8_t *frame,
 	m->stream = id;
 	ANALYZER_STORED_BEGIN
 	if (buf_reserve(&c->out, len) != 0)
-	ANALYZER_STORED_END
-		return EGRESS_ERR_NOMEM;
+		ANALYZER_STORED_END
+	return EGRESS_ERR_NOMEM;
 	/* Patched before the state changes: nothing to undo on failure. */
 	if ((rv = proto_hdr_set_stream(frame, len, id)) < 0)
 		return rv;
@@ -417,10 +418,11 @@ send_heads(struct egress_client *c)
 		rv = out_raw(c, &r->ps, r->head_frame, r->head_len,
 		    PROTO_MSG_REQUEST, id);
 		if (rv == EGRESS_ERR_AGAIN)
-			return;		/* 256 streams open: wait */
+			return; /* 256 streams open: wait */
 		if (rv < 0) {
-			req_fail(r, rv == EGRESS_ERR_NOMEM ? rv :
-			    EGRESS_ERR_PROTOCOL, NULL, 0);
+			req_fail(r,
+			    rv == EGRESS_ERR_NOMEM ? rv : EGRESS_ERR_PROTOCOL,
+			    NULL, 0);
 			continue;
 		}
 		r->started = 1;
@@ -490,8 +492,8 @@ dispatch_stream(struct egress_client *c, struct egress_request *r,
 	case PROTO_MSG_RESPONSE:
 		ANALYZER_STORED_BEGIN
 		if (copy_headers(m->headers, m->nheaders, &r->hdrs,
-		    &r->nhdrs) != 0) {
-		ANALYZER_STORED_END
+			&r->nhdrs) != 0) {
+			ANALYZER_STORED_END
 			req_reset(r, PROTO_CODE_CANCELLED);
 			req_fail(r, EGRESS_ERR_NOMEM, NULL, 0);
 			return;
@@ -504,7 +506,7 @@ dispatch_stream(struct egress_client *c, struct egress_request *r,
 		if (m->data.len > 0) {
 			ANALYZER_STORED_BEGIN
 			if (buf_reserve(&r->in, m->data.len) != 0) {
-			ANALYZER_STORED_END
+				ANALYZER_STORED_END
 				req_reset(r, PROTO_CODE_CANCELLED);
 				req_fail(r, EGRESS_ERR_NOMEM, NULL, 0);
 				credit_conn(c, (uint32_t)m->data.len);
@@ -519,8 +521,8 @@ dispatch_stream(struct egress_client *c, struct egress_request *r,
 	case PROTO_MSG_TRAILERS:
 		ANALYZER_STORED_BEGIN
 		if (copy_headers(m->headers, m->nheaders, &r->trls,
-		    &r->ntrls) != 0) {
-		ANALYZER_STORED_END
+			&r->ntrls) != 0) {
+			ANALYZER_STORED_END
 			req_fail(r, EGRESS_ERR_NOMEM, NULL, 0);
 			return;
 		}
@@ -562,7 +564,7 @@ dispatch(struct egress_client *c, const struct proto_msg *m)
 		return;
 	}
 	c->dirty = 1;
-	if (r != NULL) {	/* m->stream != 0: found, or returned above */
+	if (r != NULL) { /* m->stream != 0: found, or returned above */
 		dispatch_stream(c, r, m);
 		return;
 	}
@@ -586,7 +588,7 @@ dispatch(struct egress_client *c, const struct proto_msg *m)
 		(void)out_frame(c, NULL, o);
 		break;
 	default:
-		break;		/* HELLO, PONG, WINDOW_UPDATE: applied */
+		break; /* HELLO, PONG, WINDOW_UPDATE: applied */
 	}
 }
 
@@ -602,7 +604,7 @@ fill_locked(struct egress_client *c)
 	while (c->err == 0 && budget > 0 && !eof) {
 		ANALYZER_STORED_BEGIN
 		if (buf_reserve(&c->in, PROTO_FRAME_MAX) != 0) {
-		ANALYZER_STORED_END
+			ANALYZER_STORED_END
 			conn_fail(c, EGRESS_ERR_NOMEM, NULL, 0);
 			return;
 		}
@@ -669,8 +671,7 @@ static int
 can_write(const struct egress_request *r)
 {
 	return r->started && !r->finished && r->err == 0 &&
-	    out_room(r->c) > 0 &&
-	    proto_conn_sendable(&r->c->pc, &r->ps) > 0;
+	    out_room(r->c) > 0 && proto_conn_sendable(&r->c->pc, &r->ps) > 0;
 }
 
 /*
@@ -752,16 +753,16 @@ wait_locked(struct egress_request *r, enum wait_for w)
 		if (r->deadline != 0) {
 			now = shim_now_ms();
 			if (now >= r->deadline)
-				continue;	/* expire_locked() fails it */
-			timeout = r->deadline - now > INT_MAX ? INT_MAX :
+				continue; /* expire_locked() fails it */
+			timeout = r->deadline - now > INT_MAX ?
+			    INT_MAX :
 			    (int)(r->deadline - now);
 		}
 		if (!c->polling) {
 			c->polling = 1;
 			c->poll_out = buf_size(&c->out) > 0;
 			pfd[0].fd = c->fd;
-			pfd[0].events = POLLIN |
-			    (c->poll_out ? POLLOUT : 0);
+			pfd[0].events = POLLIN | (c->poll_out ? POLLOUT : 0);
 			pfd[1].fd = c->wakefd;
 			pfd[1].events = POLLIN;
 			pfd[0].revents = pfd[1].revents = 0;
@@ -979,8 +980,9 @@ egress_client_timeout_ms(struct egress_client *c)
 			min = r->deadline;
 	if (min != 0) {
 		now = shim_now_ms();
-		rv = now >= min ? 0 : min - now > INT_MAX ? INT_MAX :
-		    (int)(min - now);
+		rv = now >= min		? 0 :
+		    min - now > INT_MAX ? INT_MAX :
+					  (int)(min - now);
 	}
 	(void)pthread_mutex_unlock(&c->mu);
 	return rv;
@@ -1123,7 +1125,7 @@ egress_request_start(struct egress_client *c,
 	if ((rv = set_str(&q->method, head->method, PROTO_METHOD_MAX)) != 0 ||
 	    (rv = set_str(&q->scheme, head->scheme, PROTO_SCHEME_MAX)) != 0 ||
 	    (rv = set_str(&q->authority, head->authority,
-	    PROTO_AUTHORITY_MAX)) != 0 ||
+		 PROTO_AUTHORITY_MAX)) != 0 ||
 	    (rv = set_str(&q->path, head->path, PROTO_PATH_MAX)) != 0 ||
 	    (rv = fill_headers(m, head->headers, head->nheaders)) != 0)
 		goto out;
@@ -1300,8 +1302,9 @@ egress_request_finish(struct egress_request *r,
 	}
 	if (!r->started) {
 		/* The head is still queued: end the stream with it. */
-		if (frame == NULL && (rv = proto_hdr_add_flags(r->head_frame,
-		    r->head_len, PROTO_FLAG_END_STREAM)) < 0)
+		if (frame == NULL &&
+		    (rv = proto_hdr_add_flags(r->head_frame, r->head_len,
+			 PROTO_FLAG_END_STREAM)) < 0)
 			goto out;
 		r->fin_frame = frame;
 		r->fin_len = flen;
@@ -1403,7 +1406,7 @@ egress_response_read(struct egress_request *r, void *buf, size_t len,
 		flush_locked(c);
 		rv = (int)n;
 	} else if (n > 0)
-		rv = 0;		/* len 0 */
+		rv = 0; /* len 0 */
 	else if (r->err != 0)
 		rv = r->err;
 	else if (r->body_end)

@@ -30,11 +30,11 @@
 #include "shim/shim.h"
 #include "shim/url.h"
 
-#define EXIT_LOCAL	1
-#define EXIT_USAGE	2
-#define EXIT_HTTP_FAIL	22	/* curl's: -f and a status of 400 or more */
-#define BODY_MAX	(256UL * 1024 * 1024)	/* request body in memory */
-#define DRAIN_MAX	(64 * 1024)	/* redirect body read, at most */
+#define EXIT_LOCAL     1
+#define EXIT_USAGE     2
+#define EXIT_HTTP_FAIL 22 /* curl's: -f and a status of 400 or more */
+#define BODY_MAX       (256UL * 1024 * 1024) /* request body in memory */
+#define DRAIN_MAX      (64 * 1024)	     /* redirect body read, at most */
 
 struct opts {
 	const char *socket;
@@ -61,7 +61,8 @@ static int quiet;
 static void
 print_usage(FILE *f)
 {
-	fprintf(f, "usage: egress-fetch --socket PATH [-X METHOD] "
+	fprintf(f,
+	    "usage: egress-fetch --socket PATH [-X METHOD] "
 	    "[-H 'Name: value']...\n"
 	    "           [-d DATA | --data-binary @FILE] [-i] [-o FILE] "
 	    "[-L [--max-redirs N]]\n"
@@ -90,17 +91,28 @@ static int
 exit_code(int err)
 {
 	switch (err) {
-	case EGRESS_ERR_DENIED:			return 10;
-	case EGRESS_ERR_BUDGET_EXHAUSTED:	return 11;
-	case EGRESS_ERR_DNS_FAILED:		return 12;
-	case EGRESS_ERR_CONNECT_FAILED:		return 13;
-	case EGRESS_ERR_TLS_FAILED:		return 14;
-	case EGRESS_ERR_TIMEOUT:		return 15;
-	case EGRESS_ERR_UPSTREAM_PROTOCOL:	return 16;
-	case EGRESS_ERR_INVALID_REQUEST:	return 17;
-	case EGRESS_ERR_UNAVAILABLE:		return 18;
-	case EGRESS_ERR_CANCELLED:		return 19;
-	default:				return EXIT_LOCAL;
+	case EGRESS_ERR_DENIED:
+		return 10;
+	case EGRESS_ERR_BUDGET_EXHAUSTED:
+		return 11;
+	case EGRESS_ERR_DNS_FAILED:
+		return 12;
+	case EGRESS_ERR_CONNECT_FAILED:
+		return 13;
+	case EGRESS_ERR_TLS_FAILED:
+		return 14;
+	case EGRESS_ERR_TIMEOUT:
+		return 15;
+	case EGRESS_ERR_UPSTREAM_PROTOCOL:
+		return 16;
+	case EGRESS_ERR_INVALID_REQUEST:
+		return 17;
+	case EGRESS_ERR_UNAVAILABLE:
+		return 18;
+	case EGRESS_ERR_CANCELLED:
+		return 19;
+	default:
+		return EXIT_LOCAL;
 	}
 }
 
@@ -113,9 +125,10 @@ die_err(int err, const char *msg)
 	if (code == NULL)
 		code = err == EGRESS_ERR_PROTOCOL ? "protocol-error" : "error";
 	if (msg == NULL || msg[0] == '\0')
-		msg = egress_err_code(err) != NULL || err == EGRESS_ERR_PROTOCOL
-		    ? proto_code_message(proto_err_to_wire(err))
-		    : egress_strerror(err);
+		msg = egress_err_code(err) != NULL ||
+			err == EGRESS_ERR_PROTOCOL ?
+		    proto_code_message(proto_err_to_wire(err)) :
+		    egress_strerror(err);
 	if (!quiet)
 		fprintf(stderr, "egress-fetch: %s: %s\n", code, msg);
 	exit(exit_code(err));
@@ -226,8 +239,13 @@ parse_seconds(const char *s)
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_SOCKET = 256, OPT_DATA_BINARY, OPT_MAX_REDIRS, OPT_TIMEOUT,
-	    OPT_VERSION };
+	enum {
+		OPT_SOCKET = 256,
+		OPT_DATA_BINARY,
+		OPT_MAX_REDIRS,
+		OPT_TIMEOUT,
+		OPT_VERSION
+	};
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "request", required_argument, NULL, 'X' },
@@ -254,7 +272,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->max_redirs = 10;
 	while ((ch = getopt_long(argc, argv, "X:H:d:io:Lhm:sSvfw:V", longopts,
-	    NULL)) != -1) {
+		    NULL)) != -1) {
 		switch (ch) {
 		case 'h':
 			print_usage(stdout);
@@ -289,7 +307,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'd':
 			if (data_kind == 2)
 				die_usage("-d and --data-binary exclude each "
-				    "other", NULL);
+					  "other",
+				    NULL);
 			append_body(o, optarg, strlen(optarg), data_kind == 1);
 			data_kind = 1;
 			break;
@@ -382,30 +401,53 @@ write_all(int fd, const void *p, size_t n)
 static const char *
 reason_phrase(int status)
 {
-	static const struct { int code; const char *phrase; } t[] = {
-		{ 100, "Continue" }, { 101, "Switching Protocols" },
-		{ 200, "OK" }, { 201, "Created" }, { 202, "Accepted" },
+	static const struct {
+		int code;
+		const char *phrase;
+	} t[] = {
+		{ 100, "Continue" },
+		{ 101, "Switching Protocols" },
+		{ 200, "OK" },
+		{ 201, "Created" },
+		{ 202, "Accepted" },
 		{ 203, "Non-Authoritative Information" },
-		{ 204, "No Content" }, { 205, "Reset Content" },
-		{ 206, "Partial Content" }, { 300, "Multiple Choices" },
-		{ 301, "Moved Permanently" }, { 302, "Found" },
-		{ 303, "See Other" }, { 304, "Not Modified" },
-		{ 307, "Temporary Redirect" }, { 308, "Permanent Redirect" },
-		{ 400, "Bad Request" }, { 401, "Unauthorized" },
-		{ 402, "Payment Required" }, { 403, "Forbidden" },
-		{ 404, "Not Found" }, { 405, "Method Not Allowed" },
-		{ 406, "Not Acceptable" }, { 408, "Request Timeout" },
-		{ 409, "Conflict" }, { 410, "Gone" },
-		{ 411, "Length Required" }, { 412, "Precondition Failed" },
-		{ 413, "Content Too Large" }, { 414, "URI Too Long" },
+		{ 204, "No Content" },
+		{ 205, "Reset Content" },
+		{ 206, "Partial Content" },
+		{ 300, "Multiple Choices" },
+		{ 301, "Moved Permanently" },
+		{ 302, "Found" },
+		{ 303, "See Other" },
+		{ 304, "Not Modified" },
+		{ 307, "Temporary Redirect" },
+		{ 308, "Permanent Redirect" },
+		{ 400, "Bad Request" },
+		{ 401, "Unauthorized" },
+		{ 402, "Payment Required" },
+		{ 403, "Forbidden" },
+		{ 404, "Not Found" },
+		{ 405, "Method Not Allowed" },
+		{ 406, "Not Acceptable" },
+		{ 408, "Request Timeout" },
+		{ 409, "Conflict" },
+		{ 410, "Gone" },
+		{ 411, "Length Required" },
+		{ 412, "Precondition Failed" },
+		{ 413, "Content Too Large" },
+		{ 414, "URI Too Long" },
 		{ 415, "Unsupported Media Type" },
-		{ 416, "Range Not Satisfiable" }, { 417, "Expectation Failed" },
+		{ 416, "Range Not Satisfiable" },
+		{ 417, "Expectation Failed" },
 		{ 421, "Misdirected Request" },
-		{ 422, "Unprocessable Content" }, { 426, "Upgrade Required" },
-		{ 428, "Precondition Required" }, { 429, "Too Many Requests" },
+		{ 422, "Unprocessable Content" },
+		{ 426, "Upgrade Required" },
+		{ 428, "Precondition Required" },
+		{ 429, "Too Many Requests" },
 		{ 431, "Request Header Fields Too Large" },
-		{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
-		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+		{ 500, "Internal Server Error" },
+		{ 501, "Not Implemented" },
+		{ 502, "Bad Gateway" },
+		{ 503, "Service Unavailable" },
 		{ 504, "Gateway Timeout" },
 		{ 505, "HTTP Version Not Supported" },
 	};
@@ -467,7 +509,8 @@ static void
 write_out(const char *f, int status, const char *url, long redirs)
 {
 	for (; *f; f++) {
-		if (*f == '\\' && (f[1] == 'n' || f[1] == 't' || f[1] == 'r')) {
+		if (*f == '\\' &&
+		    (f[1] == 'n' || f[1] == 't' || f[1] == 'r')) {
 			f++;
 			putchar(*f == 'n' ? '\n' : *f == 't' ? '\t' : '\r');
 		} else if (*f == '%' && f[1] == '%') {
@@ -503,7 +546,7 @@ struct hop {
 	char *url;
 	const char *method;
 	int send_body;
-	int same_origin;	/* user headers naming credentials kept */
+	int same_origin; /* user headers naming credentials kept */
 };
 
 /*
@@ -516,10 +559,15 @@ hop_headers(const struct opts *o, const struct hop *h,
     struct egress_header *out, char *clen, size_t clen_size)
 {
 	static const char *const cred[] = {
-		"authorization", "cookie", "proxy-authorization", "host",
+		"authorization",
+		"cookie",
+		"proxy-authorization",
+		"host",
 	};
 	static const char *const bodyhdr[] = {
-		"content-type", "content-length", "content-encoding",
+		"content-type",
+		"content-length",
+		"content-encoding",
 	};
 	size_t i, j, n = 0;
 	int drop;
@@ -537,11 +585,11 @@ hop_headers(const struct opts *o, const struct hop *h,
 		if (!has_header(out, n, "content-length")) {
 			(void)snprintf(clen, clen_size, "%zu", o->body_len);
 			out[n++] = (struct egress_header){ "Content-Length",
-			    14, clen, strlen(clen) };
+				14, clen, strlen(clen) };
 		}
 		if (!has_header(out, n, "content-type"))
 			out[n++] = (struct egress_header){ "Content-Type", 12,
-			    "application/x-www-form-urlencoded", 33 };
+				"application/x-www-form-urlencoded", 33 };
 	}
 	return n;
 }
@@ -564,24 +612,31 @@ connect_broker(const struct opts *o)
 	if (o->socket != NULL) {
 		if (stat(o->socket, &st) != 0 && errno == ENOENT) {
 			if (!quiet)
-				fprintf(stderr, "egress-fetch: unavailable: %s: "
+				fprintf(stderr,
+				    "egress-fetch: unavailable: %s: "
 				    "the socket does not exist (is egressd "
 				    "running, and is the instance in its "
-				    "configuration?)\n", o->socket);
+				    "configuration?)\n",
+				    o->socket);
 			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
 		}
 		if (stat(o->socket, &st) == 0 && !S_ISSOCK(st.st_mode)) {
 			if (!quiet)
-				fprintf(stderr, "egress-fetch: unavailable: %s: "
-				    "not a socket\n", o->socket);
+				fprintf(stderr,
+				    "egress-fetch: unavailable: %s: "
+				    "not a socket\n",
+				    o->socket);
 			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
 		}
 		rv = egress_client_connect(o->socket, &c);
 	} else
 		rv = egress_client_from_env(&c);
 	if (rv < 0)
-		die_err(rv == EGRESS_ERR_INVALID || rv == EGRESS_ERR_NOT_FOUND ?
-		    EGRESS_ERR_UNAVAILABLE : rv, NULL);
+		die_err(rv == EGRESS_ERR_INVALID ||
+			    rv == EGRESS_ERR_NOT_FOUND ?
+			EGRESS_ERR_UNAVAILABLE :
+			rv,
+		    NULL);
 	return c;
 }
 
@@ -610,9 +665,11 @@ deliver(const struct opts *o, struct egress_request *req, int out_fd,
 
 	if (o->fail && status >= 400) {
 		if (!quiet)
-			fprintf(stderr, "egress-fetch: the server returned HTTP "
-			    "%d%s%s\n", status, reason_phrase(status)[0] ? " " :
-			    "", reason_phrase(status));
+			fprintf(stderr,
+			    "egress-fetch: the server returned HTTP "
+			    "%d%s%s\n",
+			    status, reason_phrase(status)[0] ? " " : "",
+			    reason_phrase(status));
 		if (o->write_out != NULL)
 			write_out(o->write_out, status, url, redirs);
 		exit(EXIT_HTTP_FAIL);
@@ -657,8 +714,8 @@ main(int argc, char **argv)
 		deadline = shim_now_ms() + o.timeout_ms;
 	c = connect_broker(&o);
 	if (o.output != NULL) {
-		out_fd = open(o.output, O_WRONLY | O_CREAT | O_TRUNC |
-		    O_CLOEXEC, 0666);
+		out_fd = open(o.output,
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		if (out_fd < 0)
 			die_local(o.output, strerror(errno));
 	}
@@ -683,7 +740,9 @@ main(int argc, char **argv)
 			if (now >= deadline)
 				die_err(EGRESS_ERR_TIMEOUT, NULL);
 			head.timeouts.total_ms = (uint32_t)(deadline - now >
-			    UINT32_MAX ? UINT32_MAX : deadline - now);
+				    UINT32_MAX ?
+				UINT32_MAX :
+				deadline - now);
 		}
 		if (o.verbose)
 			print_request(&head);
@@ -691,7 +750,8 @@ main(int argc, char **argv)
 		if (rv < 0)
 			die_err(rv, NULL);
 		if (h.send_body && o.body_len > 0 &&
-		    (rv = egress_request_write(req, o.body, o.body_len, 0)) < 0)
+		    (rv = egress_request_write(req, o.body, o.body_len, 0)) <
+			0)
 			die_err(rv, egress_request_message(req));
 		rv = egress_request_finish(req, NULL, 0);
 		if (rv < 0)
@@ -711,8 +771,10 @@ main(int argc, char **argv)
 		/* Chase it: a new request for the resolved Location. */
 		if (redirs >= o.max_redirs) {
 			if (!quiet)
-				fprintf(stderr, "egress-fetch: error: maximum "
-				    "(%ld) redirects followed\n", o.max_redirs);
+				fprintf(stderr,
+				    "egress-fetch: error: maximum "
+				    "(%ld) redirects followed\n",
+				    o.max_redirs);
 			exit(EXIT_LOCAL);
 		}
 		redirs++;
@@ -733,8 +795,10 @@ main(int argc, char **argv)
 
 			if (url_parse(h.url, &nu) != 0)
 				die_local("redirect to a URL without an "
-				    "authority", NULL);
-			h.same_origin = h.same_origin && origin_eq(&first, &nu);
+					  "authority",
+				    NULL);
+			h.same_origin = h.same_origin &&
+			    origin_eq(&first, &nu);
 			u = nu;
 		}
 		if (status != 307 && status != 308 &&

@@ -141,8 +141,9 @@ egress_fetch(struct egress_client *c, const struct egress_request_head *head,
 	rv = 0;
 	goto out;
 fail:
-	set_msg(reterr_msg, reterr_msg_size, egress_request_error(req) != 0 ?
-	    egress_request_message(req) : egress_strerror(rv));
+	set_msg(reterr_msg, reterr_msg_size,
+	    egress_request_error(req) != 0 ? egress_request_message(req) :
+					     egress_strerror(rv));
 out:
 	egress_request_free(req);
 	egress_response_free(resp);

@@ -17,11 +17,11 @@
  * reading while making us queue control frames (PONG, WINDOW_UPDATE) is
  * dropped.
  */
-#define SHIM_OUT_HIGH		(256 * 1024)
-#define SHIM_OUT_HARD		(4 * 1024 * 1024)
+#define SHIM_OUT_HIGH	 (256 * 1024)
+#define SHIM_OUT_HARD	 (4 * 1024 * 1024)
 
 /* Bytes read from the socket per step at most (then yield). */
-#define SHIM_READ_BUDGET	(1024 * 1024)
+#define SHIM_READ_BUDGET (1024 * 1024)
 
 /* Return the monotonic clock in milliseconds. */
 uint64_t shim_now_ms(void);
@@ -34,7 +34,7 @@ uint64_t shim_now_ms(void);
 #if defined(__GNUC__) && !defined(__clang__)
 #define ANALYZER_STORED_BEGIN \
 	_Pragma("GCC diagnostic push") \
-	_Pragma("GCC diagnostic ignored \"-Wanalyzer-malloc-leak\"")
+	    _Pragma("GCC diagnostic ignored \"-Wanalyzer-malloc-leak\"")
 #define ANALYZER_STORED_END _Pragma("GCC diagnostic pop")
 #else
 #define ANALYZER_STORED_BEGIN

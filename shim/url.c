@@ -92,7 +92,7 @@ put(struct str *b, const char *p, size_t n)
 		b->err = EGRESS_ERR_TOO_BIG;
 		return;
 	}
-	if (n > 0)		/* an unset part may have no bytes at all */
+	if (n > 0) /* an unset part may have no bytes at all */
 		memcpy(b->p + b->n, p, n);
 	b->n += n;
 	b->p[b->n] = '\0';
@@ -126,7 +126,8 @@ remove_dots(struct str *out, const char *in, size_t n)
 			/* Drop the last output segment. */
 			out->p[out->n] = '\0';
 			last = strrchr(out->p + start, '/');
-			out->n = last != NULL ? (size_t)(last - out->p) : start;
+			out->n = last != NULL ? (size_t)(last - out->p) :
+						start;
 			out->p[out->n] = '\0';
 			if (left == 3)
 				put(out, "/", 1);
@@ -165,8 +166,8 @@ merge_path(struct str *out, const struct parts *base, const struct part *rp)
 				break;
 			}
 		if (slash != NULL)
-			put(&t, base->path.p, (size_t)(slash - base->path.p) +
-			    1);
+			put(&t, base->path.p,
+			    (size_t)(slash - base->path.p) + 1);
 	}
 	put(&t, rp->p, rp->n);
 	if (t.err != 0) {

@@ -13,13 +13,13 @@
 #include <stddef.h>
 
 /* Bound on any URL handled here, in bytes. */
-#define URL_MAX		(16384 + 1024)
+#define URL_MAX (16384 + 1024)
 
 /* An absolute URL split for a request; strings owned, NUL-terminated. */
 struct url {
-	char *scheme;		/* lower-cased, e.g. "https" */
-	char *authority;	/* as written, e.g. "api.example:8443" */
-	char *target;		/* path and query, at least "/" */
+	char *scheme;	 /* lower-cased, e.g. "https" */
+	char *authority; /* as written, e.g. "api.example:8443" */
+	char *target;	 /* path and query, at least "/" */
 };
 
 /*

@@ -16,15 +16,15 @@
 #define CTL_EXIT_OK	0
 #define CTL_EXIT_NO	1
 #define CTL_EXIT_USAGE	2
-#define CTL_EXIT_CONFIG	3
-#define CTL_EXIT_SYSTEM	4
+#define CTL_EXIT_CONFIG 3
+#define CTL_EXIT_SYSTEM 4
 /* The status of a failure that is neither usage nor configuration. */
 #define CTL_EXIT_ERROR	CTL_EXIT_SYSTEM
 
 struct conf_snapshot;
 
 struct ctl_ctx {
-	const char *config_path;	/* resolved: -c, $EGRESSD_CONFIG, default */
+	const char *config_path; /* resolved: -c, $EGRESSD_CONFIG, default */
 	const char *progname;
 };
 

@@ -23,7 +23,7 @@
 #include "conf/conf.h"
 #include "policy/policy.h"
 
-#define CHECK_RESOLVE_MAX	32
+#define CHECK_RESOLVE_MAX 32
 
 struct check_resolve {
 	struct policy_host host;
@@ -34,7 +34,8 @@ struct check_resolve {
 static void
 check_usage(FILE *f)
 {
-	fprintf(f, "usage: egressctl [-c FILE] check [--transport "
+	fprintf(f,
+	    "usage: egressctl [-c FILE] check [--transport "
 	    "http|websocket|tcp|tls]\n"
 	    "           [--resolve HOST=ADDR[,ADDR...]]... [--json] "
 	    "INSTANCE DESTINATION\n");
@@ -51,8 +52,10 @@ check_resolve_parse(const char *arg, struct check_resolve *r)
 
 	memset(r, 0, sizeof(*r));
 	if (eq == NULL) {
-		fprintf(stderr, "egressctl: --resolve '%s': expected "
-		    "HOST=ADDR[,ADDR...]\n", arg);
+		fprintf(stderr,
+		    "egressctl: --resolve '%s': expected "
+		    "HOST=ADDR[,ADDR...]\n",
+		    arg);
 		return -1;
 	}
 	if (policy_host_parse(arg, (size_t)(eq - arg), &r->host, &err) != 0) {
@@ -63,12 +66,14 @@ check_resolve_parse(const char *arg, struct check_resolve *r)
 	if ((list = strdup(eq + 1)) == NULL)
 		goto out;
 	for (tok = strtok_r(list, ",", &save); tok != NULL;
-	    tok = strtok_r(NULL, ",", &save)) {
+	     tok = strtok_r(NULL, ",", &save)) {
 		struct policy_addr *a;
 
 		if (r->naddrs == POLICY_ANSWERS_MAX) {
-			fprintf(stderr, "egressctl: --resolve '%s': more than "
-			    "%d addresses\n", arg, POLICY_ANSWERS_MAX);
+			fprintf(stderr,
+			    "egressctl: --resolve '%s': more than "
+			    "%d addresses\n",
+			    arg, POLICY_ANSWERS_MAX);
 			goto out;
 		}
 		a = &r->addrs[r->naddrs];
@@ -78,8 +83,10 @@ check_resolve_parse(const char *arg, struct check_resolve *r)
 		else if (inet_pton(AF_INET6, tok, a->bytes) == 1)
 			a->family = 6;
 		else {
-			fprintf(stderr, "egressctl: --resolve '%s': '%s' is "
-			    "not an IPv4 or IPv6 address\n", arg, tok);
+			fprintf(stderr,
+			    "egressctl: --resolve '%s': '%s' is "
+			    "not an IPv4 or IPv6 address\n",
+			    arg, tok);
 			goto out;
 		}
 		r->naddrs++;
@@ -135,7 +142,7 @@ check_print(int json, const char *instance, enum policy_transport transport,
     const struct policy_dest *dest, const char *reason,
     const struct policy_verdict *v)
 {
-	int allow = reason == NULL && v != NULL;	/* no verdict: deny */
+	int allow = reason == NULL && v != NULL; /* no verdict: deny */
 
 	if (json) {
 		json_t *o, *addrs;
@@ -149,20 +156,21 @@ check_print(int json, const char *instance, enum policy_transport transport,
 		for (i = 0; allow && i < v->naddrs; i++) {
 			char a[64];
 
-			if (policy_addr_format(&v->addrs[i], a, sizeof(a)) == 0)
+			if (policy_addr_format(&v->addrs[i], a, sizeof(a)) ==
+			    0)
 				json_array_append_new(addrs, json_string(a));
 		}
 		json_object_set_new(o, "verdict",
 		    json_string(allow ? "allow" : "deny"));
-		json_object_set_new(o, "reason", allow ? json_null() :
-		    json_string(reason));
+		json_object_set_new(o, "reason",
+		    allow ? json_null() : json_string(reason));
 		json_object_set_new(o, "instance", json_string(instance));
 		json_object_set_new(o, "transport",
 		    json_string(policy_transport_name(transport)));
-		json_object_set_new(o, "host", dest ?
-		    json_string(dest->host.name) : json_null());
-		json_object_set_new(o, "port", dest ?
-		    json_integer(dest->port) : json_null());
+		json_object_set_new(o, "host",
+		    dest ? json_string(dest->host.name) : json_null());
+		json_object_set_new(o, "port",
+		    dest ? json_integer(dest->port) : json_null());
 		json_object_set_new(o, "addresses", addrs);
 		s = json_dumps(o, JSON_COMPACT);
 		json_decref(o);
@@ -214,7 +222,8 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 		case 't':
 			transport = policy_transport_parse(optarg);
 			if (transport < 0) {
-				fprintf(stderr, "egressctl: --transport '%s': "
+				fprintf(stderr,
+				    "egressctl: --transport '%s': "
 				    "expected http, websocket, tcp or tls\n",
 				    optarg);
 				goto out;
@@ -222,12 +231,14 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 			break;
 		case 'r':
 			if (nresolves == CHECK_RESOLVE_MAX) {
-				fprintf(stderr, "egressctl: more than %d "
-				    "--resolve options\n", CHECK_RESOLVE_MAX);
+				fprintf(stderr,
+				    "egressctl: more than %d "
+				    "--resolve options\n",
+				    CHECK_RESOLVE_MAX);
 				goto out;
 			}
 			if (check_resolve_parse(optarg,
-			    &resolves[nresolves]) != 0)
+				&resolves[nresolves]) != 0)
 				goto out;
 			nresolves++;
 			break;
@@ -264,7 +275,8 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 	if (transport == POLICY_TRANSPORT_TCP ||
 	    transport == POLICY_TRANSPORT_TLS) {
 		if (strstr(destination, "://") != NULL) {
-			fprintf(stderr, "egressctl: --transport %s takes "
+			fprintf(stderr,
+			    "egressctl: --transport %s takes "
 			    "HOST:PORT, not a URL\n",
 			    policy_transport_name(transport));
 			goto out;
@@ -276,11 +288,13 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 		    &perr);
 		if (r == 0) {
 			int implied = (strcmp(dest.scheme, "ws") == 0 ||
-			    strcmp(dest.scheme, "wss") == 0) ?
-			    POLICY_TRANSPORT_WEBSOCKET : POLICY_TRANSPORT_HTTP;
+					  strcmp(dest.scheme, "wss") == 0) ?
+			    POLICY_TRANSPORT_WEBSOCKET :
+			    POLICY_TRANSPORT_HTTP;
 
 			if (transport != 0 && transport != implied) {
-				fprintf(stderr, "egressctl: --transport %s "
+				fprintf(stderr,
+				    "egressctl: --transport %s "
 				    "contradicts the scheme %s://\n",
 				    policy_transport_name(transport),
 				    dest.scheme);
@@ -293,16 +307,20 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 	if (r != 0) {
 		fprintf(stderr, "egressctl: %s: %s\n", destination, perr.msg);
 		rc = check_print(json, instance, transport, NULL,
-		    policy_reason_str(POLICY_REASON_INVALID_DESTINATION), NULL);
+		    policy_reason_str(POLICY_REASON_INVALID_DESTINATION),
+		    NULL);
 		goto out;
 	}
 
 	ci = conf_instance_find(snap, instance);
 	if (ci != NULL && ci->manifest == NULL && ci->manifest_error != NULL)
-		fprintf(stderr, "egressctl: instance %s: manifest refused: "
-		    "%s\n", instance, ci->manifest_error);
+		fprintf(stderr,
+		    "egressctl: instance %s: manifest refused: "
+		    "%s\n",
+		    instance, ci->manifest_error);
 	if (localaddr_read(&pol.local, &pol.nlocal) != 0) {
-		fprintf(stderr, "egressctl: cannot read this host's "
+		fprintf(stderr,
+		    "egressctl: cannot read this host's "
 		    "addresses; refusing to guess\n");
 		goto out;
 	}

@@ -33,14 +33,14 @@
 #include "conf/conf.h"
 #include "policy/policy.h"
 
-#define LOG_LINE_MAX	(64 * 1024)
-#define LOG_KEYS_MAX	10000	/* distinct (instance, host, reason) */
-#define FIELD_MAX	256
-#define DIAG_NAT64_TIMEOUT_MS	3000	/* a diagnose never hangs */
+#define LOG_LINE_MAX	      (64 * 1024)
+#define LOG_KEYS_MAX	      10000 /* distinct (instance, host, reason) */
+#define FIELD_MAX	      256
+#define DIAG_NAT64_TIMEOUT_MS 3000 /* a diagnose never hangs */
 
 struct finding {
-	json_t *items;		/* array of objects */
-	int n;			/* findings that ask for action */
+	json_t *items; /* array of objects */
+	int n;	       /* findings that ask for action */
 	int json;
 };
 
@@ -54,14 +54,14 @@ add(struct finding *f, const char *instance, const char *kind,
 	if (f->json) {
 		json_t *o = json_object();
 
-		json_object_set_new(o, "instance", instance ?
-		    json_string(instance) : json_null());
+		json_object_set_new(o, "instance",
+		    instance ? json_string(instance) : json_null());
 		json_object_set_new(o, "kind", json_string(kind));
-		json_object_set_new(o, "subject", subject ?
-		    json_string(subject) : json_null());
+		json_object_set_new(o, "subject",
+		    subject ? json_string(subject) : json_null());
 		json_object_set_new(o, "message", json_string(message));
-		json_object_set_new(o, "command", command ?
-		    json_string(command) : json_null());
+		json_object_set_new(o, "command",
+		    command ? json_string(command) : json_null());
 		json_array_append_new(f->items, o);
 		return;
 	}
@@ -71,8 +71,7 @@ add(struct finding *f, const char *instance, const char *kind,
 		printf("  %s\n", command);
 }
 
-static char *
-fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 
 static char *
 fmt(const char *f, ...)
@@ -125,8 +124,8 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 		char *dir = reldir(s, ci->manifest_path);
 
 		msg = fmt("manifest refused, so the instance has no "
-		    "permissions and no reach: %s", ci->manifest_error ?
-		    ci->manifest_error : "?");
+			  "permissions and no reach: %s",
+		    ci->manifest_error ? ci->manifest_error : "?");
 		cmd = fmt("%s manifest verify %s", c, dir ? dir : ".");
 		add(f, ci->name, "manifest-refused", NULL, msg ? msg : "?",
 		    cmd);
@@ -147,9 +146,11 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 			free(decl);
 			decl = p;
 		}
-		msg = fmt("no destination granted (--egress none): %s %s "
-		    "declares %s; grant one deliberately with the command "
-		    "below", m->name, m->version, decl ? decl : "?");
+		msg =
+		    fmt("no destination granted (--egress none): %s %s "
+			"declares %s; grant one deliberately with the command "
+			"below",
+			m->name, m->version, decl ? decl : "?");
 		cmd = fmt("%s plugin grant %s %s", c, q,
 		    ctl_shq(r.declared.v[0], h, sizeof(h)));
 		add(f, ci->name, "note", NULL, msg ? msg : "?", cmd);
@@ -168,8 +169,8 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 		free(cmd);
 	}
 	for (i = 0; i < r.ineffective.n; i++) {
-		msg = fmt("ineffective grant: not declared by %s %s",
-		    m->name, m->version);
+		msg = fmt("ineffective grant: not declared by %s %s", m->name,
+		    m->version);
 		cmd = fmt("%s plugin revoke %s %s", c, q,
 		    ctl_shq(r.ineffective.v[i], h, sizeof(h)));
 		add(f, ci->name, "ineffective", r.ineffective.v[i],
@@ -180,9 +181,11 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 	if (m->operator_defined && r.granted.n == 0 &&
 	    (m->permissions & ci->granted_permissions) != 0) {
 		cmd = fmt("%s plugin grant %s HOST", c, q);
-		add(f, ci->name, "no-destination", NULL, "no destination "
+		add(f, ci->name, "no-destination", NULL,
+		    "no destination "
 		    "granted; this package's destinations come from "
-		    "instance configuration (operator_defined = true)", cmd);
+		    "instance configuration (operator_defined = true)",
+		    cmd);
 		free(cmd);
 	}
 	for (bit = 1; bit <= POLICY_PERM_SOCKET_CLIENT; bit <<= 1) {
@@ -203,8 +206,10 @@ diagnose_instance(const struct ctl_ctx *ctx, struct finding *f,
 
 		cmd = fmt("egressctl manifest sign --key KEY %s",
 		    dir ? dir : ".");
-		add(f, ci->name, "note", NULL, "the package is unsigned "
-		    "(accepted under permissive; strict refuses it)", cmd);
+		add(f, ci->name, "note", NULL,
+		    "the package is unsigned "
+		    "(accepted under permissive; strict refuses it)",
+		    cmd);
 		free(cmd);
 		free(dir);
 	}
@@ -218,7 +223,7 @@ struct denial {
 	char host[FIELD_MAX];
 	char reason[64];
 	char transport[16];
-	long port;		/* 0 when the log line has none */
+	long port; /* 0 when the log line has none */
 	unsigned long count;
 };
 
@@ -335,7 +340,8 @@ check_cmd(const char *c, const char *qinst, const struct denial *d)
 		    d->port == 443 ? "s" : "", hb);
 	else
 		(void)snprintf(u, sizeof(u), "%s://%s:%ld/",
-		    t == POLICY_TRANSPORT_WEBSOCKET ? "ws" : "http", hb, d->port);
+		    t == POLICY_TRANSPORT_WEBSOCKET ? "ws" : "http", hb,
+		    d->port);
 	return fmt("%s check %s %s", c, qinst, ctl_shq(u, q, sizeof(q)));
 }
 
@@ -373,7 +379,7 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 	const char *r = d->reason;
 
 	entry_ok = policy_entry_parse(d->host, strlen(d->host),
-	    conf_psl_is_public_suffix, NULL, &en, &pe) == 0;
+		       conf_psl_is_public_suffix, NULL, &en, &pe) == 0;
 	cls = entry_ok ? literal_class(s, d->host) : 0;
 	ctl_shq(d->instance, q, sizeof(q));
 	ctl_shq(d->host, h, sizeof(h));
@@ -386,48 +392,48 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 	if (ci == NULL || strcmp(r, "unknown-instance") == 0) {
 		if (ci == NULL) {
 			why = "no such instance in the configuration now: "
-			    "install or bind one under that name";
+			      "install or bind one under that name";
 			cmd = fmt("%s plugin list", c);
 		} else {
 			kind = "note";
 			why = "the instance exists now";
 		}
 	} else if (strcmp(r, "metadata") == 0 ||
-	    (strcmp(r, "not-granted") == 0 &&
-	    (cls & POLICY_CLASS_METADATA))) {
-		why = "the address rules refuse cloud metadata addresses "
+	    (strcmp(r, "not-granted") == 0 && (cls & POLICY_CLASS_METADATA))) {
+		why =
+		    "the address rules refuse cloud metadata addresses "
 		    "whatever the grant or carve-out, so no grant is "
 		    "proposed; if a name resolves there, its DNS is wrong or "
 		    "hostile (replay the verdict with the command below)";
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "reserved-address") == 0 ||
-	    (strcmp(r, "not-granted") == 0 &&
-	    (cls & POLICY_CLASS_RESERVED))) {
-		why = "the address rules refuse reserved addresses "
+	    (strcmp(r, "not-granted") == 0 && (cls & POLICY_CLASS_RESERVED))) {
+		why =
+		    "the address rules refuse reserved addresses "
 		    "(unspecified, documentation, multicast, ...) whatever "
 		    "the grant or carve-out, so no grant is proposed (replay "
 		    "the verdict with the command below)";
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "mixed-zones") == 0) {
 		why = "the name resolved to public and private addresses at "
-		    "once: refused whatever the grant; fix the name's DNS "
-		    "(replay the verdict with the command below)";
+		      "once: refused whatever the grant; fix the name's DNS "
+		      "(replay the verdict with the command below)";
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "unresolvable") == 0) {
 		why = "the name did not resolve (DNS failure or no address), "
-		    "not an address rule: check [resolver] servers and the "
-		    "name (the command below resolves it the same way)";
+		      "not an address rule: check [resolver] servers and the "
+		      "name (the command below resolves it the same way)";
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "policy-unavailable") == 0) {
 		why = "the broker had no valid configuration in force when it "
-		    "decided (a broken file or a failed reload), not an "
-		    "address rule: see the configuration error with the "
-		    "command below";
+		      "decided (a broken file or a failed reload), not an "
+		      "address rule: see the configuration error with the "
+		      "command below";
 		cmd = fmt("%s status", c);
 	} else if (strcmp(r, "budget-exhausted") == 0) {
 		why = "every upstream lease of the instance was in use "
-		    "([plugins.limits] max_connections_per_instance): see "
-		    "its leases with the command below";
+		      "([plugins.limits] max_connections_per_instance): see "
+		      "its leases with the command below";
 		cmd = fmt("%s instance %s", c, q);
 	} else if (strcmp(r, "manifest-refused") == 0) {
 		if (m != NULL) {
@@ -435,15 +441,15 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 			why = "the manifest is accepted now";
 		} else {
 			why = "the instance's manifest is refused: verify it "
-			    "with the command below";
+			      "with the command below";
 			dir = reldir(s, ci->manifest_path);
 			cmd = fmt("%s manifest verify %s", c, dir ? dir : ".");
 			free(dir);
 		}
 	} else if (strcmp(r, "invalid-destination") == 0) {
 		why = "the plugin asked for a destination that does not "
-		    "parse: no grant changes that (replay it with the "
-		    "command below)";
+		      "parse: no grant changes that (replay it with the "
+		      "command below)";
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "no-permission") == 0) {
 		int t = policy_transport_parse(d->transport);
@@ -462,19 +468,22 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 		if (granted && (!(cls & POLICY_CLASS_PRIVATE) || carved)) {
 			kind = "note";
 			why = "granted now (the file changed after these "
-			    "denials): nothing to do";
+			      "denials): nothing to do";
 		} else if (!declared) {
 			why = "not granted, and not declared by the package "
-			    "either: a grant alone will not help; only a "
-			    "version that declares it can reach it";
+			      "either: a grant alone will not help; only a "
+			      "version that declares it can reach it";
 			cmd = fmt("%s plugin upgrade PKG", c);
 		} else if (cls & POLICY_CLASS_PRIVATE) {
-			why = "a private address: it needs the grant and a "
+			why =
+			    "a private address: it needs the grant and a "
 			    "carve-out (egress_allow_private), only if it is "
 			    "meant to be on your network";
-			cmd = granted ? fmt("%s plugin grant %s --private %s",
-			    c, q, h) : fmt("%s plugin grant %s %s && %s plugin "
-			    "grant %s --private %s", c, q, h, c, q, h);
+			cmd = granted ?
+			    fmt("%s plugin grant %s --private %s", c, q, h) :
+			    fmt("%s plugin grant %s %s && %s plugin "
+				"grant %s --private %s",
+				c, q, h, c, q, h);
 		} else
 			cmd = fmt("%s plugin grant %s %s", c, q, h);
 	} else if (strcmp(r, "not-declared") == 0 && entry_ok) {
@@ -483,7 +492,7 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 			why = "the package declares it now";
 		} else {
 			why = "granted, but the package does not declare it: "
-			    "only a version that declares it can reach it";
+			      "only a version that declares it can reach it";
 			cmd = fmt("%s plugin upgrade PKG", c);
 		}
 	} else if (strcmp(r, "private-address") == 0 && entry_ok) {
@@ -491,13 +500,17 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 			kind = "note";
 			why = "carved out now (egress_allow_private)";
 		} else if (!granted) {
-			why = "resolves to a private address and is not "
+			why =
+			    "resolves to a private address and is not "
 			    "granted: it needs the grant and a carve-out, only "
 			    "if it is meant to be on your network";
-			cmd = fmt("%s plugin grant %s %s && %s plugin grant %s "
-			    "--private %s", c, q, h, c, q, h);
+			cmd =
+			    fmt("%s plugin grant %s %s && %s plugin grant %s "
+				"--private %s",
+				c, q, h, c, q, h);
 		} else {
-			why = "resolves to a private address: carve it out only "
+			why =
+			    "resolves to a private address: carve it out only "
 			    "if it is meant to be on your network";
 			cmd = fmt("%s plugin grant %s --private %s", c, q, h);
 		}
@@ -516,7 +529,8 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 static void
 diagnose_usage(FILE *fp)
 {
-	fprintf(fp, "usage: egressctl [-c FILE] diagnose [--log FILE] [--json] "
+	fprintf(fp,
+	    "usage: egressctl [-c FILE] diagnose [--log FILE] [--json] "
 	    "[--nat64 | --no-nat64]\n");
 }
 
@@ -557,8 +571,10 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "egressctl: diagnose: unexpected argument "
-		    "'%s'\n", argv[optind]);
+		fprintf(stderr,
+		    "egressctl: diagnose: unexpected argument "
+		    "'%s'\n",
+		    argv[optind]);
 		diagnose_usage(stderr);
 		return CTL_EXIT_USAGE;
 	}
@@ -574,25 +590,32 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 		goto out;
 	if (s->sig_mode == CONF_SIG_DISABLED) {
 		char *cmd = fmt("edit %s: [plugins.security] signature_mode "
-		    "= strict", ctx->config_path);
+				"= strict",
+		    ctx->config_path);
 
-		add(&f, NULL, "warning", "signature_mode", "disabled: no "
-		    "package signature is checked", cmd);
+		add(&f, NULL, "warning", "signature_mode",
+		    "disabled: no "
+		    "package signature is checked",
+		    cmd);
 		free(cmd);
 	}
 	if (s->sig_mode == CONF_SIG_STRICT && s->ntrusted_keys == 0) {
 		char *cmd = fmt("%s trust add KEY.pub", ctl_cmd(ctx));
 
-		add(&f, NULL, "warning", "trusted_keys", "strict mode with no "
+		add(&f, NULL, "warning", "trusted_keys",
+		    "strict mode with no "
 		    "trusted key: every package is refused; trust the "
-		    "public key packages are signed with", cmd);
+		    "public key packages are signed with",
+		    cmd);
 		free(cmd);
 	}
 	if (s->ninstances == 0) {
 		char *cmd = fmt("%s plugin install PKG", ctl_cmd(ctx));
 
-		add(&f, NULL, "warning", "plugins.entries", "no instance is "
-		    "configured: no plugin has network reach", cmd);
+		add(&f, NULL, "warning", "plugins.entries",
+		    "no instance is "
+		    "configured: no plugin has network reach",
+		    cmd);
 		free(cmd);
 	}
 	for (i = 0; i < s->ninstances; i++)
@@ -604,11 +627,13 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 	if (nat64 == -1)
 		nat64 = s->nresolver_servers > 0;
 	tmo = s->resolver_timeout_ms > 0 &&
-	    s->resolver_timeout_ms < DIAG_NAT64_TIMEOUT_MS ?
-	    (int)s->resolver_timeout_ms : DIAG_NAT64_TIMEOUT_MS;
-	if (nat64 && nat64disc_check_sync(
-	    (const char *const *)s->resolver_servers, s->nresolver_servers,
-	    tmo, &s->nat64, &nr) == 0 && nr.dns_ok && nr.nundeclared > 0)
+		s->resolver_timeout_ms < DIAG_NAT64_TIMEOUT_MS ?
+	    (int)s->resolver_timeout_ms :
+	    DIAG_NAT64_TIMEOUT_MS;
+	if (nat64 &&
+	    nat64disc_check_sync((const char *const *)s->resolver_servers,
+		s->nresolver_servers, tmo, &s->nat64, &nr) == 0 &&
+	    nr.dns_ok && nr.nundeclared > 0)
 		add(&f, NULL, "nat64", "nat64_prefixes", nr.warning,
 		    nr.suggestion);
 	if (f.json) {

@@ -126,7 +126,8 @@ ctl_edit_begin(const struct ctl_ctx *ctx, struct edit *e)
 	e->ctx = ctx;
 	if (stat(ctx->config_path, &e->f.st) == 0 &&
 	    S_ISDIR(e->f.st.st_mode)) {
-		fprintf(stderr, "egressctl: %s: cannot read the configuration: "
+		fprintf(stderr,
+		    "egressctl: %s: cannot read the configuration: "
 		    "it is a folder, not a file (give the file with -c FILE)\n",
 		    ctx->config_path);
 		return -1;
@@ -136,11 +137,13 @@ ctl_edit_begin(const struct ctl_ctx *ctx, struct edit *e)
 		fprintf(stderr, "egressctl: %s\n", err);
 		return -1;
 	}
-	if (conf_load_buffer(e->f.path, e->f.buf, e->f.len, &e->snap,
-	    &errs) != 0) {
+	if (conf_load_buffer(e->f.path, e->f.buf, e->f.len, &e->snap, &errs) !=
+	    0) {
 		ctl_print_errs(&errs, NULL, NULL);
-		fprintf(stderr, "egressctl: %s: configuration refused; fix it "
-		    "before editing it with egressctl\n", ctx->config_path);
+		fprintf(stderr,
+		    "egressctl: %s: configuration refused; fix it "
+		    "before editing it with egressctl\n",
+		    ctx->config_path);
 		conf_errors_done(&errs);
 		ctl_edit_end(e);
 		return -1;
@@ -174,8 +177,10 @@ ctl_edit_commit(struct edit *e, struct conf_snapshot **ret_snap)
 	}
 	if (conf_load_buffer(e->f.path, buf, len, &s, &errs) != 0) {
 		ctl_print_errs(&errs, NULL, NULL);
-		fprintf(stderr, "egressctl: the edit would make %s invalid; "
-		    "nothing was written\n", e->f.path);
+		fprintf(stderr,
+		    "egressctl: the edit would make %s invalid; "
+		    "nothing was written\n",
+		    e->f.path);
 		goto out;
 	}
 	if (iniedit_file_replace(&e->f, buf, len, err, sizeof(err)) != 0) {
@@ -227,7 +232,8 @@ ctl_sig_words(enum conf_sig_status s, enum conf_sig_mode mode)
 	case CONF_SIG_VALID:
 		return "valid (signed by a trusted key)";
 	case CONF_SIG_UNSIGNED:
-		return mode == CONF_SIG_STRICT ? "unsigned" :
+		return mode == CONF_SIG_STRICT ?
+		    "unsigned" :
 		    "unsigned (accepted: signature_mode = permissive)";
 	case CONF_SIG_NOT_CHECKED:
 		return "not checked (signature_mode = disabled)";
@@ -262,30 +268,40 @@ ctl_package_stage(struct edit *e, const char *pkg, struct staged *st)
 		goto out;
 	}
 	if (conf_manifest_load(mpath, e->snap->sig_mode, e->snap->keyring,
-	    &st->m, &errs) != 0) {
+		&st->m, &errs) != 0) {
 		ctl_print_errs(&errs, mpath, pkgm);
-		fprintf(stderr, "egressctl: %s: package refused (signature_mode "
-		    "= %s); nothing was installed\n", pkg,
-		    e->snap->sig_mode == CONF_SIG_STRICT ? "strict" :
-		    e->snap->sig_mode == CONF_SIG_PERMISSIVE ? "permissive" :
-		    "disabled");
+		fprintf(stderr,
+		    "egressctl: %s: package refused (signature_mode "
+		    "= %s); nothing was installed\n",
+		    pkg,
+		    e->snap->sig_mode == CONF_SIG_STRICT ?
+			"strict" :
+			e->snap->sig_mode == CONF_SIG_PERMISSIVE ?
+			"permissive" :
+			"disabled");
 		if (e->snap->sig_mode == CONF_SIG_STRICT &&
 		    e->snap->ntrusted_keys == 0) {
-			fprintf(stderr, "no key is trusted yet; trust the key "
+			fprintf(stderr,
+			    "no key is trusted yet; trust the key "
 			    "the package is signed with: %s trust add "
-			    "KEY.pub\n", ctl_cmd(e->ctx));
-			fprintf(stderr, "or accept unsigned packages: set "
+			    "KEY.pub\n",
+			    ctl_cmd(e->ctx));
+			fprintf(stderr,
+			    "or accept unsigned packages: set "
 			    "[plugins.security] signature_mode = permissive "
-			    "in %s\n", e->f.path);
+			    "in %s\n",
+			    e->f.path);
 		}
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
 	if (!pkg_name_is_valid(st->m->name) ||
 	    !pkg_name_is_valid(st->m->version)) {
-		fprintf(stderr, "egressctl: %s: the name and version must be "
+		fprintf(stderr,
+		    "egressctl: %s: the name and version must be "
 		    "1 to %d bytes of A-Z a-z 0-9 . _ + - to name a package "
-		    "folder\n", pkgm, PKG_NAME_MAX);
+		    "folder\n",
+		    pkgm, PKG_NAME_MAX);
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
@@ -295,7 +311,7 @@ ctl_package_stage(struct edit *e, const char *pkg, struct staged *st)
 	}
 	if ((st->final = ctl_path_join(e->pkg_abs, dirname)) == NULL ||
 	    asprintf(&st->manifest_rel, "%s/%s/manifest.ini", e->pkg_rel,
-	    dirname) < 0) {
+		dirname) < 0) {
 		st->manifest_rel = NULL;
 		goto out;
 	}
@@ -328,7 +344,9 @@ ctl_package_commit(struct staged *st)
 	}
 	if (pkg_same_manifest(st->stage, st->final) == 1)
 		return 0;
-	fprintf(stderr, "egressctl: %s exists and holds a different manifest; "
-	    "a changed package needs a new version\n", st->final);
+	fprintf(stderr,
+	    "egressctl: %s exists and holds a different manifest; "
+	    "a changed package needs a new version\n",
+	    st->final);
 	return CTL_EXIT_NO;
 }

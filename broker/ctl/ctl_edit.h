@@ -17,25 +17,25 @@
 #include "broker/ctl/iniedit.h"
 #include "conf/conf.h"
 
-#define SECTION_PREFIX	"plugins.entries."
+#define SECTION_PREFIX "plugins.entries."
 
 /* One locked edit of the configuration. */
 struct edit {
 	struct iniedit_file f;
-	struct conf_snapshot *snap;	/* of the bytes read under the lock */
+	struct conf_snapshot *snap; /* of the bytes read under the lock */
 	struct iniedit *doc;
-	char *pkg_abs;			/* package_dir on the filesystem */
-	char *pkg_rel;			/* as written in manifest keys */
-	const struct ctl_ctx *ctx;	/* borrowed */
+	char *pkg_abs;		   /* package_dir on the filesystem */
+	char *pkg_rel;		   /* as written in manifest keys */
+	const struct ctl_ctx *ctx; /* borrowed */
 };
 
 /* A package staged under the lock and checked by conf/. */
 struct staged {
-	char *stage;		/* hidden staging folder, or NULL */
-	char *final;		/* package_dir/<name>-<version> */
-	char *manifest_rel;	/* the manifest key to write */
+	char *stage;	    /* hidden staging folder, or NULL */
+	char *final;	    /* package_dir/<name>-<version> */
+	char *manifest_rel; /* the manifest key to write */
 	struct conf_manifest *m;
-	int created;		/* final was created by this run */
+	int created; /* final was created by this run */
 };
 
 /* Print e's messages on stderr, each occurrence of from written as to

@@ -28,13 +28,14 @@
 #include "conf/conf.h"
 
 #define SIG_FILE_MAX	1024
-#define ED25519_SIG_LEN	64
+#define ED25519_SIG_LEN 64
 #define KEY_FILE_MAX	(64 * 1024)
 
 static void
 manifest_usage(FILE *f)
 {
-	fprintf(f, "usage: egressctl manifest keygen --out KEY\n"
+	fprintf(f,
+	    "usage: egressctl manifest keygen --out KEY\n"
 	    "       egressctl manifest sign --key KEY PKG\n"
 	    "       egressctl [-c FILE] manifest verify [--key PUB] [--json] "
 	    "PKG\n");
@@ -52,7 +53,8 @@ explain_missing_folder(const char *path)
 	if ((sl = strrchr(d, '/')) != NULL && sl != d) {
 		*sl = '\0';
 		if (stat(d, &st) != 0 && errno == ENOENT)
-			fprintf(stderr, "egressctl: %s: the folder %s does not "
+			fprintf(stderr,
+			    "egressctl: %s: the folder %s does not "
 			    "exist; create it first (mkdir -m 0700 %s)\n",
 			    path, d, d);
 		else if (stat(d, &st) == 0 && !S_ISDIR(st.st_mode))
@@ -124,8 +126,10 @@ ctl_key_fingerprint(const char *path, char *buf, size_t n, char *reterr_msg,
 	k = PEM_read_PUBKEY(fp_in, NULL, NULL, NULL);
 	(void)fclose(fp_in);
 	if (k == NULL || EVP_PKEY_get_base_id(k) != EVP_PKEY_ED25519) {
-		(void)snprintf(reterr_msg, errn, "%s: not an Ed25519 public "
-		    "key (PEM)", path);
+		(void)snprintf(reterr_msg, errn,
+		    "%s: not an Ed25519 public "
+		    "key (PEM)",
+		    path);
 		EVP_PKEY_free(k);
 		return NULL;
 	}
@@ -165,13 +169,15 @@ cmd_keygen(const struct ctl_ctx *ctx, int argc, char **argv)
 	if ((k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519")) == NULL ||
 	    (bpriv = BIO_new(BIO_s_mem())) == NULL ||
 	    (bpub = BIO_new(BIO_s_mem())) == NULL ||
-	    PEM_write_bio_PrivateKey(bpriv, k, NULL, NULL, 0, NULL, NULL) != 1 ||
+	    PEM_write_bio_PrivateKey(bpriv, k, NULL, NULL, 0, NULL, NULL) !=
+		1 ||
 	    PEM_write_bio_PUBKEY(bpub, k) != 1) {
 		fprintf(stderr, "egressctl: cannot generate an Ed25519 key\n");
 		goto out;
 	}
 	if (access(pub, F_OK) == 0) {
-		fprintf(stderr, "egressctl: %s exists; not overwriting\n", pub);
+		fprintf(stderr, "egressctl: %s exists; not overwriting\n",
+		    pub);
 		goto out;
 	}
 	if (write_new(out, bpriv, 0600) != 0)
@@ -182,7 +188,8 @@ cmd_keygen(const struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	key_fingerprint(k, fp, sizeof(fp));
 	printf("wrote %s (Ed25519 private key, mode 0600) and %s (public "
-	    "key)\n", out, pub);
+	       "key)\n",
+	    out, pub);
 	printf("key fingerprint: sha256:%s\n", fp);
 	printf("trust it with: %s trust add %s\n", ctl_cmd(ctx), pub);
 	rc = CTL_EXIT_OK;
@@ -206,20 +213,22 @@ load_key(const char *path, int private)
 
 	if ((r = pkg_read_file(path, KEY_FILE_MAX, &buf, &len)) != 0) {
 		fprintf(stderr, "egressctl: %s: %s\n", path,
-		    r == EGRESS_ERR_NOT_FOUND ? "no such file" :
-		    r == EGRESS_ERR_TOO_BIG ? "too large for a key" :
-		    strerror(errno));
+		    r == EGRESS_ERR_NOT_FOUND	? "no such file" :
+			r == EGRESS_ERR_TOO_BIG ? "too large for a key" :
+						  strerror(errno));
 		return NULL;
 	}
 	if (private && stat(path, &st) == 0 && (st.st_mode & 077) != 0) {
-		fprintf(stderr, "egressctl: %s: a private key must not be "
-		    "readable by others (chmod 600 %s)\n", path, path);
+		fprintf(stderr,
+		    "egressctl: %s: a private key must not be "
+		    "readable by others (chmod 600 %s)\n",
+		    path, path);
 		goto out;
 	}
 	if ((b = BIO_new_mem_buf(buf, (int)len)) == NULL)
 		goto out;
 	k = private ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) :
-	    PEM_read_bio_PUBKEY(b, NULL, NULL, NULL);
+		      PEM_read_bio_PUBKEY(b, NULL, NULL, NULL);
 	if (k == NULL || EVP_PKEY_get_id(k) != EVP_PKEY_ED25519) {
 		fprintf(stderr, "egressctl: %s: not an Ed25519 %s key (PEM)\n",
 		    path, private ? "private" : "public");
@@ -269,24 +278,29 @@ cmd_sign(int argc, char **argv)
 	(void)snprintf(mpath, sizeof(mpath), "%s/manifest.ini", pkgdir);
 	(void)snprintf(spath, sizeof(spath), "%s/manifest.ini.sig", pkgdir);
 	if (pkg_read_file(mpath, CONF_MANIFEST_MAX, &man, &mlen) != 0) {
-		fprintf(stderr, "egressctl: %s: cannot read (at most %d "
-		    "bytes, a regular file)\n", mpath, CONF_MANIFEST_MAX);
+		fprintf(stderr,
+		    "egressctl: %s: cannot read (at most %d "
+		    "bytes, a regular file)\n",
+		    mpath, CONF_MANIFEST_MAX);
 		goto out;
 	}
 	/* Never sign what no broker would accept. */
 	if (conf_manifest_parse(mpath, man, mlen, NULL, 0, CONF_SIG_DISABLED,
-	    NULL, &m, &errs) != 0) {
+		NULL, &m, &errs) != 0) {
 		for (i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", errs.msgs[i]);
-		fprintf(stderr, "egressctl: %s: manifest refused; not "
-		    "signing\n", mpath);
+		fprintf(stderr,
+		    "egressctl: %s: manifest refused; not "
+		    "signing\n",
+		    mpath);
 		goto out;
 	}
 	if ((k = load_key(key, 1)) == NULL)
 		goto out;
 	if ((md = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestSignInit(md, NULL, NULL, NULL, k) != 1 ||
-	    EVP_DigestSign(md, sig, &siglen, (unsigned char *)man, mlen) != 1 ||
+	    EVP_DigestSign(md, sig, &siglen, (unsigned char *)man, mlen) !=
+		1 ||
 	    siglen != ED25519_SIG_LEN) {
 		fprintf(stderr, "egressctl: signing failed\n");
 		goto out;
@@ -297,7 +311,7 @@ cmd_sign(int argc, char **argv)
 	b64[n] = '\n';
 	b64[n + 1] = '\0';
 	if (iniedit_write_atomic(spath, b64, (size_t)n + 1, 0644, err,
-	    sizeof(err)) != 0) {
+		sizeof(err)) != 0) {
 		fprintf(stderr, "egressctl: %s\n", err);
 		goto out;
 	}
@@ -322,14 +336,15 @@ sig_decode(const char *s, size_t len, unsigned char *sig)
 	unsigned char out[SIG_FILE_MAX];
 	int n;
 
-	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' ||
-	    s[len - 1] == ' ' || s[len - 1] == '\t'))
+	while (len > 0 &&
+	    (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' ||
+		s[len - 1] == '\t'))
 		len--;
 	if (len != 88 || s[86] != '=' || s[87] != '=' ||
 	    memchr(s, '\n', len) != NULL)
 		return -1;
 	n = EVP_DecodeBlock(out, (const unsigned char *)s, (int)len);
-	if (n != 66)		/* 64 bytes and two padding zeros */
+	if (n != 66) /* 64 bytes and two padding zeros */
 		return -1;
 	memcpy(sig, out, ED25519_SIG_LEN);
 	return 0;
@@ -346,15 +361,14 @@ sig_verifies(EVP_PKEY *k, const unsigned char *sig, const char *msg,
 		return 0;
 	ok = EVP_DigestVerifyInit(md, NULL, NULL, NULL, k) == 1 &&
 	    EVP_DigestVerify(md, sig, ED25519_SIG_LEN,
-	    (const unsigned char *)msg, len) == 1;
+		(const unsigned char *)msg, len) == 1;
 	EVP_MD_CTX_free(md);
 	return ok;
 }
 
 /* Load each of paths into keys (room for npaths); *n counts those loaded. */
 static int
-load_keys(const char *const *paths, size_t npaths, EVP_PKEY **keys,
-    size_t *n)
+load_keys(const char *const *paths, size_t npaths, EVP_PKEY **keys, size_t *n)
 {
 	size_t i;
 
@@ -415,8 +429,10 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 		if (conf_load(ctx->config_path, &snap, &errs) != 0) {
 			for (i = 0; i < errs.n; i++)
 				fprintf(stderr, "%s\n", errs.msgs[i]);
-			fprintf(stderr, "egressctl: %s: configuration refused "
-			    "(or give --key PUB)\n", ctx->config_path);
+			fprintf(stderr,
+			    "egressctl: %s: configuration refused "
+			    "(or give --key PUB)\n",
+			    ctx->config_path);
 			rc = CTL_EXIT_CONFIG;
 			goto out;
 		}
@@ -430,8 +446,10 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	if (load_keys(paths, npaths, keys, &nkeys) != 0)
 		goto out;
 	if (pkg_read_file(mpath, CONF_MANIFEST_MAX, &man, &mlen) != 0) {
-		fprintf(stderr, "egressctl: %s: cannot read (at most %d "
-		    "bytes, a regular file)\n", mpath, CONF_MANIFEST_MAX);
+		fprintf(stderr,
+		    "egressctl: %s: cannot read (at most %d "
+		    "bytes, a regular file)\n",
+		    mpath, CONF_MANIFEST_MAX);
 		goto out;
 	}
 	r = pkg_read_file(spath, SIG_FILE_MAX, &sigtxt, &slen);
@@ -441,7 +459,7 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	} else if (r != 0 || sig_decode(sigtxt, slen, sig) != 0) {
 		status = "invalid";
 		why = "manifest.ini.sig is not one line of base64 of a "
-		    "64-byte Ed25519 signature";
+		      "64-byte Ed25519 signature";
 	} else {
 		for (i = 0; i < nkeys; i++)
 			if (sig_verifies(keys[i], sig, man, mlen)) {
@@ -453,7 +471,8 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 			why = "";
 		} else {
 			status = "untrusted";
-			why = nkeys == 0 ? "no trusted key is configured" :
+			why = nkeys == 0 ?
+			    "no trusted key is configured" :
 			    "no trusted key verifies these bytes (signed by "
 			    "another key, or the manifest changed after "
 			    "signing)";
@@ -464,7 +483,7 @@ cmd_verify(struct ctl_ctx *ctx, int argc, char **argv)
 	if (strcmp(status, "valid") == 0) {
 		if (conf_keyring_load(paths, npaths, &ring, &errs) != 0 ||
 		    conf_manifest_parse(mpath, man, mlen, sigtxt, slen,
-		    CONF_SIG_STRICT, ring, &m, &errs) != 0) {
+			CONF_SIG_STRICT, ring, &m, &errs) != 0) {
 			merr = errs.n ? strdup(errs.msgs[0]) : NULL;
 			status = "invalid";
 			why = merr ? merr : "the manifest is refused";

@@ -31,7 +31,7 @@
 #include "conf/conf.h"
 #include "policy/policy.h"
 
-#define PERMS_MAX	8
+#define PERMS_MAX 8
 
 enum egress_seed {
 	SEED_UNSET = 0,
@@ -42,7 +42,8 @@ enum egress_seed {
 static void
 plugin_usage(FILE *f)
 {
-	fprintf(f, "usage: egressctl [-c FILE] plugin install PKG [--instance "
+	fprintf(f,
+	    "usage: egressctl [-c FILE] plugin install PKG [--instance "
 	    "NAME] [--egress declared|none]\n"
 	    "       egressctl [-c FILE] plugin install PKG --channel-alias ALIAS"
 	    " --egress declared|none\n"
@@ -66,8 +67,10 @@ static int
 plugin_args_bad(int argc, char **argv, int first, int max)
 {
 	if (argc - first > max)
-		fprintf(stderr, "egressctl: plugin %s: unexpected argument "
-		    "'%s'\n", argv[0], argv[first + max]);
+		fprintf(stderr,
+		    "egressctl: plugin %s: unexpected argument "
+		    "'%s'\n",
+		    argv[0], argv[first + max]);
 	else
 		fprintf(stderr, "egressctl: plugin %s: missing argument\n",
 		    argv[0]);
@@ -85,7 +88,8 @@ strv_from_grant(struct pkg_strv *sv, const struct policy_grant *g)
 
 	for (i = 0; i < n; i++) {
 		if (policy_entry_format(policy_grant_entry(g, i), buf,
-		    sizeof(buf)) < 0 || pkg_strv_add(sv, buf) != 0)
+			sizeof(buf)) < 0 ||
+		    pkg_strv_add(sv, buf) != 0)
 			return -1;
 	}
 	return 0;
@@ -121,14 +125,16 @@ entry_add(struct edit *e, const char *inst, const struct conf_manifest *m,
 	if (iniedit_section_add(e->doc, sec) != 0 ||
 	    iniedit_set(e->doc, sec, "plugin", m->name) != 0 ||
 	    iniedit_set(e->doc, sec, "manifest", manifest_rel) != 0 ||
-	    iniedit_set_list(e->doc, sec, "permissions", perms,
-	    (size_t)np) != 0 ||
+	    iniedit_set_list(e->doc, sec, "permissions", perms, (size_t)np) !=
+		0 ||
 	    iniedit_set_list(e->doc, sec, "egress_hosts",
-	    (const char *const *)hosts.v, hosts.n) != 0 ||
-	    iniedit_set_list(e->doc, sec, "egress_allow_private", NULL,
-	    0) != 0) {
-		fprintf(stderr, "egressctl: cannot write the entry for %s (a "
-		    "line would exceed %d bytes?)\n", inst, INIEDIT_LINE_MAX);
+		(const char *const *)hosts.v, hosts.n) != 0 ||
+	    iniedit_set_list(e->doc, sec, "egress_allow_private", NULL, 0) !=
+		0) {
+		fprintf(stderr,
+		    "egressctl: cannot write the entry for %s (a "
+		    "line would exceed %d bytes?)\n",
+		    inst, INIEDIT_LINE_MAX);
 		goto out;
 	}
 	rc = 0;
@@ -169,7 +175,8 @@ print_created(const struct ctl_ctx *ctx, const char *inst,
 	printf("  permissions granted: %s\n",
 	    ctl_perm_list(m->permissions, p, sizeof(p)));
 	if (m->operator_defined && seed == SEED_DECLARED && decl.n == 0) {
-		printf("  egress granted: none. This package's destinations "
+		printf(
+		    "  egress granted: none. This package's destinations "
 		    "come from instance\n  configuration (operator_defined = "
 		    "true): grant each one deliberately:\n");
 		printf("    %s plugin grant %s HOST\n", c,
@@ -185,11 +192,13 @@ print_created(const struct ctl_ctx *ctx, const char *inst,
 		    ctl_shq(inst, q, sizeof(q)));
 	} else if (decl.n == 0) {
 		printf("  egress granted: none (the package declares no "
-		    "destination)\n");
+		       "destination)\n");
 	} else {
 		printf("  egress granted, seeded from the package's "
-		    "declaration%s:\n", m->operator_defined ?
-		    " (operator_defined: the grant alone governs)" : "");
+		       "declaration%s:\n",
+		    m->operator_defined ?
+			" (operator_defined: the grant alone governs)" :
+			"");
 		print_list("    ", &decl);
 		printf("  change the grant with:\n");
 		printf("    %s plugin revoke %s HOST...\n", c,
@@ -225,17 +234,18 @@ print_diff(const struct ctl_ctx *ctx, const struct conf_instance *ci,
 	ctl_shq(ci->name, q, sizeof(q));
 	for (i = 0; i < r.not_granted.n; i++)
 		printf("  + %s: declared by %s %s, not granted; to grant it:\n"
-		    "      %s plugin grant %s %s\n", r.not_granted.v[i],
-		    m->name, m->version, c, q,
+		       "      %s plugin grant %s %s\n",
+		    r.not_granted.v[i], m->name, m->version, c, q,
 		    ctl_shq(r.not_granted.v[i], h, sizeof(h)));
 	for (i = 0; i < r.ineffective.n; i++) {
 		int stale = pkg_strv_has(&r.stale, r.ineffective.v[i]);
 
 		printf("  - %s: granted, %s by %s %s: %s; to revoke it:\n"
-		    "      %s plugin revoke %s %s\n", r.ineffective.v[i],
+		       "      %s plugin revoke %s %s\n",
+		    r.ineffective.v[i],
 		    upgrade && stale ? "no longer declared" : "not declared",
-		    m->name, m->version, upgrade && stale ?
-		    "now unreachable" : "ineffective", c, q,
+		    m->name, m->version,
+		    upgrade && stale ? "now unreachable" : "ineffective", c, q,
 		    ctl_shq(r.ineffective.v[i], h, sizeof(h)));
 	}
 	for (i = 0; i < r.reach.n; i++)
@@ -247,10 +257,12 @@ print_diff(const struct ctl_ctx *ctx, const struct conf_instance *ci,
 		    (r.granted_perms & bit))
 			continue;
 		printf("  + permission %s: %s by %s %s, not granted; to grant "
-		    "it:\n      %s plugin grant %s --permission %s\n", pn,
+		       "it:\n      %s plugin grant %s --permission %s\n",
+		    pn,
 		    old_m != NULL && !(old_m->permissions & bit) ?
-		    "newly requested" : "requested", m->name, m->version, c,
-		    q, pn);
+			"newly requested" :
+			"requested",
+		    m->name, m->version, c, q, pn);
 	}
 	if (r.not_granted.n == 0 && r.ineffective.n == 0 &&
 	    (r.requested & ~r.granted_perms) == 0)
@@ -262,7 +274,8 @@ static int
 inst_name_ok(const char *s)
 {
 	if (!pkg_name_is_valid(s) || strchr(s, '+') != NULL) {
-		fprintf(stderr, "egressctl: '%s': an instance name is 1 to %d "
+		fprintf(stderr,
+		    "egressctl: '%s': an instance name is 1 to %d "
 		    "bytes of A-Z a-z 0-9 . _ -, not starting with . or -\n",
 		    s, PKG_NAME_MAX);
 		return 0;
@@ -278,8 +291,10 @@ parse_seed(const char *s, enum egress_seed *ret)
 	else if (strcmp(s, "none") == 0)
 		*ret = SEED_NONE;
 	else {
-		fprintf(stderr, "egressctl: --egress '%s': expected declared "
-		    "or none\n", s);
+		fprintf(stderr,
+		    "egressctl: --egress '%s': expected declared "
+		    "or none\n",
+		    s);
 		return -1;
 	}
 	return 0;
@@ -287,14 +302,16 @@ parse_seed(const char *s, enum egress_seed *ret)
 
 /* Refuse a binding without --egress over a non-empty declaration. */
 static int
-binding_refused(const struct ctl_ctx *ctx, const char *how,
-    const char *alias, const struct conf_manifest *m)
+binding_refused(const struct ctl_ctx *ctx, const char *how, const char *alias,
+    const struct conf_manifest *m)
 {
 	struct pkg_strv decl = { 0 };
 
 	(void)strv_from_grant(&decl, m->hosts);
-	fprintf(stderr, "egressctl: refusing to create the entry for %s "
-	    "without a stated choice.\n", alias);
+	fprintf(stderr,
+	    "egressctl: refusing to create the entry for %s "
+	    "without a stated choice.\n",
+	    alias);
 	fprintf(stderr, "%s %s declares these destinations:\n", m->name,
 	    m->version);
 	print_list_to(stderr, "  ", &decl);
@@ -328,29 +345,36 @@ entry_create_or_diff(const struct ctl_ctx *ctx, struct edit *e,
 		goto out;
 	if (ci != NULL || iniedit_section_exists(e->doc, sec)) {
 		if (ci == NULL) {
-			fprintf(stderr, "egressctl: [%s] exists; it is left "
-			    "untouched\n", sec);
+			fprintf(stderr,
+			    "egressctl: [%s] exists; it is left "
+			    "untouched\n",
+			    sec);
 			rc = CTL_EXIT_NO;
 			goto out;
 		}
 		if (strcmp(ci->plugin, m->name) != 0) {
-			fprintf(stderr, "egressctl: instance %s exists for "
+			fprintf(stderr,
+			    "egressctl: instance %s exists for "
 			    "plugin %s; choose another name (--instance or "
-			    "the alias)\n", inst, ci->plugin);
+			    "the alias)\n",
+			    inst, ci->plugin);
 			rc = CTL_EXIT_NO;
 			goto out;
 		}
 		cur = ctl_path_rel(e->snap->dir, ci->manifest_path);
 		printf("instance %s exists: its entry is left untouched (no "
-		    "command ever extends an entry)\n", inst);
+		       "command ever extends an entry)\n",
+		    inst);
 		printf("  it uses %s%s%s%s\n", cur ? cur : ci->manifest_path,
-		    ci->manifest ? " (" : "", ci->manifest ?
-		    ci->manifest->version : "", ci->manifest ? ")" : "");
+		    ci->manifest ? " (" : "",
+		    ci->manifest ? ci->manifest->version : "",
+		    ci->manifest ? ")" : "");
 		printf("  its grant against %s %s:\n", m->name, m->version);
 		print_diff(ctx, ci, m, NULL, 0);
 		if (cur != NULL && strcmp(cur, manifest_rel) != 0)
 			printf("  to point it at this version: %s plugin "
-			    "upgrade PKG\n", ctl_cmd(ctx));
+			       "upgrade PKG\n",
+			    ctl_cmd(ctx));
 		rc = CTL_EXIT_OK;
 		goto out;
 	}
@@ -361,9 +385,10 @@ entry_create_or_diff(const struct ctl_ctx *ctx, struct edit *e,
 	*ret_written = 1;
 	nci = conf_instance_find(ns, inst);
 	if (nci != NULL && nci->manifest == NULL)
-		fprintf(stderr, "egressctl: warning: instance %s: manifest "
-		    "refused: %s\n", inst, nci->manifest_error ?
-		    nci->manifest_error : "?");
+		fprintf(stderr,
+		    "egressctl: warning: instance %s: manifest "
+		    "refused: %s\n",
+		    inst, nci->manifest_error ? nci->manifest_error : "?");
 	print_created(ctx, inst, m, manifest_rel, seed);
 	rc = CTL_EXIT_OK;
 out:
@@ -411,7 +436,8 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 		}
 	}
 	if (instance != NULL && alias != NULL) {
-		fprintf(stderr, "egressctl: plugin install: --instance and "
+		fprintf(stderr,
+		    "egressctl: plugin install: --instance and "
 		    "--channel-alias exclude each other\n");
 		return CTL_EXIT_USAGE;
 	}
@@ -428,15 +454,18 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 		goto out;
 	inst = alias ? alias : instance ? instance : st.m->name;
 	if (!inst_name_ok(inst)) {
-		fprintf(stderr, "egressctl: name the instance with --instance\n");
+		fprintf(stderr,
+		    "egressctl: name the instance with --instance\n");
 		rc = CTL_EXIT_ERROR;
 		goto out;
 	}
 	if (alias != NULL && seed == SEED_UNSET &&
 	    policy_grant_count(st.m->hosts) > 0 &&
 	    conf_instance_find(e.snap, inst) == NULL) {
-		(void)snprintf(how, sizeof(how), "plugin install %s "
-		    "--channel-alias %s", ctl_shq(pkg, q, sizeof(q)), alias);
+		(void)snprintf(how, sizeof(how),
+		    "plugin install %s "
+		    "--channel-alias %s",
+		    ctl_shq(pkg, q, sizeof(q)), alias);
 		rc = binding_refused(ctx, how, alias, st.m);
 		goto out;
 	}
@@ -446,9 +475,10 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 		goto out;
 	printf("package %s %s: signature %s\n", st.m->name, st.m->version,
 	    ctl_sig_words(st.m->sig, e.snap->sig_mode));
-	printf("%s %.*s\n", st.created ? "installed into" :
-	    "already installed in", (int)(strlen(st.manifest_rel) -
-	    strlen("/manifest.ini")), st.manifest_rel);
+	printf("%s %.*s\n",
+	    st.created ? "installed into" : "already installed in",
+	    (int)(strlen(st.manifest_rel) - strlen("/manifest.ini")),
+	    st.manifest_rel);
 	rc = entry_create_or_diff(ctx, &e, inst, st.m, st.manifest_rel, seed,
 	    &written);
 out:
@@ -465,7 +495,7 @@ out:
 /* The installed packages of plugin in package_dir, each loaded under the
  * configured signature mode (a refused one is skipped). */
 struct installed {
-	char *dir;		/* absolute folder */
+	char *dir; /* absolute folder */
 	char *manifest_rel;
 	struct conf_manifest *m;
 };
@@ -504,15 +534,16 @@ installed_scan(const struct edit *e, const char *plugin,
 		char *dir = NULL, *mp = NULL, *rel = NULL;
 		struct stat sb;
 
-		if (de->d_name[0] == '.' || strncmp(de->d_name, plugin, pl) !=
-		    0 || de->d_name[pl] != '-')
+		if (de->d_name[0] == '.' ||
+		    strncmp(de->d_name, plugin, pl) != 0 ||
+		    de->d_name[pl] != '-')
 			continue;
 		/* asprintf() leaves its pointer undefined when it fails. */
 		if ((dir = ctl_path_join(e->pkg_abs, de->d_name)) == NULL ||
 		    asprintf(&mp, "%s/manifest.ini", dir) < 0)
 			mp = NULL;
 		else if (asprintf(&rel, "%s/%s/manifest.ini", e->pkg_rel,
-		    de->d_name) < 0)
+			     de->d_name) < 0)
 			rel = NULL;
 		if (dir == NULL || mp == NULL || rel == NULL) {
 			free(dir);
@@ -523,8 +554,9 @@ installed_scan(const struct edit *e, const char *plugin,
 			return -1;
 		}
 		if (lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) &&
-		    conf_manifest_load(mp, any_mode ? CONF_SIG_DISABLED :
-		    e->snap->sig_mode, e->snap->keyring, &m, &errs) == 0 &&
+		    conf_manifest_load(mp,
+			any_mode ? CONF_SIG_DISABLED : e->snap->sig_mode,
+			e->snap->keyring, &m, &errs) == 0 &&
 		    strcmp(m->name, plugin) == 0 &&
 		    (nv = reallocarray(v, n + 1, sizeof(*v))) != NULL) {
 			v = nv;
@@ -598,7 +630,8 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 		if (ninst == 0) {
-			fprintf(stderr, "egressctl: plugin %s is not installed; "
+			fprintf(stderr,
+			    "egressctl: plugin %s is not installed; "
 			    "install it with:\n  %s plugin install PKG "
 			    "--channel-alias %s --egress declared|none\n",
 			    plugin, ctl_cmd(ctx), alias);
@@ -606,7 +639,8 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 		if (ninst > 1) {
-			fprintf(stderr, "egressctl: several versions of %s are "
+			fprintf(stderr,
+			    "egressctl: several versions of %s are "
 			    "installed and no instance says which is "
 			    "current; bind with:\n  %s plugin install PKG "
 			    "--channel-alias %s --egress declared|none\n",
@@ -652,8 +686,10 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 
 	memset(&st, 0, sizeof(st));
 	if (argc > 1 && argv[1][0] == '-') {
-		fprintf(stderr, "egressctl: plugin upgrade: unknown option "
-		    "'%s'\n", argv[1]);
+		fprintf(stderr,
+		    "egressctl: plugin upgrade: unknown option "
+		    "'%s'\n",
+		    argv[1]);
 		plugin_usage(stderr);
 		return CTL_EXIT_USAGE;
 	}
@@ -668,9 +704,10 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 		if (strcmp(e.snap->instances[i].plugin, st.m->name) == 0)
 			n++;
 	if (n == 0) {
-		fprintf(stderr, "egressctl: no instance of plugin %s; install "
-		    "it with:\n  %s plugin install %s\n", st.m->name,
-		    ctl_cmd(ctx), pkg);
+		fprintf(stderr,
+		    "egressctl: no instance of plugin %s; install "
+		    "it with:\n  %s plugin install %s\n",
+		    st.m->name, ctl_cmd(ctx), pkg);
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
@@ -690,9 +727,11 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 			goto out;
 		if (strcmp(cur, st.manifest_rel) != 0 &&
 		    iniedit_set(e.doc, sec, "manifest", st.manifest_rel) !=
-		    0) {
-			fprintf(stderr, "egressctl: cannot rewrite the manifest "
-			    "key of %s\n", ci->name);
+			0) {
+			fprintf(stderr,
+			    "egressctl: cannot rewrite the manifest "
+			    "key of %s\n",
+			    ci->name);
 			goto out;
 		}
 	}
@@ -700,9 +739,10 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 		goto out;
 	printf("package %s %s: signature %s\n", st.m->name, st.m->version,
 	    ctl_sig_words(st.m->sig, e.snap->sig_mode));
-	printf("%s %.*s\n", st.created ? "installed into" :
-	    "already installed in", (int)(strlen(st.manifest_rel) -
-	    strlen("/manifest.ini")), st.manifest_rel);
+	printf("%s %.*s\n",
+	    st.created ? "installed into" : "already installed in",
+	    (int)(strlen(st.manifest_rel) - strlen("/manifest.ini")),
+	    st.manifest_rel);
 	for (i = 0; i < e.snap->ninstances; i++) {
 		const struct conf_instance *ci = &e.snap->instances[i];
 
@@ -712,7 +752,8 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 		cur = ctl_path_rel(e.snap->dir, ci->manifest_path);
 		if (cur != NULL && strcmp(cur, st.manifest_rel) == 0)
 			printf("instance %s: already uses %s; its grant is "
-			    "unchanged\n", ci->name, st.manifest_rel);
+			       "unchanged\n",
+			    ci->name, st.manifest_rel);
 		else {
 			printf("instance %s: now uses %s", ci->name,
 			    st.manifest_rel);
@@ -774,7 +815,7 @@ grant_from_strv(const struct pkg_strv *sv)
 		return NULL;
 	for (i = 0; i < sv->n; i++)
 		if (policy_entry_parse(sv->v[i], strlen(sv->v[i]),
-		    conf_psl_is_public_suffix, NULL, &en, &pe) != 0 ||
+			conf_psl_is_public_suffix, NULL, &en, &pe) != 0 ||
 		    policy_grant_add(g, &en) != 0) {
 			policy_grant_free(g);
 			return NULL;
@@ -790,8 +831,7 @@ grant_from_strv(const struct pkg_strv *sv)
  */
 static void
 literal_warn(const struct ctl_ctx *ctx, const struct conf_snapshot *s,
-    const struct conf_instance *ci, const struct policy_entry *en,
-    int private)
+    const struct conf_instance *ci, const struct policy_entry *en, int private)
 {
 	struct policy_classify_ctx cc = { &s->nat64, NULL, 0 };
 	struct policy_addr a;
@@ -806,22 +846,26 @@ literal_warn(const struct ctl_ctx *ctx, const struct conf_snapshot *s,
 	ctl_shq(ci->name, q, sizeof(q));
 	ctl_shq(en->host.name, h, sizeof(h));
 	if (cls & POLICY_CLASS_METADATA)
-		fprintf(stderr, "warning: %s is a cloud metadata address: the "
+		fprintf(stderr,
+		    "warning: %s is a cloud metadata address: the "
 		    "address rules refuse it whatever the grant or carve-out, "
-		    "so this %s cannot make it reachable\n", en->host.name,
-		    private ? "carve-out" : "grant");
+		    "so this %s cannot make it reachable\n",
+		    en->host.name, private ? "carve-out" : "grant");
 	else if (cls & POLICY_CLASS_RESERVED)
-		fprintf(stderr, "warning: %s is a reserved address "
+		fprintf(stderr,
+		    "warning: %s is a reserved address "
 		    "(unspecified, documentation, multicast, ...): the "
 		    "address rules refuse it whatever the grant or carve-out, "
-		    "so this %s cannot make it reachable\n", en->host.name,
-		    private ? "carve-out" : "grant");
+		    "so this %s cannot make it reachable\n",
+		    en->host.name, private ? "carve-out" : "grant");
 	else if ((cls & POLICY_CLASS_PRIVATE) && !private &&
 	    !policy_grant_covers(ci->allow_private, en))
-		fprintf(stderr, "warning: %s is a private address: the address "
+		fprintf(stderr,
+		    "warning: %s is a private address: the address "
 		    "rules refuse it unless it is also carved out; if it is "
 		    "meant to be on your network, run:\n  %s plugin grant %s "
-		    "--private %s\n", en->host.name, ctl_cmd(ctx), q, h);
+		    "--private %s\n",
+		    en->host.name, ctl_cmd(ctx), q, h);
 }
 
 static int
@@ -851,14 +895,17 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 
 		switch (ch) {
 		case 'p':
-			private = 1;
+			private
+			= 1;
 			break;
 		case 'P':
 			bit = policy_permission_parse(optarg, strlen(optarg));
 			if (bit < 0) {
-				fprintf(stderr, "egressctl: --permission '%s': "
+				fprintf(stderr,
+				    "egressctl: --permission '%s': "
 				    "expected http_client, websocket_client or "
-				    "socket_client\n", optarg);
+				    "socket_client\n",
+				    optarg);
 				return CTL_EXIT_USAGE;
 			}
 			perms |= (unsigned)bit;
@@ -891,7 +938,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 		const char *s = argv[optind + (int)i];
 
 		if (policy_entry_parse(s, strlen(s), conf_psl_is_public_suffix,
-		    NULL, &ents[i], &pe) != 0) {
+			NULL, &ents[i], &pe) != 0) {
 			fprintf(stderr, "egressctl: '%s': %s\n", s, pe.msg);
 			bad = 1;
 		}
@@ -928,26 +975,29 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 			goto out;
 		ctl_shq(t, h, sizeof(h));
 		if (!revoke) {
-			if (private && !policy_grant_covers(ci->hosts,
-			    &ents[i])) {
-				fprintf(stderr, "egressctl: %s is not granted to "
+			if (private &&
+			    !policy_grant_covers(ci->hosts, &ents[i])) {
+				fprintf(stderr,
+				    "egressctl: %s is not granted to "
 				    "%s; a carve-out only relaxes the address "
 				    "class of a granted host. Grant it first:\n"
-				    "  %s plugin grant %s %s\n", t, inst,
-				    ctl_cmd(ctx), q, h);
+				    "  %s plugin grant %s %s\n",
+				    t, inst, ctl_cmd(ctx), q, h);
 				bad = 1;
 				continue;
 			}
 			if (pkg_strv_has(list, t)) {
 				printf("instance %s: %s is already in %s\n",
-				    inst, t, private ? "egress_allow_private" :
-				    "egress_hosts");
+				    inst, t,
+				    private ? "egress_allow_private" :
+					      "egress_hosts");
 				continue;
 			}
-			if (!private && policy_grant_covers(ci->hosts,
-			    &ents[i])) {
+			if (!private &&
+			    policy_grant_covers(ci->hosts, &ents[i])) {
 				printf("instance %s: %s is already covered by "
-				    "its egress_hosts\n", inst, t);
+				       "its egress_hosts\n",
+				    inst, t);
 				continue;
 			}
 			if (pkg_strv_add(list, t) != 0 ||
@@ -955,12 +1005,19 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 				goto out;
 		} else {
 			if (!pkg_strv_has(list, t)) {
-				fprintf(stderr, "egressctl: %s is not in the %s "
-				    "of %s%s\n", t, private ?
-				    "egress_allow_private" : "egress_hosts",
-				    inst, !private && policy_grant_covers(
-				    ci->hosts, &ents[i]) ? " (a wider entry "
-				    "covers it: revoke that one)" : "");
+				fprintf(stderr,
+				    "egressctl: %s is not in the %s "
+				    "of %s%s\n",
+				    t,
+				    private ? "egress_allow_private" :
+					      "egress_hosts",
+				    inst,
+				    !private &&
+					    policy_grant_covers(ci->hosts,
+						&ents[i]) ?
+					" (a wider entry "
+					"covers it: revoke that one)" :
+					"");
 				bad = 1;
 				continue;
 			}
@@ -975,9 +1032,10 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	}
 	if (revoke) {
 		if ((ci->granted_permissions & perms) != perms) {
-			fprintf(stderr, "egressctl: %s does not hold %s\n", inst,
-			    ctl_perm_list(perms & ~ci->granted_permissions, pbuf,
-			    sizeof(pbuf)));
+			fprintf(stderr, "egressctl: %s does not hold %s\n",
+			    inst,
+			    ctl_perm_list(perms & ~ci->granted_permissions,
+				pbuf, sizeof(pbuf)));
 			bad = 1;
 		}
 		newperms &= ~perms;
@@ -997,11 +1055,13 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 			struct policy_err pe;
 
 			if (policy_entry_parse(priv.v[i], strlen(priv.v[i]),
-			    conf_psl_is_public_suffix, NULL, &pen, &pe) != 0)
+				conf_psl_is_public_suffix, NULL, &pen, &pe) !=
+			    0)
 				goto out;
 			if (!policy_grant_covers(ng, &pen)) {
 				printf("instance %s: %s also leaves "
-				    "egress_allow_private\n", inst, priv.v[i]);
+				       "egress_allow_private\n",
+				    inst, priv.v[i]);
 				strv_remove(&priv, priv.v[i]);
 				priv_changed = 1;
 			}
@@ -1013,31 +1073,32 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 		rc = CTL_EXIT_OK;
 		goto out;
 	}
-	if (hosts_changed && iniedit_set_list(e.doc, sec, "egress_hosts",
-	    (const char *const *)hosts.v, hosts.n) != 0)
+	if (hosts_changed &&
+	    iniedit_set_list(e.doc, sec, "egress_hosts",
+		(const char *const *)hosts.v, hosts.n) != 0)
 		goto edit_failed;
-	if (priv_changed && iniedit_set_list(e.doc, sec,
-	    "egress_allow_private", (const char *const *)priv.v,
-	    priv.n) != 0)
+	if (priv_changed &&
+	    iniedit_set_list(e.doc, sec, "egress_allow_private",
+		(const char *const *)priv.v, priv.n) != 0)
 		goto edit_failed;
 	if (newperms != ci->granted_permissions) {
 		const char *items[PERMS_MAX];
 		int np = perms_to_items(newperms, items);
 
 		if (iniedit_set_list(e.doc, sec, "permissions", items,
-		    (size_t)np) != 0)
+			(size_t)np) != 0)
 			goto edit_failed;
 	}
 	if (ctl_edit_commit(&e, NULL) != 0)
 		goto out;
 	for (i = 0; i < done.n; i++)
-		printf("instance %s: %s %s%s\n", inst, revoke ? "revoked" :
-		    "granted", done.v[i], private ? " (egress_allow_private)" :
-		    "");
+		printf("instance %s: %s %s%s\n", inst,
+		    revoke ? "revoked" : "granted", done.v[i],
+		    private ? " (egress_allow_private)" : "");
 	if (perms != 0)
-		printf("instance %s: %s permission %s\n", inst, revoke ?
-		    "revoked" : "granted", ctl_perm_list(perms, pbuf,
-		    sizeof(pbuf)));
+		printf("instance %s: %s permission %s\n", inst,
+		    revoke ? "revoked" : "granted",
+		    ctl_perm_list(perms, pbuf, sizeof(pbuf)));
 	if (!revoke && m != NULL) {
 		for (i = 0; i < nents && !private; i++)
 			if (!m->operator_defined &&
@@ -1046,20 +1107,24 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 
 				(void)policy_entry_format(&ents[i], t,
 				    sizeof(t));
-				printf("  note: %s is not declared by %s %s: "
+				printf(
+				    "  note: %s is not declared by %s %s: "
 				    "the grant is ineffective until a version "
-				    "declares it\n", t, m->name, m->version);
+				    "declares it\n",
+				    t, m->name, m->version);
 			}
 		if ((perms & ~m->permissions) != 0)
 			printf("  note: %s %s does not request %s: "
-			    "ineffective\n", m->name, m->version,
+			       "ineffective\n",
+			    m->name, m->version,
 			    ctl_perm_list(perms & ~m->permissions, pbuf,
-			    sizeof(pbuf)));
+				sizeof(pbuf)));
 	}
 	printf("instance %s now has:\n", inst);
 	print_strv_line("egress_hosts", &hosts);
 	print_strv_line("egress_allow_private", &priv);
-	printf("  permissions: %s\n", ctl_perm_list(newperms, pbuf, sizeof(pbuf)));
+	printf("  permissions: %s\n",
+	    ctl_perm_list(newperms, pbuf, sizeof(pbuf)));
 	rc = CTL_EXIT_OK;
 	goto out;
 edit_failed:
@@ -1091,8 +1156,10 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 	int rc = CTL_EXIT_ERROR;
 
 	if (argc > 1 && argv[1][0] == '-') {
-		fprintf(stderr, "egressctl: plugin remove: unknown option "
-		    "'%s'\n", argv[1]);
+		fprintf(stderr,
+		    "egressctl: plugin remove: unknown option "
+		    "'%s'\n",
+		    argv[1]);
 		plugin_usage(stderr);
 		return CTL_EXIT_USAGE;
 	}
@@ -1124,8 +1191,8 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 		if (r.reach.n == 0)
 			printf("    (no reach)\n");
 		print_list("    ", &r.reach);
-		printf("  permissions: %s\n", ctl_perm_list(r.effective, pbuf,
-		    sizeof(pbuf)));
+		printf("  permissions: %s\n",
+		    ctl_perm_list(r.effective, pbuf, sizeof(pbuf)));
 		pkg_reach_done(&r);
 		if (iniedit_section_remove(e.doc, sec) != 0) {
 			free(sec);
@@ -1136,8 +1203,10 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 		free(sec);
 	}
 	if (ninst == 0 && npk == 0) {
-		fprintf(stderr, "egressctl: plugin %s is not installed and has "
-		    "no instance\n", plugin);
+		fprintf(stderr,
+		    "egressctl: plugin %s is not installed and has "
+		    "no instance\n",
+		    plugin);
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
@@ -1149,12 +1218,14 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 		int used = 0;
 
 		for (j = 0; j < s->ninstances; j++)
-			if (ctl_is_under(pk[i].dir, s->instances[j].manifest_path))
+			if (ctl_is_under(pk[i].dir,
+				s->instances[j].manifest_path))
 				used = 1;
 		if (used) {
 			printf("kept %.*s: another entry uses it\n",
 			    (int)(strlen(pk[i].manifest_rel) -
-			    strlen("/manifest.ini")), pk[i].manifest_rel);
+				strlen("/manifest.ini")),
+			    pk[i].manifest_rel);
 			continue;
 		}
 		if (pkg_remove_tree(pk[i].dir, err, sizeof(err)) != 0) {
@@ -1163,7 +1234,8 @@ cmd_remove(struct ctl_ctx *ctx, int argc, char **argv)
 		}
 		printf("removed package %.*s\n",
 		    (int)(strlen(pk[i].manifest_rel) -
-		    strlen("/manifest.ini")), pk[i].manifest_rel);
+			strlen("/manifest.ini")),
+		    pk[i].manifest_rel);
 	}
 	rc = CTL_EXIT_OK;
 out:
@@ -1224,8 +1296,10 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--json") == 0)
 		json = 1;
 	if (argc > 1 + json && argv[1 + json][0] == '-') {
-		fprintf(stderr, "egressctl: plugin list: unknown option "
-		    "'%s'\n", argv[1 + json]);
+		fprintf(stderr,
+		    "egressctl: plugin list: unknown option "
+		    "'%s'\n",
+		    argv[1 + json]);
 		plugin_usage(stderr);
 		return CTL_EXIT_USAGE;
 	}
@@ -1250,9 +1324,10 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 		/* Without a permission no transport reaches anything. */
 		if (r.effective == 0)
 			pkg_strv_done(&r.reach);
-		if (asprintf(&sock, "%s/%s.sock", s->instance_socket_dir ?
-		    s->instance_socket_dir : "/run/egressd/instances",
-		    ci->name) < 0)
+		if (asprintf(&sock, "%s/%s.sock",
+			s->instance_socket_dir ? s->instance_socket_dir :
+						 "/run/egressd/instances",
+			ci->name) < 0)
 			sock = NULL;
 		rel = ctl_path_rel(s->dir, ci->manifest_path);
 		if (json) {
@@ -1262,16 +1337,17 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 			    json_string(ci->name));
 			json_object_set_new(o, "plugin",
 			    json_string(ci->plugin));
-			json_object_set_new(o, "version", m ?
-			    json_string(m->version) : json_null());
-			json_object_set_new(o, "manifest", json_string(rel ?
-			    rel : ci->manifest_path));
-			json_object_set_new(o, "signature", m ?
-			    json_string(conf_sig_status_str(m->sig)) :
-			    json_null());
+			json_object_set_new(o, "version",
+			    m ? json_string(m->version) : json_null());
+			json_object_set_new(o, "manifest",
+			    json_string(rel ? rel : ci->manifest_path));
+			json_object_set_new(o, "signature",
+			    m ? json_string(conf_sig_status_str(m->sig)) :
+				json_null());
 			json_object_set_new(o, "manifest_error",
 			    ci->manifest_error ?
-			    json_string(ci->manifest_error) : json_null());
+				json_string(ci->manifest_error) :
+				json_null());
 			json_object_set_new(o, "permissions",
 			    json_perms(r.effective));
 			json_object_set_new(o, "permissions_requested",
@@ -1289,29 +1365,33 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 			    json_strv(&r.granted));
 			json_object_set_new(o, "egress_allow_private",
 			    json_strv(&r.private_hosts));
-			json_object_set_new(o, "socket", sock ?
-			    json_string(sock) : json_null());
+			json_object_set_new(o, "socket",
+			    sock ? json_string(sock) : json_null());
 			json_array_append_new(arr, o);
 		} else {
 			printf("%s\n", ci->name);
 			printf("  %-24s%s %s (%s)\n", "plugin:", ci->plugin,
-			    m ? m->version : "?", rel ? rel :
-			    ci->manifest_path);
+			    m ? m->version : "?",
+			    rel ? rel : ci->manifest_path);
 			if (m != NULL)
-				printf("  %-24s%s\n", "signature:",
-				    conf_sig_status_str(m->sig));
+				printf("  %-24s%s\n",
+				    "signature:", conf_sig_status_str(m->sig));
 			else
 				printf("  %-24smanifest refused: %s\n",
-				    "signature:", ci->manifest_error ?
-				    ci->manifest_error : "?");
+				    "signature:",
+				    ci->manifest_error ? ci->manifest_error :
+							 "?");
 			printf("  %-24s%s\n", "permissions:",
 			    ctl_perm_list(r.effective, pbuf, sizeof(pbuf)));
 			if (r.requested & ~r.granted_perms)
-				printf("  %-24s%s\n", "requested, not granted:",
-				    ctl_perm_list(r.requested & ~r.granted_perms,
-				    pbuf, sizeof(pbuf)));
-			print_field(r.operator_defined ?
-			    "reach (operator):" : "reach:", &r.reach);
+				printf("  %-24s%s\n",
+				    "requested, not granted:",
+				    ctl_perm_list(r.requested &
+					    ~r.granted_perms,
+					pbuf, sizeof(pbuf)));
+			print_field(r.operator_defined ? "reach (operator):" :
+							 "reach:",
+			    &r.reach);
 			if (!r.operator_defined)
 				print_field("declared, not granted:",
 				    &r.not_granted);
@@ -1343,10 +1423,14 @@ ctl_plugin_main(struct ctl_ctx *ctx, int argc, char **argv)
 {
 	const char *sub;
 
-	if (argc < 2 || (argv[1][0] != '-' && strcmp(argv[1], "install") != 0 &&
-	    strcmp(argv[1], "bind") != 0 && strcmp(argv[1], "upgrade") != 0 &&
-	    strcmp(argv[1], "grant") != 0 && strcmp(argv[1], "revoke") != 0 &&
-	    strcmp(argv[1], "remove") != 0 && strcmp(argv[1], "list") != 0)) {
+	if (argc < 2 ||
+	    (argv[1][0] != '-' && strcmp(argv[1], "install") != 0 &&
+		strcmp(argv[1], "bind") != 0 &&
+		strcmp(argv[1], "upgrade") != 0 &&
+		strcmp(argv[1], "grant") != 0 &&
+		strcmp(argv[1], "revoke") != 0 &&
+		strcmp(argv[1], "remove") != 0 &&
+		strcmp(argv[1], "list") != 0)) {
 		ctl_bad_subcommand("plugin", argc, argv);
 		plugin_usage(stderr);
 		return CTL_EXIT_USAGE;

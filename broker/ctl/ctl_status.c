@@ -27,8 +27,8 @@
 #include "broker/ctl/ctl.h"
 #include "conf/conf.h"
 
-#define STATUS_REPLY_MAX	(4 * 1024 * 1024)
-#define STATUS_DEFAULT_SOCKET	"/run/egressd/control.sock"
+#define STATUS_REPLY_MAX      (4 * 1024 * 1024)
+#define STATUS_DEFAULT_SOCKET "/run/egressd/control.sock"
 
 struct reply {
 	char *buf;
@@ -93,8 +93,8 @@ status_request(const char *path, const char *cmd, int metrics,
 		ret->len += (size_t)n;
 		ret->buf[ret->len] = '\0';
 		if (metrics && ret->buf[0] != '{')
-			done = ret->len >= 2 && strcmp(ret->buf + ret->len - 2,
-			    "\n\n") == 0;
+			done = ret->len >= 2 &&
+			    strcmp(ret->buf + ret->len - 2, "\n\n") == 0;
 		else
 			done = ret->buf[ret->len - 1] == '\n';
 	}
@@ -104,7 +104,7 @@ status_request(const char *path, const char *cmd, int metrics,
 		return -1;
 	}
 	if (metrics && ret->buf[0] != '{')
-		ret->buf[--ret->len] = '\0';	/* the exposition alone */
+		ret->buf[--ret->len] = '\0'; /* the exposition alone */
 	return 0;
 }
 
@@ -145,7 +145,7 @@ print_list(int width, const char *l, json_t *a)
 	printf("\n");
 }
 
-#define STATUS_W	20
+#define STATUS_W 20
 
 /*
  * The status table. decided is the sum of every instance's allowed and
@@ -193,15 +193,15 @@ print_status(json_t *o, json_t *insts)
 			denied += ival(v, "denied");
 		}
 		printf("%lld decided since start (%lld allowed, %lld denied), "
-		    "%lld in flight\n", allowed + denied, allowed, denied,
-		    ival(o, "requests"));
+		       "%lld in flight\n",
+		    allowed + denied, allowed, denied, ival(o, "requests"));
 	} else
 		printf("%lld in flight\n", ival(o, "requests"));
 	label(STATUS_W, "upstream leases:");
 	printf("%lld held (idle pooled connections included)\n",
 	    ival(o, "leases"));
-	print_list(STATUS_W, "host addresses:",
-	    json_object_get(l, "addresses"));
+	print_list(STATUS_W,
+	    "host addresses:", json_object_get(l, "addresses"));
 	if (json_is_string(json_object_get(n, "warning"))) {
 		label(STATUS_W, "NAT64 warning:");
 		printf("%s\n", sval(n, "warning"));
@@ -227,7 +227,8 @@ print_instances(json_t *o)
 
 		(void)snprintf(leases, sizeof(leases), "%lld/%lld",
 		    ival(v, "leases"), ival(v, "budget"));
-		printf("%-20s %-16s %-10s %-8s %7s %9lld %9lld %12lld %12lld\n",
+		printf(
+		    "%-20s %-16s %-10s %-8s %7s %9lld %9lld %12lld %12lld\n",
 		    sval(v, "name"), sval(v, "plugin"), sval(v, "version"),
 		    sval(v, "manifest"), leases, ival(v, "allowed"),
 		    ival(v, "denied"), ival(v, "bytes_in"),
@@ -254,7 +255,8 @@ print_instance(json_t *o)
 	}
 	label(STATUS_W, "socket:");
 	printf("%s\n", sval(o, "socket"));
-	print_list(STATUS_W, "permissions:", json_object_get(o, "permissions"));
+	print_list(STATUS_W,
+	    "permissions:", json_object_get(o, "permissions"));
 	label(STATUS_W, "upstream leases:");
 	printf("%lld held of %lld\n", ival(o, "leases"), ival(o, "budget"));
 	label(STATUS_W, "allowed:");
@@ -285,8 +287,10 @@ print_grants(json_t *o)
 		printf("refused: the instance reaches nothing\n");
 	}
 	label(w, "operator defined:");
-	printf("%s\n", json_is_true(json_object_get(o, "operator_defined")) ?
-	    "yes (the grant alone governs)" : "no (grant AND declaration)");
+	printf("%s\n",
+	    json_is_true(json_object_get(o, "operator_defined")) ?
+		"yes (the grant alone governs)" :
+		"no (grant AND declaration)");
 	print_list(w, "permissions:", json_object_get(o, "permissions"));
 	print_list(w, "effective reach:", json_object_get(o, "effective"));
 	print_list(w, "private carve-outs:",
@@ -301,11 +305,13 @@ static void
 usage(FILE *f, const char *cmd)
 {
 	fprintf(f, "usage: egressctl [-c FILE] %s [--socket PATH]%s%s\n", cmd,
-	    strcmp(cmd, "metrics") == 0 || strcmp(cmd, "attach") == 0 ? "" :
-	    " [--json]",
+	    strcmp(cmd, "metrics") == 0 || strcmp(cmd, "attach") == 0 ?
+		"" :
+		" [--json]",
 	    strcmp(cmd, "instance") == 0 || strcmp(cmd, "grants") == 0 ?
-	    " NAME" : strcmp(cmd, "attach") == 0 ?
-	    " NAME [-- COMMAND [ARG...]]" : "");
+		" NAME" :
+		strcmp(cmd, "attach") == 0 ? " NAME [-- COMMAND [ARG...]]" :
+					     "");
 }
 
 /*
@@ -326,19 +332,23 @@ socket_from_config(const char *cmd, const char *path)
 		/* No file at the default path: the default socket, quietly. */
 		if (err != EGRESS_ERR_NOT_FOUND ||
 		    strcmp(path, CONF_DEFAULT_PATH) != 0)
-			fprintf(stderr, "egressctl: %s: %s; using the default "
-			    "control socket %s\n", cmd, errs.n > 0 ?
-			    errs.msgs[0] : path, STATUS_DEFAULT_SOCKET);
+			fprintf(stderr,
+			    "egressctl: %s: %s; using the default "
+			    "control socket %s\n",
+			    cmd, errs.n > 0 ? errs.msgs[0] : path,
+			    STATUS_DEFAULT_SOCKET);
 		p = NULL;
 	} else if (errs.n > 0 && found)
-		fprintf(stderr, "egressctl: %s: note: %s is invalid (%s%s); "
-		    "its [broker] control_socket %s is used\n", cmd, path,
-		    errs.msgs[0], errs.n > 1 ? ", ..." : "", p);
+		fprintf(stderr,
+		    "egressctl: %s: note: %s is invalid (%s%s); "
+		    "its [broker] control_socket %s is used\n",
+		    cmd, path, errs.msgs[0], errs.n > 1 ? ", ..." : "", p);
 	else if (errs.n > 0)
-		fprintf(stderr, "egressctl: %s: note: %s is invalid (%s%s) and "
+		fprintf(stderr,
+		    "egressctl: %s: note: %s is invalid (%s%s) and "
 		    "has no valid [broker] control_socket line; using the "
-		    "default %s\n", cmd, path, errs.msgs[0], errs.n > 1 ?
-		    ", ..." : "", p);
+		    "default %s\n",
+		    cmd, path, errs.msgs[0], errs.n > 1 ? ", ..." : "", p);
 	conf_errors_done(&errs);
 	return p;
 }
@@ -360,19 +370,25 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		    strcmp(argv[i], "--help") == 0) {
 			usage(stdout, cmd);
 			return CTL_EXIT_OK;
-		} else if (strcmp(argv[i], "--json") == 0 && (metrics ||
-		    strcmp(cmd, "attach") == 0)) {
-			fprintf(stderr, "egressctl: %s: --json is not supported%s"
-			    "\n", cmd, metrics ? " (metrics prints the "
-			    "Prometheus text exposition)" : "");
+		} else if (strcmp(argv[i], "--json") == 0 &&
+		    (metrics || strcmp(cmd, "attach") == 0)) {
+			fprintf(stderr,
+			    "egressctl: %s: --json is not supported%s"
+			    "\n",
+			    cmd,
+			    metrics ? " (metrics prints the "
+				      "Prometheus text exposition)" :
+				      "");
 			usage(stderr, cmd);
 			return CTL_EXIT_USAGE;
 		} else if (strcmp(argv[i], "--json") == 0)
 			json = 1;
 		else if (strcmp(argv[i], "--socket") == 0) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "egressctl: %s: --socket needs "
-				    "a PATH\n", cmd);
+				fprintf(stderr,
+				    "egressctl: %s: --socket needs "
+				    "a PATH\n",
+				    cmd);
 				usage(stderr, cmd);
 				return CTL_EXIT_USAGE;
 			}
@@ -389,8 +405,10 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		} else if (need_name && name == NULL)
 			name = argv[i];
 		else {
-			fprintf(stderr, "egressctl: %s: unexpected argument "
-			    "'%s'\n", cmd, argv[i]);
+			fprintf(stderr,
+			    "egressctl: %s: unexpected argument "
+			    "'%s'\n",
+			    cmd, argv[i]);
 			usage(stderr, cmd);
 			return CTL_EXIT_USAGE;
 		}
@@ -401,19 +419,24 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		return CTL_EXIT_USAGE;
 	}
 	if (cmdi >= 0 && cmdi >= argc) {
-		fprintf(stderr, "egressctl: attach: missing COMMAND after "
+		fprintf(stderr,
+		    "egressctl: attach: missing COMMAND after "
 		    "--\n");
 		usage(stderr, cmd);
 		return CTL_EXIT_USAGE;
 	}
-	if (name != NULL && (strlen(name) > CONF_NAME_MAX ||
-	    strpbrk(name, " \t\r\n") != NULL)) {
-		fprintf(stderr, "egressctl: %s: '%s': not an instance name "
-		    "(1 to %d bytes, no blank)\n", cmd, name, CONF_NAME_MAX);
+	if (name != NULL &&
+	    (strlen(name) > CONF_NAME_MAX ||
+		strpbrk(name, " \t\r\n") != NULL)) {
+		fprintf(stderr,
+		    "egressctl: %s: '%s': not an instance name "
+		    "(1 to %d bytes, no blank)\n",
+		    cmd, name, CONF_NAME_MAX);
 		return CTL_EXIT_USAGE;
 	}
-	if (sock == NULL && (sock = cfgsock = socket_from_config(cmd,
-	    ctx->config_path)) == NULL)
+	if (sock == NULL &&
+	    (sock = cfgsock = socket_from_config(cmd, ctx->config_path)) ==
+		NULL)
 		sock = STATUS_DEFAULT_SOCKET;
 	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "instances") == 0 ||
 	    metrics)
@@ -425,10 +448,13 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 	if (status_request(sock, line, metrics, &r) != 0) {
 		int e = errno;
 
-		fprintf(stderr, "egressctl: cannot reach the broker at %s: %s\n",
-		    sock, e == ENOENT ? "the socket does not exist (is "
-		    "egressd running? the path is --socket PATH, else "
-		    "[broker] control_socket)" : strerror(e));
+		fprintf(stderr,
+		    "egressctl: cannot reach the broker at %s: %s\n", sock,
+		    e == ENOENT ?
+			"the socket does not exist (is "
+			"egressd running? the path is --socket PATH, else "
+			"[broker] control_socket)" :
+			strerror(e));
 		goto out;
 	}
 	if (metrics && r.buf[0] != '{') {
@@ -446,13 +472,16 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		if (json)
 			fputs(r.buf, stdout);
 		else if (name != NULL && strcmp(code, "not-found") == 0)
-			fprintf(stderr, "egressctl: %s: no instance %s in the "
+			fprintf(stderr,
+			    "egressctl: %s: no instance %s in the "
 			    "running broker's configuration (see egressctl "
-			    "instances)\n", cmd, name);
+			    "instances)\n",
+			    cmd, name);
 		else
 			fprintf(stderr, "egressctl: %s: the broker says: %s\n",
 			    cmd, sval(doc, "error"));
-		rc = strcmp(code, "not-found") == 0 ? CTL_EXIT_NO :
+		rc = strcmp(code, "not-found") == 0 ?
+		    CTL_EXIT_NO :
 		    CTL_EXIT_ERROR;
 		goto out;
 	}
@@ -465,7 +494,8 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		}
 		if (cmdi < 0) {
 			printf("attached: the broker handed out a connection "
-			    "bound to %s\n", name);
+			       "bound to %s\n",
+			    name);
 			goto out;
 		}
 		if (r.fd != 3) {
@@ -492,14 +522,13 @@ ctl_status_main(struct ctl_ctx *ctx, int argc, char **argv)
 		free(ri.buf);
 		if (ri.fd >= 0)
 			(void)close(ri.fd);
-		if (insts != NULL && !json_is_array(json_object_get(insts,
-		    "instances"))) {
+		if (insts != NULL &&
+		    !json_is_array(json_object_get(insts, "instances"))) {
 			json_decref(insts);
 			insts = NULL;
 		}
 		print_status(doc, insts);
-	}
-	else if (strcmp(cmd, "instances") == 0)
+	} else if (strcmp(cmd, "instances") == 0)
 		print_instances(doc);
 	else if (strcmp(cmd, "instance") == 0)
 		print_instance(doc);
@@ -548,23 +577,30 @@ ctl_reload_main(struct ctl_ctx *ctx, int argc, char **argv)
 			sock = argv[++i];
 		else {
 			fprintf(stderr, "egressctl: reload: %s '%s'\n",
-			    argv[i][0] == '-' ? strcmp(argv[i], "--socket") ==
-			    0 ? "a PATH must follow" : "unknown option" :
-			    "unexpected argument", argv[i]);
+			    argv[i][0] == '-' ?
+				strcmp(argv[i], "--socket") == 0 ?
+				"a PATH must follow" :
+				"unknown option" :
+				"unexpected argument",
+			    argv[i]);
 			usage(stderr, "reload");
 			return CTL_EXIT_USAGE;
 		}
 	}
-	if (sock == NULL && (sock = cfgsock = socket_from_config("reload",
-	    ctx->config_path)) == NULL)
+	if (sock == NULL &&
+	    (sock = cfgsock = socket_from_config("reload",
+		 ctx->config_path)) == NULL)
 		sock = STATUS_DEFAULT_SOCKET;
 	if (status_request(sock, "reload\n", 0, &r) != 0) {
-		fprintf(stderr, "egressctl: reload: cannot reach the broker at "
-		    "%s: %s\n", sock, strerror(errno));
+		fprintf(stderr,
+		    "egressctl: reload: cannot reach the broker at "
+		    "%s: %s\n",
+		    sock, strerror(errno));
 		goto out;
 	}
 	if ((doc = json_loads(r.buf, 0, NULL)) == NULL) {
-		fprintf(stderr, "egressctl: reload: the broker's reply is not "
+		fprintf(stderr,
+		    "egressctl: reload: the broker's reply is not "
 		    "JSON\n");
 		goto out;
 	}
@@ -581,13 +617,17 @@ ctl_reload_main(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (strcmp(sval(doc, "code"), "failed") != 0) {
 		if (!json)
-			fprintf(stderr, "egressctl: reload: the broker says: "
-			    "%s\n", sval(doc, "error"));
+			fprintf(stderr,
+			    "egressctl: reload: the broker says: "
+			    "%s\n",
+			    sval(doc, "error"));
 		goto out;
 	}
 	if (!json) {
-		fprintf(stderr, "egressctl: reload: %s is invalid; the broker "
-		    "serves nothing until it is fixed:\n", sval(doc, "path"));
+		fprintf(stderr,
+		    "egressctl: reload: %s is invalid; the broker "
+		    "serves nothing until it is fixed:\n",
+		    sval(doc, "path"));
 		json_array_foreach(json_object_get(doc, "errors"), k, v)
 			fprintf(stderr, "%s\n", json_string_value(v));
 	}

@@ -23,7 +23,8 @@
 static void
 trust_usage(FILE *f)
 {
-	fprintf(f, "usage: egressctl [-c FILE] trust add KEY.pub\n"
+	fprintf(f,
+	    "usage: egressctl [-c FILE] trust add KEY.pub\n"
 	    "       egressctl [-c FILE] trust list [--json]\n"
 	    "       egressctl [-c FILE] trust remove FINGERPRINT\n");
 }
@@ -88,7 +89,8 @@ trust_write(struct edit *e, const struct pkg_strv *sv)
 	r = iniedit_set_list(e->doc, "plugins.security", "trusted_keys",
 	    (const char *const *)sv->v, sv->n);
 	if (r != 0) {
-		fprintf(stderr, "egressctl: cannot write trusted_keys: %s (a "
+		fprintf(stderr,
+		    "egressctl: cannot write trusted_keys: %s (a "
 		    "key path must hold no blank or comma)\n",
 		    egress_strerror(r));
 		return CTL_EXIT_NO;
@@ -128,16 +130,19 @@ cmd_trust_add(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (argc != 2) {
 		if (argc > 2)
-			fprintf(stderr, "egressctl: trust add: unexpected "
-			    "argument '%s'\n", argv[2]);
+			fprintf(stderr,
+			    "egressctl: trust add: unexpected "
+			    "argument '%s'\n",
+			    argv[2]);
 		else
-			fprintf(stderr, "egressctl: trust add: missing "
+			fprintf(stderr,
+			    "egressctl: trust add: missing "
 			    "KEY.pub\n");
 		trust_usage(stderr);
 		return CTL_EXIT_USAGE;
 	}
-	if (ctl_key_fingerprint(argv[1], fp, sizeof(fp), err,
-	    sizeof(err)) == NULL) {
+	if (ctl_key_fingerprint(argv[1], fp, sizeof(fp), err, sizeof(err)) ==
+	    NULL) {
 		fprintf(stderr, "egressctl: %s; nothing was changed\n", err);
 		return CTL_EXIT_NO;
 	}
@@ -145,10 +150,11 @@ cmd_trust_add(struct ctl_ctx *ctx, int argc, char **argv)
 		return CTL_EXIT_CONFIG;
 	for (i = 0; i < e.snap->ntrusted_keys; i++)
 		if (ctl_key_fingerprint(e.snap->trusted_keys[i], ofp,
-		    sizeof(ofp), err, sizeof(err)) != NULL &&
+			sizeof(ofp), err, sizeof(err)) != NULL &&
 		    strcmp(ofp, fp) == 0) {
 			printf("key %s is already trusted (%s); nothing was "
-			    "changed\n", fp, e.snap->trusted_keys[i]);
+			       "changed\n",
+			    fp, e.snap->trusted_keys[i]);
 			rc = CTL_EXIT_OK;
 			goto out;
 		}
@@ -188,33 +194,42 @@ cmd_trust_remove(struct ctl_ctx *ctx, int argc, char **argv)
 
 	if (argc != 2 || argv[1][0] == '-') {
 		if (argc > 1 && argv[1][0] == '-')
-			fprintf(stderr, "egressctl: trust remove: unknown "
-			    "option '%s'\n", argv[1]);
+			fprintf(stderr,
+			    "egressctl: trust remove: unknown "
+			    "option '%s'\n",
+			    argv[1]);
 		else if (argc > 2)
-			fprintf(stderr, "egressctl: trust remove: unexpected "
-			    "argument '%s'\n", argv[2]);
+			fprintf(stderr,
+			    "egressctl: trust remove: unexpected "
+			    "argument '%s'\n",
+			    argv[2]);
 		else
-			fprintf(stderr, "egressctl: trust remove: missing "
+			fprintf(stderr,
+			    "egressctl: trust remove: missing "
 			    "FINGERPRINT\n");
 		trust_usage(stderr);
 		return CTL_EXIT_USAGE;
 	}
 	if (fingerprint_parse(argv[1], want, sizeof(want)) != 0) {
-		fprintf(stderr, "egressctl: trust remove: '%s': a fingerprint "
+		fprintf(stderr,
+		    "egressctl: trust remove: '%s': a fingerprint "
 		    "is sha256: and 32 hex digits (see egressctl trust "
-		    "list)\n", argv[1]);
+		    "list)\n",
+		    argv[1]);
 		return CTL_EXIT_USAGE;
 	}
 	if (ctl_edit_begin(ctx, &e) != 0)
 		return CTL_EXIT_CONFIG;
 	for (i = 0; i < e.snap->ntrusted_keys; i++)
 		if (ctl_key_fingerprint(e.snap->trusted_keys[i], fp,
-		    sizeof(fp), err, sizeof(err)) != NULL &&
+			sizeof(fp), err, sizeof(err)) != NULL &&
 		    strcmp(fp, want) == 0)
 			break;
 	if (i == e.snap->ntrusted_keys) {
-		fprintf(stderr, "egressctl: no trusted key has fingerprint %s "
-		    "in %s; nothing was changed\n", want, ctx->config_path);
+		fprintf(stderr,
+		    "egressctl: no trusted key has fingerprint %s "
+		    "in %s; nothing was changed\n",
+		    want, ctx->config_path);
 		goto out;
 	}
 	rc = CTL_EXIT_ERROR;
@@ -227,7 +242,7 @@ cmd_trust_remove(struct ctl_ctx *ctx, int argc, char **argv)
 	print_trusted(&sv);
 	if (sv.n == 0 && e.snap->sig_mode == CONF_SIG_STRICT)
 		printf("warning: signature_mode = strict and no key is "
-		    "trusted: every package is refused\n");
+		       "trusted: every package is refused\n");
 out:
 	pkg_strv_done(&sv);
 	ctl_edit_end(&e);
@@ -246,11 +261,15 @@ cmd_trust_list(struct ctl_ctx *ctx, int argc, char **argv)
 
 	if (argc > 1 + json) {
 		if (argv[1 + json][0] == '-')
-			fprintf(stderr, "egressctl: trust list: unknown option "
-			    "'%s'\n", argv[1 + json]);
+			fprintf(stderr,
+			    "egressctl: trust list: unknown option "
+			    "'%s'\n",
+			    argv[1 + json]);
 		else
-			fprintf(stderr, "egressctl: trust list: unexpected "
-			    "argument '%s'\n", argv[1 + json]);
+			fprintf(stderr,
+			    "egressctl: trust list: unexpected "
+			    "argument '%s'\n",
+			    argv[1 + json]);
 		trust_usage(stderr);
 		return CTL_EXIT_USAGE;
 	}
@@ -259,9 +278,10 @@ cmd_trust_list(struct ctl_ctx *ctx, int argc, char **argv)
 	if (json && (arr = json_array()) == NULL)
 		goto out;
 	if (!json)
-		printf("signature_mode: %s\n", s->sig_mode == CONF_SIG_STRICT ?
-		    "strict" : s->sig_mode == CONF_SIG_PERMISSIVE ?
-		    "permissive" : "disabled");
+		printf("signature_mode: %s\n",
+		    s->sig_mode == CONF_SIG_STRICT	   ? "strict" :
+			s->sig_mode == CONF_SIG_PERMISSIVE ? "permissive" :
+							     "disabled");
 	if (!json && s->ntrusted_keys == 0)
 		printf("no trusted key\n");
 	for (i = 0; i < s->ntrusted_keys; i++) {
@@ -270,15 +290,16 @@ cmd_trust_list(struct ctl_ctx *ctx, int argc, char **argv)
 		char *rel = ctl_path_rel(s->dir, s->trusted_keys[i]);
 
 		if (json)
-			json_array_append_new(arr, json_pack("{s:o, s:s, s:o}",
-			    "fingerprint", f ? json_string(f) : json_null(),
-			    "path", rel ? rel : s->trusted_keys[i],
-			    "error", f ? json_null() : json_string(err)));
+			json_array_append_new(arr,
+			    json_pack("{s:o, s:s, s:o}", "fingerprint",
+				f ? json_string(f) : json_null(), "path",
+				rel ? rel : s->trusted_keys[i], "error",
+				f ? json_null() : json_string(err)));
 		else if (f != NULL)
 			printf("%s %s\n", f, rel ? rel : s->trusted_keys[i]);
 		else
-			printf("unreadable %s (%s)\n", rel ? rel :
-			    s->trusted_keys[i], err);
+			printf("unreadable %s (%s)\n",
+			    rel ? rel : s->trusted_keys[i], err);
 		free(rel);
 	}
 	if (json) {
@@ -305,8 +326,8 @@ ctl_trust_main(struct ctl_ctx *ctx, int argc, char **argv)
 		return cmd_trust_list(ctx, argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "remove") == 0)
 		return cmd_trust_remove(ctx, argc - 1, argv + 1);
-	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "--help") == 0)) {
+	if (argc >= 2 &&
+	    (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		trust_usage(stdout);
 		return CTL_EXIT_OK;
 	}

@@ -21,7 +21,7 @@ ctl_shq(const char *s, char *buf, size_t n)
 
 	for (p = s; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("._-/:+=@%", *p)))
+			(*p >= '0' && *p <= '9') || strchr("._-/:+=@%", *p)))
 			break;
 	if (*p == '\0' && *s != '\0')
 		(void)snprintf(buf, n, "%s", s);
@@ -53,7 +53,8 @@ ctl_conf_load(const char *path, struct conf_snapshot **ret_snap)
 	size_t i;
 
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "egressctl: %s: cannot read the configuration: "
+		fprintf(stderr,
+		    "egressctl: %s: cannot read the configuration: "
 		    "it is a folder, not a file (give the file with -c FILE)\n",
 		    path);
 		return -1;
@@ -61,7 +62,8 @@ ctl_conf_load(const char *path, struct conf_snapshot **ret_snap)
 	if (conf_load(path, ret_snap, &errs) != 0) {
 		for (i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", errs.msgs[i]);
-		fprintf(stderr, "egressctl: %s: configuration refused\n", path);
+		fprintf(stderr, "egressctl: %s: configuration refused\n",
+		    path);
 		conf_errors_done(&errs);
 		return -1;
 	}

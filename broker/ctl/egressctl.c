@@ -36,20 +36,20 @@ static const struct ctl_command commands[] = {
 /* NOLINTBEGIN(bugprone-suspicious-missing-comma) */
 static const char *const synopses[] = {
 	"[-c FILE] check [--transport http|websocket|tcp|tls] "
-	    "[--resolve HOST=ADDR[,ADDR...]]... [--json] INSTANCE DESTINATION",
+	"[--resolve HOST=ADDR[,ADDR...]]... [--json] INSTANCE DESTINATION",
 	"manifest keygen --out KEY",
 	"manifest sign --key KEY PKG",
 	"[-c FILE] manifest verify [--key PUB] [--json] PKG",
 	"[-c FILE] plugin install PKG [--instance NAME] "
-	    "[--egress declared|none]",
+	"[--egress declared|none]",
 	"[-c FILE] plugin install PKG --channel-alias ALIAS "
-	    "--egress declared|none",
+	"--egress declared|none",
 	"[-c FILE] plugin bind PLUGIN ALIAS --egress declared|none",
 	"[-c FILE] plugin upgrade PKG",
 	"[-c FILE] plugin grant INSTANCE [--private] [--permission P]... "
-	    "[HOST...]",
+	"[HOST...]",
 	"[-c FILE] plugin revoke INSTANCE [--private] [--permission P]... "
-	    "[HOST...]",
+	"[HOST...]",
 	"[-c FILE] plugin remove PLUGIN",
 	"[-c FILE] plugin list [--json]",
 	"[-c FILE] trust add KEY.pub",
@@ -78,13 +78,15 @@ usage(FILE *f, int full)
 		    synopses[i]);
 	if (!full)
 		return;
-	fprintf(f, "\nThe configuration is -c FILE, else $EGRESSD_CONFIG, "
+	fprintf(f,
+	    "\nThe configuration is -c FILE, else $EGRESSD_CONFIG, "
 	    "else %s.\n"
 	    "Exit status: 0 success or allow; 1 a negative answer (deny, a "
 	    "finding,\na refusal, no such instance or entry); 2 a usage "
 	    "error; 3 a configuration\nthat cannot be read or is refused; "
 	    "4 any other failure (I/O, the broker\ncannot be reached). "
-	    "See egressctl(8).\n", CONF_DEFAULT_PATH);
+	    "See egressctl(8).\n",
+	    CONF_DEFAULT_PATH);
 }
 
 int
@@ -117,8 +119,10 @@ main(int argc, char **argv)
 			usage(stdout, 1);
 			return CTL_EXIT_OK;
 		} else {
-			fprintf(stderr, "egressctl: unknown option '%s' (see "
-			    "egressctl --help)\n", argv[ai]);
+			fprintf(stderr,
+			    "egressctl: unknown option '%s' (see "
+			    "egressctl --help)\n",
+			    argv[ai]);
 			return CTL_EXIT_USAGE;
 		}
 	}
@@ -131,7 +135,9 @@ main(int argc, char **argv)
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[ai], commands[i].name) == 0)
 			return commands[i].main(&ctx, argc - ai, argv + ai);
-	fprintf(stderr, "egressctl: unknown command '%s' (see egressctl "
-	    "--help)\n", argv[ai]);
+	fprintf(stderr,
+	    "egressctl: unknown command '%s' (see egressctl "
+	    "--help)\n",
+	    argv[ai]);
 	return CTL_EXIT_USAGE;
 }

@@ -27,7 +27,7 @@
 #include "broker/ctl/iniedit.h"
 
 struct iniedit_line {
-	char *s;		/* the bytes, with the newline if any */
+	char *s; /* the bytes, with the newline if any */
 	size_t len;
 };
 
@@ -35,7 +35,7 @@ struct iniedit {
 	struct iniedit_line *v;
 	size_t n;
 	size_t cap;
-	const char *nl;		/* "\n" or "\r\n", from the first line */
+	const char *nl; /* "\n" or "\r\n", from the first line */
 };
 
 enum line_kind {
@@ -50,12 +50,12 @@ enum line_kind {
 /* What one line is, in inih's terms. Offsets are into the line. */
 struct linfo {
 	enum line_kind kind;
-	size_t sec;		/* index of the owning header line, or SIZE_MAX */
-	size_t key;		/* for KEY/CONT: index of the key line */
-	size_t name_off, name_len;	/* section or key name */
-	size_t val_off, val_len;	/* key value (stripped) */
-	size_t tail_off;	/* after the value: inline comment, spaces */
-	size_t body_len;	/* the line without its newline */
+	size_t sec; /* index of the owning header line, or SIZE_MAX */
+	size_t key; /* for KEY/CONT: index of the key line */
+	size_t name_off, name_len; /* section or key name */
+	size_t val_off, val_len;   /* key value (stripped) */
+	size_t tail_off; /* after the value: inline comment, spaces */
+	size_t body_len; /* the line without its newline */
 };
 
 static int
@@ -113,10 +113,10 @@ line_parse(const char *s, size_t len, int first, struct linfo *li)
 	 * which needs to know whether the line is indented. */
 	li->name_off = i;
 	if (i > b)
-		li->tail_off = 1;	/* marker: indented */
+		li->tail_off = 1; /* marker: indented */
 	if (s[i] == '[') {
-		size_t j = i + 1 + find_chars_or_comment(s + i + 1, e - i - 1,
-		    "]");
+		size_t j = i + 1 +
+		    find_chars_or_comment(s + i + 1, e - i - 1, "]");
 
 		if (j < e && s[j] == ']') {
 			li->kind = LK_SECTION;
@@ -171,8 +171,9 @@ scan(const struct iniedit *d, struct linfo *info)
 			li->kind = LK_CONT;
 			li->key = key;
 			li->val_off = li->name_off;
-			ve = li->val_off + find_chars_or_comment(d->v[i].s +
-			    li->val_off, li->body_len - li->val_off, NULL);
+			ve = li->val_off +
+			    find_chars_or_comment(d->v[i].s + li->val_off,
+				li->body_len - li->val_off, NULL);
 			while (ve > li->val_off &&
 			    is_sp((unsigned char)d->v[i].s[ve - 1]))
 				ve--;
@@ -330,7 +331,8 @@ iniedit_section_exists(const struct iniedit *d, const char *name)
 	if (info == NULL)
 		return 0;
 	for (i = 0; i < d->n && !found; i++)
-		if (info[i].kind == LK_SECTION && name_eq(d, &info[i], i, name))
+		if (info[i].kind == LK_SECTION &&
+		    name_eq(d, &info[i], i, name))
 			found = 1;
 	free(info);
 	return found;
@@ -386,12 +388,13 @@ iniedit_section_remove(struct iniedit *d, const char *name)
 		}
 		found = 1;
 		for (end = h + 1; end < d->n && info[end].kind != LK_SECTION;
-		    end++)
+		     end++)
 			;
 		/* Trailing comments and blank lines belong to what follows. */
 		last = end - 1;
-		while (last > h && (info[last].kind == LK_BLANK ||
-		    info[last].kind == LK_COMMENT))
+		while (last > h &&
+		    (info[last].kind == LK_BLANK ||
+			info[last].kind == LK_COMMENT))
 			last--;
 		/* The comment block attached directly above the header. */
 		first = h;
@@ -445,7 +448,7 @@ section_find(const struct iniedit *d, const struct linfo *info,
 		if (ins != SIZE_MAX && info[i].sec != SIZE_MAX &&
 		    name_eq(d, &info[info[i].sec], info[i].sec, section) &&
 		    (info[i].kind == LK_KEY || info[i].kind == LK_CONT ||
-		    info[i].kind == LK_OTHER))
+			info[i].kind == LK_OTHER))
 			ins = i + 1;
 	}
 	if (h == SIZE_MAX)
@@ -507,8 +510,9 @@ sb_str(struct sbuf *b, const char *s)
 static int
 key_replace(struct iniedit *d, const char *section, const char *key,
     const char *(*render)(const struct iniedit *, const char *prefix,
-    size_t prefixlen, const char *tail, size_t taillen, void *arg,
-    int *reterr), void *arg)
+	size_t prefixlen, const char *tail, size_t taillen, void *arg,
+	int *reterr),
+    void *arg)
 {
 	struct linfo *info;
 	size_t i, h, ins, first = SIZE_MAX;
@@ -572,9 +576,10 @@ key_replace(struct iniedit *d, const char *section, const char *key,
 		size_t t;
 
 		if (!((li->kind == LK_KEY || li->kind == LK_CONT) &&
-		    li->key != SIZE_MAX && info[li->key].sec != SIZE_MAX &&
-		    name_eq(d, &info[info[li->key].sec], info[li->key].sec,
-		    section) && name_eq(d, &info[li->key], li->key, key)))
+			li->key != SIZE_MAX && info[li->key].sec != SIZE_MAX &&
+			name_eq(d, &info[info[li->key].sec], info[li->key].sec,
+			    section) &&
+			name_eq(d, &info[li->key], li->key, key)))
 			continue;
 		t = li->tail_off;
 		while (t < li->body_len && is_sp((unsigned char)d->v[i].s[t]))
@@ -619,8 +624,8 @@ prefix_trim(const char *prefix, size_t len)
  * above the key.
  */
 static void
-empty_with_comment(struct sbuf *b, const struct iniedit *d,
-    const char *prefix, size_t prefixlen, const char *tail, size_t taillen)
+empty_with_comment(struct sbuf *b, const struct iniedit *d, const char *prefix,
+    size_t prefixlen, const char *tail, size_t taillen)
 {
 	size_t i = 0;
 
@@ -667,8 +672,8 @@ int
 iniedit_set(struct iniedit *d, const char *section, const char *key,
     const char *value)
 {
-	if (strpbrk(value, "\r\n") != NULL || strpbrk(key, "\r\n=:;#[") !=
-	    NULL || key[0] == '\0')
+	if (strpbrk(value, "\r\n") != NULL ||
+	    strpbrk(key, "\r\n=:;#[") != NULL || key[0] == '\0')
 		return EGRESS_ERR_INVALID;
 	return key_replace(d, section, key, render_scalar, (void *)value);
 }
@@ -723,7 +728,7 @@ render_list(const struct iniedit *d, const char *prefix, size_t prefixlen,
 		size_t pl = prefix_trim(prefix, prefixlen);
 
 		if (pl + taillen > INIEDIT_LINE_MAX)
-			taillen = 0;	/* cannot happen: it was one line */
+			taillen = 0; /* cannot happen: it was one line */
 		sb_add(&b, prefix, pl);
 		sb_add(&b, tail, taillen);
 		sb_str(&b, d->nl);
@@ -952,8 +957,8 @@ replace(const char *path, const char *buf, size_t len, mode_t mode,
 		tmp = NULL;
 		goto out;
 	}
-	if (own != NULL && (own->st_uid != geteuid() ||
-	    own->st_gid != getegid()) &&
+	if (own != NULL &&
+	    (own->st_uid != geteuid() || own->st_gid != getegid()) &&
 	    fchown(fd, own->st_uid, own->st_gid) == -1) {
 		seterr(err, errlen, "%s: cannot keep the file's owner: %s",
 		    path, strerror(errno));

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#define INIEDIT_LINE_MAX	200	/* bytes per written line, no newline */
-#define INIEDIT_FILE_MAX	(16 * 1024 * 1024)
-#define INIEDIT_WRAP		78	/* a list longer than this wraps */
+#define INIEDIT_LINE_MAX 200 /* bytes per written line, no newline */
+#define INIEDIT_FILE_MAX (16 * 1024 * 1024)
+#define INIEDIT_WRAP	 78 /* a list longer than this wraps */
 
 struct iniedit;
 
@@ -86,9 +86,9 @@ int iniedit_render(const struct iniedit *d, char **ret_buf, size_t *ret_len);
  */
 struct iniedit_file {
 	char *path;
-	char *dir;		/* the file's folder */
+	char *dir; /* the file's folder */
 	int lockfd;
-	char *buf;		/* the bytes as read, NUL-terminated */
+	char *buf; /* the bytes as read, NUL-terminated */
 	size_t len;
 	struct stat st;
 };

@@ -49,8 +49,8 @@ pkg_name_is_valid(const char *s)
 		char c = s[i];
 
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-		    c == '+' || c == '-'))
+			(c >= '0' && c <= '9') || c == '.' || c == '_' ||
+			c == '+' || c == '-'))
 			return 0;
 	}
 	return 1;
@@ -65,18 +65,20 @@ copy_file(struct copy_state *cs, int sfd, int dfd, const char *name,
 	struct stat st2;
 	ssize_t r;
 
-	in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-	    O_NONBLOCK);
+	in = openat(sfd, name,
+	    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (in == -1)
 		return fail(cs, EGRESS_ERR_IO, name, strerror(errno));
 	/* The file we opened must be the one we examined. */
 	if (fstat(in, &st2) == -1 || !S_ISREG(st2.st_mode) ||
 	    st2.st_ino != st->st_ino || st2.st_dev != st->st_dev) {
-		rc = fail(cs, EGRESS_ERR_INVALID, name, "changed while copied");
+		rc = fail(cs, EGRESS_ERR_INVALID, name,
+		    "changed while copied");
 		goto out;
 	}
-	out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, (st->st_mode & 0111) ? 0755 : 0644);
+	out = openat(dfd, name,
+	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    (st->st_mode & 0111) ? 0755 : 0644);
 	if (out == -1) {
 		rc = fail(cs, EGRESS_ERR_IO, name, strerror(errno));
 		goto out;
@@ -154,7 +156,7 @@ copy_dir(struct copy_state *cs, int sfd, int dfd, int depth)
 			break;
 		}
 		if (fstatat(dirfd(dir), de->d_name, &st,
-		    AT_SYMLINK_NOFOLLOW) == -1) {
+			AT_SYMLINK_NOFOLLOW) == -1) {
 			rc = fail(cs, EGRESS_ERR_IO, de->d_name,
 			    strerror(errno));
 			break;
@@ -164,16 +166,17 @@ copy_dir(struct copy_state *cs, int sfd, int dfd, int depth)
 		else if (S_ISDIR(st.st_mode)) {
 			int s2, d2;
 
-			s2 = openat(dirfd(dir), de->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			s2 = openat(dirfd(dir), de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (s2 == -1) {
 				rc = fail(cs, EGRESS_ERR_IO, de->d_name,
 				    strerror(errno));
 				break;
 			}
 			if (mkdirat(dfd, de->d_name, 0755) == -1 ||
-			    (d2 = openat(dfd, de->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			    (d2 = openat(dfd, de->d_name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				     O_CLOEXEC)) == -1) {
 				(void)close(s2);
 				rc = fail(cs, EGRESS_ERR_IO, de->d_name,
 				    strerror(errno));
@@ -195,8 +198,8 @@ copy_dir(struct copy_state *cs, int sfd, int dfd, int depth)
 }
 
 int
-pkg_stage(const char *src, const char *parent, char **ret_stage,
-    char *err, size_t errlen)
+pkg_stage(const char *src, const char *parent, char **ret_stage, char *err,
+    size_t errlen)
 {
 	struct copy_state cs = { 0, 0, err, errlen, src };
 	char *stage = NULL;
@@ -204,10 +207,12 @@ pkg_stage(const char *src, const char *parent, char **ret_stage,
 
 	sfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd == -1)
-		return fail(&cs, errno == ENOENT ? EGRESS_ERR_NOT_FOUND :
-		    EGRESS_ERR_IO, "package folder", errno == ELOOP ||
-		    errno == ENOTDIR ? "not a folder (or a symlink)" :
-		    strerror(errno));
+		return fail(&cs,
+		    errno == ENOENT ? EGRESS_ERR_NOT_FOUND : EGRESS_ERR_IO,
+		    "package folder",
+		    errno == ELOOP || errno == ENOTDIR ?
+			"not a folder (or a symlink)" :
+			strerror(errno));
 	if (mkdir(parent, 0755) == -1 && errno != EEXIST) {
 		(void)close(sfd);
 		cs.src = parent;
@@ -276,8 +281,8 @@ remove_at(int pfd, const char *name, int depth)
 		return unlinkat(pfd, name, 0) == -1 ? EGRESS_ERR_IO : 0;
 	if (depth > PKG_DEPTH_MAX + 1)
 		return EGRESS_ERR_TOO_BIG;
-	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
+	fd = openat(pfd, name,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1 || (dir = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			(void)close(fd);
@@ -315,8 +320,8 @@ pkg_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 	ssize_t r;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-	    O_NONBLOCK);
+	fd = open(path,
+	    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd == -1)
 		return errno == ENOENT ? EGRESS_ERR_NOT_FOUND : EGRESS_ERR_IO;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
@@ -488,13 +493,15 @@ pkg_reach_compute(const struct conf_instance *ci,
 	 * grant covers: together, the grant within the declaration. */
 	n = policy_grant_count(ci->hosts);
 	for (i = 0; i < n && rc == 0; i++) {
-		const struct policy_entry *e = policy_grant_entry(ci->hosts, i);
+		const struct policy_entry *e = policy_grant_entry(ci->hosts,
+		    i);
 
 		if (policy_grant_covers(m->hosts, e))
 			rc = add_entry(&r.reach, e);
 		else {
 			rc = add_entry(&r.ineffective, e);
-			if (rc == 0 && old_m != NULL && !old_m->operator_defined &&
+			if (rc == 0 && old_m != NULL &&
+			    !old_m->operator_defined &&
 			    policy_grant_covers(old_m->hosts, e))
 				rc = add_entry(&r.stale, e);
 		}
@@ -536,11 +543,12 @@ pkg_perms_str(unsigned mask, char *buf, size_t n)
 	size_t off = 0;
 
 	buf[0] = '\0';
-	for (bit = 1; bit != 0 && bit <= POLICY_PERM_SOCKET_CLIENT; bit <<= 1) {
+	for (bit = 1; bit != 0 && bit <= POLICY_PERM_SOCKET_CLIENT;
+	     bit <<= 1) {
 		const char *name;
 
-		if (!(mask & bit) || (name = policy_permission_name(bit)) ==
-		    NULL)
+		if (!(mask & bit) ||
+		    (name = policy_permission_name(bit)) == NULL)
 			continue;
 		off += (size_t)snprintf(buf + off, off < n ? n - off : 0,
 		    "%s%s", off ? ", " : "", name);

@@ -14,10 +14,10 @@
 
 #include <stddef.h>
 
-#define PKG_FILES_MAX	4096		/* files and folders in a package */
-#define PKG_DEPTH_MAX	16		/* folder nesting */
-#define PKG_BYTES_MAX	(256ull * 1024 * 1024)
-#define PKG_NAME_MAX	64		/* bytes of a name or a version */
+#define PKG_FILES_MAX 4096 /* files and folders in a package */
+#define PKG_DEPTH_MAX 16   /* folder nesting */
+#define PKG_BYTES_MAX (256ull * 1024 * 1024)
+#define PKG_NAME_MAX  64 /* bytes of a name or a version */
 
 /*
  * Answer whether s may be a package name or version in a folder name:
@@ -32,8 +32,8 @@ int pkg_name_is_valid(const char *s);
  * owned by the caller) to *ret_stage and return 0; return a negative error
  * with a message in err otherwise (nothing is left behind).
  */
-int pkg_stage(const char *src, const char *parent, char **ret_stage,
-    char *err, size_t errlen);
+int pkg_stage(const char *src, const char *parent, char **ret_stage, char *err,
+    size_t errlen);
 
 /*
  * Move a staged package to dst. Return 0, EGRESS_ERR_EXISTS when dst
@@ -89,18 +89,18 @@ void pkg_strv_done(struct pkg_strv *sv);
  * Entries are spelled as in the file (policy_entry_format).
  */
 struct pkg_reach {
-	struct pkg_strv granted;	/* egress_hosts, in order */
-	struct pkg_strv private_hosts;	/* egress_allow_private */
-	struct pkg_strv declared;	/* the manifest's [egress] hosts */
-	struct pkg_strv reach;		/* the grant within the declaration */
-	struct pkg_strv not_granted;	/* declared, not covered by the grant */
-	struct pkg_strv ineffective;	/* granted, not covered by the decl. */
-	struct pkg_strv stale;		/* of ineffective: covered by old_m */
-	unsigned requested;		/* the manifest's permissions */
-	unsigned granted_perms;		/* the entry's permissions */
-	unsigned effective;		/* both */
+	struct pkg_strv granted;       /* egress_hosts, in order */
+	struct pkg_strv private_hosts; /* egress_allow_private */
+	struct pkg_strv declared;      /* the manifest's [egress] hosts */
+	struct pkg_strv reach;	       /* the grant within the declaration */
+	struct pkg_strv not_granted;   /* declared, not covered by the grant */
+	struct pkg_strv ineffective;   /* granted, not covered by the decl. */
+	struct pkg_strv stale;	       /* of ineffective: covered by old_m */
+	unsigned requested;	       /* the manifest's permissions */
+	unsigned granted_perms;	       /* the entry's permissions */
+	unsigned effective;	       /* both */
 	int operator_defined;
-	int refused;			/* m was NULL: no reach at all */
+	int refused; /* m was NULL: no reach at all */
 };
 
 /*

@@ -28,7 +28,7 @@ decide_deny_reason(struct decide *d, enum policy_reason reason)
 {
 	decide_deny(d, policy_reason_str(reason),
 	    reason == POLICY_REASON_UNRESOLVABLE ? EGRESS_ERR_DNS_FAILED :
-	    EGRESS_ERR_DENIED);
+						   EGRESS_ERR_DENIED);
 }
 
 /*
@@ -49,8 +49,9 @@ decide_destination(struct decide *d, int answers, struct decide_policy *pol)
 	    &d->verdict);
 	if (err != 0) {
 		d->res.invalid = 1;
-		decide_deny(d, policy_reason_str(
-		    POLICY_REASON_INVALID_DESTINATION), EGRESS_ERR_INVALID);
+		decide_deny(d,
+		    policy_reason_str(POLICY_REASON_INVALID_DESTINATION),
+		    EGRESS_ERR_INVALID);
 		return 0;
 	}
 	if (d->verdict.reason != POLICY_REASON_ALLOW) {
@@ -70,7 +71,7 @@ decide_answers(struct decide *d, const struct decide_policy *pol)
 	ctx.local = pol->local;
 	ctx.nlocal = pol->nlocal;
 	if (policy_check_answers(pol->instance, d->dest, d->answers,
-	    d->res.nanswers, &ctx, &d->verdict) != 0) {
+		d->res.nanswers, &ctx, &d->verdict) != 0) {
 		/* More answers than considered: no verdict, no reach. */
 		d->verdict.naddrs = 0;
 		decide_deny_reason(d, POLICY_REASON_UNRESOLVABLE);
@@ -107,7 +108,7 @@ decide_dns_cb(void *arg, enum dns_status status,
 	d->q = NULL;
 	d->res.dns = status;
 	if (status != DNS_OK)
-		n = 0;		/* no answer: unresolvable */
+		n = 0; /* no answer: unresolvable */
 	/* The configuration may have changed while the lookup was out:
 	 * decide again against the one in force now. */
 	if (decide_destination(d, 1, &pol)) {
@@ -171,8 +172,9 @@ decide_run(struct decide *d, enum policy_transport transport,
 	 * lookups outstanding (cancelled ones count until c-ares is done
 	 * with them), so it cannot exhaust DNS_PENDING_MAX for the others.
 	 */
-	if (lookup->tag_max != 0 && dns_resolver_outstanding_tag(
-	    lookup->resolver, lookup->tag) >= lookup->tag_max) {
+	if (lookup->tag_max != 0 &&
+	    dns_resolver_outstanding_tag(lookup->resolver, lookup->tag) >=
+		lookup->tag_max) {
 		decide_deny(d, "budget-exhausted",
 		    EGRESS_ERR_BUDGET_EXHAUSTED);
 		return 1;
@@ -230,7 +232,7 @@ decide_run_sync(struct decide *d, enum policy_transport transport,
 		}
 	}
 	if (decide_run(d, transport, dest, policy_fn, policy_arg, &lk,
-	    decide_sync_cb, &finished) == 0)
+		decide_sync_cb, &finished) == 0)
 		while (!finished)
 			if (event_base_loop(base, EVLOOP_ONCE) == -1) {
 				decide_cancel(d);

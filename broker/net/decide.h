@@ -28,9 +28,9 @@
 /* What the policy is at the moment of deciding (all borrowed for the
  * step that asked for it). */
 struct decide_policy {
-	const struct policy_instance *instance;	/* NULL: no entry */
+	const struct policy_instance *instance; /* NULL: no entry */
 	const struct policy_nat64_list *nat64;
-	const struct policy_addr *local;	/* this host's addresses */
+	const struct policy_addr *local; /* this host's addresses */
 	size_t nlocal;
 };
 
@@ -45,30 +45,30 @@ typedef int (*decide_policy_fn)(void *arg, int answers,
 
 /* How the name is resolved, when it is a name. */
 struct decide_lookup {
-	struct dns_resolver *resolver;	/* NULL: none (unresolvable) */
-	const char *tag;		/* fair-share tag (the instance) */
-	size_t tag_max;			/* lookups outstanding per tag; 0:
+	struct dns_resolver *resolver;	   /* NULL: none (unresolvable) */
+	const char *tag;		   /* fair-share tag (the instance) */
+	size_t tag_max;			   /* lookups outstanding per tag; 0:
 					   no bound */
 	const struct policy_addr *answers; /* given answers standing for */
-	size_t nanswers;		/* the lookup (egressctl --resolve),
+	size_t nanswers;		   /* the lookup (egressctl --resolve),
 					   or NULL */
 };
 
 /* The outcome of one decision (borrowed from its struct decide). */
 struct decide_result {
-	int invalid;		/* the policy refused the arguments
+	int invalid;	     /* the policy refused the arguments
 				   (EGRESS_ERR_INVALID): no verdict */
-	int allow;		/* 1: connect to verdict->addrs only */
-	const char *reason;	/* NULL on allow; else the deny's reason
+	int allow;	     /* 1: connect to verdict->addrs only */
+	const char *reason;  /* NULL on allow; else the deny's reason
 				   code (policy_reason_str(), or
 				   "policy-unavailable", "budget-exhausted") */
-	int error;		/* on a deny, the guest-visible error
+	int error;	     /* on a deny, the guest-visible error
 				   (EGRESS_ERR_DENIED, _DNS_FAILED,
 				   _UNAVAILABLE, _BUDGET_EXHAUSTED) */
-	int resolved;		/* a lookup was made */
-	enum dns_status dns;	/* its outcome (DNS_OK when none) */
+	int resolved;	     /* a lookup was made */
+	enum dns_status dns; /* its outcome (DNS_OK when none) */
 	const struct policy_verdict *verdict;
-	const struct policy_addr *answers;	/* the answer set checked */
+	const struct policy_addr *answers; /* the answer set checked */
 	size_t nanswers;
 };
 

@@ -41,23 +41,23 @@ struct dial_attempt {
 
 struct dial {
 	struct event_base *base;
-	SSL_CTX *ctx;			/* own reference, or NULL */
+	SSL_CTX *ctx; /* own reference, or NULL */
 	struct policy_host host;
 	uint16_t port;
 	struct policy_addr addrs[POLICY_ANSWERS_MAX];
 	size_t naddrs;
-	size_t next;			/* next address to try */
+	size_t next; /* next address to try */
 	struct dial_attempt att[POLICY_ANSWERS_MAX];
 	size_t nactive;
 	struct event *deadline;
 	struct event *stagger;
-	struct bufferevent *bev;	/* TLS handshake in progress */
+	struct bufferevent *bev; /* TLS handshake in progress */
 	size_t used;
 	dial_cb cb;
 	void *arg;
 	int in_cb;
-	struct share *handshakes;	/* fair share of TLS handshakes */
-	int handshaking;		/* holds a unit of it */
+	struct share *handshakes; /* fair share of TLS handshakes */
+	int handshaking;	  /* holds a unit of it */
 	char tag[DIAL_TAG_MAX + 1];
 };
 
@@ -76,8 +76,8 @@ dial_tls_new(const char *ca_file, struct dial_tls **ret)
 	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
 		goto bad;
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	(void)SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
-	    SSL_OP_NO_COMPRESSION);
+	(void)SSL_CTX_set_options(ctx,
+	    SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	if (ca_file != NULL) {
 		if (SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1)
 			goto bad;
@@ -313,14 +313,15 @@ dial_won(struct dial *d, struct dial_attempt *a)
 		goto nomem;
 	/* Names only from DNS SANs: a certificate without one is never
 	 * matched on its subject CN. */
-	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
-	    X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+	SSL_set_hostflags(ssl,
+	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+		X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
 	if (d->host.kind == POLICY_HOST_NAME) {
 		if (SSL_set_tlsext_host_name(ssl, d->host.name) != 1 ||
 		    SSL_set1_host(ssl, d->host.name) != 1)
 			goto nomem;
-	} else if (X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl),
-	    d->host.addr, d->host.kind == POLICY_HOST_IPV4 ? 4 : 16) != 1)
+	} else if (X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl), d->host.addr,
+		       d->host.kind == POLICY_HOST_IPV4 ? 4 : 16) != 1)
 		goto nomem;
 	bev = bufferevent_openssl_socket_new(d->base, fd, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
@@ -377,7 +378,7 @@ dial_start(struct event_base *base, struct dial_tls *tls,
 	    p->naddrs > POLICY_ANSWERS_MAX || p->port == 0 ||
 	    p->timeout_ms < 0 ||
 	    strnlen(p->host->name, sizeof(p->host->name)) >=
-	    sizeof(p->host->name))
+		sizeof(p->host->name))
 		return EGRESS_ERR_INVALID;
 	for (i = 0; i < p->naddrs; i++)
 		if (p->addrs[i].family != 4 && p->addrs[i].family != 6)

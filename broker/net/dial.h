@@ -26,8 +26,8 @@ struct dial;
 struct share;
 
 #define DIAL_STAGGER_MS		250
-#define DIAL_TIMEOUT_DEFAULT_MS	10000
-#define DIAL_TAG_MAX		64	/* bytes of dial_params.tag */
+#define DIAL_TIMEOUT_DEFAULT_MS 10000
+#define DIAL_TAG_MAX		64 /* bytes of dial_params.tag */
 
 /*
  * Create the client TLS context: TLS 1.2 minimum, peer verification
@@ -44,16 +44,16 @@ void dial_tls_free(struct dial_tls *t);
 
 /* What to connect to. Everything is borrowed until dial_start returns. */
 struct dial_params {
-	const struct policy_host *host;	/* SNI and verification name */
+	const struct policy_host *host; /* SNI and verification name */
 	uint16_t port;
 	const struct policy_addr *addrs; /* validated, in order */
-	size_t naddrs;			/* 1..POLICY_ANSWERS_MAX */
-	int timeout_ms;			/* 0: DIAL_TIMEOUT_DEFAULT_MS */
-	struct share *handshakes;	/* with tag: the TLS handshake takes a
+	size_t naddrs;			 /* 1..POLICY_ANSWERS_MAX */
+	int timeout_ms;			 /* 0: DIAL_TIMEOUT_DEFAULT_MS */
+	struct share *handshakes;	 /* with tag: the TLS handshake takes a
 					   unit of this fair share under tag
 					   while in progress (refused:
 					   EGRESS_ERR_BUDGET_EXHAUSTED) */
-	const char *tag;		/* the instance; NULL: no share */
+	const char *tag;		 /* the instance; NULL: no share */
 };
 
 /*

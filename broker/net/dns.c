@@ -26,12 +26,12 @@
 #include "broker/net/dns.h"
 #include "broker/net/share.h"
 
-#define DNS_CLASS_IN	1
-#define DNS_TYPE_A	1
-#define DNS_TYPE_AAAA	28
+#define DNS_CLASS_IN  1
+#define DNS_TYPE_A    1
+#define DNS_TYPE_AAAA 28
 
-#define DNS_FAM_A	0
-#define DNS_FAM_AAAA	1
+#define DNS_FAM_A     0
+#define DNS_FAM_AAAA  1
 
 struct dns_sock {
 	struct dns_sock *next;
@@ -44,16 +44,16 @@ struct dns_sock {
 struct dns_query {
 	struct dns_query *prev, *next;
 	struct dns_resolver *r;
-	dns_cb cb;		/* NULL once detached */
+	dns_cb cb; /* NULL once detached */
 	void *arg;
-	struct event *ev;	/* deadline, and deferred delivery */
-	int inflight;		/* ares queries not yet finished */
-	int done;		/* both answers in, result ready */
-	int status[2];		/* ares status per family */
+	struct event *ev; /* deadline, and deferred delivery */
+	int inflight;	  /* ares queries not yet finished */
+	int done;	  /* both answers in, result ready */
+	int status[2];	  /* ares status per family */
 	size_t n[2];
 	int overflow;
-	char tag[DNS_TAG_MAX + 1];	/* who asked ("" for nobody) */
-	int shared;		/* holds a unit of r->share under tag */
+	char tag[DNS_TAG_MAX + 1]; /* who asked ("" for nobody) */
+	int shared;		   /* holds a unit of r->share under tag */
 	struct policy_addr addrs[2][POLICY_ANSWERS_MAX];
 	struct policy_addr out[POLICY_ANSWERS_MAX];
 };
@@ -65,12 +65,12 @@ struct dns_resolver {
 	struct event *timer;
 	struct dns_sock *socks;
 	struct dns_query *queries;
-	size_t pending;		/* resolutions with a callback to run */
-	size_t outstanding;	/* dns_query objects not yet freed */
+	size_t pending;	    /* resolutions with a callback to run */
+	size_t outstanding; /* dns_query objects not yet freed */
 	uint64_t nqueries;
 	int timeout_ms;
 	int destroying;
-	struct share *share;	/* tagged lookups' fair shares, or NULL */
+	struct share *share; /* tagged lookups' fair shares, or NULL */
 };
 
 static void dns_rearm(struct dns_resolver *);
@@ -206,7 +206,7 @@ dns_sock_state_cb(void *data, ares_socket_t fd, int readable, int writable)
 	}
 	if (s == NULL) {
 		if ((s = calloc(1, sizeof(*s))) == NULL)
-			return;	/* c-ares will time the query out */
+			return; /* c-ares will time the query out */
 		s->r = r;
 		s->fd = fd;
 		s->next = r->socks;
@@ -216,8 +216,8 @@ dns_sock_state_cb(void *data, ares_socket_t fd, int readable, int writable)
 	if (s->ev != NULL)
 		event_free(s->ev);
 	s->what = what;
-	s->ev = event_new(r->base, fd, (short)(what | EV_PERSIST),
-	    dns_sock_cb, s);
+	s->ev = event_new(r->base, fd, (short)(what | EV_PERSIST), dns_sock_cb,
+	    s);
 	if (s->ev != NULL)
 		(void)event_add(s->ev, NULL);
 }
@@ -229,7 +229,7 @@ dns_socket_cb(ares_socket_t fd, int type, void *data)
 
 	if ((fl = fcntl(fd, F_GETFD)) == -1 ||
 	    fcntl(fd, F_SETFD, fl | FD_CLOEXEC) == -1)
-		return -1;	/* c-ares closes the socket */
+		return -1; /* c-ares closes the socket */
 	return 0;
 }
 
@@ -382,14 +382,14 @@ dns_parse(struct dns_query *q, int fam, unsigned char *abuf, int alen)
 }
 
 static void
-dns_ares_cb(void *arg, int status, int timeouts, unsigned char *abuf,
-    int alen, int fam)
+dns_ares_cb(void *arg, int status, int timeouts, unsigned char *abuf, int alen,
+    int fam)
 {
 	struct dns_query *q = arg;
 
 	q->inflight--;
 	if (q->r->destroying)
-		return;		/* dns_resolver_free() frees q */
+		return; /* dns_resolver_free() frees q */
 	if (q->cb != NULL) {
 		if (status == ARES_SUCCESS)
 			dns_parse(q, fam, abuf, alen);
@@ -437,8 +437,8 @@ dns_resolve_tagged(struct dns_resolver *r, const char *tag, const char *name,
 
 	if (r == NULL || name == NULL || cb == NULL)
 		return EGRESS_ERR_INVALID;
-	if (tag != NULL && (tlen = strnlen(tag, DNS_TAG_MAX + 1)) >
-	    DNS_TAG_MAX)
+	if (tag != NULL &&
+	    (tlen = strnlen(tag, DNS_TAG_MAX + 1)) > DNS_TAG_MAX)
 		return EGRESS_ERR_INVALID;
 	len = strnlen(name, POLICY_NAME_MAX + 2);
 	if (len > 0 && name[len - 1] == '.')
@@ -652,7 +652,7 @@ dns_resolver_free(struct dns_resolver *r)
 		return;
 	r->destroying = 1;
 	if (r->channel_ok)
-		ares_destroy(r->channel);	/* runs every ares callback */
+		ares_destroy(r->channel); /* runs every ares callback */
 	while (r->queries != NULL)
 		// NOLINTNEXTLINE(clang-analyzer-unix.Malloc): it unlinks the head
 		dns_query_unlink_free(r->queries);
@@ -720,8 +720,8 @@ struct dns_sync {
 };
 
 static void
-dns_sync_cb(void *arg, enum dns_status status,
-    const struct policy_addr *addrs, size_t n)
+dns_sync_cb(void *arg, enum dns_status status, const struct policy_addr *addrs,
+    size_t n)
 {
 	struct dns_sync *s = arg;
 	size_t i;
@@ -739,9 +739,9 @@ dns_sync_cb(void *arg, enum dns_status status,
 }
 
 int
-dns_resolve_sync(const char *const *servers, size_t nservers,
-    int timeout_ms, const char *name, struct policy_addr *addrs, size_t max,
-    size_t *ret_n, enum dns_status *ret_status)
+dns_resolve_sync(const char *const *servers, size_t nservers, int timeout_ms,
+    const char *name, struct policy_addr *addrs, size_t max, size_t *ret_n,
+    enum dns_status *ret_status)
 {
 	struct dns_resolver *r = NULL;
 	struct dns_sync s;
@@ -756,7 +756,7 @@ dns_resolve_sync(const char *const *servers, size_t nservers,
 	if ((s.base = event_base_new()) == NULL)
 		return EGRESS_ERR_NOMEM;
 	if ((rc = dns_resolver_new(s.base, servers, nservers, timeout_ms,
-	    &r)) != 0)
+		 &r)) != 0)
 		goto out;
 	if ((rc = dns_resolve(r, name, dns_sync_cb, &s, NULL)) != 0)
 		goto out;

@@ -23,10 +23,10 @@ struct dns_resolver;
 struct dns_query;
 struct share;
 
-#define DNS_SERVERS_MAX		16	/* entries of [resolver] servers */
-#define DNS_PENDING_MAX		1024	/* lookups c-ares still works on */
-#define DNS_TIMEOUT_DEFAULT_MS	5000
-#define DNS_TAG_MAX		64	/* bytes of a dns_resolve_tagged() tag */
+#define DNS_SERVERS_MAX	       16   /* entries of [resolver] servers */
+#define DNS_PENDING_MAX	       1024 /* lookups c-ares still works on */
+#define DNS_TIMEOUT_DEFAULT_MS 5000
+#define DNS_TAG_MAX	       64 /* bytes of a dns_resolve_tagged() tag */
 
 /*
  * Outcome of one resolution (both families). Only DNS_OK carries
@@ -35,14 +35,14 @@ struct share;
  */
 enum dns_status {
 	DNS_OK = 0,
-	DNS_NXDOMAIN = 1,	/* the name does not exist */
-	DNS_NODATA = 2,		/* the name exists, no A and no AAAA */
-	DNS_SERVFAIL = 3,	/* SERVFAIL from every server tried */
-	DNS_REFUSED = 4,	/* REFUSED from every server tried */
-	DNS_TIMEOUT = 5,	/* no answer within timeout_ms */
-	DNS_BADRESP = 6,	/* malformed answer, FORMERR, NOTIMP, ... */
-	DNS_TOO_MANY = 7,	/* more than POLICY_ANSWERS_MAX addresses */
-	DNS_ERROR = 8,		/* local failure (no server, memory) */
+	DNS_NXDOMAIN = 1, /* the name does not exist */
+	DNS_NODATA = 2,	  /* the name exists, no A and no AAAA */
+	DNS_SERVFAIL = 3, /* SERVFAIL from every server tried */
+	DNS_REFUSED = 4,  /* REFUSED from every server tried */
+	DNS_TIMEOUT = 5,  /* no answer within timeout_ms */
+	DNS_BADRESP = 6,  /* malformed answer, FORMERR, NOTIMP, ... */
+	DNS_TOO_MANY = 7, /* more than POLICY_ANSWERS_MAX addresses */
+	DNS_ERROR = 8,	  /* local failure (no server, memory) */
 };
 
 /*
@@ -103,8 +103,8 @@ void dns_resolver_set_share(struct dns_resolver *r, struct share *sh);
  * dns_resolver_outstanding(): a cancelled or timed-out lookup keeps its
  * slot until c-ares has finished its queries) or EGRESS_ERR_NOMEM.
  */
-int dns_resolve(struct dns_resolver *r, const char *name, dns_cb cb,
-    void *arg, struct dns_query **ret_query);
+int dns_resolve(struct dns_resolver *r, const char *name, dns_cb cb, void *arg,
+    struct dns_query **ret_query);
 
 /*
  * As dns_resolve(), and record tag (at most DNS_TAG_MAX bytes, copied;

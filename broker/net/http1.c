@@ -47,8 +47,8 @@ struct http1_exchange {
 	struct event *resume_ev;
 	http_parser parser;
 
-	int head_method;	/* HEAD request: no response body */
-	int64_t body_length;	/* announced request body, -1 chunked */
+	int head_method;     /* HEAD request: no response body */
+	int64_t body_length; /* announced request body, -1 chunked */
 	int64_t body_sent;
 	int body_done;
 	int keep_alive;
@@ -56,18 +56,18 @@ struct http1_exchange {
 	/* Head and trailer collection. */
 	char *hbuf;
 	size_t hlen, hcap;
-	struct http1_hoff *hoff;	/* grown on demand, at most
+	struct http1_hoff *hoff; /* grown on demand, at most
 					   HTTP1_HEADERS_MAX */
 	size_t nh, hoff_cap;
-	int in_value;		/* last callback was a header value */
+	int in_value; /* last callback was a header value */
 	size_t reason_off, reason_len;
-	int headers_done;	/* final head delivered */
-	unsigned ninterim;	/* 1xx responses seen */
-	http1_body_buffer_cb on_data_buffer;	/* replaces cb.on_data */
-	int64_t raw_left;	/* Content-Length body bytes still to come */
-	int raw;		/* raw mode: the body bypasses the parser */
-	const char *iov_base;	/* the input segment being parsed */
-	size_t iov_taken;	/* its bytes already removed from the input */
+	int headers_done;		     /* final head delivered */
+	unsigned ninterim;		     /* 1xx responses seen */
+	http1_body_buffer_cb on_data_buffer; /* replaces cb.on_data */
+	int64_t raw_left;     /* Content-Length body bytes still to come */
+	int raw;	      /* raw mode: the body bypasses the parser */
+	const char *iov_base; /* the input segment being parsed */
+	size_t iov_taken;     /* its bytes already removed from the input */
 
 	int got_byte;
 	int paused;
@@ -75,10 +75,10 @@ struct http1_exchange {
 	int msg_complete;
 	int ended;
 	int reusable;
-	int err;		/* set by parser callbacks */
+	int err; /* set by parser callbacks */
 	int busy;
 	int zombie;
-	int sock_err;		/* http1_read_more's readv failed */
+	int sock_err; /* http1_read_more's readv failed */
 };
 
 static void http1_process(struct http1_exchange *);
@@ -89,7 +89,8 @@ http1_want_write(struct http1_exchange *x)
 {
 	if (bufferevent_get_enabled(x->bev) & EV_WRITE)
 		return 0;
-	return bufferevent_enable(x->bev, EV_WRITE) == 0 ? 0 :
+	return bufferevent_enable(x->bev, EV_WRITE) == 0 ?
+	    0 :
 	    EGRESS_ERR_NOMEM;
 }
 
@@ -248,8 +249,8 @@ http1_on_header_field(http_parser *p, const char *at, size_t n)
 
 			if (cap > HTTP1_HEADERS_MAX)
 				cap = HTTP1_HEADERS_MAX;
-			if ((nh = reallocarray(x->hoff, cap,
-			    sizeof(*nh))) == NULL) {
+			if ((nh = reallocarray(x->hoff, cap, sizeof(*nh))) ==
+			    NULL) {
 				x->err = EGRESS_ERR_NOMEM;
 				return -1;
 			}
@@ -289,8 +290,8 @@ http1_on_header_value(http_parser *p, const char *at, size_t n)
 
 /* Check framing headers ourselves, stricter than the parser. */
 static int
-http1_check_framing(struct http1_exchange *x, struct http1_header *h,
-    size_t n, int64_t *ret_clen, int *ret_chunked)
+http1_check_framing(struct http1_exchange *x, struct http1_header *h, size_t n,
+    int64_t *ret_clen, int *ret_chunked)
 {
 	int64_t clen = -1, l;
 	int te = 0;
@@ -353,7 +354,7 @@ http1_on_headers_complete(http_parser *p)
 	}
 	memset(&resp, 0, sizeof(resp));
 	if (http1_check_framing(x, h, x->nh, &resp.content_length,
-	    &resp.chunked) != 0) {
+		&resp.chunked) != 0) {
 		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
 		return -1;
 	}
@@ -365,7 +366,7 @@ http1_on_headers_complete(http_parser *p)
 	x->headers_done = 1;
 	x->reusable = http_should_keep_alive(p) &&
 	    (resp.content_length >= 0 || resp.chunked || x->head_method ||
-	    resp.status == 204 || resp.status == 304);
+		resp.status == 204 || resp.status == 304);
 	/* A length-delimited body is taken raw, past the parser; 204 and
 	 * 304 never have a body, whatever their headers say. */
 	nobody = x->head_method || resp.status == 204 || resp.status == 304;
@@ -373,7 +374,7 @@ http1_on_headers_complete(http_parser *p)
 		x->raw_left = resp.content_length;
 	if (x->cb.on_head != NULL)
 		x->cb.on_head(x->arg, &resp);
-	http1_hreset(x);	/* the buffer now collects trailers */
+	http1_hreset(x); /* the buffer now collects trailers */
 	if (x->zombie)
 		return -1;
 	if (x->paused)
@@ -454,7 +455,7 @@ http1_on_message_complete(http_parser *p)
 	struct http1_exchange *x = p->data;
 
 	x->msg_complete = 1;
-	http_parser_pause(p, 1);	/* stop before any following byte */
+	http_parser_pause(p, 1); /* stop before any following byte */
 	return 0;
 }
 
@@ -511,20 +512,19 @@ http1_process(struct http1_exchange *x)
 			if (n > (uint64_t)x->raw_left)
 				n = (size_t)x->raw_left;
 			if (n == 0 && x->raw_left > 0)
-				break;		/* wait for more */
+				break; /* wait for more */
 			n = http1_deliver(x, in, n);
 			if (x->zombie)
 				return;
 			x->raw_left -= (int64_t)n;
 			if (x->raw_left > 0)
-				continue;	/* paused, or more to come */
+				continue; /* paused, or more to come */
 			x->raw = 0;
 			if (http1_message_done(x))
 				return;
 			continue;
 		}
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 ||
-		    v.iov_len == 0)
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
 			break;
 		if (!x->got_byte) {
 			x->got_byte = 1;
@@ -560,7 +560,7 @@ http1_process(struct http1_exchange *x)
 		}
 		if (e == HPE_PAUSED) {
 			if (x->paused)
-				return;	/* resumed later */
+				return; /* resumed later */
 			http_parser_pause(&x->parser, 0);
 			continue;
 		}
@@ -578,10 +578,11 @@ http1_process(struct http1_exchange *x)
 	if (x->eof && evbuffer_get_length(in) == 0) {
 		if (x->raw) {
 			http1_end(x, EGRESS_ERR_UPSTREAM_PROTOCOL);
-			return;	/* cut short */
+			return; /* cut short */
 		}
 		/* Signal EOF: completes a read-until-close body only. */
-		(void)http_parser_execute(&x->parser, &http1_settings, NULL, 0);
+		(void)http_parser_execute(&x->parser, &http1_settings, NULL,
+		    0);
 		if (x->zombie)
 			return;
 		if (x->msg_complete && x->headers_done) {
@@ -677,7 +678,7 @@ http1_write_cb(struct bufferevent *bev, void *arg)
 
 	http1_enter(x);
 	if (!x->got_byte)
-		http1_arm(x);	/* the upstream is taking our bytes */
+		http1_arm(x); /* the upstream is taking our bytes */
 	if (!x->ended && x->cb.on_writable != NULL)
 		x->cb.on_writable(x->arg);
 	(void)http1_leave(x);
@@ -773,8 +774,8 @@ http1_head_is_filtered(const struct policy_dest *dest,
 	if (head->nheaders > 64 &&
 	    (k = calloc(head->nheaders, sizeof(*k))) == NULL)
 		return EGRESS_ERR_NOMEM;
-	if (http1_request_check(dest, head, k, head->nheaders > 64 ?
-	    head->nheaders : 64, &out, NULL) != 0 ||
+	if (http1_request_check(dest, head, k,
+		head->nheaders > 64 ? head->nheaders : 64, &out, NULL) != 0 ||
 	    out.nheaders != head->nheaders)
 		goto out;
 	for (i = 0; i < out.nheaders; i++)
@@ -791,7 +792,11 @@ static int
 http1_method_has_no_body(const struct http1_head *h)
 {
 	static const char *const m[] = {
-		"GET", "HEAD", "OPTIONS", "TRACE", "DELETE",
+		"GET",
+		"HEAD",
+		"OPTIONS",
+		"TRACE",
+		"DELETE",
 	};
 	size_t i;
 
@@ -838,8 +843,9 @@ http1_exchange_new(struct bufferevent *bev, const struct policy_dest *dest,
 	http_parser_init(&x->parser, HTTP_RESPONSE);
 	x->parser.data = x;
 	if ((x->tmo = evtimer_new(x->base, http1_tmo_cb, x)) == NULL ||
-	    (x->resume_ev = event_new(x->base, -1, 0, http1_resume_cb,
-	    x)) == NULL || (req = evbuffer_new()) == NULL)
+	    (x->resume_ev = event_new(x->base, -1, 0, http1_resume_cb, x)) ==
+		NULL ||
+	    (req = evbuffer_new()) == NULL)
 		goto out;
 
 	if (evbuffer_add(req, head->method, head->method_len) != 0 ||
@@ -860,11 +866,11 @@ http1_exchange_new(struct bufferevent *bev, const struct policy_dest *dest,
 	}
 	if (head->body_length < 0) {
 		if (evbuffer_add_printf(req,
-		    "Transfer-Encoding: chunked\r\n") < 0)
+			"Transfer-Encoding: chunked\r\n") < 0)
 			goto out;
 	} else if (head->body_length > 0 || !http1_method_has_no_body(head)) {
 		if (evbuffer_add_printf(req, "Content-Length: %" PRId64 "\r\n",
-		    head->body_length) < 0)
+			head->body_length) < 0)
 			goto out;
 	}
 	if (!keep_alive &&
@@ -879,7 +885,7 @@ http1_exchange_new(struct bufferevent *bev, const struct policy_dest *dest,
 	bufferevent_setwatermark(bev, EV_WRITE, HTTP1_WRITE_LOW, 0);
 	/* Reading may already be on (a pooled connection keeps it). */
 	if (((bufferevent_get_enabled(bev) & EV_READ) == 0 &&
-	    bufferevent_enable(bev, EV_READ) != 0) ||
+		bufferevent_enable(bev, EV_READ) != 0) ||
 	    http1_send(x, req) != 0) {
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 		goto out;
@@ -945,8 +951,7 @@ http1_write_body(struct http1_exchange *x, const void *p, size_t n)
 	if ((rc = http1_body_check(x, n)) != 0 || n == 0)
 		return rc;
 	out = bufferevent_get_output(x->bev);
-	if (x->body_length < 0 &&
-	    evbuffer_add_printf(out, "%zx\r\n", n) < 0)
+	if (x->body_length < 0 && evbuffer_add_printf(out, "%zx\r\n", n) < 0)
 		return EGRESS_ERR_NOMEM;
 	if (evbuffer_add(out, p, n) != 0 ||
 	    (x->body_length < 0 && evbuffer_add(out, "\r\n", 2) != 0))
@@ -965,8 +970,7 @@ http1_write_body_buffer(struct http1_exchange *x, struct evbuffer *buf)
 	if ((rc = http1_body_check(x, n)) != 0 || n == 0)
 		return rc;
 	out = bufferevent_get_output(x->bev);
-	if (x->body_length < 0 &&
-	    evbuffer_add_printf(out, "%zx\r\n", n) < 0)
+	if (x->body_length < 0 && evbuffer_add_printf(out, "%zx\r\n", n) < 0)
 		return EGRESS_ERR_NOMEM;
 	if (evbuffer_add_buffer(out, buf) != 0 ||
 	    (x->body_length < 0 && evbuffer_add(out, "\r\n", 2) != 0))

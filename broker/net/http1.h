@@ -20,28 +20,29 @@ struct bufferevent;
 struct evbuffer;
 struct http1_exchange;
 
-#define HTTP1_HEADERS_MAX	512		/* response header lines */
-#define HTTP1_INTERIM_MAX	16	/* 1xx responses before the final one;
+#define HTTP1_HEADERS_MAX 512 /* response header lines */
+#define HTTP1_INTERIM_MAX \
+	16			      /* 1xx responses before the final one;
 					   more: upstream-protocol-error */
-#define HTTP1_READ_HIGH		(128 * 1024)	/* bytes read ahead, at most */
-#define HTTP1_READ_CHUNK	4096		/* libevent 2.1 reads this */
-#define HTTP1_WRITE_LOW		(32 * 1024)	/* on_writable threshold */
+#define HTTP1_READ_HIGH	 (128 * 1024) /* bytes read ahead, at most */
+#define HTTP1_READ_CHUNK 4096	      /* libevent 2.1 reads this */
+#define HTTP1_WRITE_LOW	 (32 * 1024)  /* on_writable threshold */
 
 /* Per-exchange timeouts in milliseconds; 0 disables one. */
 struct http1_timeouts {
-	int first_byte_ms;	/* request start (or last write progress)
+	int first_byte_ms;    /* request start (or last write progress)
 				   to the first response byte */
-	int between_bytes_ms;	/* between response reads, while not paused */
+	int between_bytes_ms; /* between response reads, while not paused */
 };
 
 /* The final response head; everything borrowed for the on_head call. */
 struct http1_response {
-	int status;			/* 200..599 (1xx are swallowed) */
+	int status; /* 200..599 (1xx are swallowed) */
 	const char *reason;
 	size_t reason_len;
 	const struct http1_header *headers;
 	size_t nheaders;
-	int64_t content_length;		/* -1 unless Content-Length */
+	int64_t content_length; /* -1 unless Content-Length */
 	int chunked;
 };
 
@@ -84,8 +85,7 @@ struct http1_callbacks {
  * (HTTP1_READ_HIGH plus one socket read). Same rules as on_data
  * otherwise (pausing, freeing the exchange).
  */
-typedef void (*http1_body_buffer_cb)(void *arg, struct evbuffer *in,
-    size_t n);
+typedef void (*http1_body_buffer_cb)(void *arg, struct evbuffer *in, size_t n);
 
 /*
  * Start one exchange on bev (borrowed: it stays the caller's, and must
@@ -103,11 +103,10 @@ typedef void (*http1_body_buffer_cb)(void *arg, struct evbuffer *in,
  * Return 0 and write *ret, or EGRESS_ERR_INVALID_REQUEST,
  * EGRESS_ERR_INVALID, or EGRESS_ERR_NOMEM.
  */
-int http1_exchange_new(struct bufferevent *bev,
-    const struct policy_dest *dest, const struct http1_head *head,
-    int keep_alive, const struct http1_timeouts *t,
-    const struct http1_callbacks *cb, void *arg,
-    struct http1_exchange **ret);
+int http1_exchange_new(struct bufferevent *bev, const struct policy_dest *dest,
+    const struct http1_head *head, int keep_alive,
+    const struct http1_timeouts *t, const struct http1_callbacks *cb,
+    void *arg, struct http1_exchange **ret);
 
 /*
  * Deliver the response body of x through cb (with the exchange's arg)

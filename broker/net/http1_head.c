@@ -114,8 +114,13 @@ struct http1_tok {
  * guest's or the upstream's, and never cross the broker.
  */
 static const char *const http1_hop[] = {
-	"connection", "keep-alive", "proxy-connection", "te", "trailer",
-	"transfer-encoding", "upgrade",
+	"connection",
+	"keep-alive",
+	"proxy-connection",
+	"te",
+	"trailer",
+	"transfer-encoding",
+	"upgrade",
 };
 
 /* Does the comma-separated list v (n bytes) name the token tok? */
@@ -161,7 +166,7 @@ http1_response_is_hop(const struct http1_header *all, size_t nall,
 	for (i = 0; i < nall; i++)
 		if (http1_header_is(&all[i], "connection") &&
 		    http1_list_has(all[i].value, all[i].value_len, h->name,
-		    h->name_len))
+			h->name_len))
 			return 1;
 	return 0;
 }
@@ -174,11 +179,25 @@ http1_trailer_is_dropped(const struct http1_header *all, size_t nall,
 	 * framing, routing, authentication, response control and content
 	 * processing. */
 	static const char *const never[] = {
-		"content-length", "host", "authorization", "set-cookie",
-		"cookie", "location", "content-type", "content-encoding",
-		"content-range", "cache-control", "expires", "date", "age",
-		"vary", "retry-after", "max-forwards", "www-authenticate",
-		"proxy-authenticate", "proxy-authorization",
+		"content-length",
+		"host",
+		"authorization",
+		"set-cookie",
+		"cookie",
+		"location",
+		"content-type",
+		"content-encoding",
+		"content-range",
+		"cache-control",
+		"expires",
+		"date",
+		"age",
+		"vary",
+		"retry-after",
+		"max-forwards",
+		"www-authenticate",
+		"proxy-authenticate",
+		"proxy-authorization",
 	};
 	size_t i;
 
@@ -196,7 +215,9 @@ http1_request_is_hop(const struct http1_header *h,
     const struct http1_tok *toks, size_t ntoks)
 {
 	static const char *const own[] = {
-		"host", "content-length", "expect",
+		"host",
+		"content-length",
+		"expect",
 	};
 	size_t i;
 
@@ -226,8 +247,7 @@ http1_request_check(const struct policy_dest *dest,
 
 	if (dest == NULL || in == NULL || ret_head == NULL ||
 	    (in->nheaders > 0 && (in->headers == NULL || kept == NULL)) ||
-	    kept_max < in->nheaders || in->method == NULL ||
-	    in->path == NULL)
+	    kept_max < in->nheaders || in->method == NULL || in->path == NULL)
 		return EGRESS_ERR_INVALID;
 
 	if (in->method_len > HTTP1_METHOD_MAX ||
@@ -257,7 +277,8 @@ http1_request_check(const struct policy_dest *dest,
 		if (h->name == NULL || (v == NULL && vn > 0))
 			return EGRESS_ERR_INVALID;
 		if (!http1_is_token(h->name, h->name_len))
-			return http1_fail(reterr, "header name is not a token");
+			return http1_fail(reterr,
+			    "header name is not a token");
 		if (!http1_value_ok(v, vn))
 			return http1_fail(reterr,
 			    "control byte in header value");
@@ -298,7 +319,8 @@ http1_request_check(const struct policy_dest *dest,
 				return http1_fail(reterr,
 				    "more than one Host header");
 			if (policy_authority_parse(v, vn,
-			    http1_default_port(dest->scheme), &hd, &e) != 0 ||
+				http1_default_port(dest->scheme), &hd,
+				&e) != 0 ||
 			    hd.port != dest->port ||
 			    hd.host.kind != dest->host.kind ||
 			    strcmp(hd.host.name, dest->host.name) != 0)
@@ -356,8 +378,8 @@ http1_format_host(const struct policy_dest *dest, char *buf, size_t n)
 
 		if (dest->port != http1_default_port(dest->scheme)) {
 			do {
-				port[sizeof(port) - 1 - np++] =
-				    (char)('0' + p % 10);
+				port[sizeof(port) - 1 - np++] = (char)('0' +
+				    p % 10);
 				p /= 10;
 			} while (p != 0 && np < sizeof(port) - 1);
 			port[sizeof(port) - 1 - np++] = ':';
@@ -384,7 +406,13 @@ http1_method_is_allowed(const char *m, size_t n, const char *const *extra,
 {
 	/* RFC 9110, 9.3, without CONNECT, and PATCH (RFC 5789). */
 	static const char *const std[] = {
-		"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE",
+		"GET",
+		"HEAD",
+		"POST",
+		"PUT",
+		"DELETE",
+		"OPTIONS",
+		"TRACE",
 		"PATCH",
 	};
 	size_t i;

@@ -16,9 +16,9 @@
 
 #include "policy/policy.h"
 
-#define HTTP1_HEAD_MAX		(64 * 1024)	/* request or response head */
-#define HTTP1_METHOD_MAX	32
-#define HTTP1_CONN_TOKENS_MAX	32		/* names listed in Connection */
+#define HTTP1_HEAD_MAX	      (64 * 1024) /* request or response head */
+#define HTTP1_METHOD_MAX      32
+#define HTTP1_CONN_TOKENS_MAX 32 /* names listed in Connection */
 
 /* One header line; both strings borrowed, not NUL-terminated. */
 struct http1_header {
@@ -35,7 +35,7 @@ struct http1_header {
 struct http1_head {
 	const char *method;
 	size_t method_len;
-	const char *path;		/* origin form: "/path?query" */
+	const char *path; /* origin form: "/path?query" */
 	size_t path_len;
 	const struct http1_header *headers;
 	size_t nheaders;
@@ -102,8 +102,8 @@ int http1_trailer_is_dropped(const struct http1_header *all, size_t nall,
  * compared case-sensitively as RFC 9110 says) or one of extra[0..nextra)
  * (the operator's [limits] extra_methods). CONNECT, in any case, never.
  */
-int http1_method_is_allowed(const char *m, size_t n,
-    const char *const *extra, size_t nextra);
+int http1_method_is_allowed(const char *m, size_t n, const char *const *extra,
+    size_t nextra);
 
 /* Answer whether h's name is name (ASCII case-insensitive). */
 int http1_header_is(const struct http1_header *h, const char *name);

@@ -28,7 +28,7 @@ struct lease {
 
 struct lease_table {
 	struct lease_entry **b;
-	size_t nb;		/* power of two */
+	size_t nb; /* power of two */
 	size_t nentries;
 	size_t total;
 };
@@ -73,8 +73,7 @@ lease_table_free(struct lease_table *t)
 }
 
 static struct lease_entry **
-lease_find(const struct lease_table *t, const char *name, size_t n,
-    uint32_t h)
+lease_find(const struct lease_table *t, const char *name, size_t n, uint32_t h)
 {
 	struct lease_entry **ep;
 
@@ -93,7 +92,7 @@ lease_grow(struct lease_table *t)
 
 	// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
 	if ((nb = calloc(n, sizeof(*nb))) == NULL)
-		return;		/* longer chains, still correct */
+		return; /* longer chains, still correct */
 	for (i = 0; i < t->nb; i++)
 		for (e = t->b[i]; e != NULL; e = next) {
 			next = e->next;

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#define LEASE_NAME_MAX	64	/* bytes of an instance name (CONF_NAME_MAX) */
+#define LEASE_NAME_MAX 64 /* bytes of an instance name (CONF_NAME_MAX) */
 
 struct lease_table;
 struct lease;

@@ -30,12 +30,14 @@ localaddr_read(struct policy_addr **ret_addrs, size_t *ret_n)
 		memset(&a, 0, sizeof(a));
 		if (p->ifa_addr->sa_family == AF_INET) {
 			const struct sockaddr_in *sin =
-			    (const struct sockaddr_in *)(const void *)p->ifa_addr;
+			    (const struct sockaddr_in *)(const void *)
+				p->ifa_addr;
 			a.family = 4;
 			memcpy(a.bytes, &sin->sin_addr, 4);
 		} else if (p->ifa_addr->sa_family == AF_INET6) {
 			const struct sockaddr_in6 *sin6 =
-			    (const struct sockaddr_in6 *)(const void *)p->ifa_addr;
+			    (const struct sockaddr_in6 *)(const void *)
+				p->ifa_addr;
 			a.family = 6;
 			memcpy(a.bytes, &sin6->sin6_addr, 16);
 		} else

@@ -27,10 +27,15 @@ static void
 positions(unsigned len, int pos[4])
 {
 	static const int p32[4] = { 4, 5, 6, 7 }, p40[4] = { 5, 6, 7, 9 },
-	    p48[4] = { 6, 7, 9, 10 }, p56[4] = { 7, 9, 10, 11 },
-	    p64[4] = { 9, 10, 11, 12 }, p96[4] = { 12, 13, 14, 15 };
-	const int *p = len == 32 ? p32 : len == 40 ? p40 : len == 48 ? p48 :
-	    len == 56 ? p56 : len == 64 ? p64 : p96;
+			 p48[4] = { 6, 7, 9, 10 }, p56[4] = { 7, 9, 10, 11 },
+			 p64[4] = { 9, 10, 11, 12 },
+			 p96[4] = { 12, 13, 14, 15 };
+	const int *p = len == 32 ? p32 :
+	    len == 40		 ? p40 :
+	    len == 48		 ? p48 :
+	    len == 56		 ? p56 :
+	    len == 64		 ? p64 :
+				   p96;
 
 	memcpy(pos, p, sizeof(int) * 4);
 }
@@ -117,7 +122,8 @@ nat64disc_infer(const struct policy_addr *answers, size_t n,
     const struct policy_nat64_list *declared, struct nat64disc_result *ret)
 {
 	static const struct policy_nat64_prefix wkp = {
-		{ 0, 0x64, 0xff, 0x9b }, 96 };
+		{ 0, 0x64, 0xff, 0x9b }, 96
+	};
 	struct nat64disc_result r;
 	struct policy_nat64_prefix p, q, cand[6];
 	int wk[6], corroborated[6];
@@ -145,7 +151,7 @@ nat64disc_infer(const struct policy_addr *answers, size_t n,
 			for (j = 0; j < n; j++)
 				if (j != i && answers[j].family == 6 &&
 				    fit(answers[j].bytes, cand[k].len, &q) ==
-				    (wk[k] == 170 ? 171 : 170) &&
+					(wk[k] == 170 ? 171 : 170) &&
 				    same_prefix(&q, &cand[k]))
 					corroborated[k] = 1;
 			first_ok |= corroborated[k];
@@ -166,8 +172,10 @@ nat64disc_infer(const struct policy_addr *answers, size_t n,
 			add_unique(r.undeclared, &r.nundeclared, &p);
 	}
 	if (r.nundeclared > 0) {
-		(void)snprintf(r.warning, sizeof(r.warning), "%s resolves "
-		    "into NAT64 prefix ", NAT64DISC_NAME);
+		(void)snprintf(r.warning, sizeof(r.warning),
+		    "%s resolves "
+		    "into NAT64 prefix ",
+		    NAT64DISC_NAME);
 		append_list(r.warning, sizeof(r.warning), r.undeclared,
 		    r.nundeclared, &first);
 		i = strlen(r.warning);

@@ -20,15 +20,15 @@
 struct dns_resolver;
 struct nat64disc;
 
-#define NAT64DISC_NAME		"ipv4only.arpa"
-#define NAT64DISC_MAX		8	/* candidate prefixes kept */
-#define NAT64DISC_TEXT_MAX	1024
+#define NAT64DISC_NAME	   "ipv4only.arpa"
+#define NAT64DISC_MAX	   8 /* candidate prefixes kept */
+#define NAT64DISC_TEXT_MAX 1024
 
 struct nat64disc_result {
-	int dns_ok;		/* the lookup answered (any status but error) */
-	size_t nfound;		/* prefixes inferred from the answers */
+	int dns_ok;    /* the lookup answered (any status but error) */
+	size_t nfound; /* prefixes inferred from the answers */
 	struct policy_nat64_prefix found[NAT64DISC_MAX];
-	size_t nundeclared;	/* of those, not declared and not 64:ff9b::/96 */
+	size_t nundeclared; /* of those, not declared and not 64:ff9b::/96 */
 	struct policy_nat64_prefix undeclared[NAT64DISC_MAX];
 	/* When nundeclared > 0: a one-line warning, and the whole
 	 * nat64_prefixes line to write (declared ones plus the new ones). */

@@ -28,19 +28,19 @@
 
 #include "broker/net/netaddr.h"
 
-#define NETADDR_ROUNDS		64	/* recv rounds per wakeup */
-#define NETADDR_DUMP_TRIES	4	/* re-dumps after NLE_DUMP_INTR */
-#define NETADDR_RCVBUF		(256 * 1024)
+#define NETADDR_ROUNDS	   64 /* recv rounds per wakeup */
+#define NETADDR_DUMP_TRIES 4  /* re-dumps after NLE_DUMP_INTR */
+#define NETADDR_RCVBUF	   (256 * 1024)
 
 struct netaddr {
 	struct event_base *base;
 	netaddr_change_cb cb;
 	void *cb_arg;
-	struct nl_sock *ev;		/* multicast subscriber */
-	struct nl_sock *sync;		/* dumps */
-	struct nl_cache *cache;		/* route/addr */
+	struct nl_sock *ev;	/* multicast subscriber */
+	struct nl_sock *sync;	/* dumps */
+	struct nl_cache *cache; /* route/addr */
 	struct event *rd;
-	struct policy_addr *v;		/* sorted, unique */
+	struct policy_addr *v; /* sorted, unique */
 	size_t n;
 	uint64_t generation;
 	uint64_t errors;
@@ -109,7 +109,8 @@ netaddr_rebuild(struct netaddr *na)
 	struct netaddr_walk w = { NULL, 0, 0, 0 };
 	size_t i, j;
 
-	nl_cache_foreach(na->cache, netaddr_walk_cb, &w);
+	nl_cache_foreach(na->cache, netaddr_walk_cb, &w)
+		;
 	if (w.nomem) {
 		free(w.v);
 		return EGRESS_ERR_NOMEM;
@@ -121,8 +122,8 @@ netaddr_rebuild(struct netaddr *na)
 				w.v[j++] = w.v[i];
 		w.n = j;
 	}
-	if (w.n == na->n && (w.n == 0 ||
-	    memcmp(w.v, na->v, w.n * sizeof(w.v[0])) == 0)) {
+	if (w.n == na->n &&
+	    (w.n == 0 || memcmp(w.v, na->v, w.n * sizeof(w.v[0])) == 0)) {
 		free(w.v);
 		return 0;
 	}
@@ -177,7 +178,7 @@ netaddr_read_cb(evutil_socket_t fd, short what, void *arg)
 			break;
 	}
 	if (i == NETADDR_ROUNDS)
-		na->dirty = 1;	/* still busy: read the truth anyway */
+		na->dirty = 1; /* still busy: read the truth anyway */
 	if (!na->dirty)
 		return;
 	na->dirty = 0;
@@ -214,13 +215,13 @@ netaddr_new(struct event_base *base, netaddr_change_cb cb, void *arg,
 	err = EGRESS_ERR_IO;
 	nl_socket_disable_seq_check(na->ev);
 	if (nl_socket_modify_cb(na->ev, NL_CB_VALID, NL_CB_CUSTOM,
-	    netaddr_msg_cb, na) < 0 ||
+		netaddr_msg_cb, na) < 0 ||
 	    nl_connect(na->ev, NETLINK_ROUTE) < 0 ||
 	    netaddr_cloexec(na->ev) != 0 ||
 	    nl_socket_set_nonblocking(na->ev) < 0 ||
 	    nl_socket_set_buffer_size(na->ev, NETADDR_RCVBUF, 0) < 0 ||
 	    nl_socket_add_memberships(na->ev, RTNLGRP_IPV4_IFADDR,
-	    RTNLGRP_IPV6_IFADDR, 0) < 0)
+		RTNLGRP_IPV6_IFADDR, 0) < 0)
 		goto out;
 	if (nl_connect(na->sync, NETLINK_ROUTE) < 0 ||
 	    netaddr_cloexec(na->sync) != 0)
@@ -233,8 +234,8 @@ netaddr_new(struct event_base *base, netaddr_change_cb cb, void *arg,
 		goto out;
 	na->generation = 1;
 	err = EGRESS_ERR_NOMEM;
-	na->rd = event_new(base, nl_socket_get_fd(na->ev), EV_READ | EV_PERSIST,
-	    netaddr_read_cb, na);
+	na->rd = event_new(base, nl_socket_get_fd(na->ev),
+	    EV_READ | EV_PERSIST, netaddr_read_cb, na);
 	if (na->rd == NULL || event_add(na->rd, NULL) != 0)
 		goto out;
 	*ret = na;

@@ -23,7 +23,7 @@
 struct event_base;
 struct netaddr;
 
-#define NETADDR_MAX		4096	/* addresses kept; more are dropped */
+#define NETADDR_MAX 4096 /* addresses kept; more are dropped */
 
 /*
  * Called from the event loop after the set changed (never from inside

@@ -22,7 +22,7 @@
 #include "broker/net/pool.h"
 
 struct pool_conn {
-	struct pool_conn *prev, *next;	/* next: older */
+	struct pool_conn *prev, *next; /* next: older */
 	struct pool *p;
 	char instance[LEASE_NAME_MAX + 1];
 	struct policy_host host;
@@ -52,7 +52,8 @@ pool_new(struct event_base *base, size_t max_idle, int idle_timeout_ms)
 		return NULL;
 	p->base = base;
 	p->max_idle = max_idle > 0 ? max_idle : POOL_IDLE_MAX_DEFAULT;
-	p->idle_timeout_ms = idle_timeout_ms > 0 ? idle_timeout_ms :
+	p->idle_timeout_ms = idle_timeout_ms > 0 ?
+	    idle_timeout_ms :
 	    POOL_IDLE_TIMEOUT_DEFAULT_MS;
 	return p;
 }
@@ -111,7 +112,7 @@ pool_drop(struct pool_conn *c)
 static void
 pool_read_cb(struct bufferevent *bev, void *arg)
 {
-	pool_drop(arg);		/* unsolicited bytes: not reusable */
+	pool_drop(arg); /* unsolicited bytes: not reusable */
 }
 
 static void
@@ -137,8 +138,7 @@ static int
 pool_key_eq(const struct pool_conn *c, const struct pool_key *k)
 {
 	return c->port == k->port && c->tls == (k->tls != 0) &&
-	    c->trust == k->trust &&
-	    c->host.kind == k->host->kind &&
+	    c->trust == k->trust && c->host.kind == k->host->kind &&
 	    strcmp(c->host.name, k->host->name) == 0 &&
 	    strcmp(c->instance, k->instance) == 0;
 }
@@ -152,8 +152,8 @@ pool_put(struct pool *p, const struct pool_key *k,
 	struct timeval tv;
 	size_t n;
 
-	if (p == NULL || k == NULL || k->instance == NULL ||
-	    k->host == NULL || addr == NULL || bev == NULL)
+	if (p == NULL || k == NULL || k->instance == NULL || k->host == NULL ||
+	    addr == NULL || bev == NULL)
 		goto fail;
 	n = strlen(k->instance);
 	if (n == 0 || n > LEASE_NAME_MAX ||
@@ -174,7 +174,7 @@ pool_put(struct pool *p, const struct pool_key *k,
 	tv.tv_usec = (p->idle_timeout_ms % 1000) * 1000;
 	if (evtimer_add(c->timer, &tv) != 0)
 		goto nomem;
-	while (p->n >= p->max_idle)	/* max_idle > 0: a tail exists */
+	while (p->n >= p->max_idle) /* max_idle > 0: a tail exists */
 		// NOLINTNEXTLINE(clang-analyzer-unix.Malloc): n counts the list
 		pool_drop(p->tail);
 	c->bev = bev;
@@ -240,8 +240,8 @@ pool_take(struct pool *p, const struct pool_key *k,
 	struct bufferevent *bev;
 	size_t i;
 
-	if (p == NULL || k == NULL || k->instance == NULL ||
-	    k->host == NULL || ret_lease == NULL || ret_used == NULL)
+	if (p == NULL || k == NULL || k->instance == NULL || k->host == NULL ||
+	    ret_lease == NULL || ret_used == NULL)
 		return NULL;
 	for (c = p->head; c != NULL; c = next) {
 		next = c->next;
@@ -253,7 +253,7 @@ pool_take(struct pool *p, const struct pool_key *k,
 		if (i == naddrs)
 			continue;
 		if (!pool_conn_is_quiet(c)) {
-			pool_drop(c);	/* closes it, releases its lease */
+			pool_drop(c); /* closes it, releases its lease */
 			continue;
 		}
 		pool_unlink(c);

@@ -22,16 +22,16 @@ struct bufferevent;
 struct lease;
 struct pool;
 
-#define POOL_IDLE_MAX_DEFAULT		256
-#define POOL_IDLE_TIMEOUT_DEFAULT_MS	30000
+#define POOL_IDLE_MAX_DEFAULT	     256
+#define POOL_IDLE_TIMEOUT_DEFAULT_MS 30000
 
 /* A pool key; all borrowed for the call. */
 struct pool_key {
 	const char *instance;
-	const struct policy_host *host;	/* the authorized host */
+	const struct policy_host *host; /* the authorized host */
 	uint16_t port;
 	int tls;
-	uint64_t trust;			/* TLS trust generation the
+	uint64_t trust; /* TLS trust generation the
 					   connection was verified under
 					   (0 for plain TCP) */
 };

@@ -11,14 +11,14 @@
 
 #include "broker/net/share.h"
 
-#define SHARE_BUCKETS	256
-#define SHARE_NAME_MAX	64
+#define SHARE_BUCKETS  256
+#define SHARE_NAME_MAX 64
 
 /* A plugin: what its instances borrow beyond their guarantees. */
 struct share_group {
 	struct share_group *next;
 	size_t borrowed;
-	size_t nmembers;	/* instances that point at it */
+	size_t nmembers; /* instances that point at it */
 	char name[SHARE_NAME_MAX + 1];
 };
 
@@ -33,11 +33,11 @@ struct share_node {
 
 struct share {
 	size_t capacity, guarantee_max, per_max;
-	size_t guarantee;	/* now, per configured instance */
-	size_t total;		/* held by everyone */
-	size_t unmet;		/* configured guarantees not held yet */
+	size_t guarantee; /* now, per configured instance */
+	size_t total;	  /* held by everyone */
+	size_t unmet;	  /* configured guarantees not held yet */
 	size_t nconfigured;
-	size_t nborrowing;	/* groups with borrowed > 0 */
+	size_t nborrowing; /* groups with borrowed > 0 */
 	struct share_node *nodes[SHARE_BUCKETS];
 	struct share_group *groups[SHARE_BUCKETS];
 };
@@ -112,8 +112,7 @@ group_put(struct share *s, struct share_group *g)
 
 	if (g == NULL || g->nmembers > 0 || g->borrowed > 0)
 		return;
-	for (pp = &s->groups[share_hash(g->name)]; *pp != g;
-	    pp = &(*pp)->next)
+	for (pp = &s->groups[share_hash(g->name)]; *pp != g; pp = &(*pp)->next)
 		;
 	*pp = g->next;
 	free(g);
@@ -185,8 +184,7 @@ node_put(struct share *s, struct share_node *n)
 
 	if (n->held > 0 || n->configured)
 		return;
-	for (pp = &s->nodes[share_hash(n->name)]; *pp != n;
-	    pp = &(*pp)->next)
+	for (pp = &s->nodes[share_hash(n->name)]; *pp != n; pp = &(*pp)->next)
 		;
 	*pp = n->next;
 	g->nmembers--;
@@ -270,8 +268,9 @@ share_configure(struct share *s, const struct share_member *m, size_t n)
 		if (!node->configured)
 			k++;
 		node->configured = 1;
-		if (node_regroup(s, node, m[i].plugin != NULL ? m[i].plugin :
-		    m[i].instance) != 0)
+		if (node_regroup(s, node,
+			m[i].plugin != NULL ? m[i].plugin : m[i].instance) !=
+		    0)
 			return EGRESS_ERR_NOMEM;
 	}
 	s->nconfigured = k;
@@ -299,8 +298,8 @@ share_acquire(struct share *s, const char *instance, const char *plugin,
 	    (node = node_get(s, instance, plugin)) == NULL)
 		return EGRESS_ERR_NOMEM;
 	g = node_guarantee(s, node);
-	if (n > s->capacity - s->total || n > s->per_max - min_sz(node->held,
-	    s->per_max)) {
+	if (n > s->capacity - s->total ||
+	    n > s->per_max - min_sz(node->held, s->per_max)) {
 		node_put(s, node);
 		return EGRESS_ERR_BUDGET_EXHAUSTED;
 	}

@@ -56,8 +56,7 @@ void share_free(struct share *s);
  * keeps what it holds (released as usual) but has no guarantee. Return 0
  * or EGRESS_ERR_NOMEM (nothing changed).
  */
-int share_configure(struct share *s, const struct share_member *m,
-    size_t n);
+int share_configure(struct share *s, const struct share_member *m, size_t n);
 
 /*
  * Take n units for instance (of plugin; NULL: its configured plugin, or

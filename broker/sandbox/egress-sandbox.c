@@ -68,16 +68,16 @@
 
 #include "broker/net/unixsock.h"
 
-#define SANDBOX_CONTROL_DEFAULT	"/run/egressd/control.sock"
+#define SANDBOX_CONTROL_DEFAULT	 "/run/egressd/control.sock"
 #define SANDBOX_REGISTRY_DEFAULT "/run/egress-sandbox"
-#define SANDBOX_REPLY_MAX	4096
-#define SANDBOX_FD_MAX		65535
-#define SANDBOX_KEY_MAX		256
+#define SANDBOX_REPLY_MAX	 4096
+#define SANDBOX_FD_MAX		 65535
+#define SANDBOX_KEY_MAX		 256
 
-#define EXIT_USAGE	2
-#define EXIT_ATTACH	3
-#define EXIT_SANDBOX	4
-#define EXIT_EXEC	127
+#define EXIT_USAGE		 2
+#define EXIT_ATTACH		 3
+#define EXIT_SANDBOX		 4
+#define EXIT_EXEC		 127
 
 /*
  * What a worker (a WebAssembly runtime, a libegress client) may call.
@@ -95,70 +95,238 @@
  */
 static const char *const allowed[] = {
 	/* descriptors and files */
-	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv",
-	"pwritev", "preadv2", "pwritev2", "lseek", "close", "close_range",
-	"dup", "dup2", "dup3", "fcntl", "flock", "fsync", "fdatasync",
-	"sync_file_range", "ftruncate", "truncate", "fallocate", "fadvise64",
-	"readahead", "copy_file_range", "sendfile", "splice", "tee",
-	"open", "openat", "openat2", "creat", "stat", "fstat", "lstat",
-	"newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat",
-	"faccessat2", "readlink", "readlinkat", "getdents", "getdents64",
-	"getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink",
-	"unlinkat", "rename", "renameat", "renameat2", "link", "linkat",
-	"symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "fchmodat2",
-	"chown", "fchown", "lchown", "fchownat", "utime", "utimes",
-	"utimensat", "futimesat", "umask", "getxattr", "lgetxattr",
-	"fgetxattr", "listxattr", "llistxattr", "flistxattr", "pipe", "pipe2",
-	"memfd_create", "inotify_init", "inotify_init1", "inotify_add_watch",
+	"read",
+	"write",
+	"readv",
+	"writev",
+	"pread64",
+	"pwrite64",
+	"preadv",
+	"pwritev",
+	"preadv2",
+	"pwritev2",
+	"lseek",
+	"close",
+	"close_range",
+	"dup",
+	"dup2",
+	"dup3",
+	"fcntl",
+	"flock",
+	"fsync",
+	"fdatasync",
+	"sync_file_range",
+	"ftruncate",
+	"truncate",
+	"fallocate",
+	"fadvise64",
+	"readahead",
+	"copy_file_range",
+	"sendfile",
+	"splice",
+	"tee",
+	"open",
+	"openat",
+	"openat2",
+	"creat",
+	"stat",
+	"fstat",
+	"lstat",
+	"newfstatat",
+	"statx",
+	"statfs",
+	"fstatfs",
+	"access",
+	"faccessat",
+	"faccessat2",
+	"readlink",
+	"readlinkat",
+	"getdents",
+	"getdents64",
+	"getcwd",
+	"chdir",
+	"fchdir",
+	"mkdir",
+	"mkdirat",
+	"rmdir",
+	"unlink",
+	"unlinkat",
+	"rename",
+	"renameat",
+	"renameat2",
+	"link",
+	"linkat",
+	"symlink",
+	"symlinkat",
+	"chmod",
+	"fchmod",
+	"fchmodat",
+	"fchmodat2",
+	"chown",
+	"fchown",
+	"lchown",
+	"fchownat",
+	"utime",
+	"utimes",
+	"utimensat",
+	"futimesat",
+	"umask",
+	"getxattr",
+	"lgetxattr",
+	"fgetxattr",
+	"listxattr",
+	"llistxattr",
+	"flistxattr",
+	"pipe",
+	"pipe2",
+	"memfd_create",
+	"inotify_init",
+	"inotify_init1",
+	"inotify_add_watch",
 	"inotify_rm_watch",
 	/* waiting */
-	"poll", "ppoll", "select", "pselect6", "epoll_create",
-	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
-	"epoll_pwait2", "eventfd", "eventfd2", "timerfd_create",
-	"timerfd_settime", "timerfd_gettime", "signalfd", "signalfd4",
+	"poll",
+	"ppoll",
+	"select",
+	"pselect6",
+	"epoll_create",
+	"epoll_create1",
+	"epoll_ctl",
+	"epoll_wait",
+	"epoll_pwait",
+	"epoll_pwait2",
+	"eventfd",
+	"eventfd2",
+	"timerfd_create",
+	"timerfd_settime",
+	"timerfd_gettime",
+	"signalfd",
+	"signalfd4",
 	/* the inherited connection (sendto: see below) */
-	"recvfrom", "recvmsg", "recvmmsg", "shutdown", "getsockopt",
-	"setsockopt", "getsockname", "getpeername",
+	"recvfrom",
+	"recvmsg",
+	"recvmmsg",
+	"shutdown",
+	"getsockopt",
+	"setsockopt",
+	"getsockname",
+	"getpeername",
 	/* memory */
-	"brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "msync",
-	"mincore", "mlock", "mlock2", "munlock", "membarrier", "pkey_alloc",
-	"pkey_free", "pkey_mprotect", "mseal", "map_shadow_stack",
+	"brk",
+	"mmap",
+	"munmap",
+	"mprotect",
+	"mremap",
+	"madvise",
+	"msync",
+	"mincore",
+	"mlock",
+	"mlock2",
+	"munlock",
+	"membarrier",
+	"pkey_alloc",
+	"pkey_free",
+	"pkey_mprotect",
+	"mseal",
+	"map_shadow_stack",
 	/* threads, processes of its own, signals */
-	"fork", "vfork", "execve", "execveat", "exit", "exit_group", "wait4",
-	"waitid", "kill", "tkill", "tgkill", "rt_sigqueueinfo",
-	"rt_tgsigqueueinfo", "rt_sigaction", "rt_sigprocmask",
-	"rt_sigreturn", "rt_sigpending", "rt_sigtimedwait", "rt_sigsuspend",
-	"sigaltstack", "pause", "set_tid_address", "set_robust_list", "futex",
-	"futex_waitv", "futex_wake", "futex_wait", "futex_requeue", "rseq",
-	"restart_syscall", "sched_yield", "sched_getaffinity",
-	"sched_getparam", "sched_getscheduler", "sched_get_priority_max",
-	"sched_get_priority_min", "getcpu", "arch_prctl", "prctl",
-	"getpid", "getppid", "gettid", "getuid", "geteuid", "getgid",
-	"getegid", "getresuid", "getresgid", "getgroups", "getpgid",
-	"getpgrp", "getsid", "setsid", "setpgid", "capget", "getpriority",
-	"getrlimit", "getrusage", "uname", "sysinfo", "times",
+	"fork",
+	"vfork",
+	"execve",
+	"execveat",
+	"exit",
+	"exit_group",
+	"wait4",
+	"waitid",
+	"kill",
+	"tkill",
+	"tgkill",
+	"rt_sigqueueinfo",
+	"rt_tgsigqueueinfo",
+	"rt_sigaction",
+	"rt_sigprocmask",
+	"rt_sigreturn",
+	"rt_sigpending",
+	"rt_sigtimedwait",
+	"rt_sigsuspend",
+	"sigaltstack",
+	"pause",
+	"set_tid_address",
+	"set_robust_list",
+	"futex",
+	"futex_waitv",
+	"futex_wake",
+	"futex_wait",
+	"futex_requeue",
+	"rseq",
+	"restart_syscall",
+	"sched_yield",
+	"sched_getaffinity",
+	"sched_getparam",
+	"sched_getscheduler",
+	"sched_get_priority_max",
+	"sched_get_priority_min",
+	"getcpu",
+	"arch_prctl",
+	"prctl",
+	"getpid",
+	"getppid",
+	"gettid",
+	"getuid",
+	"geteuid",
+	"getgid",
+	"getegid",
+	"getresuid",
+	"getresgid",
+	"getgroups",
+	"getpgid",
+	"getpgrp",
+	"getsid",
+	"setsid",
+	"setpgid",
+	"capget",
+	"getpriority",
+	"getrlimit",
+	"getrusage",
+	"uname",
+	"sysinfo",
+	"times",
 	/* time and randomness */
-	"clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep",
-	"gettimeofday", "time", "getitimer", "setitimer", "alarm",
-	"timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
-	"timer_delete", "getrandom",
+	"clock_gettime",
+	"clock_getres",
+	"clock_nanosleep",
+	"nanosleep",
+	"gettimeofday",
+	"time",
+	"getitimer",
+	"setitimer",
+	"alarm",
+	"timer_create",
+	"timer_settime",
+	"timer_gettime",
+	"timer_getoverrun",
+	"timer_delete",
+	"getrandom",
 	/* confining itself further */
-	"seccomp", "landlock_create_ruleset", "landlock_add_rule",
+	"seccomp",
+	"landlock_create_ruleset",
+	"landlock_add_rule",
 	"landlock_restrict_self",
 };
 
 /* sendto is allowed when argument 4 (dest_addr) is NULL: send(). */
-#define SANDBOX_SENDTO_ADDR_ARG	4
+#define SANDBOX_SENDTO_ADDR_ARG 4
 /*
  * clone is allowed without namespace flags (a user namespace would give
  * the worker every capability inside it). Argument 0 on x86-64 and
  * arm64. CLONE_NEWTIME is 0x80, inside clone's exit-signal byte: only
  * clone3 and unshare take it, and both are refused.
  */
-#define SANDBOX_CLONE_NS	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | \
-    CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
+#define SANDBOX_CLONE_NS \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | \
+	    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
 /* personality: only the query (0xffffffff) and PER_LINUX (0). */
-#define SANDBOX_PERSONA_QUERY	0xffffffffUL
+#define SANDBOX_PERSONA_QUERY 0xffffffffUL
 /*
  * ioctl: every request but TIOCSTI (push input into a terminal the
  * worker shares with its caller) and TIOCLINUX. The kernel reads the
@@ -173,10 +341,10 @@ struct sandbox_ll_attr {
 	uint64_t handled_access_net;
 	uint64_t scoped;
 };
-#define SANDBOX_LL_NET_BIND_TCP		(1ULL << 0)
-#define SANDBOX_LL_NET_CONNECT_TCP	(1ULL << 1)
-#define SANDBOX_LL_SCOPE_ABSTRACT_UNIX	(1ULL << 0)
-#define SANDBOX_LL_SCOPE_SIGNAL		(1ULL << 1)
+#define SANDBOX_LL_NET_BIND_TCP	       (1ULL << 0)
+#define SANDBOX_LL_NET_CONNECT_TCP     (1ULL << 1)
+#define SANDBOX_LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
+#define SANDBOX_LL_SCOPE_SIGNAL	       (1ULL << 1)
 
 /* One masked-equal rule on an argument: (arg & mask) == value. */
 struct sandbox_masked {
@@ -193,7 +361,11 @@ static int
 option_is_known(const char *a)
 {
 	static const char *const opts[] = {
-		"--instance", "--control", "--socket", "--fd", "--user",
+		"--instance",
+		"--control",
+		"--socket",
+		"--fd",
+		"--user",
 		"--registry",
 	};
 	size_t i;
@@ -286,7 +458,7 @@ attach(const char *path, const char *instance)
 			die(EXIT_ATTACH, "control socket closed",
 			    n < 0 ? strerror(errno) : "no reply");
 		for (h = CMSG_FIRSTHDR(&mh); h != NULL;
-		    h = CMSG_NXTHDR(&mh, h)) {
+		     h = CMSG_NXTHDR(&mh, h)) {
 			if (h->cmsg_level != SOL_SOCKET ||
 			    h->cmsg_type != SCM_RIGHTS)
 				continue;
@@ -302,8 +474,8 @@ attach(const char *path, const char *instance)
 			}
 		}
 		if (mh.msg_flags & MSG_CTRUNC)
-			die(EXIT_ATTACH, "control reply: descriptors truncated",
-			    NULL);
+			die(EXIT_ATTACH,
+			    "control reply: descriptors truncated", NULL);
 		have += (size_t)n;
 	}
 	(void)close(cfd);
@@ -313,8 +485,8 @@ attach(const char *path, const char *instance)
 		json_t *e = doc != NULL ? json_object_get(doc, "error") : NULL;
 		char msg[256];
 
-		(void)snprintf(msg, sizeof(msg), "%.200s", json_is_string(e) ?
-		    json_string_value(e) : line);
+		(void)snprintf(msg, sizeof(msg), "%.200s",
+		    json_is_string(e) ? json_string_value(e) : line);
 		json_decref(doc);
 		die(EXIT_ATTACH, "attach refused", msg);
 	}
@@ -376,7 +548,7 @@ ioctl_rules(struct sandbox_masked *out, size_t cap)
 
 	/* ioctl_refused[] is sorted. */
 	for (i = 0; i < sizeof(ioctl_refused) / sizeof(ioctl_refused[0]);
-	    i++) {
+	     i++) {
 		if (ioctl_refused[i] > lo)
 			n += cover_range(lo, ioctl_refused[i] - 1, out + n,
 			    cap - n);
@@ -386,7 +558,7 @@ ioctl_rules(struct sandbox_masked *out, size_t cap)
 	return n;
 }
 
-#define SANDBOX_IOCTL_RULES_MAX	96
+#define SANDBOX_IOCTL_RULES_MAX 96
 
 static int
 install_filter(void)
@@ -400,33 +572,34 @@ install_filter(void)
 		return -1;
 	/* no_new_privs is set by the caller; keep libseccomp's default. */
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
-	    SCMP_ACT_KILL_PROCESS) < 0)
+		SCMP_ACT_KILL_PROCESS) < 0)
 		goto out;
 	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
 		nr = seccomp_syscall_resolve_name(allowed[i]);
 		if (nr == __NR_SCMP_ERROR)
-			continue;	/* not a syscall of this kernel ABI */
+			continue; /* not a syscall of this kernel ABI */
 		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0) < 0)
 			goto out;
 	}
 	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sendto), 1,
-	    SCMP_A4(SCMP_CMP_EQ, 0)) < 0 ||
+		SCMP_A4(SCMP_CMP_EQ, 0)) < 0 ||
 	    seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, SANDBOX_CLONE_NS, 0)) < 0 ||
+		SCMP_A0(SCMP_CMP_MASKED_EQ, SANDBOX_CLONE_NS, 0)) < 0 ||
 	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3),
-	    0) < 0 ||
+		0) < 0 ||
 	    seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1,
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, 0)) < 0 ||
+		SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, 0)) < 0 ||
 	    seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1,
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
-	    SANDBOX_PERSONA_QUERY)) < 0 ||
+		SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
+		    SANDBOX_PERSONA_QUERY)) < 0 ||
 	    seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
-	    SCMP_A0(SCMP_CMP_EQ, 0)) < 0)
+		SCMP_A0(SCMP_CMP_EQ, 0)) < 0)
 		goto out;
 	nio = ioctl_rules(io, SANDBOX_IOCTL_RULES_MAX);
 	for (i = 0; i < nio; i++)
 		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-		    SCMP_A1(SCMP_CMP_MASKED_EQ, io[i].mask, io[i].value)) < 0)
+			SCMP_A1(SCMP_CMP_MASKED_EQ, io[i].mask, io[i].value)) <
+		    0)
 			goto out;
 	if (seccomp_load(ctx) < 0)
 		goto out;
@@ -460,43 +633,45 @@ print_profile(void)
 	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		(void)json_array_append_new(names, json_string(allowed[i]));
 	rules = json_array();
-	(void)json_array_append_new(rules, json_pack("{s:o, s:s, s:s}",
-	    "names", names, "action", "SCMP_ACT_ALLOW", "comment",
-	    "egress worker: the syscalls a worker needs (egress-sandbox)"));
-	(void)json_array_append_new(rules, json_pack(
-	    "{s:[s], s:s, s:[{s:i, s:i, s:s}], s:s}",
-	    "names", "sendto", "action", "SCMP_ACT_ALLOW", "args", "index",
-	    SANDBOX_SENDTO_ADDR_ARG, "value", 0, "op", "SCMP_CMP_EQ",
-	    "comment", "send(): sendto without a destination address"));
-	(void)json_array_append_new(rules, profile_masked("clone", 0,
-	    SANDBOX_CLONE_NS, 0, "clone without namespace flags"));
-	(void)json_array_append_new(rules, json_pack(
-	    "{s:[s], s:s, s:i, s:s}", "names", "clone3", "action",
-	    "SCMP_ACT_ERRNO", "errnoRet", ENOSYS, "comment",
-	    "flags behind a pointer: ENOSYS, the C library falls back to "
-	    "clone"));
-	(void)json_array_append_new(rules, profile_masked("personality", 0,
-	    0xffffffffUL, 0, "personality(PER_LINUX)"));
-	(void)json_array_append_new(rules, profile_masked("personality", 0,
-	    0xffffffffUL, SANDBOX_PERSONA_QUERY, "personality query"));
-	(void)json_array_append_new(rules, json_pack(
-	    "{s:[s], s:s, s:[{s:i, s:i, s:s}], s:s}",
-	    "names", "prlimit64", "action", "SCMP_ACT_ALLOW", "args",
-	    "index", 0, "value", 0, "op", "SCMP_CMP_EQ",
-	    "comment", "its own limits only (pid 0)"));
+	(void)json_array_append_new(rules,
+	    json_pack("{s:o, s:s, s:s}", "names", names, "action",
+		"SCMP_ACT_ALLOW", "comment",
+		"egress worker: the syscalls a worker needs (egress-sandbox)"));
+	(void)json_array_append_new(rules,
+	    json_pack("{s:[s], s:s, s:[{s:i, s:i, s:s}], s:s}", "names",
+		"sendto", "action", "SCMP_ACT_ALLOW", "args", "index",
+		SANDBOX_SENDTO_ADDR_ARG, "value", 0, "op", "SCMP_CMP_EQ",
+		"comment", "send(): sendto without a destination address"));
+	(void)json_array_append_new(rules,
+	    profile_masked("clone", 0, SANDBOX_CLONE_NS, 0,
+		"clone without namespace flags"));
+	(void)json_array_append_new(rules,
+	    json_pack("{s:[s], s:s, s:i, s:s}", "names", "clone3", "action",
+		"SCMP_ACT_ERRNO", "errnoRet", ENOSYS, "comment",
+		"flags behind a pointer: ENOSYS, the C library falls back to "
+		"clone"));
+	(void)json_array_append_new(rules,
+	    profile_masked("personality", 0, 0xffffffffUL, 0,
+		"personality(PER_LINUX)"));
+	(void)json_array_append_new(rules,
+	    profile_masked("personality", 0, 0xffffffffUL,
+		SANDBOX_PERSONA_QUERY, "personality query"));
+	(void)json_array_append_new(rules,
+	    json_pack("{s:[s], s:s, s:[{s:i, s:i, s:s}], s:s}", "names",
+		"prlimit64", "action", "SCMP_ACT_ALLOW", "args", "index", 0,
+		"value", 0, "op", "SCMP_CMP_EQ", "comment",
+		"its own limits only (pid 0)"));
 	nio = ioctl_rules(io, SANDBOX_IOCTL_RULES_MAX);
 	for (i = 0; i < nio; i++)
-		(void)json_array_append_new(rules, profile_masked("ioctl", 1,
-		    io[i].mask, io[i].value,
-		    "every request but TIOCSTI and TIOCLINUX"));
-	prof = json_pack("{s:s, s:i, s:[s,s], s:o}",
-	    "defaultAction", "SCMP_ACT_ERRNO",
-	    "defaultErrnoRet", EPERM,
-	    "architectures", "SCMP_ARCH_X86_64", "SCMP_ARCH_AARCH64",
-	    "syscalls", rules);
+		(void)json_array_append_new(rules,
+		    profile_masked("ioctl", 1, io[i].mask, io[i].value,
+			"every request but TIOCSTI and TIOCLINUX"));
+	prof = json_pack("{s:s, s:i, s:[s,s], s:o}", "defaultAction",
+	    "SCMP_ACT_ERRNO", "defaultErrnoRet", EPERM, "architectures",
+	    "SCMP_ARCH_X86_64", "SCMP_ARCH_AARCH64", "syscalls", rules);
 	if (prof == NULL ||
 	    (s = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) ==
-	    NULL)
+		NULL)
 		return 1;
 	(void)printf("%s\n", s);
 	free(s);
@@ -549,10 +724,11 @@ parse_user(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
 	gid_t gid;
 
 	if ((colon != NULL ? (size_t)(colon - spec) : strlen(spec)) >=
-	    sizeof(user) || spec[0] == ':')
+		sizeof(user) ||
+	    spec[0] == ':')
 		die(EXIT_USAGE, "--user needs USER[:GROUP]", spec);
-	(void)snprintf(user, sizeof(user), "%.*s", colon != NULL ?
-	    (int)(colon - spec) : (int)strlen(spec), spec);
+	(void)snprintf(user, sizeof(user), "%.*s",
+	    colon != NULL ? (int)(colon - spec) : (int)strlen(spec), spec);
 	if ((id = parse_id(user)) >= 0) {
 		uid = (uid_t)id;
 		pw = getpwuid(uid);
@@ -570,8 +746,10 @@ parse_user(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
 	} else if (pw != NULL)
 		gid = pw->pw_gid;
 	else
-		die(EXIT_USAGE, "--user: a uid without a password entry needs "
-		    ":GROUP", user);
+		die(EXIT_USAGE,
+		    "--user: a uid without a password entry needs "
+		    ":GROUP",
+		    user);
 	*ret_uid = uid;
 	*ret_gid = gid;
 }
@@ -596,11 +774,11 @@ yama_scope(void)
 	int fd;
 
 	if ((fd = open("/proc/sys/kernel/yama/ptrace_scope",
-	    O_RDONLY | O_CLOEXEC)) < 0)
+		 O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
 	n = read(fd, b, sizeof(b) - 1);
 	(void)close(fd);
-	return n > 0 ? atoi(b) : 0;	// NOLINT(cert-err34-c): kernel's number
+	return n > 0 ? atoi(b) : 0; // NOLINT(cert-err34-c): kernel's number
 }
 
 /*
@@ -650,7 +828,7 @@ caps_bound_drop(int strict, int keep)
 
 	for (cap = 0; cap <= 63; cap++) {
 		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0)
-			break;		/* past the last capability */
+			break; /* past the last capability */
 		if (cap == keep)
 			continue;
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && strict)
@@ -667,7 +845,8 @@ static void
 caps_clear(int keep)
 {
 	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3 };
+		.version = _LINUX_CAPABILITY_VERSION_3
+	};
 	struct __user_cap_data_struct data[2];
 
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 &&
@@ -686,7 +865,8 @@ static void
 caps_check(int strict)
 {
 	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3 };
+		.version = _LINUX_CAPABILITY_VERSION_3
+	};
 	struct __user_cap_data_struct data[2];
 	int cap, i;
 
@@ -696,20 +876,26 @@ caps_check(int strict)
 	for (i = 0; i < 2; i++)
 		if (data[i].effective != 0 || data[i].permitted != 0 ||
 		    data[i].inheritable != 0)
-			die_child(EXIT_SANDBOX, "capabilities left after the "
-			    "drop", NULL);
+			die_child(EXIT_SANDBOX,
+			    "capabilities left after the "
+			    "drop",
+			    NULL);
 	for (cap = 0; cap <= 63; cap++) {
 		int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
 
 		if (r < 0)
 			break;
 		if (r != 0 && strict)
-			die_child(EXIT_SANDBOX, "capability bounding set left "
-			    "after the drop", NULL);
+			die_child(EXIT_SANDBOX,
+			    "capability bounding set left "
+			    "after the drop",
+			    NULL);
 		r = prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0);
 		if (r > 0)
-			die_child(EXIT_SANDBOX, "ambient capability left after "
-			    "the drop", NULL);
+			die_child(EXIT_SANDBOX,
+			    "ambient capability left after "
+			    "the drop",
+			    NULL);
 	}
 }
 
@@ -749,8 +935,8 @@ forward_signal(int sig)
 static int
 supervise(pid_t pid)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT,
-	    SIGUSR1, SIGUSR2 };
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
+		SIGUSR2 };
 	struct sigaction sa;
 	size_t i;
 	pid_t w;
@@ -813,8 +999,9 @@ registry_enter(const char *dir, uid_t uid, const char *key)
 	    (long)getpid());
 	(void)snprintf(prefix, sizeof(prefix), "%lu.", (unsigned long)uid);
 	/* Locked before it has its name, so no reader takes it for stale. */
-	if ((fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC |
-	    O_NOFOLLOW, 0600)) < 0)
+	if ((fd = openat(dfd, tmp,
+		 O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) <
+	    0)
 		goto fail;
 	if (flock(fd, LOCK_EX) != 0 ||
 	    write(fd, key, strlen(key)) != (ssize_t)strlen(key) ||
@@ -826,8 +1013,8 @@ registry_enter(const char *dir, uid_t uid, const char *key)
 		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
 		    strcmp(de->d_name, name) == 0)
 			continue;
-		ofd = openat(dfd, de->d_name, O_RDONLY | O_CLOEXEC |
-		    O_NOFOLLOW);
+		ofd = openat(dfd, de->d_name,
+		    O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (ofd < 0)
 			continue;
 		if (flock(ofd, LOCK_SH | LOCK_NB) == 0) {
@@ -845,20 +1032,23 @@ registry_enter(const char *dir, uid_t uid, const char *key)
 			char shown[SANDBOX_KEY_MAX];
 
 			registry_key_clean(other, shown, sizeof(shown));
-			(void)fprintf(stderr, "egress-sandbox: warning: uid "
+			(void)fprintf(stderr,
+			    "egress-sandbox: warning: uid "
 			    "%lu also runs a worker of %s (launcher pid %s); "
 			    "give each instance a uid of its own "
-			    "(docs/deployment.md)\n", (unsigned long)uid,
-			    shown, strchr(de->d_name, '.') + 1);
+			    "(docs/deployment.md)\n",
+			    (unsigned long)uid, shown,
+			    strchr(de->d_name, '.') + 1);
 		}
 	}
 	(void)closedir(d);
 	(void)close(dfd);
 	return fd;
 fail:
-	(void)fprintf(stderr, "egress-sandbox: cannot check whether another "
-	    "instance's worker shares uid %lu: %s: %s\n", (unsigned long)uid,
-	    dir, strerror(errno));
+	(void)fprintf(stderr,
+	    "egress-sandbox: cannot check whether another "
+	    "instance's worker shares uid %lu: %s: %s\n",
+	    (unsigned long)uid, dir, strerror(errno));
 	if (d != NULL)
 		(void)closedir(d);
 	if (fd >= 0)
@@ -878,8 +1068,8 @@ registry_leave(const char *dir, uid_t uid, int fd)
 
 	if (fd < 0)
 		return;
-	if (snprintf(path, sizeof(path), "%s/%lu.%ld", dir,
-	    (unsigned long)uid, (long)getpid()) < (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/%lu.%ld", dir, (unsigned long)uid,
+		(long)getpid()) < (int)sizeof(path))
 		(void)unlink(path);
 	(void)close(fd);
 }
@@ -907,7 +1097,8 @@ run_worker(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 		die_child(EXIT_SANDBOX, "PR_SET_PDEATHSIG", strerror(errno));
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
 	    prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
-		die_child(EXIT_SANDBOX, "PR_SET_NO_NEW_PRIVS", strerror(errno));
+		die_child(EXIT_SANDBOX, "PR_SET_NO_NEW_PRIVS",
+		    strerror(errno));
 	if (abi > 0 && landlock_enter(abi) != 0)
 		die_child(EXIT_SANDBOX, "Landlock", strerror(errno));
 	if (install_filter() != 0)
@@ -938,7 +1129,7 @@ run_init(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 		die_child(EXIT_SANDBOX, "private mount namespace",
 		    strerror(errno));
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	    NULL) != 0)
+		NULL) != 0)
 		die_child(EXIT_SANDBOX, "mount /proc", strerror(errno));
 	if ((pid = fork()) < 0)
 		die_child(EXIT_SANDBOX, "fork", strerror(errno));
@@ -949,7 +1140,8 @@ run_init(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 	caps_bound_drop(1, CAP_KILL);
 	caps_clear(CAP_KILL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		die_child(EXIT_SANDBOX, "PR_SET_NO_NEW_PRIVS", strerror(errno));
+		die_child(EXIT_SANDBOX, "PR_SET_NO_NEW_PRIVS",
+		    strerror(errno));
 	_exit(supervise(pid));
 }
 
@@ -965,15 +1157,19 @@ worker_identity(const char *user, uid_t *ret_uid, gid_t *ret_gid)
 	if (user != NULL)
 		parse_user(user, &uid, &gid);
 	else if (root)
-		die(EXIT_USAGE, "refusing to run the worker as root: give "
-		    "--user USER[:GROUP]", NULL);
+		die(EXIT_USAGE,
+		    "refusing to run the worker as root: give "
+		    "--user USER[:GROUP]",
+		    NULL);
 	else {
 		uid = getuid();
 		gid = getgid();
 	}
 	if (uid == 0 || gid == 0)
-		die(EXIT_USAGE, "refusing to run the worker as root (uid 0 or "
-		    "gid 0)", user);
+		die(EXIT_USAGE,
+		    "refusing to run the worker as root (uid 0 or "
+		    "gid 0)",
+		    user);
 	if (!root && (uid != getuid() || gid != getgid()))
 		die(EXIT_SANDBOX, "--user other than the caller needs root",
 		    user);
@@ -989,8 +1185,7 @@ worker_identity(const char *user, uid_t *ret_uid, gid_t *ret_gid)
  * its own: its later children, such as a sanitizer's, stay here).
  */
 static pid_t
-spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid,
-    int regfd)
+spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid, int regfd)
 {
 	int abi = landlock_abi();
 	pid_t pid;
@@ -999,29 +1194,37 @@ spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid,
 	(void)fflush(stderr);
 	pid = -1;
 	if (root) {
-		pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS |
-		    SIGCHLD, NULL, NULL, NULL, 0L);
+		pid = (pid_t)syscall(SYS_clone,
+		    CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL,
+		    0L);
 		if (pid == 0) {
 			if (regfd >= 0)
 				(void)close(regfd);
 			run_init(cmd, target, root, uid, gid, abi);
 		}
 		if (pid < 0)
-			(void)fprintf(stderr, "egress-sandbox: no private PID "
-			    "namespace: %s\n", strerror(errno));
+			(void)fprintf(stderr,
+			    "egress-sandbox: no private PID "
+			    "namespace: %s\n",
+			    strerror(errno));
 	} else
-		(void)fprintf(stderr, "egress-sandbox: no private PID "
+		(void)fprintf(stderr,
+		    "egress-sandbox: no private PID "
 		    "namespace: the caller is not root\n");
 	if (pid < 0 && abi == 0 && yama_scope() < 1)
-		die(EXIT_SANDBOX, "refusing to start: no PID namespace, no "
+		die(EXIT_SANDBOX,
+		    "refusing to start: no PID namespace, no "
 		    "Landlock and no Yama ptrace scope; other processes of "
-		    "the worker's uid would be in its reach", NULL);
+		    "the worker's uid would be in its reach",
+		    NULL);
 	if (pid < 0)
-		(void)fprintf(stderr, "egress-sandbox: other processes stay "
-		    "visible; %s refuses access to them\n", abi > 0 ?
-		    "Landlock" : "Yama");
+		(void)fprintf(stderr,
+		    "egress-sandbox: other processes stay "
+		    "visible; %s refuses access to them\n",
+		    abi > 0 ? "Landlock" : "Yama");
 	if (abi == 0)
-		(void)fprintf(stderr, "egress-sandbox: no Landlock in this "
+		(void)fprintf(stderr,
+		    "egress-sandbox: no Landlock in this "
 		    "kernel\n");
 	if (pid < 0) {
 		(void)fflush(stderr);
@@ -1085,7 +1288,8 @@ main(int argc, char **argv)
 	if (ai >= argc)
 		return usage_error("missing", "-- COMMAND");
 	if ((instance == NULL) == (sockpath == NULL))
-		return usage_error("give exactly one of", "--instance or --socket");
+		return usage_error("give exactly one of",
+		    "--instance or --socket");
 
 	root = worker_identity(user, &uid, &gid);
 	if (sockpath != NULL) {
@@ -1098,8 +1302,9 @@ main(int argc, char **argv)
 	if (setenv("EGRESS_FD", num, 1) != 0)
 		die(EXIT_SANDBOX, "setenv", strerror(errno));
 
-	(void)snprintf(key, sizeof(key), "%s%s", instance != NULL ?
-	    "instance " : "socket ", instance != NULL ? instance : sockpath);
+	(void)snprintf(key, sizeof(key), "%s%s",
+	    instance != NULL ? "instance " : "socket ",
+	    instance != NULL ? instance : sockpath);
 	registry_key_clean(key, clean, sizeof(clean));
 	regfd = registry_enter(registry, uid, clean);
 

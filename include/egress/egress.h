@@ -48,8 +48,8 @@ extern "C" {
 #define EGRESS_NAME_MAX		256
 #define EGRESS_VALUE_MAX	65535
 #define EGRESS_HEADERS_MAX	256
-#define EGRESS_HEADER_BYTES_MAX	65536
-#define EGRESS_MESSAGE_MAX	256	/* bytes of a broker error message */
+#define EGRESS_HEADER_BYTES_MAX 65536
+#define EGRESS_MESSAGE_MAX	256 /* bytes of a broker error message */
 
 struct egress_client;
 struct egress_request;
@@ -74,10 +74,10 @@ struct egress_header {
  * the request with EGRESS_ERR_TIMEOUT.
  */
 struct egress_timeouts {
-	uint32_t connect_ms;		/* resolution, connect and TLS */
-	uint32_t first_byte_ms;		/* request sent to first byte */
-	uint32_t between_bytes_ms;	/* between response body reads */
-	uint32_t total_ms;		/* the whole exchange */
+	uint32_t connect_ms;	   /* resolution, connect and TLS */
+	uint32_t first_byte_ms;	   /* request sent to first byte */
+	uint32_t between_bytes_ms; /* between response body reads */
+	uint32_t total_ms;	   /* the whole exchange */
 };
 
 /*
@@ -87,10 +87,10 @@ struct egress_timeouts {
  * with '/'); the broker validates their content and the headers.
  */
 struct egress_request_head {
-	const char *method;		/* "GET" */
-	const char *scheme;		/* "http" or "https" */
-	const char *authority;		/* "host", "host:port", "[v6]:port" */
-	const char *path;		/* "/path?query" */
+	const char *method;    /* "GET" */
+	const char *scheme;    /* "http" or "https" */
+	const char *authority; /* "host", "host:port", "[v6]:port" */
+	const char *path;      /* "/path?query" */
 	const struct egress_header *headers;
 	size_t nheaders;
 	struct egress_timeouts timeouts;
@@ -176,10 +176,10 @@ int egress_client_error(struct egress_client *c);
 /* ---- Requests --------------------------------------------------------- */
 
 /* Events passed to a request callback (a bit set). */
-#define EGRESS_EV_RESPONSE	0x01	/* the response head arrived */
-#define EGRESS_EV_READABLE	0x02	/* body bytes, or its end, to read */
-#define EGRESS_EV_WRITABLE	0x04	/* request body bytes may be written */
-#define EGRESS_EV_DONE		0x08	/* finished: body ended, or failed */
+#define EGRESS_EV_RESPONSE 0x01 /* the response head arrived */
+#define EGRESS_EV_READABLE 0x02 /* body bytes, or its end, to read */
+#define EGRESS_EV_WRITABLE 0x04 /* request body bytes may be written */
+#define EGRESS_EV_DONE	   0x08 /* finished: body ended, or failed */
 
 /*
  * A request callback: events happened on req. Called only from
@@ -188,11 +188,11 @@ int egress_client_error(struct egress_client *c);
  * a callback must be freed from the thread that calls
  * egress_client_step() (or from its callback).
  */
-typedef void egress_request_cb(struct egress_request *req,
-    unsigned int events, void *arg);
+typedef void egress_request_cb(struct egress_request *req, unsigned int events,
+    void *arg);
 
 /* Flags of egress_request_write() and egress_response_read(). */
-#define EGRESS_NONBLOCK		0x01	/* fail with EGRESS_ERR_AGAIN */
+#define EGRESS_NONBLOCK 0x01 /* fail with EGRESS_ERR_AGAIN */
 
 /*
  * Start a request on c: copy head, reserve a stream and queue the REQUEST
@@ -247,8 +247,8 @@ int egress_response_wait(struct egress_request *req, int flags);
  * Return the response headers and write their count to *ret_n; NULL (and
  * 0) before the head arrived. Borrowed until egress_request_free().
  */
-const struct egress_header *egress_response_headers(
-    struct egress_request *req, size_t *ret_n);
+const struct egress_header *egress_response_headers(struct egress_request *req,
+    size_t *ret_n);
 
 /*
  * Read up to len bytes of response body into buf; each byte read gives
@@ -267,8 +267,8 @@ int egress_response_read(struct egress_request *req, void *buf, size_t len,
  * 0) when there are none or the body has not ended. Borrowed until
  * egress_request_free().
  */
-const struct egress_header *egress_response_trailers(
-    struct egress_request *req, size_t *ret_n);
+const struct egress_header *
+egress_response_trailers(struct egress_request *req, size_t *ret_n);
 
 /*
  * Cancel req: reset its stream (the broker drops the upstream exchange)
@@ -305,7 +305,7 @@ struct egress_response {
 	int status;
 	struct egress_header *headers;
 	size_t nheaders;
-	uint8_t *body;			/* NUL-terminated, not counted */
+	uint8_t *body; /* NUL-terminated, not counted */
 	size_t body_len;
 	struct egress_header *trailers;
 	size_t ntrailers;

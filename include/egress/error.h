@@ -30,13 +30,13 @@ enum egress_err {
 	EGRESS_ERR_CANCELLED = -10,
 
 	/* Local failures. */
-	EGRESS_ERR_INVALID = -32,	/* malformed input or argument */
+	EGRESS_ERR_INVALID = -32, /* malformed input or argument */
 	EGRESS_ERR_NOMEM = -33,
-	EGRESS_ERR_IO = -34,		/* a system call failed; see errno */
-	EGRESS_ERR_TOO_BIG = -35,	/* input over a documented bound */
-	EGRESS_ERR_PROTOCOL = -36,	/* the peer broke the wire protocol */
-	EGRESS_ERR_AGAIN = -37,		/* would block; try again later */
-	EGRESS_ERR_CLOSED = -38,	/* the connection is closed */
+	EGRESS_ERR_IO = -34,	   /* a system call failed; see errno */
+	EGRESS_ERR_TOO_BIG = -35,  /* input over a documented bound */
+	EGRESS_ERR_PROTOCOL = -36, /* the peer broke the wire protocol */
+	EGRESS_ERR_AGAIN = -37,	   /* would block; try again later */
+	EGRESS_ERR_CLOSED = -38,   /* the connection is closed */
 	EGRESS_ERR_NOT_FOUND = -39,
 	EGRESS_ERR_EXISTS = -40,
 };

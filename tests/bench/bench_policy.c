@@ -19,10 +19,10 @@
 
 #include "policy/policy.h"
 
-#define NQUERIES	4096
-#define NDECISIONS	500000	/* per round, default */
-#define NROUNDS		9	/* at most */
-#define NSIZES		4
+#define NQUERIES   4096
+#define NDECISIONS 500000 /* per round, default */
+#define NROUNDS	   9	  /* at most */
+#define NSIZES	   4
 
 static int
 bench_psl(void *ctx, const char *domain)
@@ -45,7 +45,7 @@ add(struct policy_grant *g, const char *text)
 	struct policy_err err;
 
 	if (policy_entry_parse(text, strlen(text), bench_psl, NULL, &e,
-	    &err) != 0) {
+		&err) != 0) {
 		fprintf(stderr, "bench_policy: '%s': %s\n", text, err.msg);
 		exit(1);
 	}
@@ -81,25 +81,25 @@ query_text(size_t q, size_t nentries, char *buf, size_t n)
 	switch (q % 8) {
 	case 0:
 	case 1:
-	case 2:	/* exact hit */
+	case 2: /* exact hit */
 		i -= i % 4 == 3 ? 1 : 0;
 		(void)snprintf(buf, n, "api%zu.svc.bench.example", i);
 		break;
 	case 3:
-	case 4:	/* deep suffix hit, when the set holds one */
+	case 4: /* deep suffix hit, when the set holds one */
 		i = i - i % 4 + 3;
 		(void)snprintf(buf, n, "a.b.c.d.zone%zu.tiles.bench.example",
 		    i < nentries ? i : 3);
 		break;
-	case 5:	/* near miss: no such exact name */
+	case 5: /* near miss: no such exact name */
 		(void)snprintf(buf, n, "api%zu.svc.bench.example",
 		    nentries + i);
 		break;
-	case 6:	/* miss at the apex of a suffix */
+	case 6: /* miss at the apex of a suffix */
 		(void)snprintf(buf, n, "zone%zu.tiles.bench.example",
 		    i - i % 4 + 3);
 		break;
-	default:	/* granted IP literal */
+	default: /* granted IP literal */
 		(void)snprintf(buf, n, "198.51.99.1");
 		break;
 	}
@@ -138,13 +138,13 @@ set_init(struct bench_set *b, size_t nentries)
 	b->inst.manifest_ok = 1;
 	b->inst.permissions = POLICY_PERM_HTTP_CLIENT;
 	b->inst.hosts = b->hosts;
-	b->inst.declared = b->hosts;	/* the intersection is looked up */
+	b->inst.declared = b->hosts; /* the intersection is looked up */
 	b->inst.allow_private = b->priv;
 	for (q = 0; q < NQUERIES; q++) {
 		query_text(q, nentries - 1, text, sizeof(text));
 		memset(&b->dests[q], 0, sizeof(b->dests[q]));
 		if (policy_host_parse(text, strlen(text), &b->dests[q].host,
-		    &err) != 0)
+			&err) != 0)
 			die(err.msg);
 		b->dests[q].port = 443;
 	}
@@ -166,13 +166,13 @@ set_round(struct bench_set *b, size_t ndecisions,
 		const struct policy_dest *d = &b->dests[i % NQUERIES];
 
 		if (policy_check_destination(&b->inst, POLICY_TRANSPORT_HTTP,
-		    d, &v) != 0)
+			d, &v) != 0)
 			die("check_destination");
 		if (v.reason != POLICY_REASON_ALLOW)
 			continue;
 		if (policy_check_answers(&b->inst, d,
-		    v.need_resolve ? answers : literal,
-		    v.need_resolve ? 2 : 1, ctx, &v) != 0)
+			v.need_resolve ? answers : literal,
+			v.need_resolve ? 2 : 1, ctx, &v) != 0)
 			die("check_answers");
 		allowed += v.reason == POLICY_REASON_ALLOW;
 	}
@@ -255,9 +255,10 @@ main(int argc, char **argv)
 				    answers, &literal, &ctx);
 
 	printf("policy decisions: check_destination + check_answers "
-	    "(%zu rounds of %zu)\n", nrounds, ndecisions);
-	printf("%10s %10s %10s %14s %9s\n", "entries", "best ns",
-	    "median ns", "decisions/s", "allowed");
+	       "(%zu rounds of %zu)\n",
+	    nrounds, ndecisions);
+	printf("%10s %10s %10s %14s %9s\n", "entries", "best ns", "median ns",
+	    "decisions/s", "allowed");
 	for (s = 0; s < NSIZES; s++) {
 		if (sets[s].nentries == 0)
 			continue;

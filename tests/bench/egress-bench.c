@@ -46,14 +46,14 @@
 
 #include <egress/egress.h>
 
-#define BENCH_CONC_MAX		1024
-#define BENCH_COUNT_MAX		100000000UL
-#define BENCH_DURATION_MAX	600.0
-#define BENCH_GRACE_S		30	/* to finish in-flight requests */
-#define BENCH_HOST_MAX		256
-#define BENCH_PATH_MAX		2048
-#define BENCH_SHIM_CLIENTS_MAX	64
-#define BENCH_ERRMSG_MAX	5	/* error messages printed to stderr */
+#define BENCH_CONC_MAX	       1024
+#define BENCH_COUNT_MAX	       100000000UL
+#define BENCH_DURATION_MAX     600.0
+#define BENCH_GRACE_S	       30 /* to finish in-flight requests */
+#define BENCH_HOST_MAX	       256
+#define BENCH_PATH_MAX	       2048
+#define BENCH_SHIM_CLIENTS_MAX 64
+#define BENCH_ERRMSG_MAX       5 /* error messages printed to stderr */
 
 enum bench_mode {
 	MODE_DIRECT,
@@ -63,15 +63,15 @@ enum bench_mode {
 
 enum slot_state {
 	ST_IDLE,
-	ST_CONNECTING,		/* TCP (and TLS, direct https) */
-	ST_TUNNEL,		/* CONNECT sent to the proxy */
-	ST_TLS,			/* handshake through the tunnel */
-	ST_EXCHANGE,		/* request sent, reading the response */
+	ST_CONNECTING, /* TCP (and TLS, direct https) */
+	ST_TUNNEL,     /* CONNECT sent to the proxy */
+	ST_TLS,	       /* handshake through the tunnel */
+	ST_EXCHANGE,   /* request sent, reading the response */
 };
 
 struct target {
 	int tls;
-	char host[BENCH_HOST_MAX];	/* without brackets */
+	char host[BENCH_HOST_MAX]; /* without brackets */
 	char authority[BENCH_HOST_MAX + 8];
 	char path[BENCH_PATH_MAX];
 	uint16_t port;
@@ -85,15 +85,15 @@ struct slot {
 	struct bench *b;
 	enum slot_state st;
 	struct bufferevent *bev;
-	int reused;		/* the connection served a request before */
+	int reused; /* the connection served a request before */
 	http_parser hp;
 	int complete;
 	uint64_t t0;
 	uint64_t body;
 	int status;
-	struct egress_client *ec;	/* shim: borrowed */
+	struct egress_client *ec; /* shim: borrowed */
 	struct egress_request *req;
-	struct event *kick;	/* reissue from the loop, after a failure */
+	struct event *kick; /* reissue from the loop, after a failure */
 };
 
 struct shim_conn {
@@ -112,7 +112,7 @@ struct bench {
 	int newconn;
 	int insecure;
 	size_t conc;
-	unsigned long count;	/* measured requests to issue */
+	unsigned long count; /* measured requests to issue */
 	unsigned long warmup;
 	double duration;
 
@@ -126,15 +126,15 @@ struct bench {
 
 	int stopping;
 	unsigned long issued;	/* including warmup */
-	unsigned long finished;	/* including warmup */
+	unsigned long finished; /* including warmup */
 	size_t active;
 	uint64_t t_start, t_end;
 	unsigned long requests, errors, non2xx;
 	uint64_t bytes;
-	uint32_t *lat;		/* microseconds, one per measured request */
+	uint32_t *lat; /* microseconds, one per measured request */
 	size_t nlat, caplat;
-	unsigned long reconnects;	/* silent closes of reused ones */
-	int peer_closes;	/* the peer closes after each response */
+	unsigned long reconnects; /* silent closes of reused ones */
+	int peer_closes;	  /* the peer closes after each response */
 	int nerrmsg;
 	int fatal;
 };
@@ -250,7 +250,7 @@ parse_hostport(const char *s, size_t n, struct target *t, uint16_t defport)
 			if (rb[1] != ':')
 				return -1;
 			if (parse_port(rb + 2, n - (size_t)(rb - s) - 2,
-			    &t->port) != 0)
+				&t->port) != 0)
 				return -1;
 		}
 	} else {
@@ -260,8 +260,8 @@ parse_hostport(const char *s, size_t n, struct target *t, uint16_t defport)
 			return -1;
 		memcpy(t->host, s, hl);
 		t->host[hl] = '\0';
-		if (colon != NULL && parse_port(colon + 1, n - hl - 1,
-		    &t->port) != 0)
+		if (colon != NULL &&
+		    parse_port(colon + 1, n - hl - 1, &t->port) != 0)
 			return -1;
 	}
 	if (strchr(t->host, '[') != NULL)
@@ -316,8 +316,7 @@ static void maybe_done(struct bench *);
 static int
 can_issue(const struct bench *b)
 {
-	return !b->stopping && !b->fatal &&
-	    b->issued < b->warmup + b->count;
+	return !b->stopping && !b->fatal && b->issued < b->warmup + b->count;
 }
 
 /* Start the measured part: the duration counts from here. */
@@ -405,7 +404,7 @@ slot_next(struct slot *s, int ok, int inline_ok)
 	if (ok && inline_ok)
 		slot_issue(s);
 	else
-		event_active(s->kick, 0, 0);	/* no recursion on failures */
+		event_active(s->kick, 0, 0); /* no recursion on failures */
 }
 
 static void
@@ -495,8 +494,9 @@ new_ssl(struct bench *b)
 		return NULL;
 	if (inet_pton(AF_INET, b->t.host, &a4) == 1 ||
 	    inet_pton(AF_INET6, b->t.host, &a6) == 1) {
-		if (!b->insecure && X509_VERIFY_PARAM_set1_ip_asc(
-		    SSL_get0_param(ssl), b->t.host) != 1)
+		if (!b->insecure &&
+		    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+			b->t.host) != 1)
 			goto bad;
 	} else {
 		if (SSL_set_tlsext_host_name(ssl, b->t.host) != 1)
@@ -535,7 +535,7 @@ slot_connect(struct slot *s)
 	bufferevent_setcb(s->bev, bev_read_cb, NULL, bev_event_cb, s);
 	s->st = ST_CONNECTING;
 	if (bufferevent_socket_connect(s->bev, (struct sockaddr *)&dst->ss,
-	    (int)dst->sslen) != 0) {
+		(int)dst->sslen) != 0) {
 		slot_fail(s, "connect failed");
 		return;
 	}
@@ -573,7 +573,7 @@ tunnel_read(struct slot *s)
 		return;
 	}
 	fd = bufferevent_getfd(s->bev);
-	(void)bufferevent_setfd(s->bev, -1);	/* keep fd open */
+	(void)bufferevent_setfd(s->bev, -1); /* keep fd open */
 	bufferevent_free(s->bev);
 	s->bev = NULL;
 	if ((ssl = new_ssl(b)) == NULL) {
@@ -626,7 +626,8 @@ exchange_read(struct slot *s)
 		if (s->complete)
 			break;
 		if (HTTP_PARSER_ERRNO(&s->hp) != HPE_OK) {
-			slot_fail(s, http_errno_name(HTTP_PARSER_ERRNO(&s->hp)));
+			slot_fail(s,
+			    http_errno_name(HTTP_PARSER_ERRNO(&s->hp)));
 			return;
 		}
 	}
@@ -638,7 +639,7 @@ exchange_read(struct slot *s)
 		}
 		exchange_done(s);
 	} else if (evbuffer_get_length(in) > 0)
-		bev_read_cb(s->bev, s);		/* more than 16 chunks */
+		bev_read_cb(s->bev, s); /* more than 16 chunks */
 }
 
 static void
@@ -671,9 +672,10 @@ bev_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED) {
 		if (s->st == ST_CONNECTING && b->mode == MODE_PROXY &&
 		    b->t.tls) {
-			(void)evbuffer_add_printf(bufferevent_get_output(
-			    s->bev), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n",
-			    b->t.authority, b->t.authority);
+			(void)
+			    evbuffer_add_printf(bufferevent_get_output(s->bev),
+				"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n",
+				b->t.authority, b->t.authority);
 			s->st = ST_TUNNEL;
 		} else
 			send_request(s);
@@ -711,8 +713,9 @@ bev_event_cb(struct bufferevent *bev, short what, void *arg)
 				errmsg(b, "socket: %s",
 				    strerror(EVUTIL_SOCKET_ERROR()));
 		}
-		slot_fail(s, what & BEV_EVENT_EOF ? "connection closed early" :
-		    "connection error");
+		slot_fail(s,
+		    what & BEV_EVENT_EOF ? "connection closed early" :
+					   "connection error");
 	}
 }
 
@@ -739,8 +742,8 @@ shim_cb(struct egress_request *req, unsigned int events, void *arg)
 		if (n > 0)
 			s->status = n;
 	}
-	if (!(events & (EGRESS_EV_READABLE | EGRESS_EV_DONE |
-	    EGRESS_EV_RESPONSE)))
+	if (!(events &
+		(EGRESS_EV_READABLE | EGRESS_EV_DONE | EGRESS_EV_RESPONSE)))
 		return;
 	for (;;) {
 		n = egress_response_read(req, scratch, sizeof(scratch),
@@ -769,9 +772,12 @@ static void
 shim_issue(struct slot *s)
 {
 	struct bench *b = s->b;
-	struct egress_header h[1] = {{
-		"User-Agent", 10, "egress-bench", 12,
-	}};
+	struct egress_header h[1] = { {
+	    "User-Agent",
+	    10,
+	    "egress-bench",
+	    12,
+	} };
 	struct egress_request_head head;
 	int rv;
 
@@ -937,7 +943,7 @@ setup_tls(struct bench *b)
 		SSL_CTX_set_verify(b->ssl_ctx, SSL_VERIFY_PEER, NULL);
 		if (b->cafile != NULL) {
 			if (SSL_CTX_load_verify_locations(b->ssl_ctx,
-			    b->cafile, NULL) != 1)
+				b->cafile, NULL) != 1)
 				return -1;
 		} else if (SSL_CTX_set_default_verify_paths(b->ssl_ctx) != 1)
 			return -1;
@@ -953,8 +959,7 @@ parse_ulong(const char *s, unsigned long max)
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno != 0 || *s == '\0' || *end != '\0' || v > max ||
-	    s[0] == '-')
+	if (errno != 0 || *s == '\0' || *end != '\0' || v > max || s[0] == '-')
 		usage();
 	return v;
 }
@@ -981,7 +986,7 @@ main(int argc, char *argv[])
 	b.conc = 1;
 	b.label = "";
 	while ((ch = getopt_long(argc, argv, "m:c:n:t:w:kx:s:C:l:", longopts,
-	    NULL)) != -1) {
+		    NULL)) != -1) {
 		switch (ch) {
 		case 'm':
 			if (strcmp(optarg, "direct") == 0)
@@ -1056,24 +1061,30 @@ main(int argc, char *argv[])
 	if (!have_t)
 		b.duration = BENCH_DURATION_MAX;
 	if (b.mode == MODE_PROXY) {
-		if (proxy == NULL || parse_hostport(proxy, strlen(proxy),
-		    &b.proxy, 3128) != 0 || resolve_literal(&b.proxy) != 0) {
-			(void)fprintf(stderr, "egress-bench: -x needs a "
+		if (proxy == NULL ||
+		    parse_hostport(proxy, strlen(proxy), &b.proxy, 3128) !=
+			0 ||
+		    resolve_literal(&b.proxy) != 0) {
+			(void)fprintf(stderr,
+			    "egress-bench: -x needs a "
 			    "loopback proxy HOST:PORT\n");
 			return 2;
 		}
 	} else if (b.mode == MODE_SHIM) {
 		if (b.socket_path == NULL) {
-			(void)fprintf(stderr, "egress-bench: shim mode needs "
+			(void)fprintf(stderr,
+			    "egress-bench: shim mode needs "
 			    "-s SOCKET\n");
 			return 2;
 		}
 		if (b.newconn)
-			(void)fprintf(stderr, "egress-bench: -k has no effect "
+			(void)fprintf(stderr,
+			    "egress-bench: -k has no effect "
 			    "in shim mode (the broker owns upstream "
 			    "connections)\n");
 	} else if (resolve_literal(&b.t) != 0) {
-		(void)fprintf(stderr, "egress-bench: direct mode needs a "
+		(void)fprintf(stderr,
+		    "egress-bench: direct mode needs a "
 		    "loopback IP literal or localhost\n");
 		return 2;
 	}
@@ -1154,11 +1165,12 @@ main(int argc, char *argv[])
 		elapsed = 1e-9;
 	rps = (double)(b.requests - b.errors) / elapsed;
 	(void)printf("{\"label\":\"%s\",\"mode\":\"%s\",\"url\":\"%s\","
-	    "\"concurrency\":%zu,\"newconn\":%s,\"requests\":%lu,"
-	    "\"errors\":%lu,\"non2xx\":%lu,\"elapsed_s\":%.3f,"
-	    "\"rps\":%.1f,\"p50_us\":%" PRIu32 ",\"p99_us\":%" PRIu32 ","
-	    "\"bytes\":%" PRIu64 ",\"bytes_per_s\":%.0f,"
-	    "\"reconnects\":%lu}\n",
+		     "\"concurrency\":%zu,\"newconn\":%s,\"requests\":%lu,"
+		     "\"errors\":%lu,\"non2xx\":%lu,\"elapsed_s\":%.3f,"
+		     "\"rps\":%.1f,\"p50_us\":%" PRIu32 ",\"p99_us\":%" PRIu32
+		     ","
+		     "\"bytes\":%" PRIu64 ",\"bytes_per_s\":%.0f,"
+		     "\"reconnects\":%lu}\n",
 	    b.label, mode_name(b.mode), argv[optind], b.conc,
 	    b.newconn ? "true" : "false", b.requests, b.errors, b.non2xx,
 	    elapsed, rps, percentile(b.lat, b.nlat, 0.50),

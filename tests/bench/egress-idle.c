@@ -41,24 +41,24 @@
 
 #include "proto/proto.h"
 
-#define IDLE_CONN_MAX		100000
-#define IDLE_SOCKETS_MAX	4096
-#define IDLE_HOLD_MAX		86400
-#define IDLE_FDS_SPARE		64	/* stdio, epoll, slack */
-#define IDLE_EVENTS		256
-#define IDLE_BATCH		64	/* connects between two event checks */
-#define IDLE_ERRMSG_MAX		5
-#define IDLE_AUTH_MAX		256
-#define IDLE_PATH_MAX		1024
-#define IDLE_PROBES		32	/* default probes in flight */
+#define IDLE_CONN_MAX	 100000
+#define IDLE_SOCKETS_MAX 4096
+#define IDLE_HOLD_MAX	 86400
+#define IDLE_FDS_SPARE	 64 /* stdio, epoll, slack */
+#define IDLE_EVENTS	 256
+#define IDLE_BATCH	 64 /* connects between two event checks */
+#define IDLE_ERRMSG_MAX	 5
+#define IDLE_AUTH_MAX	 256
+#define IDLE_PATH_MAX	 1024
+#define IDLE_PROBES	 32 /* default probes in flight */
 
 enum ic_state {
-	IC_NEW,			/* not connected yet */
-	IC_HELLO,		/* HELLO sent, the broker's not seen yet */
-	IC_QUEUED,		/* HELLO answered, waiting for a probe slot */
-	IC_PROBE,		/* the probe request is in flight */
-	IC_IDLE,		/* established and idle */
-	IC_DEAD,		/* refused, failed or lost */
+	IC_NEW,	   /* not connected yet */
+	IC_HELLO,  /* HELLO sent, the broker's not seen yet */
+	IC_QUEUED, /* HELLO answered, waiting for a probe slot */
+	IC_PROBE,  /* the probe request is in flight */
+	IC_IDLE,   /* established and idle */
+	IC_DEAD,   /* refused, failed or lost */
 };
 
 struct idle;
@@ -68,10 +68,10 @@ struct ic {
 	struct egress_client *ec;
 	struct egress_request *req;
 	int fd;
-	int wantw;		/* EPOLLOUT registered */
+	int wantw; /* EPOLLOUT registered */
 	enum ic_state st;
 	int status;
-	int probe_end;		/* 1: the probe ended; its error or 0 */
+	int probe_end; /* 1: the probe ended; its error or 0 */
 	int probe_err;
 };
 
@@ -82,21 +82,21 @@ struct idle {
 	size_t nsocks;
 	int ep;
 	int probe;
-	size_t probe_max;	/* probes in flight at once */
+	size_t probe_max; /* probes in flight at once */
 	size_t inflight;
-	size_t *queue;		/* IC_QUEUED connections, FIFO */
+	size_t *queue; /* IC_QUEUED connections, FIFO */
 	size_t qhead, qtail;
 	char scheme[8];
 	char authority[IDLE_AUTH_MAX];
 	char path[IDLE_PATH_MAX];
-	size_t next;		/* next connection to open */
-	size_t pending;		/* connected, not yet established or dead */
-	size_t established;	/* HELLO answered (and probe done, with -u) */
+	size_t next;	    /* next connection to open */
+	size_t pending;	    /* connected, not yet established or dead */
+	size_t established; /* HELLO answered (and probe done, with -u) */
 	size_t hellos;
 	size_t probed;
-	size_t refused;		/* closed or failed before established */
-	size_t lost;		/* closed while held */
-	size_t retries;		/* connect() found the backlog full */
+	size_t refused; /* closed or failed before established */
+	size_t lost;	/* closed while held */
+	size_t retries; /* connect() found the backlog full */
 	int holding;
 	int nerrmsg;
 };
@@ -231,14 +231,15 @@ raise_nofile(size_t n)
 	if (rl.rlim_cur >= need)
 		return 0;
 	if (rl.rlim_max < need) {
-		rl.rlim_max = need;	/* needs CAP_SYS_RESOURCE */
+		rl.rlim_max = need; /* needs CAP_SYS_RESOURCE */
 		rl.rlim_cur = need;
 		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
 			return 0;
-		(void)fprintf(stderr, "egress-idle: %zu connections need "
+		(void)fprintf(stderr,
+		    "egress-idle: %zu connections need "
 		    "%lu descriptors, the hard limit is lower: run it under "
-		    "prlimit --nofile=%lu\n", n, (unsigned long)need,
-		    (unsigned long)need);
+		    "prlimit --nofile=%lu\n",
+		    n, (unsigned long)need, (unsigned long)need);
 		return -1;
 	}
 	rl.rlim_cur = need;
@@ -281,7 +282,8 @@ ic_kill(struct ic *c, const char *why, int err)
 		id->refused++;
 		id->pending--;
 		errmsg(id, "connection %zu: %s%s%s", (size_t)(c - id->c), why,
-		    err != 0 ? ": " : "", err != 0 ? egress_strerror(err) : "");
+		    err != 0 ? ": " : "",
+		    err != 0 ? egress_strerror(err) : "");
 	}
 	c->st = IC_DEAD;
 	if (c->ec != NULL) {
@@ -333,7 +335,7 @@ probe_cb(struct egress_request *req, unsigned int events, void *arg)
 		if (n == EGRESS_ERR_AGAIN)
 			return;
 		c->probe_end = 1;
-		c->probe_err = n;	/* 0: the complete body */
+		c->probe_err = n; /* 0: the complete body */
 		return;
 	}
 }
@@ -343,7 +345,7 @@ static void
 probe_done(struct ic *c)
 {
 	c->id->inflight--;
-	c->st = IC_QUEUED;	/* no longer in flight, not established */
+	c->st = IC_QUEUED; /* no longer in flight, not established */
 	egress_request_free(c->req);
 	c->req = NULL;
 	if (c->probe_err != 0) {
@@ -363,9 +365,12 @@ static void
 probe_start(struct ic *c)
 {
 	struct idle *id = c->id;
-	struct egress_header h[1] = {{
-		"User-Agent", 10, "egress-idle", 11,
-	}};
+	struct egress_header h[1] = { {
+	    "User-Agent",
+	    10,
+	    "egress-idle",
+	    11,
+	} };
 	struct egress_request_head head;
 	int rv;
 
@@ -385,7 +390,7 @@ probe_start(struct ic *c)
 		ic_kill(c, "probe start", rv);
 		return;
 	}
-	rv = egress_client_step(c->ec);		/* send it */
+	rv = egress_client_step(c->ec); /* send it */
 	if (rv != 0) {
 		ic_kill(c, "connection failed", rv);
 		return;
@@ -427,11 +432,11 @@ peek_hello(struct ic *c)
 
 	n = recv(c->fd, hb, sizeof(hb), MSG_PEEK | MSG_DONTWAIT);
 	if (n == 0)
-		return -1;	/* closed: refused */
+		return -1; /* closed: refused */
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -1;
 	if ((size_t)n < sizeof(hb))
-		return 2;	/* part of a header: wait for the rest */
+		return 2; /* part of a header: wait for the rest */
 	if (proto_hdr_decode(hb, sizeof(hb), &h, NULL) != PROTO_HDR_SIZE ||
 	    h.type != PROTO_MSG_HELLO)
 		return -1;
@@ -447,14 +452,16 @@ ic_ready(struct ic *c)
 	if (c->st == IC_HELLO) {
 		hello = peek_hello(c);
 		if (hello < 0) {
-			ic_kill(c, "refused by the broker (closed, or no "
-			    "HELLO)", 0);
+			ic_kill(c,
+			    "refused by the broker (closed, or no "
+			    "HELLO)",
+			    0);
 			return;
 		}
 		if (hello == 2)
-			return;	/* libegress must not take half of it */
+			return; /* libegress must not take half of it */
 	}
-	rv = egress_client_step(c->ec);	/* may run probe_cb */
+	rv = egress_client_step(c->ec); /* may run probe_cb */
 	if (rv != 0) {
 		ic_kill(c, "connection failed", rv);
 		return;
@@ -506,7 +513,7 @@ ic_open(struct ic *c, const char *path)
 		(void)close(fd);
 		if (e == EAGAIN) {
 			id->retries++;
-			return 0;	/* backlog full */
+			return 0; /* backlog full */
 		}
 		errmsg(id, "%s: %s", path, strerror(e));
 		id->refused++;
@@ -579,7 +586,8 @@ main(int argc, char *argv[])
 			hold = (double)parse_ulong(optarg, 0, IDLE_HOLD_MAX);
 			break;
 		case 'T':
-			est_max = (double)parse_ulong(optarg, 1, IDLE_HOLD_MAX);
+			est_max = (double)parse_ulong(optarg, 1,
+			    IDLE_HOLD_MAX);
 			break;
 		default:
 			usage();
@@ -590,15 +598,18 @@ main(int argc, char *argv[])
 	id.socks = argv + optind;
 	id.nsocks = (size_t)(argc - optind);
 	for (i = 0; i < id.nsocks; i++)
-		if (strlen(id.socks[i]) >= sizeof(((struct sockaddr_un *)0)->
-		    sun_path)) {
-			(void)fprintf(stderr, "egress-idle: socket path too "
-			    "long: %s\n", id.socks[i]);
+		if (strlen(id.socks[i]) >=
+		    sizeof(((struct sockaddr_un *)0)->sun_path)) {
+			(void)fprintf(stderr,
+			    "egress-idle: socket path too "
+			    "long: %s\n",
+			    id.socks[i]);
 			return 2;
 		}
 	if (url != NULL) {
 		if (parse_url(&id, url) != 0) {
-			(void)fprintf(stderr, "egress-idle: -u needs an http "
+			(void)fprintf(stderr,
+			    "egress-idle: -u needs an http "
 			    "or https URL on a loopback address\n");
 			return 2;
 		}
@@ -608,9 +619,9 @@ main(int argc, char *argv[])
 		return 2;
 	if ((id.c = calloc(id.n, sizeof(*id.c))) == NULL ||
 	    (id.queue = calloc(id.n, sizeof(*id.queue))) == NULL)
-		return 2;	// NOLINT(clang-analyzer-unix.Malloc): exits
+		return 2; // NOLINT(clang-analyzer-unix.Malloc): exits
 	if ((id.ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
-		return 2;	// NOLINT(clang-analyzer-unix.Malloc): exits
+		return 2; // NOLINT(clang-analyzer-unix.Malloc): exits
 
 	/* SIGTERM and SIGINT are taken only inside epoll_pwait(). */
 	(void)signal(SIGPIPE, SIG_IGN);
@@ -646,17 +657,21 @@ main(int argc, char *argv[])
 				break;
 			id.next++;
 		}
-		(void)poll_once(&id, k < IDLE_BATCH && id.next < id.n ? 1 :
-		    id.next < id.n ? 0 : 100, &wait_mask);
+		(void)poll_once(&id,
+		    k < IDLE_BATCH && id.next < id.n ? 1 :
+			id.next < id.n		     ? 0 :
+						       100,
+		    &wait_mask);
 	}
 	t_est = now_s();
-	(void)printf("{\"event\":\"established\",\"connections\":%zu,"
+	(void)printf(
+	    "{\"event\":\"established\",\"connections\":%zu,"
 	    "\"sockets\":%zu,\"established\":%zu,\"hellos\":%zu,"
 	    "\"probed\":%zu,\"refused\":%zu,\"not_answered\":%zu,"
 	    "\"not_opened\":%zu,\"backlog_retries\":%zu,\"timed_out\":%s,"
 	    "\"elapsed_s\":%.3f}\n",
-	    id.n, id.nsocks, id.established, id.hellos, id.probed,
-	    id.refused, id.pending, id.n - id.next, id.retries,
+	    id.n, id.nsocks, id.established, id.hellos, id.probed, id.refused,
+	    id.pending, id.n - id.next, id.retries,
 	    timed_out ? "true" : "false", t_est - t0);
 	(void)fflush(stdout);
 	if (id.established != id.n)
@@ -669,7 +684,7 @@ main(int argc, char *argv[])
 		double left = hold_end - now_s();
 
 		if (left <= 0 || id.established == 0)
-			break;	/* over, or nothing left to hold */
+			break; /* over, or nothing left to hold */
 		(void)poll_once(&id, left > 1 ? 1000 : (int)(left * 1000) + 1,
 		    &wait_mask);
 	}
@@ -679,7 +694,8 @@ main(int argc, char *argv[])
 		egress_client_free(id.c[i].ec);
 	}
 	(void)printf("{\"event\":\"closed\",\"held_s\":%.3f,\"lost\":%zu,"
-	    "\"signal\":%d}\n", now_s() - t_est, id.lost, (int)stop_sig);
+		     "\"signal\":%d}\n",
+	    now_s() - t_est, id.lost, (int)stop_sig);
 	(void)fflush(stdout);
 	if (id.lost > 0)
 		rc = 1;

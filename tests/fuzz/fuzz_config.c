@@ -21,7 +21,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t i;
 
 	if (conf_load_buffer("/nonexistent/fuzz/egressd.ini",
-	    (const char *)data, size, &s, &e) == 0) {
+		(const char *)data, size, &s, &e) == 0) {
 		for (i = 0; i < s->ninstances; i++)
 			(void)conf_instance_find(s, s->instances[i].name);
 		(void)conf_snapshot_is_stale(s);

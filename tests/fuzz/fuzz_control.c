@@ -99,7 +99,12 @@ f_attach(void *b, const char *inst, int *ret_fd)
 }
 
 static const struct control_ops ops = {
-	f_snapshot, f_status, f_leases, f_metrics, f_check, f_reload,
+	f_snapshot,
+	f_status,
+	f_leases,
+	f_metrics,
+	f_check,
+	f_reload,
 	f_attach,
 };
 
@@ -117,8 +122,9 @@ on_reply(void *arg, struct control_reply *r)
 	    strlen(r->text) != r->len)
 		abort();
 	/* Pure text exposition: no other empty line, no OpenMetrics end. */
-	if (is_metrics && (memmem(r->text, r->len - 1, "\n\n", 2) != NULL ||
-	    memmem(r->text, r->len, "# EOF", 5) != NULL))
+	if (is_metrics &&
+	    (memmem(r->text, r->len - 1, "\n\n", 2) != NULL ||
+		memmem(r->text, r->len, "# EOF", 5) != NULL))
 		abort();
 	if (is_metrics)
 		return;
@@ -142,7 +148,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (snap == NULL) {
 		if (conf_load_buffer("/fuzz/egressd.ini", config,
-		    sizeof(config) - 1, &snap, &errs) != 0)
+			sizeof(config) - 1, &snap, &errs) != 0)
 			abort();
 		if ((mets = metrics_new()) == NULL)
 			abort();

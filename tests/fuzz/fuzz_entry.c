@@ -20,7 +20,14 @@ static int
 fake_psl(void *ctx, const char *domain)
 {
 	static const char *const list[] = {
-		"com", "net", "org", "uk", "co.uk", "au", "com.au", "arpa",
+		"com",
+		"net",
+		"org",
+		"uk",
+		"co.uk",
+		"au",
+		"com.au",
+		"arpa",
 	};
 	size_t i;
 
@@ -44,8 +51,8 @@ check_match(const struct policy_entry *e)
 	if (policy_grant_add(g, e) != 0 || policy_grant_count(g) != 1 ||
 	    policy_grant_covers(g, e) != 1)
 		abort();
-	r = snprintf(buf, sizeof(buf), e->host.kind == POLICY_HOST_IPV6 ?
-	    "[%s]" : "%s", e->host.name);
+	r = snprintf(buf, sizeof(buf),
+	    e->host.kind == POLICY_HOST_IPV6 ? "[%s]" : "%s", e->host.name);
 	if (policy_host_parse(buf, (size_t)r, &h, NULL) != 0)
 		abort();
 	/* Exact: matches its host. Suffix: never its apex. */
@@ -102,8 +109,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (e.kind == POLICY_ENTRY_SUFFIX &&
 	    (e.host.kind != POLICY_HOST_NAME ||
-	    strchr(e.host.name, '.') == NULL ||
-	    fake_psl(NULL, e.host.name)))
+		strchr(e.host.name, '.') == NULL ||
+		fake_psl(NULL, e.host.name)))
 		abort();
 	check_match(&e);
 	return 0;

@@ -22,8 +22,8 @@
 
 #include "broker/net/http1.h"
 
-#define FUZZ_INPUT_MAX	8000
-#define FUZZ_TURNS_MAX	100000
+#define FUZZ_INPUT_MAX 8000
+#define FUZZ_TURNS_MAX 100000
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -46,7 +46,7 @@ static void
 on_data(void *arg, const char *p, size_t n)
 {
 	struct fuzz_state *s = arg;
-	volatile char c = (char)(n ? p[n - 1] : 0);	/* touch the last byte */
+	volatile char c = (char)(n ? p[n - 1] : 0); /* touch the last byte */
 
 	(void)c;
 	s->total += n;
@@ -81,7 +81,10 @@ on_end(void *arg, int err, const struct http1_header *t, size_t n)
 }
 
 static const struct http1_callbacks callbacks = {
-	on_head, on_data, on_end, NULL,
+	on_head,
+	on_data,
+	on_end,
+	NULL,
 };
 
 int
@@ -115,11 +118,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)evutil_make_socket_nonblocking(sv[0]);
 	(void)evutil_make_socket_nonblocking(sv[1]);
 	bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
-	if (bev == NULL || policy_url_parse("http://api.example.com/", 23,
-	    &dest, &perr) != 0)
+	if (bev == NULL ||
+	    policy_url_parse("http://api.example.com/", 23, &dest, &perr) != 0)
 		abort();
 	if (http1_exchange_new(bev, &dest, &head, 1, NULL, &callbacks, &s,
-	    &s.x) != 0)
+		&s.x) != 0)
 		abort();
 	if ((s.sink = evbuffer_new()) == NULL)
 		abort();
@@ -141,10 +144,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (s.pause)
 			http1_resume_read(s.x);
 		while (read(sv[1], junk, sizeof(junk)) > 0)
-			;	/* drain the request the broker wrote */
+			; /* drain the request the broker wrote */
 	}
 	if (s.ends == 0 && off > size)
-		abort();	/* an exchange must end after EOF */
+		abort(); /* an exchange must end after EOF */
 	(void)http1_is_reusable(s.x);
 	http1_exchange_free(s.x);
 	bufferevent_free(bev);

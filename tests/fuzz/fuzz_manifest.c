@@ -18,7 +18,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum conf_sig_mode modes[4] = { CONF_SIG_DISABLED,
-	    CONF_SIG_PERMISSIVE, CONF_SIG_STRICT, CONF_SIG_PERMISSIVE };
+		CONF_SIG_PERMISSIVE, CONF_SIG_STRICT, CONF_SIG_PERMISSIVE };
 	struct conf_manifest *m = NULL;
 	struct conf_errors e = { 0 };
 	const char *buf, *sig = NULL, *nul;
@@ -36,7 +36,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = (size_t)(nul - buf);
 	}
 	if (conf_manifest_parse("fuzz/manifest.ini", buf, len, sig, siglen,
-	    modes[flags & 3], NULL, &m, &e) == 0)
+		modes[flags & 3], NULL, &m, &e) == 0)
 		(void)policy_grant_count(m->hosts);
 	conf_manifest_free(m);
 	conf_errors_done(&e);

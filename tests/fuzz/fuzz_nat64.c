@@ -15,8 +15,8 @@
 
 #include "policy/policy.h"
 
-#define FUZZ_ITEMS	(POLICY_NAT64_MAX + 2)
-#define FUZZ_TEXT	4096
+#define FUZZ_ITEMS (POLICY_NAT64_MAX + 2)
+#define FUZZ_TEXT  4096
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -103,15 +103,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memset(&a, 0, sizeof(a));
 			a.family = 6;
 			memcpy(a.bytes, list.v[i].prefix, 16);
-			check(policy_addr_format(&a, canon,
-			    sizeof(canon)) == 0);
+			check(policy_addr_format(&a, canon, sizeof(canon)) ==
+			    0);
 			(void)snprintf(item, sizeof(item), "%s/%u", canon,
 			    list.v[i].len);
-			check(policy_nat64_parse_list(one, 1, &again,
-			    &err) == 0);
-			check(again.n == 1 && again.v[0].len == list.v[i].len &&
-			    memcmp(again.v[0].prefix, list.v[i].prefix,
-			    16) == 0);
+			check(policy_nat64_parse_list(one, 1, &again, &err) ==
+			    0);
+			check(again.n == 1 &&
+			    again.v[0].len == list.v[i].len &&
+			    memcmp(again.v[0].prefix, list.v[i].prefix, 16) ==
+				0);
 		}
 	}
 

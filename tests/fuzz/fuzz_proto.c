@@ -16,7 +16,7 @@
 
 #include "proto/proto.h"
 
-#define NSLOTS	8
+#define NSLOTS 8
 
 struct side {
 	struct proto_conn conn;
@@ -109,7 +109,7 @@ answer(struct side *sd, struct proto_stream *s, const struct proto_msg *in)
 		try_send(sd, s, &m);
 	} else if (in->type == PROTO_MSG_DATA) {
 		if (proto_conn_consumed(&sd->conn, s, (uint32_t)in->data.len,
-		    &ci, &si) != 0)
+			&ci, &si) != 0)
 			return;
 		m.type = PROTO_MSG_WINDOW_UPDATE;
 		if (ci != 0) {
@@ -151,8 +151,8 @@ feed(struct side *sd, const struct proto_msg *m)
 		rc = proto_conn_send(&sd->conn, s, m, &f);
 		if (rc < 0)
 			// NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): unchanged means byte for byte
-			check(memcmp(&before_c, &sd->conn,
-			    sizeof(before_c)) == 0);
+			check(memcmp(&before_c, &sd->conn, sizeof(before_c)) ==
+			    0);
 		sd->used[slot] = rc == 0;
 		invariants(sd);
 		return;

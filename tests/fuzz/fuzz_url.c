@@ -31,15 +31,15 @@ check_host(const struct policy_host *h)
 		char c = h->name[i];
 
 		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '.' || (c == ':' &&
-		    h->kind == POLICY_HOST_IPV6)))
+			c == '-' || c == '.' ||
+			(c == ':' && h->kind == POLICY_HOST_IPV6)))
 			abort();
 	}
 	if (h->kind != POLICY_HOST_IPV6 &&
 	    (h->name[0] == '.' || h->name[n - 1] == '.'))
 		abort();
-	r = snprintf(buf, sizeof(buf), h->kind == POLICY_HOST_IPV6 ?
-	    "[%s]" : "%s", h->name);
+	r = snprintf(buf, sizeof(buf),
+	    h->kind == POLICY_HOST_IPV6 ? "[%s]" : "%s", h->name);
 	if (r < 0 || (size_t)r >= sizeof(buf))
 		abort();
 	if (policy_host_parse(buf, (size_t)r, &again, NULL) != 0)
@@ -98,9 +98,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Rebuild scheme://host:port/path and parse it again. */
 	if ((buf = malloc(size + 400)) == NULL)
 		return 0;
-	r = snprintf(buf, size + 400, d.host.kind == POLICY_HOST_IPV6 ?
-	    "%s://[%s]:%u%.*s" : "%s://%s:%u%.*s", d.scheme, d.host.name,
-	    (unsigned)d.port, (int)d.path_len, s + d.path_off);
+	r = snprintf(buf, size + 400,
+	    d.host.kind == POLICY_HOST_IPV6 ? "%s://[%s]:%u%.*s" :
+					      "%s://%s:%u%.*s",
+	    d.scheme, d.host.name, (unsigned)d.port, (int)d.path_len,
+	    s + d.path_off);
 	if (r < 0 || (size_t)r >= size + 400)
 		abort();
 	if (policy_url_parse(buf, (size_t)r, &d2, &err) != 0)

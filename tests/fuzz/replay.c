@@ -80,7 +80,7 @@ main(int argc, char **argv)
 			if (de->d_name[0] == '.')
 				continue;
 			if (snprintf(path, sizeof(path), "%s/%s", argv[i],
-			    de->d_name) >= (int)sizeof(path))
+				de->d_name) >= (int)sizeof(path))
 				continue;
 			if (stat(path, &fst) != 0 || !S_ISREG(fst.st_mode))
 				continue;

@@ -28,13 +28,13 @@
 
 #include "shim/url.h"
 
-#define BODY_MAX	(64UL * 1024 * 1024)
+#define BODY_MAX (64UL * 1024 * 1024)
 
 static int
 exit_code(int err)
 {
 	if (err <= EGRESS_ERR_DENIED && err >= EGRESS_ERR_CANCELLED)
-		return 9 - err;		/* -1 -> 10 ... -10 -> 19 */
+		return 9 - err; /* -1 -> 10 ... -10 -> 19 */
 	return 1;
 }
 
@@ -93,7 +93,8 @@ main(int argc, char **argv)
 	} else if (argc == 2)
 		target = argv[1];
 	else {
-		fprintf(stderr, "usage: egress-fixture-plugin [--socket PATH] "
+		fprintf(stderr,
+		    "usage: egress-fixture-plugin [--socket PATH] "
 		    "URL\n");
 		return 2;
 	}
@@ -111,7 +112,7 @@ main(int argc, char **argv)
 	(void)fflush(stdout);
 
 	rv = path != NULL ? egress_client_connect(path, &c) :
-	    egress_client_from_env(&c);
+			    egress_client_from_env(&c);
 	if (rv < 0) {
 		fprintf(stderr, "egress-fixture-plugin: %s: %s\n",
 		    egress_err_code(rv) ? egress_err_code(rv) : "error",

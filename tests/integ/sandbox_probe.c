@@ -137,7 +137,7 @@ call_int80(void)
 	long ret;
 
 	/* getpid (20) through the i386 entry point. */
-	__asm__ volatile ("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
 	(void)ret;
 }
 #endif
@@ -172,19 +172,21 @@ static void
 check_caps(void)
 {
 	static const char *const zero[] = { "CapInh", "CapPrm", "CapEff",
-	    "CapAmb" };
+		"CapAmb" };
 	char v[64], what[64];
 	size_t i;
 
 	for (i = 0; i < sizeof(zero) / sizeof(zero[0]); i++) {
 		(void)snprintf(what, sizeof(what), "%s is 0", zero[i]);
-		check(what, status_field(zero[i], v, sizeof(v)) == 0 &&
-		    strspn(v, "0") == strlen(v));
+		check(what,
+		    status_field(zero[i], v, sizeof(v)) == 0 &&
+			strspn(v, "0") == strlen(v));
 	}
 	if (status_field("CapBnd", v, sizeof(v)) == 0)
 		printf("info CapBnd %s\n", v);
-	check("NoNewPrivs is 1", status_field("NoNewPrivs", v, sizeof(v)) ==
-	    0 && strcmp(v, "1") == 0);
+	check("NoNewPrivs is 1",
+	    status_field("NoNewPrivs", v, sizeof(v)) == 0 &&
+		strcmp(v, "1") == 0);
 }
 
 /* The syscalls no worker may make, whatever the target. */
@@ -205,18 +207,18 @@ check_refused(void)
 	expect_eperm("userfaultfd", syscall(SYS_userfaultfd, 0));
 	expect_eperm("keyctl(GET_KEYRING_ID, user keyring)",
 	    syscall(SYS_keyctl, 0, -4, 0));
-	expect_eperm("add_key", syscall(SYS_add_key, "user", "egress",
-	    "x", 1, -3));
-	expect_eperm("request_key", syscall(SYS_request_key, "user",
-	    "egress", NULL, 0));
+	expect_eperm("add_key",
+	    syscall(SYS_add_key, "user", "egress", "x", 1, -3));
+	expect_eperm("request_key",
+	    syscall(SYS_request_key, "user", "egress", NULL, 0));
 	expect_eperm("io_uring_setup", syscall(SYS_io_uring_setup, 1, NULL));
 	expect_eperm("unshare(CLONE_NEWUSER)", unshare(CLONE_NEWUSER));
 	expect_eperm("unshare(CLONE_NEWPID)", unshare(CLONE_NEWPID));
 	expect_eperm("setns", setns(0, 0));
-	expect_eperm("mount", syscall(SYS_mount, "none", "/tmp", "tmpfs", 0,
-	    NULL));
-	expect_eperm("clone(CLONE_NEWUSER)", syscall(SYS_clone,
-	    CLONE_NEWUSER | SIGCHLD, 0, NULL, NULL, 0));
+	expect_eperm("mount",
+	    syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL));
+	expect_eperm("clone(CLONE_NEWUSER)",
+	    syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, NULL, NULL, 0));
 	memset(&ca, 0, sizeof(ca));
 	ca.exit_signal = SIGCHLD;
 	expect_errno("clone3", syscall(SYS_clone3, &ca, sizeof(ca)), ENOSYS);
@@ -227,23 +229,24 @@ check_refused(void)
 	expect_eperm("personality(1<<32 | READ_IMPLIES_EXEC)",
 	    syscall(SYS_personality, (1UL << 32) | READ_IMPLIES_EXEC));
 	query = syscall(SYS_personality, 0xffffffffUL);
-	check("personality query works", query >= 0 &&
-	    (query & (READ_IMPLIES_EXEC | ADDR_NO_RANDOMIZE)) == 0);
+	check("personality query works",
+	    query >= 0 &&
+		(query & (READ_IMPLIES_EXEC | ADDR_NO_RANDOMIZE)) == 0);
 	expect_eperm("ioctl(TIOCSTI)", syscall(SYS_ioctl, 0, TIOCSTI, &c));
-	expect_eperm("ioctl(1<<32 | TIOCSTI)", syscall(SYS_ioctl, 0,
-	    (1UL << 32) | TIOCSTI, &c));
-	expect_eperm("ioctl(TIOCLINUX)", syscall(SYS_ioctl, 0, TIOCLINUX,
-	    &c));
-	check("ioctl(FIONREAD) works", ioctl(1, FIONREAD, &n) == 0 ||
-	    errno != EPERM);
+	expect_eperm("ioctl(1<<32 | TIOCSTI)",
+	    syscall(SYS_ioctl, 0, (1UL << 32) | TIOCSTI, &c));
+	expect_eperm("ioctl(TIOCLINUX)", syscall(SYS_ioctl, 0, TIOCLINUX, &c));
+	check("ioctl(FIONREAD) works",
+	    ioctl(1, FIONREAD, &n) == 0 || errno != EPERM);
 	check("a thread starts (clone after clone3's ENOSYS)",
 	    pthread_create(&t, NULL, thread_main, NULL) == 0 &&
-	    pthread_join(t, NULL) == 0);
+		pthread_join(t, NULL) == 0);
 	pid = fork();
 	if (pid == 0)
 		_exit(7);
-	check("fork and wait work", pid > 0 && waitpid(pid, &st, 0) == pid &&
-	    WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	check("fork and wait work",
+	    pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 7);
 #ifdef __x86_64__
 	check("an x32 syscall kills the process (SIGSYS)",
 	    child_signal(call_x32) == SIGSYS);
@@ -265,44 +268,44 @@ attack(pid_t pid, int vfd)
 
 	(void)snprintf(what, sizeof(what), "ptrace(PTRACE_ATTACH, %ld)",
 	    (long)pid);
-	expect_eperm(what, syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, pid,
-	    0, 0));
-	expect_eperm("ptrace(PTRACE_SEIZE)", syscall(SYS_ptrace,
-	    0x4206 /* PTRACE_SEIZE */, pid, 0, 0));
+	expect_eperm(what,
+	    syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, pid, 0, 0));
+	expect_eperm("ptrace(PTRACE_SEIZE)",
+	    syscall(SYS_ptrace, 0x4206 /* PTRACE_SEIZE */, pid, 0, 0));
 	local.iov_base = buf;
 	local.iov_len = sizeof(buf);
 	remote.iov_base = (void *)0x400000;
 	remote.iov_len = sizeof(buf);
-	expect_eperm("process_vm_readv", syscall(SYS_process_vm_readv, pid,
-	    &local, 1, &remote, 1, 0));
-	expect_eperm("process_vm_writev", syscall(SYS_process_vm_writev, pid,
-	    &local, 1, &remote, 1, 0));
-	expect_eperm("kcmp(KCMP_FILE)", syscall(SYS_kcmp, getpid(), pid,
-	    0 /* KCMP_FILE */, 0, 0));
+	expect_eperm("process_vm_readv",
+	    syscall(SYS_process_vm_readv, pid, &local, 1, &remote, 1, 0));
+	expect_eperm("process_vm_writev",
+	    syscall(SYS_process_vm_writev, pid, &local, 1, &remote, 1, 0));
+	expect_eperm("kcmp(KCMP_FILE)",
+	    syscall(SYS_kcmp, getpid(), pid, 0 /* KCMP_FILE */, 0, 0));
 	expect_eperm("pidfd_open", syscall(SYS_pidfd_open, pid, 0));
 	expect_eperm("pidfd_getfd", syscall(SYS_pidfd_getfd, 3, vfd, 0));
 	memset(&pe, 0, sizeof(pe));
 	pe.size = sizeof(pe);
 	pe.type = PERF_TYPE_SOFTWARE;
 	pe.config = PERF_COUNT_SW_CPU_CLOCK;
-	expect_eperm("perf_event_open(pid)", syscall(SYS_perf_event_open,
-	    &pe, pid, -1, -1, 0));
-	expect_eperm("get_robust_list(pid)", syscall(SYS_get_robust_list,
-	    pid, NULL, NULL));
-	expect_eperm("move_pages(pid)", syscall(SYS_move_pages, pid, 0, NULL,
-	    NULL, NULL, 0));
-	expect_eperm("migrate_pages(pid)", syscall(SYS_migrate_pages, pid,
-	    8, &nodes, &nodes));
-	expect_eperm("process_madvise", syscall(SYS_process_madvise, 3,
-	    &local, 1, 0, 0));
-	expect_eperm("prlimit64(pid)", syscall(SYS_prlimit64, pid,
-	    RLIMIT_NOFILE, NULL, NULL));
+	expect_eperm("perf_event_open(pid)",
+	    syscall(SYS_perf_event_open, &pe, pid, -1, -1, 0));
+	expect_eperm("get_robust_list(pid)",
+	    syscall(SYS_get_robust_list, pid, NULL, NULL));
+	expect_eperm("move_pages(pid)",
+	    syscall(SYS_move_pages, pid, 0, NULL, NULL, NULL, 0));
+	expect_eperm("migrate_pages(pid)",
+	    syscall(SYS_migrate_pages, pid, 8, &nodes, &nodes));
+	expect_eperm("process_madvise",
+	    syscall(SYS_process_madvise, 3, &local, 1, 0, 0));
+	expect_eperm("prlimit64(pid)",
+	    syscall(SYS_prlimit64, pid, RLIMIT_NOFILE, NULL, NULL));
 	CPU_ZERO(&cpus);
 	CPU_SET(0, &cpus);
-	expect_eperm("sched_setaffinity(pid)", syscall(SYS_sched_setaffinity,
-	    pid, sizeof(cpus), &cpus));
-	expect_eperm("setpriority(pid)", syscall(SYS_setpriority,
-	    PRIO_PROCESS, pid, 19));
+	expect_eperm("sched_setaffinity(pid)",
+	    syscall(SYS_sched_setaffinity, pid, sizeof(cpus), &cpus));
+	expect_eperm("setpriority(pid)",
+	    syscall(SYS_setpriority, PRIO_PROCESS, pid, 19));
 
 	(void)snprintf(path, sizeof(path), "/proc/%ld/mem", (long)pid);
 	fd = open(path, O_RDWR | O_CLOEXEC);
@@ -314,8 +317,8 @@ attack(pid_t pid, int vfd)
 	if (fd >= 0)
 		(void)close(fd);
 	(void)snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)pid, vfd);
-	expect_fail("readlink /proc/PID/fd/N", readlink(path, buf,
-	    sizeof(buf)));
+	expect_fail("readlink /proc/PID/fd/N",
+	    readlink(path, buf, sizeof(buf)));
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	expect_fail("open /proc/PID/fd/N", fd);
 	if (fd >= 0)
@@ -387,8 +390,8 @@ main(int argc, char **argv)
 	printf("info procs %d\n", procs);
 	check("send() on EGRESS_FD works", send(fd, &x, 1, MSG_NOSIGNAL) == 1);
 	(void)strcpy(sun.sun_path, "/nonexistent/other.sock");
-	expect_eperm("sendto(addr)", sendto(fd, &x, 1, 0,
-	    (struct sockaddr *)&sun, sizeof(sun)));
+	expect_eperm("sendto(addr)",
+	    sendto(fd, &x, 1, 0, (struct sockaddr *)&sun, sizeof(sun)));
 	expect_eperm("socket(AF_INET)", socket(AF_INET, SOCK_STREAM, 0));
 	expect_eperm("socket(AF_INET6)", socket(AF_INET6, SOCK_DGRAM, 0));
 	expect_eperm("socket(AF_UNIX)", socket(AF_UNIX, SOCK_STREAM, 0));
@@ -418,7 +421,8 @@ main(int argc, char **argv)
 
 		nr = seccomp_syscall_resolve_name(argv[i]);
 		if (nr < 0) {
-			printf("skip %s: not a syscall of this ABI\n", argv[i]);
+			printf("skip %s: not a syscall of this ABI\n",
+			    argv[i]);
 			continue;
 		}
 		(void)snprintf(what, sizeof(what), "syscall %s", argv[i]);

@@ -10,7 +10,7 @@
 
 #include "policy/policy.h"
 
-#define LOCAL_MAX	16
+#define LOCAL_MAX 16
 
 static struct policy_nat64_list list;
 static struct policy_addr local[LOCAL_MAX];

@@ -10,8 +10,8 @@
 
 #include "policy/policy.h"
 
-#define ITEM_LEN	128
-#define ITEMS		(POLICY_NAT64_MAX + 1)
+#define ITEM_LEN 128
+#define ITEMS	 (POLICY_NAT64_MAX + 1)
 
 static char text[ITEMS][ITEM_LEN + 1];
 static const char *items[ITEMS];

@@ -17,7 +17,7 @@
 
 #include "proto/proto.h"
 
-#define STEPS	64
+#define STEPS 64
 
 static struct proto_msg m;
 
@@ -52,8 +52,8 @@ main(void)
 	uint32_t w;
 	int i;
 
-	proto_conn_init(&c, Frama_C_nondet(PROTO_ROLE_CLIENT,
-	    PROTO_ROLE_BROKER));
+	proto_conn_init(&c,
+	    Frama_C_nondet(PROTO_ROLE_CLIENT, PROTO_ROLE_BROKER));
 	proto_stream_init(&st, 1);
 	for (i = 0; i < STEPS; i++) {
 		if (Frama_C_nondet(0, 1))

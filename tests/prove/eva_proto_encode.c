@@ -28,16 +28,28 @@ static uint8_t data[PROTO_DATA_MAX];
 static struct proto_msg a, b;
 
 static const uint8_t types[] = {
-	PROTO_MSG_HELLO, PROTO_MSG_REQUEST, PROTO_MSG_RESPONSE,
-	PROTO_MSG_DATA, PROTO_MSG_TRAILERS, PROTO_MSG_WINDOW_UPDATE,
-	PROTO_MSG_RESET, PROTO_MSG_ERROR, PROTO_MSG_GOAWAY, PROTO_MSG_PING,
+	PROTO_MSG_HELLO,
+	PROTO_MSG_REQUEST,
+	PROTO_MSG_RESPONSE,
+	PROTO_MSG_DATA,
+	PROTO_MSG_TRAILERS,
+	PROTO_MSG_WINDOW_UPDATE,
+	PROTO_MSG_RESET,
+	PROTO_MSG_ERROR,
+	PROTO_MSG_GOAWAY,
+	PROTO_MSG_PING,
 	PROTO_MSG_PONG,
 };
 
 /* Types whose fields hold no pointer, and type 0. */
 static const uint8_t plain[] = {
-	0, PROTO_MSG_HELLO, PROTO_MSG_WINDOW_UPDATE, PROTO_MSG_RESET,
-	PROTO_MSG_GOAWAY, PROTO_MSG_PING, PROTO_MSG_PONG,
+	0,
+	PROTO_MSG_HELLO,
+	PROTO_MSG_WINDOW_UPDATE,
+	PROTO_MSG_RESET,
+	PROTO_MSG_GOAWAY,
+	PROTO_MSG_PING,
+	PROTO_MSG_PONG,
 };
 
 /* s points to buf (or NULL when null), len any value or at most max. */
@@ -46,7 +58,7 @@ str_set(struct proto_str *s, char *buf, size_t max, int null, int bounded)
 {
 	s->ptr = null ? NULL : buf;
 	s->len = bounded ? Frama_C_size_t_interval(0, max) :
-	    Frama_C_size_t_interval(0, SIZE_MAX);
+			   Frama_C_size_t_interval(0, SIZE_MAX);
 }
 
 /* Fill m as a message of type t with any field values. */
@@ -83,7 +95,7 @@ msg_set(struct proto_msg *m, uint8_t t, int null, int bounded)
 	    t != PROTO_MSG_TRAILERS)
 		return;
 	m->nheaders = bounded ? Frama_C_size_t_interval(0, PROTO_HEADERS_MAX) :
-	    Frama_C_size_t_interval(0, SIZE_MAX);
+				Frama_C_size_t_interval(0, SIZE_MAX);
 	/*@ loop unroll PROTO_HEADERS_MAX; */
 	for (i = 0; i < PROTO_HEADERS_MAX; i++) {
 		str_set(&m->headers[i].name, name, sizeof(name), null,

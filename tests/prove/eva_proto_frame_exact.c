@@ -12,11 +12,12 @@
 
 static struct proto_msg msg;
 
-#define EXACT(n) do {							\
-	static uint8_t b[n];						\
-	Frama_C_make_unknown((char *)b, sizeof(b));			\
-	(void)proto_frame_decode(b, sizeof(b), &msg, &f);		\
-} while (0)
+#define EXACT(n) \
+	do { \
+		static uint8_t b[n]; \
+		Frama_C_make_unknown((char *)b, sizeof(b)); \
+		(void)proto_frame_decode(b, sizeof(b), &msg, &f); \
+	} while (0)
 
 int
 main(void)

@@ -43,16 +43,16 @@ main(void)
 	(void)proto_hdr_add_flags(NULL, len, 0);
 
 	(void)proto_type_name(any);
-	(void)proto_fault_str((enum proto_fault)Frama_C_interval(-2147483647 - 1,
-	    2147483647));
+	(void)proto_fault_str((enum proto_fault)
+		Frama_C_interval(-2147483647 - 1, 2147483647));
 	(void)proto_err_to_wire(err);
 	(void)proto_wire_to_err(any);
 	(void)proto_code_name(any);
 	(void)proto_code_message(any);
-	(void)proto_error_init(&m, Frama_C_unsigned_int_interval(0,
-	    0xffffffffU), any);
-	(void)proto_version_choose(
-	    (uint16_t)Frama_C_unsigned_short_interval(0, 65535));
+	(void)proto_error_init(&m,
+	    Frama_C_unsigned_int_interval(0, 0xffffffffU), any);
+	(void)proto_version_choose((uint16_t)Frama_C_unsigned_short_interval(0,
+	    65535));
 	(void)egress_strerror(err);
 	return 0;
 }

@@ -7,7 +7,6 @@
 #ifndef EGRESS_TESTS_CONF_TEST_H
 #define EGRESS_TESTS_CONF_TEST_H
 
-
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +69,7 @@ ct_write(const char *name, const void *data, size_t len)
 	    (int)sizeof(path))
 		cr_assert_fail("test path too long: %s/%s", ct_dir, name);
 	for (p = path + strlen(ct_dir) + 1; (p = strchr(p, '/')) != NULL;
-	    p++) {
+	     p++) {
 		*p = '\0';
 		(void)mkdir(path, 0700);
 		*p = '/';
@@ -122,8 +121,8 @@ ct_write_privkey(EVP_PKEY *k, const char *name)
 	long n;
 
 	cr_assert_not_null(b);
-	cr_assert_eq(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL,
-	    NULL), 1);
+	cr_assert_eq(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL),
+	    1);
 	n = BIO_get_mem_data(b, &data);
 	ct_write(name, data, (size_t)n);
 	BIO_free(b);

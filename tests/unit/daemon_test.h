@@ -43,8 +43,8 @@
 #include "proto/proto.h"
 
 /* Loop iterations a wait may take; each polls for at most DT_POLL_MS. */
-#define DT_ITERS	1000
-#define DT_POLL_MS	5
+#define DT_ITERS   1000
+#define DT_POLL_MS 5
 
 static const char dt_manifest[] =
     "[plugin]\n"
@@ -81,7 +81,8 @@ dt_write_conf(void)
 	    "[limits]\n"
 	    "connect_timeout_ms = 5000\n"
 	    "first_byte_timeout_ms = 5000\n"
-	    "between_bytes_timeout_ms = 5000\n", ct_dir, ct_dir);
+	    "between_bytes_timeout_ms = 5000\n",
+	    ct_dir, ct_dir);
 	ct_write_str("egressd.ini", text);
 }
 
@@ -107,7 +108,8 @@ dt_setup(void)
 	memset(b, 0, sizeof(*b));
 	memcpy(b->id_prefix, "unit", sizeof("unit"));
 	cr_assert_eq(confstate_init(&b->conf, ct_path("egressd.ini"), NULL,
-	    NULL, &e), 0, "%s", ct_errors(&e));
+			 NULL, &e),
+	    0, "%s", ct_errors(&e));
 	b->started = time(NULL);
 	b->leases = lease_table_new();
 	b->metrics = metrics_new();
@@ -165,8 +167,9 @@ dt_log_events(const char *name)
 	while (fgets(line, sizeof(line), f) != NULL) {
 		o = json_loads(line, 0, NULL);
 		cr_assert_not_null(o, "log line is not JSON: %s", line);
-		if (name == NULL || strcmp(json_string_value(json_object_get(o,
-		    "event")), name) == 0)
+		if (name == NULL ||
+		    strcmp(json_string_value(json_object_get(o, "event")),
+			name) == 0)
 			cr_assert_eq(json_array_append_new(all, o), 0);
 		else
 			json_decref(o);
@@ -195,8 +198,8 @@ dt_log_last(const char *name, const char *key)
 	size_t n = json_array_size(a);
 
 	buf[0] = '\0';
-	if (n > 0 && (v = json_object_get(json_array_get(a, n - 1), key)) !=
-	    NULL) {
+	if (n > 0 &&
+	    (v = json_object_get(json_array_get(a, n - 1), key)) != NULL) {
 		if (json_is_string(v))
 			(void)snprintf(buf, sizeof(buf), "%s",
 			    json_string_value(v));
@@ -213,11 +216,11 @@ dt_log_last(const char *name, const char *key)
 /* ---- the fake guest of a socketpair ------------------------------------ */
 
 struct dt_peer {
-	int fd;			/* our end */
+	int fd; /* our end */
 	int eof;
 	size_t len;
 	uint8_t in[2 * PROTO_FRAME_MAX];
-	uint8_t frame[PROTO_FRAME_MAX];	/* the last frame taken */
+	uint8_t frame[PROTO_FRAME_MAX]; /* the last frame taken */
 };
 
 /* Connect a fake guest to a new session of instance. */
@@ -340,8 +343,8 @@ dt_request(struct proto_msg *m, uint32_t stream, uint8_t flags,
 		cr_assert_not_null(colon, "bad test header %s", line);
 		*colon = '\0';
 		dt_str(&m->headers[m->nheaders].name, line);
-		dt_str(&m->headers[m->nheaders].value, colon[1] == ' ' ?
-		    colon + 2 : colon + 1);
+		dt_str(&m->headers[m->nheaders].value,
+		    colon[1] == ' ' ? colon + 2 : colon + 1);
 		m->nheaders++;
 	}
 }
@@ -445,13 +448,13 @@ dt_peer_hello(struct dt_peer *p, const char *instance)
 /* ---- a loopback upstream answered by hand ----------------------------- */
 
 struct dt_upstream {
-	int lfd;		/* listening on 127.0.0.1 */
+	int lfd; /* listening on 127.0.0.1 */
 	uint16_t port;
-	char authority[32];	/* "127.0.0.1:PORT" */
-	int cfd;		/* the accepted connection, or -1 */
-	char req[8192];		/* what the broker sent */
+	char authority[32]; /* "127.0.0.1:PORT" */
+	int cfd;	    /* the accepted connection, or -1 */
+	char req[8192];	    /* what the broker sent */
 	size_t reqlen;
-	int eof;		/* the broker closed cfd */
+	int eof; /* the broker closed cfd */
 };
 
 static inline void

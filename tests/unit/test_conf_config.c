@@ -21,7 +21,7 @@
 #include "conf/confint.h"
 #include "conf_test.h"
 
-#define GOOD	SRCDIR "/tests/data/conf/good"
+#define GOOD SRCDIR "/tests/data/conf/good"
 
 static int
 load_text(const char *text, struct conf_snapshot **s, struct conf_errors *e)
@@ -74,7 +74,9 @@ Test(conf_config, entry_defaults)
 	const struct conf_instance *ci;
 
 	cr_assert_eq(load_text("[plugins.entries.x]\nplugin = x\nmanifest = "
-	    "m.ini\n", &s, &e), 0, "%s", ct_errors(&e));
+			       "m.ini\n",
+			 &s, &e),
+	    0, "%s", ct_errors(&e));
 	cr_assert_not_null(ci = conf_instance_find(s, "x"));
 	cr_expect_str_eq(ci->plugin, "x");
 	cr_expect_str_eq(ci->manifest_path, "/nonexistent/m.ini");
@@ -87,7 +89,8 @@ Test(conf_config, entry_defaults)
 	/* Its manifest does not exist: refused, not a config error. */
 	cr_expect_null(ci->manifest);
 	cr_assert_not_null(ci->manifest_error);
-	cr_expect_str_eq(ci->manifest_error, "/nonexistent/m.ini: no such "
+	cr_expect_str_eq(ci->manifest_error,
+	    "/nonexistent/m.ini: no such "
 	    "manifest");
 	cr_expect_eq(ci->policy.manifest_ok, 0);
 	cr_expect_eq(ci->policy.permissions, 0);
@@ -139,8 +142,8 @@ Test(conf_config, fixture_every_key_and_relative_paths)
 	cr_expect_str_eq(s->instances[1].name, "weather");
 
 	cr_assert_not_null(w = conf_instance_find(s, "weather"));
-	cr_expect_str_eq(w->manifest_path, GOOD
-	    "/packages/weather/manifest.ini");
+	cr_expect_str_eq(w->manifest_path,
+	    GOOD "/packages/weather/manifest.ini");
 	cr_assert_not_null(w->manifest, "%s", w->manifest_error);
 	cr_expect_null(w->manifest_error);
 	cr_expect_eq(w->manifest->sig, CONF_SIG_VALID);
@@ -156,8 +159,8 @@ Test(conf_config, fixture_every_key_and_relative_paths)
 	cr_assert_not_null(g = conf_instance_find(s, "gitea"));
 	cr_assert_not_null(g->manifest, "%s", g->manifest_error);
 	/* Entry grants http and websocket, manifest asks for http only. */
-	cr_expect_eq(g->granted_permissions, POLICY_PERM_HTTP_CLIENT |
-	    POLICY_PERM_WEBSOCKET_CLIENT);
+	cr_expect_eq(g->granted_permissions,
+	    POLICY_PERM_HTTP_CLIENT | POLICY_PERM_WEBSOCKET_CLIENT);
 	cr_expect_eq(g->policy.permissions, POLICY_PERM_HTTP_CLIENT);
 	cr_expect_eq(g->policy.operator_defined, 1);
 	cr_expect_eq(policy_grant_count(g->allow_private), 1);
@@ -175,7 +178,7 @@ Test(conf_config, fixture_every_key_and_relative_paths)
 
 struct err_case {
 	char in[400];
-	char msg[400];		/* one message, exactly (prefix if it ends
+	char msg[400]; /* one message, exactly (prefix if it ends
 				 * in ": ") */
 };
 
@@ -183,193 +186,193 @@ ParameterizedTestParameters(conf_config, errors)
 {
 	static struct err_case cases[] = {
 		{ "[plugins.entries.x]\nmanifest = m.ini\n",
-		  "/nonexistent/c.ini:1: [plugins.entries.x] plugin: missing; "
-		  "add 'plugin = NAME' (the [plugin] name of its manifest)" },
+		    "/nonexistent/c.ini:1: [plugins.entries.x] plugin: missing; "
+		    "add 'plugin = NAME' (the [plugin] name of its manifest)" },
 		{ "[plugins.entries.x]\nplugin = x\n",
-		  "/nonexistent/c.ini:1: [plugins.entries.x] manifest: "
-		  "missing; add 'manifest = packages/NAME/manifest.ini' "
-		  "(relative to this file's folder)" },
+		    "/nonexistent/c.ini:1: [plugins.entries.x] manifest: "
+		    "missing; add 'manifest = packages/NAME/manifest.ini' "
+		    "(relative to this file's folder)" },
 		{ "[plugins.entries]\n",
-		  "/nonexistent/c.ini:1: [plugins.entries]: an entry needs the "
-		  "instance's name: write [plugins.entries.NAME]" },
+		    "/nonexistent/c.ini:1: [plugins.entries]: an entry needs the "
+		    "instance's name: write [plugins.entries.NAME]" },
 		{ "[plugins.entries.Bad]\n",
-		  "/nonexistent/c.ini:1: [plugins.entries.Bad]: 'Bad' is not "
-		  "an instance name: 1 to 64 bytes of a-z, 0-9, '.', '_', "
-		  "'-', starting with a letter or digit, without '..' (it "
-		  "names the instance's socket file)" },
+		    "/nonexistent/c.ini:1: [plugins.entries.Bad]: 'Bad' is not "
+		    "an instance name: 1 to 64 bytes of a-z, 0-9, '.', '_', "
+		    "'-', starting with a letter or digit, without '..' (it "
+		    "names the instance's socket file)" },
 		{ "[plugins.entries.a..b]\n",
-		  "/nonexistent/c.ini:1: [plugins.entries.a..b]: 'a..b' is not "
-		  "an instance name: " },
+		    "/nonexistent/c.ini:1: [plugins.entries.a..b]: 'a..b' is not "
+		    "an instance name: " },
 		{ "[plugins.entries.a/b]\n",
-		  "/nonexistent/c.ini:1: [plugins.entries.a/b]: 'a/b' is not "
-		  "an instance name: " },
+		    "/nonexistent/c.ini:1: [plugins.entries.a/b]: 'a/b' is not "
+		    "an instance name: " },
 		{ "[plugins.entries.-a]\n",
-		  "/nonexistent/c.ini:1: [plugins.entries.-a]: '-a' is not "
-		  "an instance name: " },
+		    "/nonexistent/c.ini:1: [plugins.entries.-a]: '-a' is not "
+		    "an instance name: " },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\nplugin = y\n",
-		  "/nonexistent/c.ini:4: [plugins.entries.x] plugin: given "
-		  "twice (first at line 2); keep one" },
+		    "/nonexistent/c.ini:4: [plugins.entries.x] plugin: given "
+		    "twice (first at line 2); keep one" },
 		{ "[plugins.entries.x]\nplugin = X\nmanifest = m\n",
-		  "/nonexistent/c.ini:2: [plugins.entries.x] plugin: 'X' is "
-		  "not a plugin name: " },
+		    "/nonexistent/c.ini:2: [plugins.entries.x] plugin: 'X' is "
+		    "not a plugin name: " },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "permissions = http_client, ftp\n",
-		  "/nonexistent/c.ini:4: [plugins.entries.x] permissions: "
-		  "unknown permission 'ftp'; write http_client, "
-		  "websocket_client or socket_client" },
+		    "/nonexistent/c.ini:4: [plugins.entries.x] permissions: "
+		    "unknown permission 'ftp'; write http_client, "
+		    "websocket_client or socket_client" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "egress_hosts = ok.example\n  *\n",
-		  "/nonexistent/c.ini:5: [plugins.entries.x] egress_hosts: "
-		  "'*': " },
+		    "/nonexistent/c.ini:5: [plugins.entries.x] egress_hosts: "
+		    "'*': " },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "egress_hosts = *.com\n",
-		  "/nonexistent/c.ini:4: [plugins.entries.x] egress_hosts: "
-		  "'*.com': " },
+		    "/nonexistent/c.ini:4: [plugins.entries.x] egress_hosts: "
+		    "'*.com': " },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "egress_hosts = a.example\negress_allow_private = b.example\n",
-		  "/nonexistent/c.ini:5: [plugins.entries.x] "
-		  "egress_allow_private: 'b.example' is not covered by "
-		  "egress_hosts; a carve-out only relaxes the address class "
-		  "of a granted host, so add 'b.example' to egress_hosts or "
-		  "remove it here" },
+		    "/nonexistent/c.ini:5: [plugins.entries.x] "
+		    "egress_allow_private: 'b.example' is not covered by "
+		    "egress_hosts; a carve-out only relaxes the address class "
+		    "of a granted host, so add 'b.example' to egress_hosts or "
+		    "remove it here" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "egress_hosts = *.lan.example\n"
 		  "egress_allow_private = *.other.example\n",
-		  "/nonexistent/c.ini:5: [plugins.entries.x] "
-		  "egress_allow_private: '*.other.example' is not covered by "
-		  "egress_hosts; " },
+		    "/nonexistent/c.ini:5: [plugins.entries.x] "
+		    "egress_allow_private: '*.other.example' is not covered by "
+		    "egress_hosts; " },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "egress_hosts = lan.example\n"
 		  "egress_allow_private = *.lan.example\n",
-		  "/nonexistent/c.ini:5: [plugins.entries.x] "
-		  "egress_allow_private: '*.lan.example' is not covered by "
-		  "egress_hosts; " },
+		    "/nonexistent/c.ini:5: [plugins.entries.x] "
+		    "egress_allow_private: '*.lan.example' is not covered by "
+		    "egress_hosts; " },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "socket_owner = bad user\n",
-		  "/nonexistent/c.ini:4: [plugins.entries.x] socket_owner: "
-		  "'bad user' is not a user name or numeric uid" },
+		    "/nonexistent/c.ini:4: [plugins.entries.x] socket_owner: "
+		    "'bad user' is not a user name or numeric uid" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "socket_group = 4294967295\n",
-		  "/nonexistent/c.ini:4: [plugins.entries.x] socket_group: "
-		  "'4294967295' is not a group name or numeric gid" },
+		    "/nonexistent/c.ini:4: [plugins.entries.x] socket_group: "
+		    "'4294967295' is not a group name or numeric gid" },
 		{ "[broker]\ninstance_socket_dir = /run/aaaaaaaaaaaaaaaaaaaaaaaaa"
 		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 		  "\n[plugins.entries.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx]\n"
 		  "plugin = x\nmanifest = m\n",
-		  "/nonexistent/c.ini:3: [plugins.entries.xxxxxxxxxxxxxxxxxxxx"
-		  "xxxxxxxxxxxxxxxxxx]: the socket path " },
+		    "/nonexistent/c.ini:3: [plugins.entries.xxxxxxxxxxxxxxxxxxxx"
+		    "xxxxxxxxxxxxxxxxxx]: the socket path " },
 		{ "[plugins.limits]\nmax_connections_per_instance = 0\n",
-		  "/nonexistent/c.ini:2: [plugins.limits] "
-		  "max_connections_per_instance: 0 would refuse every "
-		  "connection; write a number from 1 to 65535 (default 16)" },
+		    "/nonexistent/c.ini:2: [plugins.limits] "
+		    "max_connections_per_instance: 0 would refuse every "
+		    "connection; write a number from 1 to 65535 (default 16)" },
 		{ "[plugins.limits]\nmax_connections_per_instance = 1k\n",
-		  "/nonexistent/c.ini:2: [plugins.limits] "
-		  "max_connections_per_instance: '1k' is not a count; write a "
-		  "decimal number from 1 to 65535 (default 16)" },
+		    "/nonexistent/c.ini:2: [plugins.limits] "
+		    "max_connections_per_instance: '1k' is not a count; write a "
+		    "decimal number from 1 to 65535 (default 16)" },
 		{ "[plugins.limits]\nmax_connections_per_instance = 65536\n",
-		  "/nonexistent/c.ini:2: [plugins.limits] "
-		  "max_connections_per_instance: '65536' is not a count; " },
+		    "/nonexistent/c.ini:2: [plugins.limits] "
+		    "max_connections_per_instance: '65536' is not a count; " },
 		{ "[plugins.security]\nsignature_mode = lax\n",
-		  "/nonexistent/c.ini:2: [plugins.security] signature_mode: "
-		  "unknown mode 'lax'; write disabled, permissive or strict" },
+		    "/nonexistent/c.ini:2: [plugins.security] signature_mode: "
+		    "unknown mode 'lax'; write disabled, permissive or strict" },
 		{ "[plugins.security]\nsignature_mode = Strict\n",
-		  "/nonexistent/c.ini:2: [plugins.security] signature_mode: "
-		  "unknown mode 'Strict'; " },
+		    "/nonexistent/c.ini:2: [plugins.security] signature_mode: "
+		    "unknown mode 'Strict'; " },
 		{ "[plugins.security]\ntrusted_keys = k.pem\n",
-		  "/nonexistent/c.ini:2: [plugins.security] trusted_keys: "
-		  "/nonexistent/k.pem: no such key file" },
+		    "/nonexistent/c.ini:2: [plugins.security] trusted_keys: "
+		    "/nonexistent/k.pem: no such key file" },
 		{ "[plugins]\npackages = p\n",
-		  "/nonexistent/c.ini:2: [plugins] packages: unknown key; "
-		  "[plugins] takes: package_dir" },
+		    "/nonexistent/c.ini:2: [plugins] packages: unknown key; "
+		    "[plugins] takes: package_dir" },
 		{ "[security]\nnat64_prefixes = 64:ff9b:1::/48, 2001:db8::/33\n",
-		  "/nonexistent/c.ini:2: [security] nat64_prefixes: "
-		  "'2001:db8::/33': " },
+		    "/nonexistent/c.ini:2: [security] nat64_prefixes: "
+		    "'2001:db8::/33': " },
 		{ "[security]\nnat64_prefixes = 2001:db8:64::/96\n  junk\n",
-		  "/nonexistent/c.ini:3: [security] nat64_prefixes: 'junk': " },
+		    "/nonexistent/c.ini:3: [security] nat64_prefixes: 'junk': " },
 		{ "[broker]\ndrain_timeout_ms = 0\n",
-		  "/nonexistent/c.ini:2: [broker] drain_timeout_ms: '0' is not "
-		  "a duration; write a whole number of milliseconds from 1 to "
-		  "3600000, in decimal digits (default 5000)" },
+		    "/nonexistent/c.ini:2: [broker] drain_timeout_ms: '0' is not "
+		    "a duration; write a whole number of milliseconds from 1 to "
+		    "3600000, in decimal digits (default 5000)" },
 		{ "[broker]\ndrain_timeout_ms = 3600001\n",
-		  "/nonexistent/c.ini:2: [broker] drain_timeout_ms: '3600001' "
-		  "is not a duration; " },
+		    "/nonexistent/c.ini:2: [broker] drain_timeout_ms: '3600001' "
+		    "is not a duration; " },
 		{ "[broker]\nbusy_poll_us = 1001\n",
-		  "/nonexistent/c.ini:2: [broker] busy_poll_us: '1001' is not "
-		  "a spin time; write a whole number of microseconds from 0 "
-		  "(off) to 1000, in decimal digits (default 0)" },
+		    "/nonexistent/c.ini:2: [broker] busy_poll_us: '1001' is not "
+		    "a spin time; write a whole number of microseconds from 0 "
+		    "(off) to 1000, in decimal digits (default 0)" },
 		{ "[broker]\nbusy_poll_us = -5\n",
-		  "/nonexistent/c.ini:2: [broker] busy_poll_us: '-5' is not "
-		  "a spin time; " },
+		    "/nonexistent/c.ini:2: [broker] busy_poll_us: '-5' is not "
+		    "a spin time; " },
 		{ "[broker]\ncontrol_uids = 0, root\n",
-		  "/nonexistent/c.ini:2: [broker] control_uids: 'root' is not "
-		  "a numeric id; write decimal ids from 0 to 4294967294 (names "
-		  "are not looked up here)" },
+		    "/nonexistent/c.ini:2: [broker] control_uids: 'root' is not "
+		    "a numeric id; write decimal ids from 0 to 4294967294 (names "
+		    "are not looked up here)" },
 		{ "[broker]\ncontrol_gids = -1\n",
-		  "/nonexistent/c.ini:2: [broker] control_gids: '-1' is not a "
-		  "numeric id; " },
+		    "/nonexistent/c.ini:2: [broker] control_gids: '-1' is not a "
+		    "numeric id; " },
 		{ "[broker]\ncontrol_socket = /run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\n",
-		  "/nonexistent/c.ini:2: [broker] control_socket: " },
+		    "/nonexistent/c.ini:2: [broker] control_socket: " },
 		{ "[broker]\nlog =\n",
-		  "/nonexistent/c.ini:2: [broker] log: empty value; write a "
-		  "value or remove the line to use the default" },
+		    "/nonexistent/c.ini:2: [broker] log: empty value; write a "
+		    "value or remove the line to use the default" },
 		{ "[resolver]\nservers = 2001:db8::1\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: '2001:db8::1': an "
-		  "IPv6 address goes in brackets: write [ADDR] or [ADDR]:PORT; "
-		  "write ADDR, ADDR:PORT, [ADDR] or [ADDR]:PORT" },
+		    "/nonexistent/c.ini:2: [resolver] servers: '2001:db8::1': an "
+		    "IPv6 address goes in brackets: write [ADDR] or [ADDR]:PORT; "
+		    "write ADDR, ADDR:PORT, [ADDR] or [ADDR]:PORT" },
 		{ "[resolver]\nservers = 127.0.0.1:0\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: '127.0.0.1:0': "
-		  "the port must be a decimal number from 1 to 65535; " },
+		    "/nonexistent/c.ini:2: [resolver] servers: '127.0.0.1:0': "
+		    "the port must be a decimal number from 1 to 65535; " },
 		{ "[resolver]\nservers = 127.0.0.1:053\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: '127.0.0.1:053': "
-		  "the port must be " },
+		    "/nonexistent/c.ini:2: [resolver] servers: '127.0.0.1:053': "
+		    "the port must be " },
 		{ "[resolver]\nservers = 127.1\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: '127.1': not a "
-		  "dotted-quad IPv4 address; " },
+		    "/nonexistent/c.ini:2: [resolver] servers: '127.1': not a "
+		    "dotted-quad IPv4 address; " },
 		{ "[resolver]\nservers = dns.example\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: 'dns.example': "
-		  "not a dotted-quad IPv4 address; " },
+		    "/nonexistent/c.ini:2: [resolver] servers: 'dns.example': "
+		    "not a dotted-quad IPv4 address; " },
 		{ "[resolver]\nservers = [fe80::1%eth0]:53\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: "
-		  "'[fe80::1%eth0]:53': zone ids are not allowed; " },
+		    "/nonexistent/c.ini:2: [resolver] servers: "
+		    "'[fe80::1%eth0]:53': zone ids are not allowed; " },
 		{ "[resolver]\nservers = [::1]53\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: '[::1]53': write "
-		  "[ADDR]:PORT; " },
+		    "/nonexistent/c.ini:2: [resolver] servers: '[::1]53': write "
+		    "[ADDR]:PORT; " },
 		{ "[resolver]\nservers = [127.0.0.1]\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: '[127.0.0.1]': "
-		  "not an IPv6 address; write ADDR, ADDR:PORT, [ADDR] or "
-		  "[ADDR]:PORT" },
+		    "/nonexistent/c.ini:2: [resolver] servers: '[127.0.0.1]': "
+		    "not an IPv6 address; write ADDR, ADDR:PORT, [ADDR] or "
+		    "[ADDR]:PORT" },
 		{ "[resolver]\nservers = 127.0.0.1:\n",
-		  "/nonexistent/c.ini:2: [resolver] servers: '127.0.0.1:': the "
-		  "port must be " },
+		    "/nonexistent/c.ini:2: [resolver] servers: '127.0.0.1:': the "
+		    "port must be " },
 		{ "[limits]\nconnect_timeout_ms = 10s\n",
-		  "/nonexistent/c.ini:2: [limits] connect_timeout_ms: '10s' is "
-		  "not a duration; write a whole number of milliseconds from 1 "
-		  "to 3600000, in decimal digits (default 10000)" },
+		    "/nonexistent/c.ini:2: [limits] connect_timeout_ms: '10s' is "
+		    "not a duration; write a whole number of milliseconds from 1 "
+		    "to 3600000, in decimal digits (default 10000)" },
 		{ "[limits]\nfirst_byte_timeout_ms = +5\n",
-		  "/nonexistent/c.ini:2: [limits] first_byte_timeout_ms: '+5' "
-		  "is not a duration; " },
+		    "/nonexistent/c.ini:2: [limits] first_byte_timeout_ms: '+5' "
+		    "is not a duration; " },
 		{ "[limits]\nbetween_bytes_timeout_ms = 0x10\n",
-		  "/nonexistent/c.ini:2: [limits] between_bytes_timeout_ms: "
-		  "'0x10' is not a duration; " },
+		    "/nonexistent/c.ini:2: [limits] between_bytes_timeout_ms: "
+		    "'0x10' is not a duration; " },
 		{ "[tls]\nca_file = a\nca_file = b\n",
-		  "/nonexistent/c.ini:3: [tls] ca_file: given twice (first at "
-		  "line 2); keep one" },
+		    "/nonexistent/c.ini:3: [tls] ca_file: given twice (first at "
+		    "line 2); keep one" },
 		{ "[tls]\ncafile = a\n",
-		  "/nonexistent/c.ini:2: [tls] cafile: unknown key; [tls] "
-		  "takes: ca_file" },
+		    "/nonexistent/c.ini:2: [tls] cafile: unknown key; [tls] "
+		    "takes: ca_file" },
 		{ "[resolvers]\n",
-		  "/nonexistent/c.ini:1: [resolvers]: unknown section; the "
-		  "sections are [security], [plugins], [plugins.security], "
-		  "[plugins.limits], [plugins.entries.NAME], [broker], "
-		  "[resolver], [limits] and [tls]" },
+		    "/nonexistent/c.ini:1: [resolvers]: unknown section; the "
+		    "sections are [security], [plugins], [plugins.security], "
+		    "[plugins.limits], [plugins.entries.NAME], [broker], "
+		    "[resolver], [limits] and [tls]" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "egress = a.example\n",
-		  "/nonexistent/c.ini:4: [plugins.entries.x] egress: unknown "
-		  "key; [plugins.entries.x] takes: plugin, manifest, "
-		  "permissions, egress_hosts, egress_allow_private, "
-		  "socket_owner, socket_group" },
+		    "/nonexistent/c.ini:4: [plugins.entries.x] egress: unknown "
+		    "key; [plugins.entries.x] takes: plugin, manifest, "
+		    "permissions, egress_hosts, egress_allow_private, "
+		    "socket_owner, socket_group" },
 	};
 
 	return cr_make_param_array(struct err_case, cases,
@@ -388,7 +391,7 @@ ParameterizedTest(struct err_case *c, conf_config, errors)
 	cr_expect_null(s);
 	for (i = 0; i < e.n; i++)
 		if (c->msg[n - 1] == ' ' ? strncmp(e.msgs[i], c->msg, n) == 0 :
-		    strcmp(e.msgs[i], c->msg) == 0)
+					   strcmp(e.msgs[i], c->msg) == 0)
 			found = 1;
 	cr_expect(found, "want: %s\ngot:\n%s", c->msg, ct_errors(&e));
 	conf_errors_done(&e);
@@ -398,29 +401,33 @@ Test(conf_config, every_error_of_the_file_is_reported)
 {
 	static const char in[] =
 	    "[security]\n"
-	    "nat64_prefixes = bad1, 2001:db8:64::/96, bad2\n"	/* 2 */
+	    "nat64_prefixes = bad1, 2001:db8:64::/96, bad2\n" /* 2 */
 	    "[plugins.limits]\n"
-	    "max_connections_per_instance = 0\n"		/* 4 */
-	    "[plugins.entries.a]\n"				/* 5 */
+	    "max_connections_per_instance = 0\n" /* 4 */
+	    "[plugins.entries.a]\n"		 /* 5 */
 	    "manifest = m\n"
-	    "egress_hosts = *\n"				/* 7 */
+	    "egress_hosts = *\n" /* 7 */
 	    "[limits]\n"
-	    "connect_timeout_ms = 0\n"				/* 9 */
-	    "bogus = 1\n";					/* 10 */
+	    "connect_timeout_ms = 0\n" /* 9 */
+	    "bogus = 1\n";	       /* 10 */
 	struct conf_snapshot *s = NULL;
 	struct conf_errors e = { 0 };
 
 	cr_assert_eq(load_text(in, &s, &e), EGRESS_ERR_INVALID);
 	cr_expect_null(s);
 	cr_expect_eq(e.n, 7, "%s", ct_errors(&e));
-	cr_expect(ct_has_error(&e, "c.ini:2: [security] nat64_prefixes: "
+	cr_expect(ct_has_error(&e,
+	    "c.ini:2: [security] nat64_prefixes: "
 	    "'bad1'"));
-	cr_expect(ct_has_error(&e, "c.ini:2: [security] nat64_prefixes: "
+	cr_expect(ct_has_error(&e,
+	    "c.ini:2: [security] nat64_prefixes: "
 	    "'bad2'"));
 	cr_expect(ct_has_error(&e, "c.ini:4: [plugins.limits]"));
-	cr_expect(ct_has_error(&e, "c.ini:5: [plugins.entries.a] plugin: "
+	cr_expect(ct_has_error(&e,
+	    "c.ini:5: [plugins.entries.a] plugin: "
 	    "missing"));
-	cr_expect(ct_has_error(&e, "c.ini:7: [plugins.entries.a] "
+	cr_expect(ct_has_error(&e,
+	    "c.ini:7: [plugins.entries.a] "
 	    "egress_hosts: '*'"));
 	cr_expect(ct_has_error(&e, "c.ini:9: [limits] connect_timeout_ms"));
 	cr_expect(ct_has_error(&e, "c.ini:10: [limits] bogus: unknown key"));
@@ -436,7 +443,8 @@ Test(conf_config, missing_file_is_an_io_error)
 	    EGRESS_ERR_IO);
 	cr_expect_null(s);
 	cr_assert_eq(e.n, 1);
-	cr_expect_str_eq(e.msgs[0], "/nonexistent/egressd.ini: no such "
+	cr_expect_str_eq(e.msgs[0],
+	    "/nonexistent/egressd.ini: no such "
 	    "configuration file (give one with -c FILE or $EGRESSD_CONFIG)");
 	conf_errors_done(&e);
 }
@@ -479,7 +487,8 @@ ParameterizedTest(struct carve_case *c, conf_config, carve_out)
 	char in[512];
 	int r;
 
-	(void)snprintf(in, sizeof(in), "[plugins.entries.x]\nplugin = x\n"
+	(void)snprintf(in, sizeof(in),
+	    "[plugins.entries.x]\nplugin = x\n"
 	    "manifest = m\negress_hosts = %s\negress_allow_private = %s\n",
 	    c->hosts, c->private);
 	r = load_text(in, &s, &e);
@@ -487,8 +496,10 @@ ParameterizedTest(struct carve_case *c, conf_config, carve_out)
 		cr_expect_eq(r, 0, "%s", ct_errors(&e));
 	} else {
 		cr_expect_eq(r, EGRESS_ERR_INVALID);
-		cr_expect(ct_has_error(&e, "c.ini:5: [plugins.entries.x] "
-		    "egress_allow_private: "), "%s", ct_errors(&e));
+		cr_expect(ct_has_error(&e,
+			      "c.ini:5: [plugins.entries.x] "
+			      "egress_allow_private: "),
+		    "%s", ct_errors(&e));
 		cr_expect(ct_has_error(&e, "is not covered by egress_hosts"));
 	}
 	conf_snapshot_free(s);
@@ -506,7 +517,7 @@ static const char two_entries[] =
     "manifest = pkg/good/manifest.ini\n"
     "permissions = http_client socket_client\n"
     "egress_hosts = api.good.example\n"
-    "[plugins.entries.bad]\n"				/* line 9 or 10 */
+    "[plugins.entries.bad]\n" /* line 9 or 10 */
     "plugin = %s\n"
     "manifest = pkg/bad/manifest.ini\n"
     "permissions = http_client\n"
@@ -593,7 +604,8 @@ Test(conf_refuse, broken_manifest_names_file_and_line)
 	struct conf_snapshot *s;
 
 	write_config("permissive", "", "bad");
-	ct_write_str("pkg/bad/manifest.ini", "[plugin]\nname = bad\nversion "
+	ct_write_str("pkg/bad/manifest.ini",
+	    "[plugin]\nname = bad\nversion "
 	    "= 1\n[egress]\nhosts = *\n");
 	s = load_dir();
 	expect_refused(s, "/pkg/bad/manifest.ini:5: [egress] hosts: '*': ");
@@ -606,25 +618,28 @@ Test(conf_refuse, plugin_name_mismatch)
 	char want[512];
 
 	write_config("permissive", "", "other");
-	ct_write_str("pkg/bad/manifest.ini", "[plugin]\nname = bad\nversion "
+	ct_write_str("pkg/bad/manifest.ini",
+	    "[plugin]\nname = bad\nversion "
 	    "= 1\n");
 	s = load_dir();
-	(void)snprintf(want, sizeof(want), "%s:2: [plugin] name: 'bad' is not "
+	(void)snprintf(want, sizeof(want),
+	    "%s:2: [plugin] name: 'bad' is not "
 	    "the entry's plugin 'other' (%s:8); this manifest is refused for "
-	    "instance 'bad'", ct_path("pkg/bad/manifest.ini"),
-	    ct_path("egressd.ini"));
+	    "instance 'bad'",
+	    ct_path("pkg/bad/manifest.ini"), ct_path("egressd.ini"));
 	expect_refused(s, want);
 	conf_snapshot_free(s);
 }
 
 Test(conf_refuse, signatures_under_each_mode)
 {
-	EVP_PKEY *trusted = ct_keygen("ED25519"), *other = ct_keygen("ED25519");
+	EVP_PKEY *trusted = ct_keygen("ED25519"),
+		 *other = ct_keygen("ED25519");
 	struct conf_snapshot *s;
 	const struct conf_instance *b;
 	static const char keys[] = "trusted_keys = k.pem\n";
 	static const char bad[] = "[plugin]\nname = bad\nversion = 1\n"
-	    "[egress]\nhosts = api.bad.example\n";
+				  "[egress]\nhosts = api.bad.example\n";
 
 	ct_write_pubkey(trusted, "k.pem");
 	ct_sign_file(trusted, "pkg/good/manifest.ini");
@@ -653,7 +668,8 @@ Test(conf_refuse, signatures_under_each_mode)
 
 	/* Tampered after signing (in [egress]): refused; disabled: taken. */
 	ct_sign_file(trusted, "pkg/bad/manifest.ini");
-	ct_write_str("pkg/bad/manifest.ini", "[plugin]\nname = bad\nversion = "
+	ct_write_str("pkg/bad/manifest.ini",
+	    "[plugin]\nname = bad\nversion = "
 	    "1\n[egress]\nhosts = api.bad.exampl\n");
 	write_config("strict", keys, "bad");
 	s = load_dir();
@@ -681,13 +697,17 @@ Test(conf_refuse, cli_made_fixture_signatures_verify)
 
 	memset(&id, 0, sizeof(id));
 	cr_assert_eq(conf_read_file(GOOD "/packages/weather/manifest.ini",
-	    CONF_MANIFEST_MAX, &text, &len, &id), 0);
+			 CONF_MANIFEST_MAX, &text, &len, &id),
+	    0);
 	cr_assert_eq(conf_read_file(GOOD "/packages/weather/manifest.ini.sig",
-	    CONF_SIG_FILE_MAX, &sig, &siglen, &id), 0);
-	(void)snprintf(cfg, sizeof(cfg), "[plugins.security]\nsignature_mode = "
+			 CONF_SIG_FILE_MAX, &sig, &siglen, &id),
+	    0);
+	(void)snprintf(cfg, sizeof(cfg),
+	    "[plugins.security]\nsignature_mode = "
 	    "strict\ntrusted_keys = %s/keys/release.pem\n"
 	    "[plugins.entries.weather]\nplugin = weather\nmanifest = "
-	    "w/manifest.ini\n", GOOD);
+	    "w/manifest.ini\n",
+	    GOOD);
 	ct_write_str("egressd.ini", cfg);
 	ct_write("w/manifest.ini", text, len);
 	ct_write("w/manifest.ini.sig", sig, siglen);
@@ -702,7 +722,7 @@ Test(conf_refuse, cli_made_fixture_signatures_verify)
 	s = load_dir();
 	cr_expect_null(conf_instance_find(s, "weather")->manifest);
 	cr_expect(strstr(conf_instance_find(s, "weather")->manifest_error,
-	    "untrusted signature") != NULL);
+		      "untrusted signature") != NULL);
 	conf_snapshot_free(s);
 	free(text);
 	free(sig);
@@ -733,7 +753,7 @@ Test(conf_stale, unchanged_is_not_stale)
 
 	write_config("permissive", "", "bad");
 	s = load_dir();
-	cr_expect_eq(s->nfiles, 5);	/* config, 2 manifests, 2 .sig */
+	cr_expect_eq(s->nfiles, 5); /* config, 2 manifests, 2 .sig */
 	cr_expect_eq(conf_snapshot_is_stale(s), 0);
 	cr_expect_eq(conf_snapshot_is_stale(s), 0);
 	conf_snapshot_free(s);
@@ -822,7 +842,8 @@ Test(conf_stale, per_instance_files)
 	cr_expect_eq(conf_snapshot_is_stale_for(s, "good"), 0);
 	cr_expect_eq(conf_snapshot_is_stale_for(s, "bad"), 0);
 	/* good's manifest changes: only good (and the full check) see it. */
-	ct_write_str("pkg/good/manifest.ini", "[plugin]\nname = good\n"
+	ct_write_str("pkg/good/manifest.ini",
+	    "[plugin]\nname = good\n"
 	    "version = 2\npermissions = http_client\n");
 	cr_expect_eq(conf_snapshot_is_stale_for(s, "bad"), 0);
 	cr_expect_eq(conf_snapshot_is_stale_for(s, "good"), 1);
@@ -961,13 +982,15 @@ Test(conf_config, relative_config_path_resolves_against_cwd)
 
 	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
 	cr_assert_eq(conf_load_buffer("sub/c.ini", "[tls]\nca_file = ca.pem\n",
-	    23, &s, &e), 0, "%s", ct_errors(&e));
+			 23, &s, &e),
+	    0, "%s", ct_errors(&e));
 	(void)snprintf(want, sizeof(want), "%s/sub/ca.pem", cwd);
 	cr_expect_str_eq(s->ca_file, want);
 	conf_snapshot_free(s);
 	s = NULL;
-	cr_assert_eq(conf_load_buffer("c.ini", "[tls]\nca_file = /etc/ca.pem\n",
-	    27, &s, &e), 0, "%s", ct_errors(&e));
+	cr_assert_eq(conf_load_buffer("c.ini",
+			 "[tls]\nca_file = /etc/ca.pem\n", 27, &s, &e),
+	    0, "%s", ct_errors(&e));
 	cr_expect_str_eq(s->ca_file, "/etc/ca.pem");
 	cr_expect_str_eq(s->dir, cwd);
 	conf_snapshot_free(s);
@@ -984,8 +1007,10 @@ Test(conf_config, default_path)
 	/* The build's SYSCONFDIR/egressd/egressd.ini, the file meson
 	 * installs and the unit names. */
 	cr_expect_eq(conf_default_path(NULL)[0], '/');
-	cr_expect_str_eq(conf_default_path(NULL) + strlen(conf_default_path(
-	    NULL)) - strlen("/egressd/egressd.ini"), "/egressd/egressd.ini");
+	cr_expect_str_eq(conf_default_path(NULL) +
+		strlen(conf_default_path(NULL)) -
+		strlen("/egressd/egressd.ini"),
+	    "/egressd/egressd.ini");
 }
 
 Test(conf_config, psl_callback)

@@ -88,7 +88,7 @@ join_list(struct tparse *tp, char *buf, size_t n)
 
 struct err_case {
 	char in[256];
-	char msg[256];		/* the first error message, exactly */
+	char msg[256]; /* the first error message, exactly */
 	size_t nerrs;
 };
 
@@ -96,74 +96,85 @@ ParameterizedTestParameters(conf_ini, errors)
 {
 	static struct err_case cases[] = {
 		{ "[a]\ns = 1\ns = 2\n",
-		  "t.ini:3: [a] s: given twice (first at line 2); keep one",
-		  1 },
+		    "t.ini:3: [a] s: given twice (first at line 2); keep one",
+		    1 },
 		{ "[a]\ns = 1\n  more\n",
-		  "t.ini:3: [a] s: a single value cannot continue on an "
-		  "indented line ('more'); remove the indentation if it is a "
-		  "new key", 1 },
+		    "t.ini:3: [a] s: a single value cannot continue on an "
+		    "indented line ('more'); remove the indentation if it is a "
+		    "new key",
+		    1 },
 		{ "[a]\nzz = 1\n",
-		  "t.ini:2: [a] zz: unknown key; [a] takes: s, l", 1 },
-		{ "[c]\n",
-		  "t.ini:1: [c]: unknown section", 1 },
+		    "t.ini:2: [a] zz: unknown key; [a] takes: s, l", 1 },
+		{ "[c]\n", "t.ini:1: [c]: unknown section", 1 },
 		{ "[a]\n[a]\n",
-		  "t.ini:2: [a]: section given twice (first at line 1); merge "
-		  "the two", 1 },
+		    "t.ini:2: [a]: section given twice (first at line 1); merge "
+		    "the two",
+		    1 },
 		{ "s = 1\n",
-		  "t.ini:1: s: key outside any section; put it under its "
-		  "[section]", 1 },
+		    "t.ini:1: s: key outside any section; put it under its "
+		    "[section]",
+		    1 },
 		{ "[a]\njust words\n",
-		  "t.ini:2: [a]: expected 'key = value', not 'just words'",
-		  1 },
+		    "t.ini:2: [a]: expected 'key = value', not 'just words'",
+		    1 },
 		{ "[a]\ns: 1\n",
-		  "t.ini:2: [a]: expected 'key = value', not 's: 1'", 1 },
-		{ "[a]\n= 1\n",
-		  "t.ini:2: [a]: missing key name before '='", 1 },
+		    "t.ini:2: [a]: expected 'key = value', not 's: 1'", 1 },
+		{ "[a]\n= 1\n", "t.ini:2: [a]: missing key name before '='",
+		    1 },
 		{ "[a]\nS = 1\n",
-		  "t.ini:2: [a]: 'S' is not a key name (keys are lowercase "
-		  "letters, digits and '_')", 1 },
+		    "t.ini:2: [a]: 'S' is not a key name (keys are lowercase "
+		    "letters, digits and '_')",
+		    1 },
 		{ "[a\n",
-		  "t.ini:1: malformed section header '[a'; write [name] alone "
-		  "on its line", 1 },
+		    "t.ini:1: malformed section header '[a'; write [name] alone "
+		    "on its line",
+		    1 },
 		{ "[a] x\n",
-		  "t.ini:1: malformed section header '[a] x'; write [name] "
-		  "alone on its line", 1 },
+		    "t.ini:1: malformed section header '[a] x'; write [name] "
+		    "alone on its line",
+		    1 },
 		{ "[a]]\n",
-		  "t.ini:1: malformed section header '[a]]'; write [name] "
-		  "alone on its line", 1 },
+		    "t.ini:1: malformed section header '[a]]'; write [name] "
+		    "alone on its line",
+		    1 },
 		{ "[]\n", "t.ini:1: empty section name '[]'", 1 },
 		{ "[a]\ns =\n",
-		  "t.ini:2: [a] s: empty value; write a value or remove the "
-		  "line to use the default", 1 },
+		    "t.ini:2: [a] s: empty value; write a value or remove the "
+		    "line to use the default",
+		    1 },
 		{ "[a]\nl = x,,y\n",
-		  "t.ini:2: [a] l: empty item at ',y'; separate items with "
-		  "one ',' or blanks", 1 },
+		    "t.ini:2: [a] l: empty item at ',y'; separate items with "
+		    "one ',' or blanks",
+		    1 },
 		{ "[a]\nl = x,\n",
-		  "t.ini:2: [a] l: empty item after the last ','; remove the "
-		  "trailing comma (an indented continuation line needs none)",
-		  1 },
+		    "t.ini:2: [a] l: empty item after the last ','; remove the "
+		    "trailing comma (an indented continuation line needs none)",
+		    1 },
 		{ "[a]\nl = ,x\n",
-		  "t.ini:2: [a] l: empty item at ',x'; separate items with "
-		  "one ',' or blanks", 1 },
+		    "t.ini:2: [a] l: empty item at ',x'; separate items with "
+		    "one ',' or blanks",
+		    1 },
 		{ "[a]\nl = x\n  y,\n",
-		  "t.ini:3: [a] l: empty item after the last ','; remove the "
-		  "trailing comma (an indented continuation line needs none)",
-		  1 },
+		    "t.ini:3: [a] l: empty item after the last ','; remove the "
+		    "trailing comma (an indented continuation line needs none)",
+		    1 },
 		{ "[a]\ns = a\tb\x01\n",
-		  "t.ini:2: [a]: control byte 0x01 at column 8; only "
-		  "printable text and tabs are allowed", 1 },
+		    "t.ini:2: [a]: control byte 0x01 at column 8; only "
+		    "printable text and tabs are allowed",
+		    1 },
 		{ "[a]\ns = a\rb\n",
-		  "t.ini:2: [a]: control byte 0x0d at column 6; only "
-		  "printable text and tabs are allowed", 1 },
+		    "t.ini:2: [a]: control byte 0x0d at column 6; only "
+		    "printable text and tabs are allowed",
+		    1 },
 		/* Every error of the file, in order, not just the first. */
 		{ "[a]\nzz = 1\ns = 1\ns = 2\n[c]\n[b]\nx = 1\ny = 2\n",
-		  "t.ini:2: [a] zz: unknown key; [a] takes: s, l", 4 },
+		    "t.ini:2: [a] zz: unknown key; [a] takes: s, l", 4 },
 		/* Keys of a refused section are skipped without noise. */
 		{ "[c]\nfoo = 1\n  bar\n", "t.ini:1: [c]: unknown section",
-		  1 },
+		    1 },
 		/* Continuations of an unknown key are not reported again. */
 		{ "[a]\nzz = 1\n  2\n  3\n",
-		  "t.ini:2: [a] zz: unknown key; [a] takes: s, l", 1 },
+		    "t.ini:2: [a] zz: unknown key; [a] takes: s, l", 1 },
 	};
 
 	return cr_make_param_array(struct err_case, cases,
@@ -194,7 +205,8 @@ Test(conf_ini, nul_byte_is_refused)
 	cr_assert_eq(t_parse(in, sizeof(in) - 1, &tp, &errs),
 	    EGRESS_ERR_INVALID);
 	cr_assert_eq(errs.n, 1);
-	cr_expect_str_eq(errs.msgs[0], "t.ini:2: [a]: control byte 0x00 at "
+	cr_expect_str_eq(errs.msgs[0],
+	    "t.ini:2: [a]: control byte 0x00 at "
 	    "column 6; only printable text and tabs are allowed");
 	/* Nothing of the refused line got through. */
 	cr_expect_eq(conf_sec_cval(&tp.a, "s")->line, 0);
@@ -205,8 +217,8 @@ Test(conf_ini, nul_byte_is_refused)
 
 struct list_case {
 	char in[256];
-	char items[256];	/* [a] l joined with '|' */
-	char s[64];		/* [a] s, "" when unset */
+	char items[256]; /* [a] l joined with '|' */
+	char s[64];	 /* [a] s, "" when unset */
 };
 
 ParameterizedTestParameters(conf_ini, accepted)
@@ -221,7 +233,7 @@ ParameterizedTestParameters(conf_ini, accepted)
 		/* Comments: ';' or '#' at line start (also indented), ';'
 		 * after a blank anywhere, also on continuation lines. */
 		{ "; c\n# c\n[a] ; c\ns = 1 ; c\nl = x ; c\n  ; c\n  y ;c\n",
-		  "x|y", "1" },
+		    "x|y", "1" },
 		/* ';' not after a blank and '#' inside are values. */
 		{ "[a]\ns = a;b\nl = x#y\n", "x#y", "a;b" },
 		/* A blank line does not end a continuation (inih). */
@@ -251,8 +263,7 @@ ParameterizedTest(struct list_case *c, conf_ini, accepted)
 	int r;
 
 	r = t_parse(c->in, strlen(c->in), &tp, &errs);
-	cr_assert_eq(r, 0, "input: %s: %s", c->in,
-	    errs.n ? errs.msgs[0] : "");
+	cr_assert_eq(r, 0, "input: %s: %s", c->in, errs.n ? errs.msgs[0] : "");
 	cr_assert(tp.have_a);
 	join_list(&tp, items, sizeof(items));
 	cr_expect_str_eq(items, c->items);
@@ -348,7 +359,8 @@ Test(conf_ini, line_of_201_bytes_is_refused)
 
 	cr_assert_eq(t_parse(in, strlen(in), &tp, &errs), EGRESS_ERR_INVALID);
 	cr_assert_eq(errs.n, 1);
-	cr_expect_str_eq(errs.msgs[0], "t.ini:2: [a]: line is 201 bytes "
+	cr_expect_str_eq(errs.msgs[0],
+	    "t.ini:2: [a]: line is 201 bytes "
 	    "long; at most 200 are allowed (split a list over indented "
 	    "continuation lines)");
 	/* Nothing of it, truncated or not, reached the schema, and the
@@ -373,7 +385,8 @@ Test(conf_ini, long_line_is_refused_with_later_errors_on_their_lines)
 	cr_assert_eq(t_parse(full, strlen(full), &tp, &errs),
 	    EGRESS_ERR_INVALID);
 	cr_assert_eq(errs.n, 2);
-	cr_expect_str_eq(errs.msgs[1], "t.ini:4: [a] zz: unknown key; [a] "
+	cr_expect_str_eq(errs.msgs[1],
+	    "t.ini:4: [a] zz: unknown key; [a] "
 	    "takes: s, l");
 	t_done(&tp, &errs);
 	free(in);
@@ -406,7 +419,8 @@ Test(conf_ini, dense_line_of_200_bytes_is_refused_not_truncated)
 
 	cr_assert_eq(t_parse(in, strlen(in), &tp, &errs), EGRESS_ERR_INVALID);
 	cr_assert_eq(errs.n, 1);
-	cr_expect_str_eq(errs.msgs[0], "t.ini:2: [a]: line is too long for "
+	cr_expect_str_eq(errs.msgs[0],
+	    "t.ini:2: [a]: line is too long for "
 	    "the INI parser: 200 bytes remain once the indentation, blanks "
 	    "around '=' and comments are dropped, and at most 199 fit; split "
 	    "it over indented continuation lines");
@@ -418,16 +432,20 @@ Test(conf_ini, dense_line_of_200_bytes_is_refused_not_truncated)
 Test(conf_ini, long_section_names_are_not_truncated)
 {
 	/* inih keeps 49 bytes of a section name; the reader keeps all. */
-	static const char in[] = "[a]\n[aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	static const char in[] =
+	    "[a]\n[aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	    "aaaaaaaaaaaaaaaa]\nx = 1\n";
 	struct tparse tp;
 	struct conf_errors errs = { 0 };
 
 	cr_assert_eq(t_parse(in, strlen(in), &tp, &errs), EGRESS_ERR_INVALID);
 	cr_assert_eq(errs.n, 1);
-	cr_expect(strstr(errs.msgs[0], "t.ini:2: [aaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]: unknown section") ==
-	    errs.msgs[0], "%s", errs.msgs[0]);
+	cr_expect(
+	    strstr(errs.msgs[0],
+		"t.ini:2: [aaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]: unknown section") ==
+		errs.msgs[0],
+	    "%s", errs.msgs[0]);
 	t_done(&tp, &errs);
 }
 
@@ -444,7 +462,8 @@ Test(conf_ini, errors_are_capped)
 		off += (size_t)sprintf(in + off, "zz = %zu\n", i);
 	cr_assert_eq(t_parse(in, off, &tp, &errs), EGRESS_ERR_INVALID);
 	cr_expect_eq(errs.n, CONF_ERRORS_MAX + 1);
-	cr_expect_str_eq(errs.msgs[CONF_ERRORS_MAX], "further errors left out");
+	cr_expect_str_eq(errs.msgs[CONF_ERRORS_MAX],
+	    "further errors left out");
 	t_done(&tp, &errs);
 	free(in);
 }
@@ -460,11 +479,20 @@ struct uint_case {
 ParameterizedTestParameters(conf_ini, uint)
 {
 	static struct uint_case cases[] = {
-		{ "1", 1, 1 }, { "3600000", 1, 3600000 }, { "0", 0, 0 },
-		{ "3600001", 0, 0 }, { "", 0, 0 }, { "+5", 0, 0 },
-		{ "-5", 0, 0 }, { "05", 0, 0 }, { "0x10", 0, 0 },
-		{ "1e3", 0, 0 }, { " 5", 0, 0 }, { "5 ", 0, 0 },
-		{ "99999999999999999999999", 0, 0 }, { "12a", 0, 0 },
+		{ "1", 1, 1 },
+		{ "3600000", 1, 3600000 },
+		{ "0", 0, 0 },
+		{ "3600001", 0, 0 },
+		{ "", 0, 0 },
+		{ "+5", 0, 0 },
+		{ "-5", 0, 0 },
+		{ "05", 0, 0 },
+		{ "0x10", 0, 0 },
+		{ "1e3", 0, 0 },
+		{ " 5", 0, 0 },
+		{ "5 ", 0, 0 },
+		{ "99999999999999999999999", 0, 0 },
+		{ "12a", 0, 0 },
 	};
 
 	return cr_make_param_array(struct uint_case, cases,

@@ -65,12 +65,16 @@ Test(conf_manifest, operator_defined_with_hosts)
 	struct conf_manifest *m = NULL;
 	struct conf_errors e = { 0 };
 
-	cr_assert_eq(parse("[plugin]\nname = gitea\nversion = 2\npermissions ="
-	    " http_client websocket_client\n[egress]\noperator_defined = true\n"
-	    "hosts = gitea.example\n", &m, &e), 0, "%s", ct_errors(&e));
+	cr_assert_eq(
+	    parse(
+		"[plugin]\nname = gitea\nversion = 2\npermissions ="
+		" http_client websocket_client\n[egress]\noperator_defined = true\n"
+		"hosts = gitea.example\n",
+		&m, &e),
+	    0, "%s", ct_errors(&e));
 	cr_expect_eq(m->operator_defined, 1);
-	cr_expect_eq(m->permissions, POLICY_PERM_HTTP_CLIENT |
-	    POLICY_PERM_WEBSOCKET_CLIENT);
+	cr_expect_eq(m->permissions,
+	    POLICY_PERM_HTTP_CLIENT | POLICY_PERM_WEBSOCKET_CLIENT);
 	cr_expect_eq(policy_grant_count(m->hosts), 1);
 	conf_manifest_free(m);
 }
@@ -83,7 +87,8 @@ Test(conf_manifest, sha256_of_the_bytes)
 
 	cr_assert_eq(parse(good, &m, &e), 0);
 	cr_assert_eq(EVP_Digest(good, strlen(good), want, NULL, EVP_sha256(),
-	    NULL), 1);
+			 NULL),
+	    1);
 	cr_expect_eq(memcmp(m->sha256, want, 32), 0);
 	conf_manifest_free(m);
 }
@@ -92,68 +97,68 @@ Test(conf_manifest, sha256_of_the_bytes)
 
 struct err_case {
 	char in[300];
-	char msg[300];		/* one of the messages, exactly */
+	char msg[300]; /* one of the messages, exactly */
 };
 
 ParameterizedTestParameters(conf_manifest, errors)
 {
 	static struct err_case cases[] = {
 		{ "",
-		  "m.ini:1: [plugin]: missing section; a manifest starts with "
-		  "[plugin] and its name and version" },
+		    "m.ini:1: [plugin]: missing section; a manifest starts with "
+		    "[plugin] and its name and version" },
 		{ "[plugin]\nversion = 1\n",
-		  "m.ini:1: [plugin] name: missing; add 'name = PLUGIN'" },
+		    "m.ini:1: [plugin] name: missing; add 'name = PLUGIN'" },
 		{ "[plugin]\nname = a\n",
-		  "m.ini:1: [plugin] version: missing; add 'version = 1.0.0'" },
+		    "m.ini:1: [plugin] version: missing; add 'version = 1.0.0'" },
 		{ "[plugin]\nname = a\nversion = 1\n[extra]\n",
-		  "m.ini:4: [extra]: unknown section; a manifest has [plugin] "
-		  "and [egress]" },
+		    "m.ini:4: [extra]: unknown section; a manifest has [plugin] "
+		    "and [egress]" },
 		{ "[plugin]\nname = a\nversion = 1\nauthor = me\n",
-		  "m.ini:4: [plugin] author: unknown key; [plugin] takes: name, "
-		  "version, permissions" },
+		    "m.ini:4: [plugin] author: unknown key; [plugin] takes: name, "
+		    "version, permissions" },
 		{ "[plugin]\nname = a\nname = b\nversion = 1\n",
-		  "m.ini:3: [plugin] name: given twice (first at line 2); keep "
-		  "one" },
+		    "m.ini:3: [plugin] name: given twice (first at line 2); keep "
+		    "one" },
 		{ "[plugin]\nname = Weather\nversion = 1\n",
-		  "m.ini:2: [plugin] name: 'Weather' is not a plugin name: 1 "
-		  "to 64 bytes of a-z, 0-9, '.', '_', '-', starting with a "
-		  "letter or digit, without '..'" },
+		    "m.ini:2: [plugin] name: 'Weather' is not a plugin name: 1 "
+		    "to 64 bytes of a-z, 0-9, '.', '_', '-', starting with a "
+		    "letter or digit, without '..'" },
 		{ "[plugin]\nname = ../x\nversion = 1\n",
-		  "m.ini:2: [plugin] name: '../x' is not a plugin name: 1 to "
-		  "64 bytes of a-z, 0-9, '.', '_', '-', starting with a letter "
-		  "or digit, without '..'" },
+		    "m.ini:2: [plugin] name: '../x' is not a plugin name: 1 to "
+		    "64 bytes of a-z, 0-9, '.', '_', '-', starting with a letter "
+		    "or digit, without '..'" },
 		{ "[plugin]\nname = a\nversion = 1/2\n",
-		  "m.ini:3: [plugin] version: '1/2' is not a version: 1 to 64 "
-		  "bytes of letters, digits, '.', '_', '-', '+', '~', starting "
-		  "with a letter or digit, without '..'" },
+		    "m.ini:3: [plugin] version: '1/2' is not a version: 1 to 64 "
+		    "bytes of letters, digits, '.', '_', '-', '+', '~', starting "
+		    "with a letter or digit, without '..'" },
 		{ "[plugin]\nname = a\nversion = 1..2\n",
-		  "m.ini:3: [plugin] version: '1..2' is not a version: 1 to 64 "
-		  "bytes of letters, digits, '.', '_', '-', '+', '~', starting "
-		  "with a letter or digit, without '..'" },
+		    "m.ini:3: [plugin] version: '1..2' is not a version: 1 to 64 "
+		    "bytes of letters, digits, '.', '_', '-', '+', '~', starting "
+		    "with a letter or digit, without '..'" },
 		{ "[plugin]\nname = a\nversion = 1\npermissions = http_client\n"
 		  "  raw_socket\n",
-		  "m.ini:5: [plugin] permissions: unknown permission "
-		  "'raw_socket'; write http_client, websocket_client or "
-		  "socket_client" },
+		    "m.ini:5: [plugin] permissions: unknown permission "
+		    "'raw_socket'; write http_client, websocket_client or "
+		    "socket_client" },
 		{ "[plugin]\nname = a\nversion = 1\n[egress]\n"
 		  "operator_defined = yes\n",
-		  "m.ini:5: [egress] operator_defined: 'yes'; write true or "
-		  "false" },
+		    "m.ini:5: [egress] operator_defined: 'yes'; write true or "
+		    "false" },
 		{ "[plugin]\nname = a\nversion = 1\n[egress]\nhosts = a.example,"
 		  "\n",
-		  "m.ini:5: [egress] hosts: empty item after the last ','; "
-		  "remove the trailing comma (an indented continuation line "
-		  "needs none)" },
+		    "m.ini:5: [egress] hosts: empty item after the last ','; "
+		    "remove the trailing comma (an indented continuation line "
+		    "needs none)" },
 		{ "[plugin]\nname = a\nversion = 1\n[egress]\nhosts = a.example\n"
 		  "  *\n",
-		  "m.ini:6: [egress] hosts: '*': " },
+		    "m.ini:6: [egress] hosts: '*': " },
 		{ "[plugin]\nname = a\nversion = 1\n[egress]\nhosts = *.co.uk\n",
-		  "m.ini:5: [egress] hosts: '*.co.uk': " },
+		    "m.ini:5: [egress] hosts: '*.co.uk': " },
 		{ "[plugin]\nname = a\nversion = 1\n[egress]\nhosts = A.example\n",
-		  "m.ini:5: [egress] hosts: 'A.example': " },
+		    "m.ini:5: [egress] hosts: 'A.example': " },
 		{ "[plugin]\nname = a\nversion = 1\n[plugin]\n",
-		  "m.ini:4: [plugin]: section given twice (first at line 1); "
-		  "merge the two" },
+		    "m.ini:4: [plugin]: section given twice (first at line 1); "
+		    "merge the two" },
 	};
 
 	return cr_make_param_array(struct err_case, cases,
@@ -173,7 +178,7 @@ ParameterizedTest(struct err_case *c, conf_manifest, errors)
 	 * entry grammar's own wording, tested in policy/). */
 	for (i = 0; i < e.n; i++)
 		if (c->msg[n - 1] == ' ' ? strncmp(e.msgs[i], c->msg, n) == 0 :
-		    strcmp(e.msgs[i], c->msg) == 0)
+					   strcmp(e.msgs[i], c->msg) == 0)
 			found = 1;
 	cr_expect(found, "want: %s\ngot:\n%s", c->msg, ct_errors(&e));
 	conf_errors_done(&e);
@@ -185,7 +190,8 @@ Test(conf_manifest, every_bad_host_is_named)
 	struct conf_errors e = { 0 };
 
 	cr_assert_eq(parse("[plugin]\nname = a\nversion = 1\n[egress]\n"
-	    "hosts = ok.example *\n  x..y ok2.example\n", &m, &e),
+			   "hosts = ok.example *\n  x..y ok2.example\n",
+			 &m, &e),
 	    EGRESS_ERR_INVALID);
 	cr_expect_eq(e.n, 2, "%s", ct_errors(&e));
 	cr_expect(ct_has_error(&e, "m.ini:5: [egress] hosts: '*': "));
@@ -202,7 +208,8 @@ manifest_with_hosts(size_t nhosts)
 	size_t i, off;
 
 	cr_assert_not_null(s);
-	off = (size_t)sprintf(s, "[plugin]\nname = a\nversion = 1\n[egress]\n"
+	off = (size_t)sprintf(s,
+	    "[plugin]\nname = a\nversion = 1\n[egress]\n"
 	    "hosts =\n");
 	for (i = 0; i < nhosts; i++)
 		off += (size_t)sprintf(s + off, "  h%zu.example\n", i);
@@ -226,7 +233,8 @@ Test(conf_manifest, hosts_1024_accepted_1025_refused)
 	cr_assert_eq(parse(s, &m, &e), EGRESS_ERR_INVALID);
 	cr_expect_null(m);
 	cr_assert_eq(e.n, 1);
-	cr_expect_str_eq(e.msgs[0], "m.ini:5: [egress] hosts: 1025 hosts; a "
+	cr_expect_str_eq(e.msgs[0],
+	    "m.ini:5: [egress] hosts: 1025 hosts; a "
 	    "manifest may declare at most 1024");
 	conf_errors_done(&e);
 	free(s);
@@ -250,17 +258,20 @@ Test(conf_manifest, size_64k_accepted_65k_refused)
 		off += n;
 	}
 	cr_assert_eq(conf_manifest_parse("m.ini", s, len, NULL, 0,
-	    CONF_SIG_PERMISSIVE, NULL, &m, &e), 0, "%s", ct_errors(&e));
+			 CONF_SIG_PERMISSIVE, NULL, &m, &e),
+	    0, "%s", ct_errors(&e));
 	conf_manifest_free(m);
 	m = NULL;
 
 	memset(s + len, ';', 1024);
 	s[65 * 1024 - 1] = '\n';
 	cr_assert_eq(conf_manifest_parse("m.ini", s, 65 * 1024, NULL, 0,
-	    CONF_SIG_PERMISSIVE, NULL, &m, &e), EGRESS_ERR_TOO_BIG);
+			 CONF_SIG_PERMISSIVE, NULL, &m, &e),
+	    EGRESS_ERR_TOO_BIG);
 	cr_expect_null(m);
 	cr_assert_eq(e.n, 1);
-	cr_expect_str_eq(e.msgs[0], "m.ini: manifest is 66560 bytes; at most "
+	cr_expect_str_eq(e.msgs[0],
+	    "m.ini: manifest is 66560 bytes; at most "
 	    "65536 are allowed");
 	conf_errors_done(&e);
 	free(s);
@@ -295,15 +306,15 @@ enum sig_kind {
 	SK_WRONG_KEY = 3,	/* signed by an untrusted key */
 	SK_UNSIGNED = 4,	/* no .sig */
 	SK_MALFORMED = 5,	/* a .sig that is not one line of base64 */
-	SK_TAMPERED_PLUGIN = 6,	/* one byte of [plugin] changed */
+	SK_TAMPERED_PLUGIN = 6, /* one byte of [plugin] changed */
 };
 
 struct mode_case {
 	int kind;
 	int mode;
 	int accepted;
-	int status;		/* m->sig when accepted */
-	char msg[160];		/* a substring of the refusal */
+	int status;    /* m->sig when accepted */
+	char msg[160]; /* a substring of the refusal */
 };
 
 static struct mode_case mode_cases[] = {
@@ -311,25 +322,19 @@ static struct mode_case mode_cases[] = {
 	{ SK_GOOD, CONF_SIG_PERMISSIVE, 1, CONF_SIG_VALID, "" },
 	{ SK_GOOD, CONF_SIG_DISABLED, 1, CONF_SIG_NOT_CHECKED, "" },
 	{ SK_TAMPERED, CONF_SIG_STRICT, 0, 0, "untrusted signature" },
-	{ SK_TAMPERED, CONF_SIG_PERMISSIVE, 0, 0,
-	  "untrusted signature" },
+	{ SK_TAMPERED, CONF_SIG_PERMISSIVE, 0, 0, "untrusted signature" },
 	{ SK_TAMPERED, CONF_SIG_DISABLED, 1, CONF_SIG_NOT_CHECKED, "" },
 	{ SK_TAMPERED_PLUGIN, CONF_SIG_PERMISSIVE, 0, 0,
-	  "untrusted signature" },
+	    "untrusted signature" },
 	{ SK_WRONG_KEY, CONF_SIG_STRICT, 0, 0, "untrusted signature" },
-	{ SK_WRONG_KEY, CONF_SIG_PERMISSIVE, 0, 0,
-	  "untrusted signature" },
-	{ SK_WRONG_KEY, CONF_SIG_DISABLED, 1, CONF_SIG_NOT_CHECKED,
-	  "" },
+	{ SK_WRONG_KEY, CONF_SIG_PERMISSIVE, 0, 0, "untrusted signature" },
+	{ SK_WRONG_KEY, CONF_SIG_DISABLED, 1, CONF_SIG_NOT_CHECKED, "" },
 	{ SK_UNSIGNED, CONF_SIG_STRICT, 0, 0, "unsigned (no " },
 	{ SK_UNSIGNED, CONF_SIG_PERMISSIVE, 1, CONF_SIG_UNSIGNED, "" },
 	{ SK_UNSIGNED, CONF_SIG_DISABLED, 1, CONF_SIG_NOT_CHECKED, "" },
-	{ SK_MALFORMED, CONF_SIG_STRICT, 0, 0,
-	  "invalid signature file" },
-	{ SK_MALFORMED, CONF_SIG_PERMISSIVE, 0, 0,
-	  "invalid signature file" },
-	{ SK_MALFORMED, CONF_SIG_DISABLED, 1, CONF_SIG_NOT_CHECKED,
-	  "" },
+	{ SK_MALFORMED, CONF_SIG_STRICT, 0, 0, "invalid signature file" },
+	{ SK_MALFORMED, CONF_SIG_PERMISSIVE, 0, 0, "invalid signature file" },
+	{ SK_MALFORMED, CONF_SIG_DISABLED, 1, CONF_SIG_NOT_CHECKED, "" },
 };
 
 ParameterizedTestParameters(conf_manifest, signature_modes)
@@ -360,9 +365,9 @@ run_mode_case(struct mode_case *c, int from_files)
 	ct_sign(c->kind == SK_WRONG_KEY ? other : trusted, text, strlen(text),
 	    sig, sizeof(sig));
 	if (c->kind == SK_TAMPERED)
-		*strstr(text, "api.weather") = 'b';	/* in [egress] */
+		*strstr(text, "api.weather") = 'b'; /* in [egress] */
 	if (c->kind == SK_TAMPERED_PLUGIN)
-		*strstr(text, "1.4.0") = '2';		/* in [plugin] */
+		*strstr(text, "1.4.0") = '2'; /* in [plugin] */
 	if (c->kind == SK_MALFORMED)
 		strcpy(sig, "this is not base64\n");
 	if (c->kind != SK_UNSIGNED)
@@ -422,7 +427,8 @@ Test(conf_manifest, no_keyring_in_strict_is_refused)
 
 	ct_sign(k, good, strlen(good), sig, sizeof(sig));
 	cr_expect_eq(conf_manifest_parse("m.ini", good, strlen(good), sig,
-	    strlen(sig), CONF_SIG_STRICT, NULL, &m, &e), EGRESS_ERR_INVALID);
+			 strlen(sig), CONF_SIG_STRICT, NULL, &m, &e),
+	    EGRESS_ERR_INVALID);
 	cr_expect(ct_has_error(&e, "m.ini.sig: untrusted signature"));
 	conf_errors_done(&e);
 	EVP_PKEY_free(k);
@@ -437,7 +443,8 @@ Test(conf_manifest, load_missing_and_oversized_files)
 
 	ct_mkdir();
 	cr_expect_eq(conf_manifest_load(ct_path("nope.ini"),
-	    CONF_SIG_PERMISSIVE, NULL, &m, &e), EGRESS_ERR_INVALID);
+			 CONF_SIG_PERMISSIVE, NULL, &m, &e),
+	    EGRESS_ERR_INVALID);
 	(void)snprintf(want, sizeof(want), "%s: no such manifest",
 	    ct_path("nope.ini"));
 	cr_expect(ct_has_error(&e, want), "%s", ct_errors(&e));
@@ -447,7 +454,8 @@ Test(conf_manifest, load_missing_and_oversized_files)
 	memset(big, ';', 65 * 1024);
 	ct_write("big.ini", big, 65 * 1024);
 	cr_expect_eq(conf_manifest_load(ct_path("big.ini"),
-	    CONF_SIG_PERMISSIVE, NULL, &m, &e), EGRESS_ERR_TOO_BIG);
+			 CONF_SIG_PERMISSIVE, NULL, &m, &e),
+	    EGRESS_ERR_TOO_BIG);
 	cr_expect_null(m);
 	cr_expect(ct_has_error(&e, "manifest is over 65536 bytes"));
 	conf_errors_done(&e);
@@ -456,7 +464,8 @@ Test(conf_manifest, load_missing_and_oversized_files)
 	ct_write_str("pkg/manifest.ini", good);
 	ct_write("pkg/manifest.ini.sig", big, 2048);
 	cr_expect_eq(conf_manifest_load(ct_path("pkg/manifest.ini"),
-	    CONF_SIG_PERMISSIVE, NULL, &m, &e), EGRESS_ERR_INVALID);
+			 CONF_SIG_PERMISSIVE, NULL, &m, &e),
+	    EGRESS_ERR_INVALID);
 	cr_expect(ct_has_error(&e, "invalid signature file"));
 	conf_errors_done(&e);
 	free(big);
@@ -472,7 +481,8 @@ Test(conf_manifest, idn_entry_shows_a_label)
 	    "name = weather\n"
 	    "version = 1.4.0\n"
 	    "[egress]\n"
-	    "hosts = b\xc3\xbc" "cher.example, *.m\xc3\xbcnchen.example\n";
+	    "hosts = b\xc3\xbc"
+	    "cher.example, *.m\xc3\xbcnchen.example\n";
 	struct conf_manifest *m = NULL;
 	struct conf_errors e = { 0 };
 
@@ -483,6 +493,7 @@ Test(conf_manifest, idn_entry_shows_a_label)
 	cr_expect(strstr(e.msgs[0], "write 'xn--bcher-kva.example'") != NULL,
 	    "%s", e.msgs[0]);
 	cr_expect(strstr(e.msgs[1], "write '*.xn--mnchen-3ya.example'") !=
-	    NULL, "%s", e.msgs[1]);
+		NULL,
+	    "%s", e.msgs[1]);
 	conf_errors_done(&e);
 }

@@ -51,10 +51,12 @@ Test(conf_sig, good_signature_is_valid)
 
 	ct_sign(key_a, manifest, strlen(manifest), sig, sizeof(sig));
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), sig,
-	    strlen(sig), ring_a), CONF_SIG_VALID);
+			 strlen(sig), ring_a),
+	    CONF_SIG_VALID);
 	/* Without the trailing newline too. */
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), sig,
-	    CONF_SIG_B64_LEN, ring_a), CONF_SIG_VALID);
+			 CONF_SIG_B64_LEN, ring_a),
+	    CONF_SIG_VALID);
 }
 
 Test(conf_sig, every_tampered_byte_is_untrusted)
@@ -68,13 +70,16 @@ Test(conf_sig, every_tampered_byte_is_untrusted)
 		memcpy(copy, manifest, sizeof(manifest));
 		copy[i] ^= 0x01;
 		cr_assert_eq(conf_sig_verify(copy, len, sig, strlen(sig),
-		    ring_a), CONF_SIG_UNTRUSTED, "byte %zu", i);
+				 ring_a),
+		    CONF_SIG_UNTRUSTED, "byte %zu", i);
 	}
 	/* One byte more or less. */
 	cr_expect_eq(conf_sig_verify(manifest, len - 1, sig, strlen(sig),
-	    ring_a), CONF_SIG_UNTRUSTED);
+			 ring_a),
+	    CONF_SIG_UNTRUSTED);
 	cr_expect_eq(conf_sig_verify(manifest, len + 1, sig, strlen(sig),
-	    ring_a), CONF_SIG_UNTRUSTED);
+			 ring_a),
+	    CONF_SIG_UNTRUSTED);
 }
 
 Test(conf_sig, wrong_key_and_no_key_are_untrusted)
@@ -83,15 +88,18 @@ Test(conf_sig, wrong_key_and_no_key_are_untrusted)
 
 	ct_sign(key_b, manifest, strlen(manifest), sig, sizeof(sig));
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), sig,
-	    strlen(sig), ring_a), CONF_SIG_UNTRUSTED);
+			 strlen(sig), ring_a),
+	    CONF_SIG_UNTRUSTED);
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), sig,
-	    strlen(sig), NULL), CONF_SIG_UNTRUSTED);
+			 strlen(sig), NULL),
+	    CONF_SIG_UNTRUSTED);
 }
 
 Test(conf_sig, no_signature_is_unsigned)
 {
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), NULL, 0,
-	    ring_a), CONF_SIG_UNSIGNED);
+			 ring_a),
+	    CONF_SIG_UNSIGNED);
 }
 
 Test(conf_sig, any_trusted_key_verifies)
@@ -108,7 +116,8 @@ Test(conf_sig, any_trusted_key_verifies)
 	cr_expect_eq(conf_keyring_count(k), 2);
 	ct_sign(key_b, manifest, strlen(manifest), sig, sizeof(sig));
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), sig,
-	    strlen(sig), k), CONF_SIG_VALID);
+			 strlen(sig), k),
+	    CONF_SIG_VALID);
 	conf_keyring_free(k);
 }
 
@@ -128,8 +137,7 @@ Test(conf_sig, several_keys_in_one_file)
 	ct_write("both.pem", data, (size_t)n);
 	BIO_free(b);
 	p = ct_path("both.pem");
-	cr_assert_eq(conf_keyring_load(&p, 1, &k, &e), 0, "%s",
-	    ct_errors(&e));
+	cr_assert_eq(conf_keyring_load(&p, 1, &k, &e), 0, "%s", ct_errors(&e));
 	cr_expect_eq(conf_keyring_count(k), 2);
 	conf_keyring_free(k);
 }
@@ -158,14 +166,15 @@ ParameterizedTestParameters(conf_sig, malformed_is_invalid)
 ParameterizedTest(struct sig_case *c, conf_sig, malformed_is_invalid)
 {
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), c->text,
-	    strlen(c->text), ring_a), CONF_SIG_INVALID, "%s", c->why);
+			 strlen(c->text), ring_a),
+	    CONF_SIG_INVALID, "%s", c->why);
 }
 
 /* Variations of a good signature file that are not exactly one line. */
 struct sig_edit {
 	char prefix[8];
 	char suffix[8];
-	int cut;		/* bytes removed from the end of the base64 */
+	int cut; /* bytes removed from the end of the base64 */
 	char why[64];
 };
 
@@ -194,9 +203,11 @@ ParameterizedTest(struct sig_edit *c, conf_sig, edited_good_is_invalid)
 
 	ct_sign(key_a, manifest, strlen(manifest), sig, sizeof(sig));
 	sig[CONF_SIG_B64_LEN - c->cut] = '\0';
-	(void)snprintf(text, sizeof(text), "%s%s%s", c->prefix, sig, c->suffix);
+	(void)snprintf(text, sizeof(text), "%s%s%s", c->prefix, sig,
+	    c->suffix);
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), text,
-	    strlen(text), ring_a), CONF_SIG_INVALID, "%s", c->why);
+			 strlen(text), ring_a),
+	    CONF_SIG_INVALID, "%s", c->why);
 }
 
 Test(conf_sig, non_canonical_padding_bits_are_invalid)
@@ -213,7 +224,8 @@ Test(conf_sig, non_canonical_padding_bits_are_invalid)
 	if ((v | 1) == v)
 		sig[CONF_SIG_B64_LEN - 3] = b64[v & ~1];
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), sig,
-	    strlen(sig), ring_a), CONF_SIG_INVALID);
+			 strlen(sig), ring_a),
+	    CONF_SIG_INVALID);
 }
 
 Test(conf_sig, encode_round_trips)
@@ -232,7 +244,8 @@ Test(conf_sig, encode_round_trips)
 	    EGRESS_ERR_TOO_BIG);
 	/* Well-formed, so not invalid: merely untrusted. */
 	cr_expect_eq(conf_sig_verify(manifest, strlen(manifest), text,
-	    strlen(text), ring_a), CONF_SIG_UNTRUSTED);
+			 strlen(text), ring_a),
+	    CONF_SIG_UNTRUSTED);
 }
 
 Test(conf_sig, status_strings)
@@ -241,8 +254,7 @@ Test(conf_sig, status_strings)
 	    "not-checked");
 	cr_expect_str_eq(conf_sig_status_str(CONF_SIG_VALID), "valid");
 	cr_expect_str_eq(conf_sig_status_str(CONF_SIG_UNSIGNED), "unsigned");
-	cr_expect_str_eq(conf_sig_status_str(CONF_SIG_UNTRUSTED),
-	    "untrusted");
+	cr_expect_str_eq(conf_sig_status_str(CONF_SIG_UNTRUSTED), "untrusted");
 	cr_expect_str_eq(conf_sig_status_str(CONF_SIG_INVALID), "invalid");
 }
 
@@ -250,19 +262,21 @@ Test(conf_sig, status_strings)
 
 struct key_case {
 	char name[32];
-	char content[8];	/* "ec", "priv", "empty", "junk", "none" */
-	char msg[128];		/* after "DIR/NAME: " */
+	char content[8]; /* "ec", "priv", "empty", "junk", "none" */
+	char msg[128];	 /* after "DIR/NAME: " */
 };
 
 ParameterizedTestParameters(conf_sig, bad_key_files)
 {
 	static struct key_case cases[] = {
 		{ "missing.pem", "none", "no such key file" },
-		{ "ec.pem", "ec", "PEM block 1 is a EC key; only Ed25519 keys "
-		  "are accepted" },
-		{ "priv.pem", "priv", "PEM block 1 is 'PRIVATE KEY'; "
-		  "trusted_keys takes Ed25519 PUBLIC KEY blocks only (never a "
-		  "private key)" },
+		{ "ec.pem", "ec",
+		    "PEM block 1 is a EC key; only Ed25519 keys "
+		    "are accepted" },
+		{ "priv.pem", "priv",
+		    "PEM block 1 is 'PRIVATE KEY'; "
+		    "trusted_keys takes Ed25519 PUBLIC KEY blocks only (never a "
+		    "private key)" },
 		{ "empty.pem", "empty", "no PEM public key found" },
 		{ "junk.pem", "junk", "no PEM public key found" },
 	};

@@ -33,7 +33,7 @@ struct edit_case {
 	enum op op;
 	char section[48];
 	char key[32];
-	char value[400];	/* OP_SET value; OP_LIST items, space-separated */
+	char value[400]; /* OP_SET value; OP_LIST items, space-separated */
 	int want_rc;
 	char in[800];
 	char out[1200];
@@ -41,76 +41,77 @@ struct edit_case {
 
 static struct edit_case edit_cases[] = {
 	{ "set keeps spacing and inline comment", OP_SET, "s", "k", "new", 0,
-	  "; top\n[s]\nk   =  old   ; why\nj = 1\n",
-	  "; top\n[s]\nk   =  new   ; why\nj = 1\n" },
+	    "; top\n[s]\nk   =  old   ; why\nj = 1\n",
+	    "; top\n[s]\nk   =  new   ; why\nj = 1\n" },
 	{ "set appends after the last key", OP_SET, "s", "n", "v", 0,
-	  "[s]\na = 1\n\n; about t\n[t]\nb = 2\n",
-	  "[s]\na = 1\nn = v\n\n; about t\n[t]\nb = 2\n" },
-	{ "set on an empty section", OP_SET, "s", "n", "v", 0,
-	  "[s]\n[t]\n", "[s]\nn = v\n[t]\n" },
-	{ "set without final newline", OP_SET, "s", "n", "v", 0,
-	  "[s]\na = 1", "[s]\na = 1\nn = v\n" },
+	    "[s]\na = 1\n\n; about t\n[t]\nb = 2\n",
+	    "[s]\na = 1\nn = v\n\n; about t\n[t]\nb = 2\n" },
+	{ "set on an empty section", OP_SET, "s", "n", "v", 0, "[s]\n[t]\n",
+	    "[s]\nn = v\n[t]\n" },
+	{ "set without final newline", OP_SET, "s", "n", "v", 0, "[s]\na = 1",
+	    "[s]\na = 1\nn = v\n" },
 	{ "set in a missing section", OP_SET, "x", "n", "v",
-	  EGRESS_ERR_NOT_FOUND, "[s]\n", "[s]\n" },
+	    EGRESS_ERR_NOT_FOUND, "[s]\n", "[s]\n" },
 	{ "set keeps CRLF", OP_SET, "s", "a", "2", 0,
-	  "[s]\r\na = 1\r\nb = 3\r\n", "[s]\r\na = 2\r\nb = 3\r\n" },
+	    "[s]\r\na = 1\r\nb = 3\r\n", "[s]\r\na = 2\r\nb = 3\r\n" },
 	{ "set only in its own section", OP_SET, "t", "a", "9", 0,
-	  "[s]\na = 1\n[t]\na = 2\n", "[s]\na = 1\n[t]\na = 9\n" },
+	    "[s]\na = 1\n[t]\na = 2\n", "[s]\na = 1\n[t]\na = 9\n" },
 	{ "set empty value has no trailing blank", OP_SET, "s", "a", "", 0,
-	  "[s]\na = 1\n", "[s]\na =\n" },
+	    "[s]\na = 1\n", "[s]\na =\n" },
 	{ "list replaces continuation lines", OP_LIST, "s", "h", "x.example",
-	  0,
-	  "[s]\nh = a.example\n    b.example ; c\n  c.example\nz = 1\n",
-	  "[s]\nh = x.example\n; c\nz = 1\n" },
+	    0, "[s]\nh = a.example\n    b.example ; c\n  c.example\nz = 1\n",
+	    "[s]\nh = x.example\n; c\nz = 1\n" },
 	{ "list keeps comments inside its span", OP_LIST, "s", "h",
-	  "a.example b.example", 0,
-	  "[s]\nh = a.example\n; note\n    c.example\nz = 1\n",
-	  "[s]\nh = a.example, b.example\n; note\nz = 1\n" },
+	    "a.example b.example", 0,
+	    "[s]\nh = a.example\n; note\n    c.example\nz = 1\n",
+	    "[s]\nh = a.example, b.example\n; note\nz = 1\n" },
 	{ "list merges repeated keys", OP_LIST, "s", "h", "a.example", 0,
-	  "[s]\nh = b.example\nz = 1\nh = c.example\n",
-	  "[s]\nh = a.example\nz = 1\n" },
+	    "[s]\nh = b.example\nz = 1\nh = c.example\n",
+	    "[s]\nh = a.example\nz = 1\n" },
 	{ "list empty", OP_LIST, "s", "h", "", 0,
-	  "[s]\nh = a.example ; keep\n", "[s]\n; keep\nh =\n" },
+	    "[s]\nh = a.example ; keep\n", "[s]\n; keep\nh =\n" },
 	{ "list new key", OP_LIST, "s", "h", "a.example *.b.example", 0,
-	  "[s]\nplugin = p\n\n", "[s]\nplugin = p\nh = a.example, *.b.example\n\n" },
+	    "[s]\nplugin = p\n\n",
+	    "[s]\nplugin = p\nh = a.example, *.b.example\n\n" },
 	{ "list wraps long lists aligned", OP_LIST, "s", "egress_hosts",
-	  "aaaaaaaaaaaaaaaa.example bbbbbbbbbbbbbbbbbbbb.example "
-	  "cccccccccccccccccc.example", 0,
-	  "[s]\negress_hosts = a\n",
-	  "[s]\negress_hosts = aaaaaaaaaaaaaaaa.example\n"
-	  "               bbbbbbbbbbbbbbbbbbbb.example\n"
-	  "               cccccccccccccccccc.example\n" },
+	    "aaaaaaaaaaaaaaaa.example bbbbbbbbbbbbbbbbbbbb.example "
+	    "cccccccccccccccccc.example",
+	    0, "[s]\negress_hosts = a\n",
+	    "[s]\negress_hosts = aaaaaaaaaaaaaaaa.example\n"
+	    "               bbbbbbbbbbbbbbbbbbbb.example\n"
+	    "               cccccccccccccccccc.example\n" },
 	{ "list refuses a comma", OP_LIST, "s", "h", "a,b", EGRESS_ERR_INVALID,
-	  "[s]\n", "[s]\n" },
+	    "[s]\n", "[s]\n" },
 	{ "list refuses a comment start", OP_LIST, "s", "h", ";x",
-	  EGRESS_ERR_INVALID, "[s]\n", "[s]\n" },
-	{ "indented comment is not a continuation", OP_LIST, "s", "h", "n",
-	  0, "[s]\nh = a\n  ; indented comment\nz = 1\n",
-	  "[s]\nh = n\n  ; indented comment\nz = 1\n" },
+	    EGRESS_ERR_INVALID, "[s]\n", "[s]\n" },
+	{ "indented comment is not a continuation", OP_LIST, "s", "h", "n", 0,
+	    "[s]\nh = a\n  ; indented comment\nz = 1\n",
+	    "[s]\nh = n\n  ; indented comment\nz = 1\n" },
 	{ "add section after a blank line", OP_ADD, "plugins.entries.w", "",
-	  "", 0, "; c\n[s]\na = 1\n", "; c\n[s]\na = 1\n\n[plugins.entries.w]\n" },
+	    "", 0, "; c\n[s]\na = 1\n",
+	    "; c\n[s]\na = 1\n\n[plugins.entries.w]\n" },
 	{ "add section to a file without final newline", OP_ADD, "n", "", "",
-	  0, "[s]\na = 1", "[s]\na = 1\n\n[n]\n" },
+	    0, "[s]\na = 1", "[s]\na = 1\n\n[n]\n" },
 	{ "add section that exists", OP_ADD, "s", "", "", EGRESS_ERR_EXISTS,
-	  "[s]\n", "[s]\n" },
+	    "[s]\n", "[s]\n" },
 	{ "add section refuses ]", OP_ADD, "a]b", "", "", EGRESS_ERR_INVALID,
-	  "[s]\n", "[s]\n" },
+	    "[s]\n", "[s]\n" },
 	{ "add section to an empty file", OP_ADD, "n", "", "", 0, "",
-	  "[n]\n" },
+	    "[n]\n" },
 	{ "remove middle section with its comment", OP_REMOVE, "b", "", "", 0,
-	  "[a]\nx = 1\n\n; about b\n[b]\ny = 2\n  z\n\n; about c\n[c]\nw = 3\n",
-	  "[a]\nx = 1\n\n; about c\n[c]\nw = 3\n" },
+	    "[a]\nx = 1\n\n; about b\n[b]\ny = 2\n  z\n\n; about c\n[c]\nw = 3\n",
+	    "[a]\nx = 1\n\n; about c\n[c]\nw = 3\n" },
 	{ "remove last section", OP_REMOVE, "c", "", "", 0,
-	  "[a]\nx = 1\n\n[c]\nw = 3\n", "[a]\nx = 1\n" },
+	    "[a]\nx = 1\n\n[c]\nw = 3\n", "[a]\nx = 1\n" },
 	{ "remove keeps a detached comment", OP_REMOVE, "b", "", "", 0,
-	  "[a]\nx = 1\n; detached\n\n[b]\ny = 2\n; trailing\n",
-	  "[a]\nx = 1\n; detached\n\n; trailing\n" },
+	    "[a]\nx = 1\n; detached\n\n[b]\ny = 2\n; trailing\n",
+	    "[a]\nx = 1\n; detached\n\n; trailing\n" },
 	{ "remove first section", OP_REMOVE, "a", "", "", 0,
-	  "[a]\nx = 1\n\n[b]\ny = 2\n", "[b]\ny = 2\n" },
+	    "[a]\nx = 1\n\n[b]\ny = 2\n", "[b]\ny = 2\n" },
 	{ "remove missing", OP_REMOVE, "q", "", "", EGRESS_ERR_NOT_FOUND,
-	  "[a]\n", "[a]\n" },
+	    "[a]\n", "[a]\n" },
 	{ "remove every duplicate", OP_REMOVE, "a", "", "", 0,
-	  "[a]\nx = 1\n[b]\ny = 2\n[a]\nz = 3\n", "[b]\ny = 2\n" },
+	    "[a]\nx = 1\n[b]\ny = 2\n[a]\nz = 3\n", "[b]\ny = 2\n" },
 };
 
 ParameterizedTestParameters(iniedit, edits)
@@ -135,7 +136,7 @@ ParameterizedTest(struct edit_case *c, iniedit, edits)
 	case OP_LIST:
 		memcpy(items, c->value, sizeof(items));
 		for (tok = strtok_r(items, " ", &save); tok != NULL && n < 16;
-		    tok = strtok_r(NULL, " ", &save))
+		     tok = strtok_r(NULL, " ", &save))
 			v[n++] = tok;
 		rc = iniedit_set_list(d, c->section, c->key, v, n);
 		break;
@@ -159,7 +160,7 @@ ParameterizedTest(struct edit_case *c, iniedit, edits)
 Test(iniedit, roundtrip_is_identity)
 {
 	static const char in[] = "\xEF\xBB\xBF; bom\r\n[a]\nx=1\n  y\n\n"
-	    "garbage line\n[b\n#c\nlast";
+				 "garbage line\n[b\n#c\nlast";
 	struct iniedit *d = NULL;
 	char *out = NULL;
 	size_t len = 0;
@@ -203,7 +204,7 @@ Test(iniedit, long_items_wrap_within_limit)
 	    0);
 	cr_assert_eq(iniedit_render(d, &out, &len), 0);
 	for (line = strtok_r(out, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save))
+	     line = strtok_r(NULL, "\n", &save))
 		cr_assert_leq(strlen(line), INIEDIT_LINE_MAX, "%s", line);
 	free(out);
 	iniedit_free(d);
@@ -229,7 +230,8 @@ Test(iniedit, replace_keeps_mode_and_leaves_no_temp)
 	    err);
 	cr_assert_eq(f.len, 10);
 	cr_assert_eq(iniedit_file_replace(&f, "[s]\na = 2\n", 10, err,
-	    sizeof(err)), 0, "%s", err);
+			 sizeof(err)),
+	    0, "%s", err);
 	iniedit_file_close(&f);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0640);
@@ -245,8 +247,10 @@ Test(iniedit, replace_keeps_mode_and_leaves_no_temp)
 		char cmd[256];
 		int count;
 
-		(void)snprintf(cmd, sizeof(cmd), "test $(ls -A '%s' | wc -l) "
-		    "-eq 2", dir);
+		(void)snprintf(cmd, sizeof(cmd),
+		    "test $(ls -A '%s' | wc -l) "
+		    "-eq 2",
+		    dir);
 		// NOLINTNEXTLINE(cert-env33-c): the test runs its own shell command
 		count = system(cmd);
 		cr_assert_eq(count, 0, "a temporary file was left behind");
@@ -261,7 +265,8 @@ Test(iniedit, open_missing_file_fails)
 	char err[256] = "";
 
 	cr_assert_lt(iniedit_file_open("/nonexistent-dir/x.ini", &f, err,
-	    sizeof(err)), 0);
+			 sizeof(err)),
+	    0);
 	cr_assert_neq(err[0], '\0');
 	iniedit_file_close(&f);
 }

@@ -34,7 +34,8 @@ Test(daemon_broker, shares_follow_the_snapshot)
 	cr_assert_eq(share_guarantee(b->session_share),
 	    BROKER_SESSION_GUARANTEE);
 	cr_assert_eq(share_guarantee(b->tls_share), BROKER_TLS_GUARANTEE);
-	cr_assert_eq(share_guarantee(b->mem_share), BROKER_MEM_GUARANTEE / 1024);
+	cr_assert_eq(share_guarantee(b->mem_share),
+	    BROKER_MEM_GUARANTEE / 1024);
 	cr_assert_eq(share_capacity(b->mem_share), b->memory_max / 1024);
 	cr_assert_leq(b->memory_max, BROKER_MEM_DEFAULT_MAX);
 	cr_assert_gt(b->memory_max, 0);
@@ -85,7 +86,7 @@ Test(daemon_broker, refused_holder_is_woken_when_memory_is_freed)
 		used = x.credit;
 	cr_assert_eq(share_held(b->mem_share, "app"),
 	    share_capacity(b->mem_share) / 4 / (BROKER_MEM_CHUNK / 1024) *
-	    (BROKER_MEM_CHUNK / 1024));
+		(BROKER_MEM_CHUNK / 1024));
 	cr_assert(x.waiting);
 	/* y, of the same instance, gets nothing and waits too. */
 	cr_assert_not(broker_mem_room(b, "app", &y, 0, limit));

@@ -25,7 +25,7 @@ setup(void)
 	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
 	cr_assert_geq(fd, 0);
-	log_set_fd(fd);		/* egress.config events go nowhere */
+	log_set_fd(fd); /* egress.config events go nowhere */
 	ct_mkdir();
 	write_conf("disabled");
 }
@@ -56,9 +56,10 @@ Test(confstate, edit_is_seen_by_the_next_get)
 	struct conf_errors e = { 0 };
 
 	cr_assert_eq(confstate_init(&cs, ct_path("egressd.ini"), NULL, NULL,
-	    &e), 0, "%s", ct_errors(&e));
+			 &e),
+	    0, "%s", ct_errors(&e));
 	cr_expect_eq(gen_now(&cs), 1);
-	cr_expect_eq(gen_now(&cs), 1);		/* unchanged: no re-parse */
+	cr_expect_eq(gen_now(&cs), 1); /* unchanged: no re-parse */
 	write_conf("permissive");
 	cr_expect_eq(gen_now(&cs), 2);
 	cr_expect_eq(cs.reloads, 1);

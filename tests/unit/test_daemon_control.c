@@ -29,10 +29,10 @@ struct fake {
 	struct metrics *m;
 	int reloads;
 	int reload_err;
-	int async;			/* check completes later */
+	int async; /* check completes later */
 	control_check_done done;
 	void *done_arg;
-	int attach_peer;		/* our end of the last attach */
+	int attach_peer; /* our end of the last attach */
 };
 
 static struct fake F;
@@ -46,8 +46,7 @@ f_snapshot(void *b)
 static void
 f_status(void *b, struct control_status *st)
 {
-	static const struct policy_addr local[1] = {
-		{ 4, { 127, 0, 0, 1 } } };
+	static const struct policy_addr local[1] = { { 4, { 127, 0, 0, 1 } } };
 
 	st->version = "0.1.0";
 	st->uptime_s = 42;
@@ -61,7 +60,8 @@ f_status(void *b, struct control_status *st)
 	st->local_generation = 7;
 	st->nat64_warning = "ipv4only.arpa answers in 2001:db8:99::/96";
 	st->config_error = ((struct fake *)b)->reload_err ?
-	    "egressd.ini:3: [broker] bogus: unknown key" : NULL;
+	    "egressd.ini:3: [broker] bogus: unknown key" :
+	    NULL;
 }
 
 static unsigned
@@ -135,7 +135,12 @@ f_attach(void *b, const char *instance, int *ret_fd)
 }
 
 static const struct control_ops fake_ops = {
-	f_snapshot, f_status, f_leases, f_metrics, f_check, f_reload,
+	f_snapshot,
+	f_status,
+	f_leases,
+	f_metrics,
+	f_check,
+	f_reload,
 	f_attach,
 };
 
@@ -155,7 +160,7 @@ collect(void *arg, struct control_reply *r)
 	}
 	if (r->fd >= 0) {
 		got_fd = r->fd;
-		r->fd = -1;	/* taken */
+		r->fd = -1; /* taken */
 	}
 	nreplies++;
 }
@@ -207,77 +212,111 @@ run(const char *line)
 
 struct cmd_case {
 	char line[128];
-	char want[256];		/* substring of the reply */
-	char unwanted[64];	/* must not appear ("" for none) */
+	char want[256];	   /* substring of the reply */
+	char unwanted[64]; /* must not appear ("" for none) */
 };
 
 static struct cmd_case cmd_cases[] = {
 	{ "show status", "\"uptime_s\":42", "\"error\":\"" },
-	{ "show status", "\"config\":{\"path\":\"/etc/egressd/egressd.ini\","
+	{ "show status",
+	    "\"config\":{\"path\":\"/etc/egressd/egressd.ini\","
 	    "\"generation\":3,\"loaded_at\":\"1970-01-02T00:00:00Z\","
-	    "\"error\":null", "" },
+	    "\"error\":null",
+	    "" },
 	{ "show status", "\"instances\":3,\"connections\":5", "" },
-	{ "show status", "\"local_addresses\":{\"generation\":7,"
-	    "\"addresses\":[\"127.0.0.1\"]}", "" },
+	{ "show status",
+	    "\"local_addresses\":{\"generation\":7,"
+	    "\"addresses\":[\"127.0.0.1\"]}",
+	    "" },
 	{ "show status", "\"warning\":\"ipv4only.arpa answers in", "" },
 	{ "show status\r", "\"uptime_s\":42", "" },
 	{ "  show\t status  ", "\"uptime_s\":42", "" },
 	{ "show instances", "{\"name\":\"gitea\"", "" },
-	{ "show instances", "\"name\":\"weather\",\"plugin\":\"weather\","
-	    "\"version\":\"1.4.0\",\"manifest\":\"ok\"", "" },
-	{ "show instances", "\"leases\":2,\"budget\":16,\"allowed\":2,"
-	    "\"denied\":1,\"bytes_in\":1000,\"bytes_out\":10", "" },
-	{ "show instance weather", "\"denied_by_reason\":"
-	    "{\"private-address\":1}", "" },
+	{ "show instances",
+	    "\"name\":\"weather\",\"plugin\":\"weather\","
+	    "\"version\":\"1.4.0\",\"manifest\":\"ok\"",
+	    "" },
+	{ "show instances",
+	    "\"leases\":2,\"budget\":16,\"allowed\":2,"
+	    "\"denied\":1,\"bytes_in\":1000,\"bytes_out\":10",
+	    "" },
+	{ "show instance weather",
+	    "\"denied_by_reason\":"
+	    "{\"private-address\":1}",
+	    "" },
 	{ "show instance weather", "\"permissions\":[\"http_client\"]", "" },
-	{ "show instance weather", "\"socket\":"
-	    "\"/run/egressd/instances/weather.sock\"", "" },
+	{ "show instance weather",
+	    "\"socket\":"
+	    "\"/run/egressd/instances/weather.sock\"",
+	    "" },
 	{ "show instance notifier", "\"permissions\":[]", "" },
 	{ "show instance nope", "\"code\":\"not-found\"", "" },
-	{ "show grants weather", "\"effective\":[\"api.weather.example\","
-	    "\"*.tiles.weather.example\"]", "" },
-	{ "show grants weather", "\"granted_not_effective\":"
-	    "[\"cdn.weather.example\"]", "" },
+	{ "show grants weather",
+	    "\"effective\":[\"api.weather.example\","
+	    "\"*.tiles.weather.example\"]",
+	    "" },
+	{ "show grants weather",
+	    "\"granted_not_effective\":"
+	    "[\"cdn.weather.example\"]",
+	    "" },
 	{ "show grants weather", "\"allow_private_effective\":[]", "" },
 	{ "show grants gitea", "\"operator_defined\":true", "" },
-	{ "show grants gitea", "\"allow_private_effective\":"
-	    "[\"git.lan.example\"]", "" },
+	{ "show grants gitea",
+	    "\"allow_private_effective\":"
+	    "[\"git.lan.example\"]",
+	    "" },
 	{ "show grants gitea", "\"effective\":[\"git.lan.example\"]", "" },
 	{ "show grants", "\"code\":\"usage\"", "" },
-	{ "show metrics", "egressd_decisions_total{instance=\"weather\","
+	{ "show metrics",
+	    "egressd_decisions_total{instance=\"weather\","
 	    "verdict=\"deny\",reason=\"private-address\"} 1\n",
-	    "{" "\"error" },
-	{ "show metrics", "egressd_decisions_total{instance=\"weather\","
-	    "verdict=\"allow\",reason=\"granted\"} 2\n", "reason=\"allow\"" },
+	    "{"
+	    "\"error" },
+	{ "show metrics",
+	    "egressd_decisions_total{instance=\"weather\","
+	    "verdict=\"allow\",reason=\"granted\"} 2\n",
+	    "reason=\"allow\"" },
 	{ "show metrics", "egressd_build_info{version=\"0.1.0\"} 1\n", "" },
 	{ "show metrics", "\negressd_config_valid 1\n", "" },
 	{ "show metrics", "\negressd_config_generation 3\n", "" },
-	{ "show metrics", "\negressd_config_last_reload_success_timestamp_"
-	    "seconds 86400\n", "" },
+	{ "show metrics",
+	    "\negressd_config_last_reload_success_timestamp_"
+	    "seconds 86400\n",
+	    "" },
 	{ "show metrics", "\negressd_config_reload_failures_total 0\n", "" },
 	{ "show metrics", "\n# TYPE process_open_fds gauge\nprocess_open_fds ",
 	    "" },
 	{ "show metrics", "egressd_leases_in_use{instance=\"weather\"} 2\n",
 	    "" },
-	{ "show metrics", "egressd_upstream_errors_total{code=\"tls-failed\"} "
-	    "1\n", "" },
+	{ "show metrics",
+	    "egressd_upstream_errors_total{code=\"tls-failed\"} "
+	    "1\n",
+	    "" },
 	{ "show metrics", "egressd_decision_seconds_bucket{le=\"0.0005\"} 2\n",
 	    "" },
 	{ "show metrics", "egressd_decision_seconds_bucket{le=\"+Inf\"} 3\n",
 	    "" },
-	{ "show metrics", "egressd_bytes_total{instance=\"weather\","
-	    "direction=\"in\"} 1000\n", "" },
+	{ "show metrics",
+	    "egressd_bytes_total{instance=\"weather\","
+	    "direction=\"in\"} 1000\n",
+	    "" },
 	{ "show metrics", "egressd_dns_lookup_seconds_count 1\n# HELP", "" },
 	{ "show metrics", "\n\n", "# EOF" },
-	{ "check weather http://api.weather.example/", "\"verdict\":\"allow\","
-	    "\"reason\":null,\"addresses\":[\"93.184.216.34\"]", "" },
-	{ "check weather http://10.0.0.7/", "\"verdict\":\"deny\","
-	    "\"reason\":\"private-address\"", "" },
+	{ "check weather http://api.weather.example/",
+	    "\"verdict\":\"allow\","
+	    "\"reason\":null,\"addresses\":[\"93.184.216.34\"]",
+	    "" },
+	{ "check weather http://10.0.0.7/",
+	    "\"verdict\":\"deny\","
+	    "\"reason\":\"private-address\"",
+	    "" },
 	{ "check weather http://fail.example/", "\"code\":\"failed\"", "" },
 	{ "check nope http://x.example/", "\"code\":\"not-found\"", "" },
 	{ "check weather", "\"code\":\"usage\"", "" },
-	{ "reload", "{\"reloaded\":true,\"generation\":3,\"instances\":3,"
-	    "\"refused\":[]}", "" },
+	{ "reload",
+	    "{\"reloaded\":true,\"generation\":3,\"instances\":3,"
+	    "\"refused\":[]}",
+	    "" },
 	{ "reload now", "\"code\":\"usage\"", "" },
 	{ "attach nope", "\"code\":\"not-found\"", "" },
 	{ "help", "\"attach INSTANCE\"", "" },
@@ -287,7 +326,7 @@ static struct cmd_case cmd_cases[] = {
 	{ "show status \xc3\xa9", "invalid byte", "" },
 	{ "a b c d e", "too many words", "" },
 	{ "show instance "
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 	    "\"code\":\"usage\"", "" },
 };
 
@@ -297,8 +336,8 @@ ParameterizedTestParameters(broker_control, commands)
 	    sizeof(cmd_cases) / sizeof(cmd_cases[0]));
 }
 
-ParameterizedTest(struct cmd_case *c, broker_control, commands,
-    .init = setup, .fini = teardown)
+ParameterizedTest(struct cmd_case *c, broker_control, commands, .init = setup,
+    .fini = teardown)
 {
 	json_error_t jerr;
 	json_t *doc;
@@ -335,9 +374,11 @@ Test(broker_control, reload_error_reported, .init = setup, .fini = teardown)
 	F.reload_err = 1;
 	cr_assert_eq(run("reload"), 0);
 	cr_assert_eq(F.reloads, 1);
-	cr_assert(strstr(got, "\"code\":\"failed\",\"detail\":"
-	    "\"egressd.ini:3: [broker] bogus: unknown key\"") != NULL, "%s",
-	    got);
+	cr_assert(strstr(got,
+		      "\"code\":\"failed\",\"detail\":"
+		      "\"egressd.ini:3: [broker] bogus: unknown key\"") !=
+		NULL,
+	    "%s", got);
 }
 
 Test(broker_control, check_completes_later, .init = setup, .fini = teardown)
@@ -364,22 +405,19 @@ Test(broker_control, attach_passes_fd, .init = setup, .fini = teardown)
 }
 
 struct peer_case {
-	char uids[32];		/* control_uids value; "-" for the default */
+	char uids[32]; /* control_uids value; "-" for the default */
 	char gids[32];
 	unsigned uid, gid;
 	int allowed;
 };
 
 static struct peer_case peer_cases[] = {
-	{ "-", "", 0, 0, 1 },
-	{ "-", "", 1000, 1000, 0 },
-	{ "-", "", 1000, 0, 0 },		/* root's group is not root */
+	{ "-", "", 0, 0, 1 }, { "-", "", 1000, 1000, 0 },
+	{ "-", "", 1000, 0, 0 }, /* root's group is not root */
 	{ "1000", "", 1000, 5, 1 },
-	{ "1000", "", 0, 0, 0 },		/* the list replaces root */
-	{ "0, 1000", "", 0, 0, 1 },
-	{ "0", "50", 1000, 50, 1 },
-	{ "0", "50", 1000, 51, 0 },
-	{ "", "", 0, 0, 0 },			/* nobody */
+	{ "1000", "", 0, 0, 0 }, /* the list replaces root */
+	{ "0, 1000", "", 0, 0, 1 }, { "0", "50", 1000, 50, 1 },
+	{ "0", "50", 1000, 51, 0 }, { "", "", 0, 0, 0 }, /* nobody */
 };
 
 ParameterizedTestParameters(broker_control, peers)
@@ -402,7 +440,8 @@ ParameterizedTest(struct peer_case *c, broker_control, peers)
 		(void)snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
 		    "control_gids = %s\n", c->gids);
 	cr_assert_eq(conf_load_buffer("/tmp/t.ini", buf, strlen(buf), &s,
-	    &errs), 0, "%s: %s", buf, errs.n ? errs.msgs[0] : "?");
+			 &errs),
+	    0, "%s: %s", buf, errs.n ? errs.msgs[0] : "?");
 	cr_assert_eq(control_peer_allowed(s, c->uid, c->gid), c->allowed,
 	    "%s uid %u gid %u", buf, c->uid, c->gid);
 	conf_snapshot_free(s);
@@ -416,8 +455,7 @@ Test(broker_control, broken_config_allows_root_only)
 
 /* Read one reply line (and an fd, if any) from fd, driving the loop. */
 static void
-read_line(struct event_base *base, int fd, char *buf, size_t n,
-    int *ret_fd)
+read_line(struct event_base *base, int fd, char *buf, size_t n, int *ret_fd)
 {
 	union {
 		struct cmsghdr h;
@@ -462,8 +500,8 @@ Test(broker_control, server_over_socketpair, .init = setup, .fini = teardown)
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
 	    0);
 	/* We are root in CI; the peer check uses our own credentials. */
-	cr_assert_eq(control_server_accept(cs, sv[1]), getuid() == 0 ? 0 :
-	    EGRESS_ERR_DENIED);
+	cr_assert_eq(control_server_accept(cs, sv[1]),
+	    getuid() == 0 ? 0 : EGRESS_ERR_DENIED);
 	if (getuid() != 0) {
 		read_line(base, sv[0], buf, sizeof(buf), NULL);
 		cr_assert(strstr(buf, "permission denied") != NULL);
@@ -497,8 +535,7 @@ out:
 	event_base_free(base);
 }
 
-Test(broker_control, server_refuses_over_cap, .init = setup,
-    .fini = teardown)
+Test(broker_control, server_refuses_over_cap, .init = setup, .fini = teardown)
 {
 	struct event_base *base = event_base_new();
 	struct control_server *cs = NULL;
@@ -511,8 +548,9 @@ Test(broker_control, server_refuses_over_cap, .init = setup,
 	if (getuid() != 0)
 		cr_skip_test("needs root (SO_PEERCRED is ours)");
 	for (i = 0; i <= CONTROL_CONNS_MAX; i++) {
-		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
-		    0, sv[i]), 0);
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+				 sv[i]),
+		    0);
 		cr_assert_eq(control_server_accept(cs, sv[i][1]),
 		    i < CONTROL_CONNS_MAX ? 0 : EGRESS_ERR_AGAIN);
 	}
@@ -544,9 +582,10 @@ Test(broker_metrics, label_cap_and_escaping)
 	cr_assert_str_eq(mi.reasons[METRICS_LABELS_MAX].reason, "other");
 	cr_assert_eq(mi.reasons[METRICS_LABELS_MAX].count, 10);
 	cr_assert_eq(metrics_format(m, NULL, &text, &len), 0);
-	cr_assert(strstr(text, "instance=\"a\\\"b\",verdict=\"deny\","
-	    "reason=\"other\"} 10\n") !=
-	    NULL, "%s", text);
+	cr_assert(strstr(text,
+		      "instance=\"a\\\"b\",verdict=\"deny\","
+		      "reason=\"other\"} 10\n") != NULL,
+	    "%s", text);
 	cr_assert_eq(strlen(text), len);
 	free(text);
 	metrics_free(m);

@@ -35,7 +35,7 @@
 #include "broker/log.h"
 #include "conf/conf.h"
 
-#define NOBODY		65534
+#define NOBODY 65534
 
 struct revokes {
 	int n;
@@ -58,12 +58,12 @@ revoke_cb(void *arg, const char *instance)
 }
 
 struct owner_case {
-	char first_owner[16];	/* "" for unset */
+	char first_owner[16]; /* "" for unset */
 	char first_group[16];
 	char second_owner[16];
 	char second_group[16];
-	unsigned want_uid;	/* after the second reconcile; -1: euid */
-	unsigned want_gid;	/* -1: egid */
+	unsigned want_uid; /* after the second reconcile; -1: euid */
+	unsigned want_gid; /* -1: egid */
 	int want_revokes;
 };
 
@@ -174,7 +174,7 @@ Test(broker_listen, unknown_owner_closes)
 struct dir_case {
 	char name[24];
 	unsigned mode;
-	int foreign_owner;	/* chown the folder to uid 4242 */
+	int foreign_owner; /* chown the folder to uid 4242 */
 	int want_bad;
 };
 
@@ -237,8 +237,7 @@ ParameterizedTest(struct dir_case *c, broker_listen, socket_dir_must_be_ours)
  */
 Test(broker_listen, chmod_never_follows_a_link)
 {
-	char dir[] = "/tmp/test_broker_listenXXXXXX", path[256],
-	    victim[256];
+	char dir[] = "/tmp/test_broker_listenXXXXXX", path[256], victim[256];
 	struct event_base *base = event_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
@@ -340,7 +339,7 @@ log_has(int fd, const char *needle1, const char *needle2)
 		return 0;
 	buf[n] = '\0';
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save))
+	     line = strtok_r(NULL, "\n", &save))
 		if (strstr(line, needle1) != NULL &&
 		    strstr(line, needle2) != NULL)
 			return 1;
@@ -349,13 +348,13 @@ log_has(int fd, const char *needle1, const char *needle2)
 
 struct tree_case {
 	char name[32];
-	unsigned parent_mode;	/* BASE/p */
-	int parent_uid;		/* -1: the test's own (root) */
-	int parent_link;	/* the path goes through BASE/lp -> p */
-	unsigned final_mode;	/* BASE/p/s; 0: missing (created) */
+	unsigned parent_mode; /* BASE/p */
+	int parent_uid;	      /* -1: the test's own (root) */
+	int parent_link;      /* the path goes through BASE/lp -> p */
+	unsigned final_mode;  /* BASE/p/s; 0: missing (created) */
 	int final_uid;
-	int final_link;		/* the path ends in BASE/p/ls -> s */
-	char fault[4];		/* component named in the log; "": accepted */
+	int final_link; /* the path ends in BASE/p/ls -> s */
+	char fault[4];	/* component named in the log; "": accepted */
 };
 
 ParameterizedTestParameters(broker_listen, socket_dir_every_component)
@@ -386,8 +385,8 @@ ParameterizedTestParameters(broker_listen, socket_dir_every_component)
 ParameterizedTest(struct tree_case *c, broker_listen,
     socket_dir_every_component)
 {
-	char base[] = "/tmp/test_broker_listen_treeXXXXXX", dir[256],
-	    p[256], fin[256], sock[512], comp[512];
+	char base[] = "/tmp/test_broker_listen_treeXXXXXX", dir[256], p[256],
+	     fin[256], sock[512], comp[512];
 	struct event_base *base_ev = event_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
@@ -434,12 +433,16 @@ ParameterizedTest(struct tree_case *c, broker_listen,
 		cr_assert_eq(listen_count(l), 0, "%s", c->name);
 		cr_assert(lstat(sock, &st) != 0, "%s: socket created",
 		    c->name);
-		(void)snprintf(comp, sizeof(comp),
-		    "\"component\":\"%s/%s%s\"", base,
-		    strcmp(c->fault, "s") == 0 || strcmp(c->fault, "ls") ==
-		    0 ? "p/" : "", c->fault);
-		cr_assert(log_has(logfd, comp, dir), "%s: no log line with "
-		    "%s", c->name, comp);
+		(void)snprintf(comp, sizeof(comp), "\"component\":\"%s/%s%s\"",
+		    base,
+		    strcmp(c->fault, "s") == 0 || strcmp(c->fault, "ls") == 0 ?
+			"p/" :
+			"",
+		    c->fault);
+		cr_assert(log_has(logfd, comp, dir),
+		    "%s: no log line with "
+		    "%s",
+		    c->name, comp);
 	} else {
 		cr_assert_eq(listen_count(l), 1, "%s", c->name);
 		cr_assert(lstat(sock, &st) == 0, "%s", c->name);
@@ -462,8 +465,8 @@ ParameterizedTest(struct tree_case *c, broker_listen,
 Test(broker_listen, link_swap_refused_before_and_after)
 {
 	char base[] = "/tmp/test_broker_listen_swapXXXXXX", att[256],
-	    good[256], fake[256], link[256], tmp[256], sock[512],
-	    fsock[512], comp[512];
+	     good[256], fake[256], link[256], tmp[256], sock[512], fsock[512],
+	     comp[512];
 	struct event_base *base_ev = event_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
@@ -473,7 +476,8 @@ Test(broker_listen, link_swap_refused_before_and_after)
 
 	if (geteuid() != 0)
 		cr_skip_test("the attacker's folder needs chown to uid %d: "
-		    "run as root", NOBODY);
+			     "run as root",
+		    NOBODY);
 	memset(&s, 0, sizeof(s));
 	memset(&ci, 0, sizeof(ci));
 	cr_assert(mkdtemp(base) != NULL);
@@ -543,8 +547,8 @@ Test(broker_listen, link_swap_refused_before_and_after)
  */
 Test(broker_listen, folder_turned_unsafe_stops_serving)
 {
-	char base[] = "/tmp/test_broker_listen_turnXXXXXX", p[256],
-	    dir[256], old[256], evil[256], sock[512], esock[512];
+	char base[] = "/tmp/test_broker_listen_turnXXXXXX", p[256], dir[256],
+	     old[256], evil[256], sock[512], esock[512];
 	struct event_base *base_ev = event_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
@@ -605,7 +609,7 @@ Test(broker_listen, folder_turned_unsafe_stops_serving)
 Test(broker_listen, relative_dir_checked_from_root)
 {
 	char base[] = "/tmp/test_broker_listen_relXXXXXX", cwd[4096],
-	    sock[512];
+	     sock[512];
 	struct event_base *base_ev = event_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
@@ -618,7 +622,7 @@ Test(broker_listen, relative_dir_checked_from_root)
 	cr_assert(mkdtemp(base) != NULL);
 	cr_assert(chdir(base) == 0);
 	cr_assert(mkdir("p", 0777) == 0);
-	cr_assert(chmod("p", 0777) == 0);	/* no sticky bit */
+	cr_assert(chmod("p", 0777) == 0); /* no sticky bit */
 	cr_assert(listen_new(base_ev, acc_cb, NULL, NULL, &l) == 0);
 	s.instance_socket_dir = "p/./s";
 	s.instances = &ci;

@@ -24,9 +24,9 @@
 
 struct bound_case {
 	char in[600];
-	size_t in_len;		/* 0: strlen(in) */
-	size_t repeat;		/* >0: in[0] repeated this many times */
-	char want[400];		/* "": check want_len and the marker only */
+	size_t in_len;	/* 0: strlen(in) */
+	size_t repeat;	/* >0: in[0] repeated this many times */
+	char want[400]; /* "": check want_len and the marker only */
 	size_t want_len;
 	int truncated;
 };
@@ -202,10 +202,12 @@ ParameterizedTest(struct decision_case *c, log, decision)
 	if (c->allow) {
 		cr_assert_null(json_object_get(o, "reason"));
 		cr_assert_str_eq(json_string_value(json_object_get(o,
-		    "plugin")), "weather");
+				     "plugin")),
+		    "weather");
 	} else {
 		cr_assert_str_eq(json_string_value(json_object_get(o,
-		    "reason")), c->reason);
+				     "reason")),
+		    c->reason);
 		cr_assert(json_is_null(json_object_get(o, "plugin")));
 	}
 	if (c->port != 0)
@@ -273,8 +275,10 @@ Test(log, strings_escaped)
 	c.error = "\xff";
 	c.status = -3;
 	text = capture(emit_close, &c);
-	cr_assert_eq(strspn(text, " !\"#$%&'()*+,-./0123456789:;<=>?@"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"),
+	cr_assert_eq(
+	    strspn(text,
+		" !\"#$%&'()*+,-./0123456789:;<=>?@"
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"),
 	    strlen(text) - 1, "not printable ASCII: %s", text);
 	o = parse_one(text);
 	cr_assert_str_eq(json_string_value(json_object_get(o, "request_id")),
@@ -292,8 +296,8 @@ Test(log, strings_escaped)
 Test(log, key_order)
 {
 	static const char *want[] = { "ts", "event", "request_id", "instance",
-	    "plugin", "transport", "host", "port", "verdict", "reason",
-	    "addresses" };
+		"plugin", "transport", "host", "port", "verdict", "reason",
+		"addresses" };
 	struct log_decision d;
 	const char *p;
 	char *text, key[32];
@@ -327,7 +331,9 @@ Test(log, decision_too_long)
 
 	for (i = 0; i < 3000; i++)
 		cr_assert_eq(policy_addr_parse("2001:db8:1234:5678:9abc:def0:"
-		    "1234:5678", &a[i]), 0);
+					       "1234:5678",
+				 &a[i]),
+		    0);
 	memset(&d, 0, sizeof(d));
 	d.request_id = "r";
 	d.instance = "i";

@@ -34,8 +34,11 @@
 #include "broker/metrics_http.h"
 
 static const struct metrics_process fixed_proc = {
-	.cpu_seconds = 1.25, .resident_bytes = 4096000,
-	.virtual_bytes = 8192000, .open_fds = 12, .max_fds = 1024,
+	.cpu_seconds = 1.25,
+	.resident_bytes = 4096000,
+	.virtual_bytes = 8192000,
+	.open_fds = 12,
+	.max_fds = 1024,
 	.start_time = 1700000000.5,
 };
 
@@ -45,10 +48,15 @@ fixed_text(int valid, const char *instance)
 {
 	static const struct metrics_gauge leases[1] = { { "weather", 2 } };
 	struct metrics_facts f = {
-		.version = "0.1.0", .config_valid = valid,
-		.config_generation = 4, .config_loaded_unix = 1700000100,
-		.config_reloads = 3, .config_reload_failures = 2,
-		.leases = leases, .nleases = 1, .process = &fixed_proc,
+		.version = "0.1.0",
+		.config_valid = valid,
+		.config_generation = 4,
+		.config_loaded_unix = 1700000100,
+		.config_reloads = 3,
+		.config_reload_failures = 2,
+		.leases = leases,
+		.nleases = 1,
+		.process = &fixed_proc,
 	};
 	struct metrics *m = metrics_new();
 	char *text = NULL;
@@ -71,7 +79,7 @@ fixed_text(int valid, const char *instance)
 
 struct line_case {
 	int valid;
-	char want[160];		/* one whole line */
+	char want[160]; /* one whole line */
 };
 
 static struct line_case line_cases[] = {
@@ -81,16 +89,20 @@ static struct line_case line_cases[] = {
 	{ 0, "egressd_config_valid 0" },
 	{ 1, "# TYPE egressd_config_valid gauge" },
 	{ 1, "egressd_config_generation 4" },
-	{ 1, "egressd_config_last_reload_success_timestamp_seconds "
+	{ 1,
+	    "egressd_config_last_reload_success_timestamp_seconds "
 	    "1700000100" },
 	{ 1, "egressd_config_reloads_total 3" },
 	{ 1, "egressd_config_reload_failures_total 2" },
 	{ 1, "# TYPE egressd_config_reload_failures_total counter" },
-	{ 1, "egressd_decisions_total{instance=\"weather\",verdict=\"allow\","
+	{ 1,
+	    "egressd_decisions_total{instance=\"weather\",verdict=\"allow\","
 	    "reason=\"granted\"} 2" },
-	{ 1, "egressd_decisions_total{instance=\"weather\",verdict=\"deny\","
+	{ 1,
+	    "egressd_decisions_total{instance=\"weather\",verdict=\"deny\","
 	    "reason=\"not-granted\"} 1" },
-	{ 1, "egressd_decisions_total{instance=\"weather\",verdict=\"deny\","
+	{ 1,
+	    "egressd_decisions_total{instance=\"weather\",verdict=\"deny\","
 	    "reason=\"policy-unavailable\"} 1" },
 	{ 1, "egressd_leases_in_use{instance=\"weather\"} 2" },
 	{ 1, "egressd_upstream_errors_total{code=\"timeout\"} 1" },
@@ -133,7 +145,7 @@ Test(broker_metrics_text, shape)
 	cr_assert(strstr(text, "reason=\"allow\"") == NULL);
 	copy = strdup(text);
 	for (l = strtok_r(copy, "\n", &save); l != NULL;
-	    l = strtok_r(NULL, "\n", &save)) {
+	     l = strtok_r(NULL, "\n", &save)) {
 		char key[140];
 
 		if (sscanf(l, "# HELP %127s", fam) == 1) {
@@ -189,9 +201,11 @@ Test(broker_metrics_text, promtool_and_python)
 	free(text);
 	(void)snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
 	// NOLINTNEXTLINE(cert-env33-c): the test runs its own shell command
-	cr_assert_eq(system(cmd), 0, "promtool check metrics (install: "
+	cr_assert_eq(system(cmd), 0,
+	    "promtool check metrics (install: "
 	    "scripts/bootstrap)");
-	(void)snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c '"
+	(void)snprintf(cmd, sizeof(cmd),
+	    "/usr/bin/python3 -c '"
 	    "import sys\n"
 	    "from prometheus_client.parser import "
 	    "text_string_to_metric_families as p\n"
@@ -203,9 +217,11 @@ Test(broker_metrics_text, promtool_and_python)
 	    "assert s[0].labels[\"instance\"] == \"we\\\"ath\\\\er\\nx\", s\n"
 	    "assert fams[\"process_open_fds\"].samples[0].value == 12\n"
 	    "assert fams[\"egressd_build_info\"].type == \"gauge\"\n"
-	    "' %s", path);
+	    "' %s",
+	    path);
 	// NOLINTNEXTLINE(cert-env33-c): the test runs its own shell command
-	cr_assert_eq(system(cmd), 0, "prometheus_client parser (install: "
+	cr_assert_eq(system(cmd), 0,
+	    "prometheus_client parser (install: "
 	    "scripts/bootstrap)");
 	(void)unlink(path);
 	(void)rmdir(dir);
@@ -221,7 +237,8 @@ Test(broker_metrics_text, process_read)
 	cr_assert(p.resident_bytes > 0);
 	cr_assert(p.virtual_bytes >= p.resident_bytes);
 	cr_assert(p.max_fds >= p.open_fds);
-	cr_assert(p.start_time > 1e9 && p.start_time <= (double)time(NULL) + 1);
+	cr_assert(p.start_time > 1e9 &&
+	    p.start_time <= (double)time(NULL) + 1);
 	{
 		struct metrics_process q;
 
@@ -329,7 +346,7 @@ ask(const char *req, size_t len)
 struct http_case {
 	char req[128];
 	char status[64];
-	char want[96];		/* a substring of the response */
+	char want[96]; /* a substring of the response */
 	char unwanted[64];
 };
 
@@ -365,8 +382,8 @@ ParameterizedTest(struct http_case *c, broker_metrics_http, routes,
 {
 	char *r = ask(c->req, strlen(c->req));
 
-	cr_assert(strncmp(r, c->status, strlen(c->status)) == 0,
-	    "'%s': %s", c->req, r);
+	cr_assert(strncmp(r, c->status, strlen(c->status)) == 0, "'%s': %s",
+	    c->req, r);
 	cr_assert(strstr(r, c->want) != NULL, "'%s': %s", c->req, r);
 	if (c->unwanted[0] != '\0')
 		cr_assert(strstr(r, c->unwanted) == NULL, "'%s': %s", c->req,
@@ -395,7 +412,8 @@ Test(broker_metrics_http, connection_cap, .init = ep_setup,
 	for (i = 0; i < METRICS_HTTP_CONNS_MAX; i++)
 		idle[i] = client();
 	fd = client();
-	cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	cr_assert_eq(write(fd, req, sizeof(req) - 1),
+	    (ssize_t)sizeof(req) - 1);
 	/* Everything ready has run: the accepts and nothing more. */
 	for (i = 0; i < 20; i++)
 		(void)event_base_loop(base, EVLOOP_NONBLOCK);
@@ -484,7 +502,8 @@ Test(broker_metrics_http, loopback_tcp)
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	sin.sin_addr.s_addr = htonl(0x7f000001);
-	cr_assert(s >= 0 && bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	cr_assert(s >= 0 &&
+	    bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0);
 	cr_assert_eq(getsockname(s, (struct sockaddr *)&sin, &sl), 0);
 	(void)close(s);
 	(void)snprintf(listen, sizeof(listen), "127.0.0.1:%u",

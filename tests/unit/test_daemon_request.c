@@ -28,9 +28,9 @@ TestSuite(request, .init = dt_setup, .fini = dt_teardown);
 struct fg_frame {
 	uint8_t type, flags;
 	uint32_t stream;
-	uint32_t code;		/* ERROR */
-	int status;		/* RESPONSE */
-	size_t len;		/* DATA */
+	uint32_t code; /* ERROR */
+	int status;    /* RESPONSE */
+	size_t len;    /* DATA */
 };
 
 struct fg {
@@ -41,8 +41,8 @@ struct fg {
 	int done_calls;
 	struct fg_frame frames[64];
 	size_t nframes;
-	char headers[8192];	/* of the RESPONSE: "name: value\n" lines */
-	char body[65536];	/* DATA bytes */
+	char headers[8192]; /* of the RESPONSE: "name: value\n" lines */
+	char body[65536];   /* DATA bytes */
 	size_t bodylen;
 	size_t consumed;
 };
@@ -111,8 +111,8 @@ fg_take_body(struct fg *f, struct evbuffer *buf, size_t n)
 }
 
 static int
-fg_send_data(void *ctx, struct proto_stream *s, struct evbuffer *buf,
-    size_t n, uint8_t flags)
+fg_send_data(void *ctx, struct proto_stream *s, struct evbuffer *buf, size_t n,
+    uint8_t flags)
 {
 	static uint8_t frame[PROTO_FRAME_MAX];
 	static struct proto_msg m;
@@ -129,7 +129,8 @@ fg_send_data(void *ctx, struct proto_stream *s, struct evbuffer *buf,
 		fr = fg_record(f, m.type, m.flags, m.stream);
 		if (m.type == PROTO_MSG_DATA) {
 			fr->len = m.data.len;
-			cr_assert_leq(f->bodylen + m.data.len, sizeof(f->body));
+			cr_assert_leq(f->bodylen + m.data.len,
+			    sizeof(f->body));
 			memcpy(f->body + f->bodylen, m.data.ptr, m.data.len);
 			f->bodylen += m.data.len;
 		}
@@ -249,10 +250,9 @@ static void
 expect_one_decision_and_close(const char *name)
 {
 	cr_assert_eq(dt_log_count("egress.decision"), 1,
-	    "%s: %zu decision events", name,
-	    dt_log_count("egress.decision"));
-	cr_assert_eq(dt_log_count("egress.close"), 1,
-	    "%s: %zu close events", name, dt_log_count("egress.close"));
+	    "%s: %zu decision events", name, dt_log_count("egress.decision"));
+	cr_assert_eq(dt_log_count("egress.close"), 1, "%s: %zu close events",
+	    name, dt_log_count("egress.close"));
 }
 
 static struct proto_msg M;
@@ -265,12 +265,12 @@ struct at_once_case {
 	uint8_t transport;
 	char method[16];
 	char scheme[8];
-	char authority[48];	/* "UP": the loopback upstream */
+	char authority[48]; /* "UP": the loopback upstream */
 	char path[32];
-	char headers[128];	/* "Name: value\n" lines */
+	char headers[128]; /* "Name: value\n" lines */
 	int end_stream;
-	uint32_t code;		/* the ERROR code */
-	char reason[24];	/* the decision's reason */
+	uint32_t code;	 /* the ERROR code */
+	char reason[24]; /* the decision's reason */
 };
 
 ParameterizedTestParameters(request, at_once)
@@ -285,8 +285,8 @@ ParameterizedTestParameters(request, at_once)
 		{ "host-differs", "app", PROTO_TRANSPORT_HTTP, "GET", "http",
 		    "UP", "/", "Host: other.example\n", 1,
 		    PROTO_CODE_INVALID_REQUEST, "invalid-request" },
-		{ "length-with-end-stream", "app", PROTO_TRANSPORT_HTTP, "POST",
-		    "http", "UP", "/", "Content-Length: 5\n", 1,
+		{ "length-with-end-stream", "app", PROTO_TRANSPORT_HTTP,
+		    "POST", "http", "UP", "/", "Content-Length: 5\n", 1,
 		    PROTO_CODE_INVALID_REQUEST, "invalid-request" },
 		{ "websocket-transport", "app", PROTO_TRANSPORT_WEBSOCKET,
 		    "GET", "http", "UP", "/", "", 1,
@@ -326,8 +326,8 @@ ParameterizedTest(struct at_once_case *c, request, at_once)
 	auth = strcmp(c->authority, "UP") == 0 ? u.authority : c->authority;
 	fg_init(&F, c->instance);
 	memcpy(hdrs, c->headers, sizeof(hdrs));
-	dt_request(&M, 1, c->end_stream ? PROTO_FLAG_END_STREAM : 0,
-	    c->method, c->scheme, auth, c->path, hdrs);
+	dt_request(&M, 1, c->end_stream ? PROTO_FLAG_END_STREAM : 0, c->method,
+	    c->scheme, auth, c->path, hdrs);
 	M.request.transport = c->transport;
 	fg_start(&F, &M);
 	cr_assert_eq(F.done_calls, 1, "%s: done called %d times", c->name,
@@ -402,7 +402,7 @@ has_header_name(const char *name)
 	(void)snprintf(want, sizeof(want), "%s:", name);
 	return strncmp(low, want, strlen(want)) == 0 ||
 	    (snprintf(want, sizeof(want), "\n%s:", name) > 0 &&
-	    strstr(low, want) != NULL);
+		strstr(low, want) != NULL);
 }
 
 /* Start GET path on the upstream u and wait until its head arrived. */
@@ -434,7 +434,8 @@ Test(request, allowed_response_streamed_back)
 	cr_assert_not_null(strstr(u.req, want_host), "no Host: %s", u.req);
 	cr_assert_not_null(strstr(u.req, "\r\nX-Test: 1\r\n"));
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 1);
-	dt_upstream_reply(&u, "HTTP/1.1 200 OK\r\n"
+	dt_upstream_reply(&u,
+	    "HTTP/1.1 200 OK\r\n"
 	    "Content-Type: text/plain\r\n"
 	    "Connection: keep-alive, X-Hop\r\n"
 	    "Keep-Alive: timeout=5\r\n"
@@ -481,15 +482,16 @@ Test(request, redirect_passed_back_not_followed)
 
 	dt_upstream_open(&u);
 	start_get(&u, "/moved", NULL);
-	dt_upstream_reply(&u, "HTTP/1.1 302 Found\r\n"
+	dt_upstream_reply(&u,
+	    "HTTP/1.1 302 Found\r\n"
 	    "Location: http://169.254.169.254/latest/\r\n"
 	    "Content-Length: 0\r\n"
 	    "\r\n");
 	fg_wait_done(&F);
 	cr_assert_eq(F.frames[0].type, PROTO_MSG_RESPONSE);
 	cr_assert_eq(F.frames[0].status, 302);
-	cr_assert(has_header("Location: http://169.254.169.254/latest/"),
-	    "%s", F.headers);
+	cr_assert(has_header("Location: http://169.254.169.254/latest/"), "%s",
+	    F.headers);
 	cr_assert_eq(F.frames[F.nframes - 1].flags & PROTO_FLAG_END_STREAM,
 	    PROTO_FLAG_END_STREAM);
 	cr_assert_eq(F.bodylen, 0);
@@ -509,7 +511,8 @@ Test(request, upstream_cut_short)
 
 	dt_upstream_open(&u);
 	start_get(&u, "/short", NULL);
-	dt_upstream_reply(&u, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"
+	dt_upstream_reply(&u,
+	    "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"
 	    "abc");
 	(void)close(u.cfd);
 	u.cfd = -1;
@@ -537,7 +540,8 @@ Test(request, abort_mid_exchange)
 	dt_upstream_open(&u);
 	start_get(&u, "/slow", NULL);
 	/* The head and part of the body are through. */
-	dt_upstream_reply(&u, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+	dt_upstream_reply(&u,
+	    "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
 	    "partial");
 	for (i = 0; i < DT_ITERS && F.bodylen < 7; i++)
 		dt_step(-1);
@@ -552,8 +556,7 @@ Test(request, abort_mid_exchange)
 	dt_upstream_wait_eof(&u);
 	/* Sends nothing. */
 	cr_assert_eq(F.frames[F.nframes - 1].type, PROTO_MSG_DATA);
-	cr_assert_eq(F.frames[F.nframes - 1].flags & PROTO_FLAG_END_STREAM,
-	    0);
+	cr_assert_eq(F.frames[F.nframes - 1].flags & PROTO_FLAG_END_STREAM, 0);
 	expect_one_decision_and_close("abort");
 	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");

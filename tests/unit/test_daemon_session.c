@@ -16,14 +16,14 @@
 
 TestSuite(session, .init = dt_setup, .fini = dt_teardown);
 
-static struct proto_msg M;	/* large: one for the whole test */
+static struct proto_msg M; /* large: one for the whole test */
 
 /* ---- HELLO ------------------------------------------------------------ */
 
 struct hello_case {
 	char name[16];
 	uint16_t offered;
-	uint16_t chosen;	/* 0: the connection is dropped */
+	uint16_t chosen; /* 0: the connection is dropped */
 };
 
 ParameterizedTestParameters(session, hello)
@@ -62,8 +62,8 @@ ParameterizedTest(struct hello_case *c, session, hello)
 Test(session, ping_pong)
 {
 	struct dt_peer *p = malloc(sizeof(*p));
-	static const char a[8] = "abcdefgh", z[8] = { 0, 1, 2, 3, 4, 5, 6,
-	    (char)0xff };
+	static const char a[8] = "abcdefgh",
+			  z[8] = { 0, 1, 2, 3, 4, 5, 6, (char)0xff };
 
 	cr_assert_not_null(p);
 	dt_peer_hello(p, "app");
@@ -88,19 +88,19 @@ Test(session, ping_pong)
 /* ---- violations that drop the connection ------------------------------ */
 
 enum drop_kind {
-	DROP_PING_FIRST = 1,	/* a frame before HELLO */
+	DROP_PING_FIRST = 1, /* a frame before HELLO */
 	DROP_REQUEST_FIRST,
 	DROP_SECOND_HELLO,
-	DROP_BAD_VERSION_BYTE,	/* header version 2 */
-	DROP_HELLO_ZERO,	/* HELLO offering version 0 */
-	DROP_FD_BEFORE_HELLO,	/* SCM_RIGHTS with the HELLO */
-	DROP_FD_AFTER_HELLO,	/* SCM_RIGHTS with a PING */
+	DROP_BAD_VERSION_BYTE, /* header version 2 */
+	DROP_HELLO_ZERO,       /* HELLO offering version 0 */
+	DROP_FD_BEFORE_HELLO,  /* SCM_RIGHTS with the HELLO */
+	DROP_FD_AFTER_HELLO,   /* SCM_RIGHTS with a PING */
 };
 
 struct drop_case {
 	char name[24];
 	int kind;
-	int hello_first;	/* complete HELLO before the violation */
+	int hello_first; /* complete HELLO before the violation */
 };
 
 ParameterizedTestParameters(session, drop)
@@ -202,7 +202,7 @@ ParameterizedTest(struct drop_case *c, session, drop)
 			memcpy(M.ping.opaque, "fdfdfdfd", 8);
 		}
 		send_with_fd(p, &M, pipefd[1]);
-		(void)close(pipefd[1]);	/* the broker holds the only copy */
+		(void)close(pipefd[1]); /* the broker holds the only copy */
 		break;
 	default:
 		cr_assert_fail("bad case");
@@ -444,10 +444,11 @@ Test(session, goaway_finishes_active_stream)
 	cr_assert(p != NULL && q != NULL);
 	dt_upstream_open(&u);
 	dt_peer_hello(p, "app");
-	dt_peer_open(q, "app");		/* no HELLO yet */
+	dt_peer_open(q, "app"); /* no HELLO yet */
 	start_pending(p, &u, 1);
 	dt_b.draining = 1;
-	cr_assert_eq(session_drain_all(&dt_b), 1, "the active session "
+	cr_assert_eq(session_drain_all(&dt_b), 1,
+	    "the active session "
 	    "should stay, the silent one go");
 	dt_expect_eof(q, &nframes);
 	cr_assert_eq(nframes, 0);
@@ -459,7 +460,8 @@ Test(session, goaway_finishes_active_stream)
 	dt_request(&M, 3, PROTO_FLAG_END_STREAM, "GET", "http", "10.0.0.9",
 	    "/", NULL);
 	dt_send(p, &M);
-	dt_upstream_reply(&u, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+	dt_upstream_reply(&u,
+	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
 	    "ok");
 	cr_assert_eq(dt_recv(p, &M), 1);
 	cr_assert_eq(M.type, PROTO_MSG_RESPONSE, "got %s",
@@ -480,8 +482,7 @@ Test(session, goaway_finishes_active_stream)
 	cr_assert(M.flags & PROTO_FLAG_END_STREAM);
 	/* Idle now: the broker closes the connection. */
 	dt_expect_eof(p, &nframes);
-	cr_assert_eq(nframes, 0, "%d frames after the stream ended",
-	    nframes);
+	cr_assert_eq(nframes, 0, "%d frames after the stream ended", nframes);
 	cr_assert_eq(dt_b.nsessions, 0);
 	cr_assert_eq(dt_b.nrequests, 0);
 	/* Stream 3 crossed the GOAWAY: never decided. */

@@ -31,7 +31,7 @@
 #include "conf/conf.h"
 #include "policy/policy.h"
 
-#define FIXTURES	SRCDIR "/tests/data/unit"
+#define FIXTURES SRCDIR "/tests/data/unit"
 
 /* The instances: "app" may reach api.test, svc.test (carved out),
  * 127.0.0.1 (carved out), 10.0.0.5 and 169.254.169.254; "noperm" has no
@@ -65,24 +65,24 @@ load(const char *text)
 	size_t i;
 	int rc;
 
-	rc = conf_load_buffer(FIXTURES "/egressd.ini", text, strlen(text),
-	    &s, &e);
+	rc = conf_load_buffer(FIXTURES "/egressd.ini", text, strlen(text), &s,
+	    &e);
 	for (i = 0; i < e.n; i++)
 		cr_log_error("%s", e.msgs[i]);
 	conf_errors_done(&e);
 	cr_assert_eq(rc, 0, "the test configuration does not load");
 	cr_assert_not_null(conf_instance_find(s, "app"));
-	cr_assert_not_null(conf_instance_find(s, "app")->manifest,
-	    "%s", conf_instance_find(s, "app")->manifest_error);
+	cr_assert_not_null(conf_instance_find(s, "app")->manifest, "%s",
+	    conf_instance_find(s, "app")->manifest_error);
 	return s;
 }
 
 /* ---- the policy callback ---------------------------------------------- */
 
 enum pol_mode {
-	POL_OK = 0,		/* the instance of snap */
-	POL_UNKNOWN = 1,	/* no entry */
-	POL_ERROR = 2,		/* broken configuration */
+	POL_OK = 0,	 /* the instance of snap */
+	POL_UNKNOWN = 1, /* no entry */
+	POL_ERROR = 2,	 /* broken configuration */
 };
 
 struct pol {
@@ -136,19 +136,19 @@ addr(const char *s, struct policy_addr *a)
 
 /* ---- decisions made at once -------------------------------------------- */
 
-#define NO_ANSWERS	(-1)	/* no given answers (and no resolver) */
-#define MANY_ANSWERS	(-2)	/* POLICY_ANSWERS_MAX + 1 given answers */
+#define NO_ANSWERS   (-1) /* no given answers (and no resolver) */
+#define MANY_ANSWERS (-2) /* POLICY_ANSWERS_MAX + 1 given answers */
 
 struct now_case {
 	char name[32];
 	char instance[16];
 	char url[64];
-	int nanswers;		/* given answers, or NO_/MANY_ANSWERS */
+	int nanswers; /* given answers, or NO_/MANY_ANSWERS */
 	char answers[3][40];
 	int allow;
-	char reason[32];	/* "" on allow */
-	int error;		/* res->error on a deny */
-	char addrs[3][40];	/* the validated set on allow */
+	char reason[32];   /* "" on allow */
+	int error;	   /* res->error on a deny */
+	char addrs[3][40]; /* the validated set on allow */
 };
 
 ParameterizedTestParameters(decide, at_once)
@@ -232,9 +232,10 @@ ParameterizedTest(struct now_case *c, decide, at_once)
 		lk.answers = given;
 		lk.nanswers = (size_t)n;
 	}
-	memset(&d, 0xa5, sizeof(d));	/* needs no initialisation */
+	memset(&d, 0xa5, sizeof(d)); /* needs no initialisation */
 	cr_assert_eq(decide_run(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
-	    &lk, never_cb, c->name), 1, "%s: not decided at once", c->name);
+			 &lk, never_cb, c->name),
+	    1, "%s: not decided at once", c->name);
 	cr_assert_not(decide_is_pending(&d), "%s", c->name);
 	res = decide_result(&d);
 	cr_assert_eq(res->invalid, 0, "%s", c->name);
@@ -242,16 +243,15 @@ ParameterizedTest(struct now_case *c, decide, at_once)
 	    res->allow, res->reason != NULL ? res->reason : "allow");
 	cr_assert_eq(res->resolved, 0, "%s: a lookup was made", c->name);
 	cr_assert_eq(res->dns, DNS_OK, "%s", c->name);
-	cr_assert_eq(p.calls, 1, "%s: policy read %d times", c->name,
-	    p.calls);
+	cr_assert_eq(p.calls, 1, "%s: policy read %d times", c->name, p.calls);
 	cr_assert_eq(p.calls_answers, 0, "%s", c->name);
 	if (c->allow) {
 		cr_assert_null(res->reason, "%s", c->name);
 		cr_assert_eq(res->error, 0, "%s", c->name);
 		for (i = 0; i < 3 && c->addrs[i][0] != '\0'; i++) {
 			addr(c->addrs[i], &want);
-			cr_assert_eq(res->verdict->addrs[i].family, want.family,
-			    "%s: addr %d", c->name, i);
+			cr_assert_eq(res->verdict->addrs[i].family,
+			    want.family, "%s: addr %d", c->name, i);
 			cr_assert_arr_eq(res->verdict->addrs[i].bytes,
 			    want.bytes, want.family == 4 ? 4 : 16,
 			    "%s: addr %d", c->name, i);
@@ -273,7 +273,7 @@ ParameterizedTest(struct now_case *c, decide, at_once)
 struct invalid_case {
 	char name[24];
 	int transport;
-	int zero_host;		/* a destination whose host is unset */
+	int zero_host; /* a destination whose host is unset */
 };
 
 ParameterizedTestParameters(decide, invalid_destination)
@@ -302,8 +302,9 @@ ParameterizedTest(struct invalid_case *c, decide, invalid_destination)
 	if (c->zero_host)
 		memset(&dest.host, 0, sizeof(dest.host));
 	memset(&lk, 0, sizeof(lk));
-	cr_assert_eq(decide_run(&d, (enum policy_transport)c->transport,
-	    &dest, pol_fn, &p, &lk, never_cb, c->name), 1, "%s", c->name);
+	cr_assert_eq(decide_run(&d, (enum policy_transport)c->transport, &dest,
+			 pol_fn, &p, &lk, never_cb, c->name),
+	    1, "%s", c->name);
 	res = decide_result(&d);
 	cr_assert_eq(res->invalid, 1, "%s", c->name);
 	cr_assert_eq(res->allow, 0, "%s", c->name);
@@ -328,7 +329,8 @@ Test(decide, policy_unavailable_at_once)
 	dest_parse("http://127.0.0.1/", &dest);
 	memset(&lk, 0, sizeof(lk));
 	cr_assert_eq(decide_run(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
-	    &lk, never_cb, "unavailable"), 1);
+			 &lk, never_cb, "unavailable"),
+	    1);
 	res = decide_result(&d);
 	cr_assert_eq(res->allow, 0);
 	cr_assert_eq(res->invalid, 0);
@@ -352,7 +354,7 @@ Test(decide, cancel_never_run)
 
 struct query {
 	uint8_t buf[512];
-	size_t len, qend;	/* qend: end of the question */
+	size_t len, qend; /* qend: end of the question */
 	unsigned qtype;
 	struct sockaddr_in from;
 };
@@ -360,7 +362,7 @@ struct query {
 struct dnsd {
 	int fd;
 	uint16_t port;
-	char server[32];	/* "127.0.0.1:PORT" */
+	char server[32]; /* "127.0.0.1:PORT" */
 	struct query q[8];
 	size_t nq;
 };
@@ -462,7 +464,8 @@ dnsd_answer(struct dnsd *s, const uint8_t *v4, unsigned rcode)
 			n += 4;
 		}
 		cr_assert_eq(sendto(s->fd, out, n, 0,
-		    (struct sockaddr *)&q->from, sizeof(q->from)), (ssize_t)n);
+				 (struct sockaddr *)&q->from, sizeof(q->from)),
+		    (ssize_t)n);
 	}
 	s->nq = 0;
 }
@@ -511,8 +514,8 @@ wait_queries(struct event_base *base, struct dnsd *s, size_t want)
 
 struct later_case {
 	char name[24];
-	int revoke;		/* swap in the snapshot without the grant */
-	int mode;		/* enum pol_mode at answer time */
+	int revoke; /* swap in the snapshot without the grant */
+	int mode;   /* enum pol_mode at answer time */
 	int allow;
 	char reason[32];
 	int error;
@@ -563,8 +566,8 @@ ParameterizedTest(struct later_case *c, decide, recheck_at_answer_time)
 	lk.resolver = rs;
 	lk.tag = "app";
 	cr_assert_eq(decide_run(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
-	    &lk, waiter_cb, &w), 0, "%s: decided without its lookup",
-	    c->name);
+			 &lk, waiter_cb, &w),
+	    0, "%s: decided without its lookup", c->name);
 	cr_assert(decide_is_pending(&d));
 	cr_assert_eq(p.calls, 1);
 	wait_queries(base, &s, 2);
@@ -580,8 +583,10 @@ ParameterizedTest(struct later_case *c, decide, recheck_at_answer_time)
 	cr_assert_eq(w.calls, 1, "%s: callback called %d times", c->name,
 	    w.calls);
 	cr_assert_not(decide_is_pending(&d));
-	cr_assert_eq(p.calls_answers, 1, "%s: policy not read again at "
-	    "answer time", c->name);
+	cr_assert_eq(p.calls_answers, 1,
+	    "%s: policy not read again at "
+	    "answer time",
+	    c->name);
 	cr_assert_eq(w.res.resolved, 1, "%s", c->name);
 	cr_assert_eq(w.res.dns, DNS_OK, "%s", c->name);
 	cr_assert_eq(w.res.allow, c->allow, "%s: %s", c->name, w.reason);
@@ -626,7 +631,8 @@ Test(decide, lookup_servfail)
 	memset(&lk, 0, sizeof(lk));
 	lk.resolver = rs;
 	cr_assert_eq(decide_run(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
-	    &lk, waiter_cb, &w), 0);
+			 &lk, waiter_cb, &w),
+	    0);
 	wait_queries(base, &s, 2);
 	dnsd_answer(&s, NULL, 2);
 	for (i = 0; i < 2000 && w.calls == 0; i++)
@@ -672,11 +678,12 @@ Test(decide, cancel_before_answer)
 	lk.resolver = rs;
 	lk.tag = "app";
 	cr_assert_eq(decide_run(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
-	    &lk, waiter_cb, &w), 0);
+			 &lk, waiter_cb, &w),
+	    0);
 	wait_queries(base, &s, 2);
 	decide_cancel(&d);
 	cr_assert_not(decide_is_pending(&d));
-	decide_cancel(&d);	/* a second cancel is a no-op */
+	decide_cancel(&d); /* a second cancel is a no-op */
 	dnsd_answer(&s, v4, 0);
 	/* c-ares finishes the cancelled lookup once its answers are in. */
 	for (i = 0; i < 2000 && dns_resolver_outstanding(rs) > 0; i++)
@@ -721,14 +728,17 @@ Test(decide, tag_max_fair_share)
 	lk.resolver = rs;
 	lk.tag = "app";
 	lk.tag_max = 2;
-	cr_assert_eq(decide_run(&d1, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, &lk, waiter_cb, &w), 0);
-	cr_assert_eq(decide_run(&d2, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, &lk, waiter_cb, &w), 0);
+	cr_assert_eq(decide_run(&d1, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
+			 &lk, waiter_cb, &w),
+	    0);
+	cr_assert_eq(decide_run(&d2, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
+			 &lk, waiter_cb, &w),
+	    0);
 	cr_assert_eq(dns_resolver_outstanding_tag(rs, "app"), 2);
 	queries = dns_resolver_queries(rs);
-	cr_assert_eq(decide_run(&d3, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, &lk, never_cb, "third"), 1, "the third lookup was made");
+	cr_assert_eq(decide_run(&d3, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
+			 &lk, never_cb, "third"),
+	    1, "the third lookup was made");
 	res = decide_result(&d3);
 	cr_assert_eq(res->allow, 0);
 	cr_assert_str_eq(res->reason, "budget-exhausted");
@@ -737,13 +747,15 @@ Test(decide, tag_max_fair_share)
 	cr_assert_eq(dns_resolver_queries(rs), queries);
 	/* Another tag still gets its lookup. */
 	lk.tag = "other";
-	cr_assert_eq(decide_run(&d4, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, &lk, waiter_cb, &w), 0);
+	cr_assert_eq(decide_run(&d4, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
+			 &lk, waiter_cb, &w),
+	    0);
 	/* A cancelled lookup still counts until c-ares is done with it. */
 	lk.tag = "app";
 	decide_cancel(&d1);
-	cr_assert_eq(decide_run(&d3, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, &lk, never_cb, "after-cancel"), 1);
+	cr_assert_eq(decide_run(&d3, POLICY_TRANSPORT_HTTP, &dest, pol_fn, &p,
+			 &lk, never_cb, "after-cancel"),
+	    1);
 	cr_assert_str_eq(decide_result(&d3)->reason, "budget-exhausted");
 	decide_cancel(&d2);
 	decide_cancel(&d4);
@@ -772,7 +784,8 @@ Test(decide, sync_given_answers)
 	addr("::1", &a[1]);
 	/* No server is named: the given answers stand for the lookup. */
 	cr_assert_eq(decide_run_sync(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, NULL, 0, 1000, a, 2), 0);
+			 &p, NULL, 0, 1000, a, 2),
+	    0);
 	cr_assert_eq(decide_result(&d)->allow, 1, "%s",
 	    decide_result(&d)->reason);
 	cr_assert_eq(decide_result(&d)->verdict->naddrs, 2);
@@ -780,7 +793,8 @@ Test(decide, sync_given_answers)
 	/* The same answers for a host without the carve-out. */
 	dest_parse("http://api.test/", &dest);
 	cr_assert_eq(decide_run_sync(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, NULL, 0, 1000, a, 2), 0);
+			 &p, NULL, 0, 1000, a, 2),
+	    0);
 	cr_assert_eq(decide_result(&d)->allow, 0);
 	cr_assert_str_eq(decide_result(&d)->reason, "private-address");
 	conf_snapshot_free(snap);
@@ -800,12 +814,14 @@ Test(decide, sync_resolver_error)
 	strcpy(p.instance, "app");
 	dest_parse("http://api.test/", &dest);
 	cr_assert_eq(decide_run_sync(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, servers, 1, 1000, NULL, 0), EGRESS_ERR_INVALID);
+			 &p, servers, 1, 1000, NULL, 0),
+	    EGRESS_ERR_INVALID);
 	/* A deny before the lookup never needs the resolver's server. */
 	strcpy(p.instance, "nobody");
 	servers[0] = "127.0.0.1:1";
 	cr_assert_eq(decide_run_sync(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, servers, 1, 1000, NULL, 0), 0);
+			 &p, servers, 1, 1000, NULL, 0),
+	    0);
 	cr_assert_str_eq(decide_result(&d)->reason, "unknown-instance");
 	conf_snapshot_free(snap);
 }
@@ -850,7 +866,8 @@ Test(decide, sync_lookup_fails)
 	dest_parse("http://api.test/", &dest);
 	servers[0] = sf.s.server;
 	cr_assert_eq(decide_run_sync(&d, POLICY_TRANSPORT_HTTP, &dest, pol_fn,
-	    &p, servers, 1, 10000, NULL, 0), 0);
+			 &p, servers, 1, 10000, NULL, 0),
+	    0);
 	atomic_store(&sf.stop, 1);
 	cr_assert_eq(pthread_join(sf.thr, NULL), 0);
 	dnsd_stop(&sf.s);

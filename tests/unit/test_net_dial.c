@@ -59,7 +59,8 @@ make_certs(void)
 	    "gen ca; gen otherca; "
 	    "leaf name DNS:pinned.test; leaf ip IP:127.0.0.1; "
 	    "leaf cn.test email:a@example.test) "
-	    ">/dev/null 2>&1", dir);
+	    ">/dev/null 2>&1",
+	    dir);
 	// NOLINTNEXTLINE(cert-env33-c): the test runs its own shell command
 	cr_assert_eq(system(cmd), 0, "openssl failed");
 }
@@ -80,15 +81,15 @@ TestSuite(broker_dial, .init = make_certs, .fini = rm_certs);
 
 struct server {
 	struct event_base *base;
-	SSL_CTX *ctx;		/* NULL: plain TCP, or silent if mute */
-	int mute;		/* accept nothing, speak nothing */
+	SSL_CTX *ctx; /* NULL: plain TCP, or silent if mute */
+	int mute;     /* accept nothing, speak nothing */
 	int lfd;
 	uint16_t port;
 	struct event *ev;
 	struct bufferevent *conn;
 	char sni[256];
 	int accepted;
-	const char *reply;	/* sent once a request head arrived */
+	const char *reply; /* sent once a request head arrived */
 };
 
 static int
@@ -155,9 +156,11 @@ server_start(struct server *s, struct event_base *base, const char *cert,
 		s->ctx = SSL_CTX_new(TLS_server_method());
 		cr_assert(s->ctx != NULL);
 		cr_assert_eq(SSL_CTX_use_certificate_file(s->ctx, crt,
-		    SSL_FILETYPE_PEM), 1);
+				 SSL_FILETYPE_PEM),
+		    1);
 		cr_assert_eq(SSL_CTX_use_PrivateKey_file(s->ctx, key,
-		    SSL_FILETYPE_PEM), 1);
+				 SSL_FILETYPE_PEM),
+		    1);
 		SSL_CTX_set_tlsext_servername_callback(s->ctx, sni_cb);
 		SSL_CTX_set_tlsext_servername_arg(s->ctx, s);
 	}
@@ -226,7 +229,8 @@ outcome_cb(void *arg, int err, struct bufferevent *bev,
 	o->bev = bev;
 	if (used != NULL)
 		cr_assert_eq(policy_addr_format(used, o->used,
-		    sizeof(o->used)), 0);
+				 sizeof(o->used)),
+		    0);
 	cr_assert((err == 0) == (bev != NULL));
 }
 
@@ -427,8 +431,7 @@ Test(broker_dial, all_refused)
 	const char *addrs[] = { "127.0.0.1", "127.0.0.2" };
 	struct outcome o;
 
-	o = dial_run(base, NULL, "pinned.test", closed_port(), addrs, 2,
-	    2000);
+	o = dial_run(base, NULL, "pinned.test", closed_port(), addrs, 2, 2000);
 	cr_assert_eq(o.err, EGRESS_ERR_CONNECT_FAILED);
 	cr_assert_null(o.bev);
 	event_base_free(base);
@@ -571,7 +574,10 @@ fetch_end(void *arg, int err, const struct http1_header *t, size_t n)
 Test(broker_dial, https_exchange)
 {
 	static const struct http1_callbacks cbs = {
-		fetch_head, fetch_data, fetch_end, NULL,
+		fetch_head,
+		fetch_data,
+		fetch_end,
+		NULL,
 	};
 	struct event_base *base = event_base_new();
 	struct dial_tls *t = tls_with("ca");
@@ -587,7 +593,7 @@ Test(broker_dial, https_exchange)
 
 	server_start(&s, base, "name", 0);
 	s.reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-	    "4\r\npong\r\n0\r\n\r\n";
+		  "4\r\npong\r\n0\r\n\r\n";
 	o = dial_run(base, t, "pinned.test", s.port, addrs, 1, 2000);
 	cr_assert_eq(o.err, 0);
 	(void)snprintf(url, sizeof(url), "https://pinned.test:%u/ping",
@@ -600,7 +606,8 @@ Test(broker_dial, https_exchange)
 	head.path_len = 5;
 	memset(&f, 0, sizeof(f));
 	cr_assert_eq(http1_exchange_new(o.bev, &d, &head, 1, NULL, &cbs, &f,
-	    &x), 0);
+			 &x),
+	    0);
 	while (!f.done)
 		cr_assert(event_base_loop(base, EVLOOP_ONCE) == 0);
 	cr_assert_eq(f.err, 0);

@@ -64,8 +64,8 @@ respond(const uint8_t *q, size_t qlen, size_t qend, const char *name,
 		rcode = 2;
 	else if (strcmp(name, "refused.test") == 0)
 		rcode = 5;
-	else if (strcmp(name, "both.test") == 0 ||
-	    strcmp(name, "host") == 0 || strcmp(name, "halffail.test") == 0) {
+	else if (strcmp(name, "both.test") == 0 || strcmp(name, "host") == 0 ||
+	    strcmp(name, "halffail.test") == 0) {
 		count = qtype == 1 ? 2 : 1;
 		for (i = 0; i < count; i++) {
 			memset(rdata[i], 0, 16);
@@ -83,15 +83,15 @@ respond(const uint8_t *q, size_t qlen, size_t qend, const char *name,
 			rdata[0][3] = 9;
 		}
 	} else if (strcmp(name, "empty.test") == 0) {
-		count = 0;	/* NOERROR, no answer: NODATA */
+		count = 0; /* NOERROR, no answer: NODATA */
 	} else if (strcmp(name, "many.test") == 0) {
-		count = 0;	/* handled below: 40 per family */
+		count = 0; /* handled below: 40 per family */
 	} else
 		rcode = 3;
 
 	memcpy(out, q, qend);
-	out[2] = (uint8_t)(0x80 | (q[2] & 0x01));	/* QR, RD copied */
-	out[3] = (uint8_t)(0x80 | rcode);		/* RA */
+	out[2] = (uint8_t)(0x80 | (q[2] & 0x01)); /* QR, RD copied */
+	out[3] = (uint8_t)(0x80 | rcode);	  /* RA */
 	put16(out + 4, 1);
 	put16(out + 8, 0);
 	put16(out + 10, 0);
@@ -173,8 +173,8 @@ responder_main(void *arg)
 			atomic_fetch_add(&R.nq_aaaa, 1);
 		n = respond(buf, (size_t)len, off, name, qtype, out);
 		if (n > 0)
-			(void)sendto(R.fd, out, n, 0,
-			    (struct sockaddr *)&from, fl);
+			(void)sendto(R.fd, out, n, 0, (struct sockaddr *)&from,
+			    fl);
 	}
 	return arg;
 }
@@ -285,9 +285,11 @@ ParameterizedTestParameters(broker_dns, status_mapping)
 		{ "v4.test", 2000, DNS_OK, 0, 1 },
 		{ "nx.test", 2000, DNS_NXDOMAIN, EGRESS_ERR_NOT_FOUND, 0 },
 		{ "empty.test", 2000, DNS_NODATA, EGRESS_ERR_NOT_FOUND, 0 },
-		{ "unknown.test", 2000, DNS_NXDOMAIN, EGRESS_ERR_NOT_FOUND, 0 },
+		{ "unknown.test", 2000, DNS_NXDOMAIN, EGRESS_ERR_NOT_FOUND,
+		    0 },
 		{ "fail.test", 2000, DNS_SERVFAIL, EGRESS_ERR_DNS_FAILED, 0 },
-		{ "refused.test", 2000, DNS_REFUSED, EGRESS_ERR_DNS_FAILED, 0 },
+		{ "refused.test", 2000, DNS_REFUSED, EGRESS_ERR_DNS_FAILED,
+		    0 },
 		{ "halffail.test", 2000, DNS_SERVFAIL, EGRESS_ERR_DNS_FAILED,
 		    0 },
 		{ "drop.test", 300, DNS_TIMEOUT, EGRESS_ERR_DNS_FAILED, 0 },
@@ -422,14 +424,17 @@ Test(broker_dns, sync)
 
 	server_arg(srv, sizeof(srv));
 	cr_assert_eq(dns_resolve_sync(servers, 1, 2000, "both.test", addrs, 4,
-	    &n, &st), 0);
+			 &n, &st),
+	    0);
 	cr_assert_eq(st, DNS_OK);
 	cr_assert_eq(n, 3);
 	cr_assert_eq(dns_resolve_sync(servers, 1, 2000, "both.test", addrs, 2,
-	    &n, &st), EGRESS_ERR_TOO_BIG);
+			 &n, &st),
+	    EGRESS_ERR_TOO_BIG);
 	cr_assert_eq(n, 2);
 	cr_assert_eq(dns_resolve_sync(servers, 1, 2000, "nx.test", addrs, 4,
-	    &n, &st), 0);
+			 &n, &st),
+	    0);
 	cr_assert_eq(st, DNS_NXDOMAIN);
 	cr_assert_eq(n, 0);
 }
@@ -563,7 +568,8 @@ Test(broker_dns, tag_too_long)
 	server_arg(srv, sizeof(srv));
 	cr_assert(dns_resolver_new(base, servers, 1, 200, &r) == 0);
 	cr_assert_eq(dns_resolve_tagged(r, tag, "both.test", result_cb, &res,
-	    NULL), EGRESS_ERR_INVALID);
+			 NULL),
+	    EGRESS_ERR_INVALID);
 	cr_assert_eq(dns_resolver_queries(r), 0);
 	dns_resolver_free(r);
 	event_base_free(base);

@@ -34,7 +34,7 @@ struct ex {
 	struct event_base *base;
 	struct bufferevent *bev;
 	struct http1_exchange *x;
-	int fd;			/* the upstream's end */
+	int fd; /* the upstream's end */
 	int heads, ends, datas;
 	int status;
 	char location[128];
@@ -45,7 +45,7 @@ struct ex {
 	char trailers[256];
 	int err;
 	int pause_on_data;
-	int leave_in_place;	/* buffer callback removes nothing */
+	int leave_in_place; /* buffer callback removes nothing */
 	int free_on_head;
 	int writable;
 };
@@ -62,8 +62,9 @@ ex_on_head(void *arg, const struct http1_response *r)
 	for (i = 0; i < r->nheaders; i++)
 		if (r->headers[i].name_len == 8 &&
 		    strncasecmp(r->headers[i].name, "location", 8) == 0)
-			(void)snprintf(e->location, sizeof(e->location), "%.*s",
-			    (int)r->headers[i].value_len, r->headers[i].value);
+			(void)snprintf(e->location, sizeof(e->location),
+			    "%.*s", (int)r->headers[i].value_len,
+			    r->headers[i].value);
 	if (e->free_on_head) {
 		http1_exchange_free(e->x);
 		e->x = NULL;
@@ -135,7 +136,10 @@ ex_on_writable(void *arg)
 }
 
 static const struct http1_callbacks ex_cbs = {
-	ex_on_head, ex_on_data, ex_on_end, ex_on_writable,
+	ex_on_head,
+	ex_on_data,
+	ex_on_end,
+	ex_on_writable,
 };
 
 static void
@@ -169,7 +173,8 @@ ex_start(struct ex *e, const char *method, int64_t body_length,
 	    0);
 	out.body_length = body_length;
 	cr_assert_eq(http1_exchange_new(e->bev, &d, &out, keep_alive, t,
-	    &ex_cbs, e, &e->x), 0);
+			 &ex_cbs, e, &e->x),
+	    0);
 }
 
 static void
@@ -214,7 +219,8 @@ ex_read_request(struct ex *e, char *buf, size_t max, const char *until)
 		} else if (r == 0)
 			break;
 		else
-			cr_assert(errno == EAGAIN, "read: %s", strerror(errno));
+			cr_assert(errno == EAGAIN, "read: %s",
+			    strerror(errno));
 	}
 	(void)fcntl(e->fd, F_SETFL, fl);
 	buf[n] = '\0';
@@ -227,7 +233,7 @@ struct resp_case {
 	char name[32];
 	char method[8];
 	char response[400];
-	int close_after;	/* shut down the upstream's write side */
+	int close_after; /* shut down the upstream's write side */
 	int err;
 	int status;
 	char body[64];
@@ -236,131 +242,133 @@ struct resp_case {
 };
 
 static struct resp_case resp_cases[] = {
-		{ "content-length", "GET",
-		    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 0, 0,
-		    200, "hello", 1, "" },
-		{ "chunked+trailer", "GET",
-		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-		    "5\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 9\r\n\r\n", 0, 0,
-		    200, "hello world", 1, "X-Sum=9;" },
-		{ "cl+te", "GET",
-		    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-		    "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
-		    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "te+cl", "GET",
-		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
-		    "Content-Length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
-		    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "te-gzip", "GET",
-		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx", 1,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "bad-length", "GET",
-		    "HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\nhello", 0,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "negative-length", "GET",
-		    "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello", 0,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "two-lengths", "GET",
-		    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-		    "Content-Length: 6\r\n\r\nhello!", 0,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "cut-length", "GET",
-		    "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", 1,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 200, "hello", 0, "" },
-		{ "cut-chunked", "GET",
-		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-		    "5\r\nhello\r\n", 1, EGRESS_ERR_UPSTREAM_PROTOCOL, 200,
-		    "hello", 0, "" },
-		{ "cut-head", "GET", "HTTP/1.1 200 OK\r\nContent-Le", 1,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "nothing", "GET", "", 1, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "",
-		    0, "" },
-		{ "until-eof", "GET", "HTTP/1.1 200 OK\r\n\r\nall of it", 1, 0,
-		    200, "all of it", 0, "" },
-		{ "redirect", "GET",
-		    "HTTP/1.1 302 Found\r\n"
-		    "Location: http://169.254.169.254/\r\n"
-		    "Content-Length: 0\r\n\r\n", 0, 0, 302, "", 1, "" },
-		{ "interim", "GET",
-		    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early\r\n"
-		    "Link: x\r\n\r\nHTTP/1.1 201 Created\r\n"
-		    "Content-Length: 2\r\n\r\nok", 0, 0, 201, "ok", 1, "" },
-		{ "interim-16", "GET",
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0,
-		    200, "ok", 1, "" },
-		{ "interim-17", "GET",
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 100 X\r\n\r\n"
-		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "switching", "GET",
-		    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
-		    "Connection: upgrade\r\n\r\n", 0,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "no-content", "GET", "HTTP/1.1 204 No Content\r\n\r\n", 0, 0,
-		    204, "", 1, "" },
-		{ "head", "HEAD",
-		    "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", 0, 0,
-		    200, "", 1, "" },
-		{ "close", "GET",
-		    "HTTP/1.1 200 OK\r\nConnection: close\r\n"
-		    "Content-Length: 2\r\n\r\nok", 0, 0, 200, "ok", 0, "" },
-		{ "http10", "GET",
-		    "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0, 200,
-		    "ok", 0, "" },
-		{ "stray-bytes", "GET",
-		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
-		    "okHTTP/1.1 200",
-		    0, 0, 200, "ok", 0, "" },
-		{ "garbage", "GET", "SSH-2.0-OpenSSH\r\n\r\n", 0,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "bad-status", "GET", "HTTP/1.1 999 Nine\r\n\r\n", 0,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		{ "bad-chunk", "GET",
-		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-		    "zz\r\nhello\r\n0\r\n\r\n", 0,
-		    EGRESS_ERR_UPSTREAM_PROTOCOL, 200, "", 0, "" },
-		{ "bare-lf-in-header", "GET",
-		    "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n",
-		    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
-		/* 204 and 304 never carry a body, whatever they announce. */
-		{ "304-with-length", "GET",
-		    "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
-		    0, 0, 304, "", 1, "" },
-		{ "204-with-length-and-bytes", "GET",
-		    "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc",
-		    0, 0, 204, "", 0, "" },
-		/* Nor does a 1xx: its Content-Length must not eat the
+	{ "content-length", "GET",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 0, 0, 200,
+	    "hello", 1, "" },
+	{ "chunked+trailer", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "5\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 9\r\n\r\n",
+	    0, 0, 200, "hello world", 1, "X-Sum=9;" },
+	{ "cl+te", "GET",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "te+cl", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+	    "Content-Length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "te-gzip", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx", 1,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "bad-length", "GET",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\nhello", 0,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "negative-length", "GET",
+	    "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello", 0,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "two-lengths", "GET",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+	    "Content-Length: 6\r\n\r\nhello!",
+	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "cut-length", "GET",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", 1,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 200, "hello", 0, "" },
+	{ "cut-chunked", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "5\r\nhello\r\n",
+	    1, EGRESS_ERR_UPSTREAM_PROTOCOL, 200, "hello", 0, "" },
+	{ "cut-head", "GET", "HTTP/1.1 200 OK\r\nContent-Le", 1,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "nothing", "GET", "", 1, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0,
+	    "" },
+	{ "until-eof", "GET", "HTTP/1.1 200 OK\r\n\r\nall of it", 1, 0, 200,
+	    "all of it", 0, "" },
+	{ "redirect", "GET",
+	    "HTTP/1.1 302 Found\r\n"
+	    "Location: http://169.254.169.254/\r\n"
+	    "Content-Length: 0\r\n\r\n",
+	    0, 0, 302, "", 1, "" },
+	{ "interim", "GET",
+	    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early\r\n"
+	    "Link: x\r\n\r\nHTTP/1.1 201 Created\r\n"
+	    "Content-Length: 2\r\n\r\nok",
+	    0, 0, 201, "ok", 1, "" },
+	{ "interim-16", "GET",
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	    0, 0, 200, "ok", 1, "" },
+	{ "interim-17", "GET",
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\nHTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 100 X\r\n\r\n"
+	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "switching", "GET",
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
+	    "Connection: upgrade\r\n\r\n",
+	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "no-content", "GET", "HTTP/1.1 204 No Content\r\n\r\n", 0, 0, 204,
+	    "", 1, "" },
+	{ "head", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", 0,
+	    0, 200, "", 1, "" },
+	{ "close", "GET",
+	    "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+	    "Content-Length: 2\r\n\r\nok",
+	    0, 0, 200, "ok", 0, "" },
+	{ "http10", "GET", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 0,
+	    0, 200, "ok", 0, "" },
+	{ "stray-bytes", "GET",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+	    "okHTTP/1.1 200",
+	    0, 0, 200, "ok", 0, "" },
+	{ "garbage", "GET", "SSH-2.0-OpenSSH\r\n\r\n", 0,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "bad-status", "GET", "HTTP/1.1 999 Nine\r\n\r\n", 0,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "bad-chunk", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "zz\r\nhello\r\n0\r\n\r\n",
+	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 200, "", 0, "" },
+	{ "bare-lf-in-header", "GET",
+	    "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n", 0,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	/* 204 and 304 never carry a body, whatever they announce. */
+	{ "304-with-length", "GET",
+	    "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n", 0, 0,
+	    304, "", 1, "" },
+	{ "204-with-length-and-bytes", "GET",
+	    "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc", 0, 0,
+	    204, "", 0, "" },
+	/* Nor does a 1xx: its Content-Length must not eat the
 		 * final response (found by fuzzing the moved path). */
-		{ "interim-with-length", "GET",
-		    "HTTP/1.1 104 Upload\r\nContent-Length: 4\r\n\r\n"
-		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0,
-		    200, "ok", 1, "" },
-		{ "chunked-many", "GET",
-		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-		    "1\r\na\r\n2\r\nbc\r\n3;ext=1\r\ndef\r\n0\r\n\r\n", 0, 0,
-		    200, "abcdef", 1, "" },
-		{ "chunked-stray", "GET",
-		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-		    "2\r\nok\r\n0\r\n\r\nX", 0, 0, 200, "ok", 0, "" },
-		{ "until-eof-moved", "GET",
-		    "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n0123456789",
-		    1, 0, 200, "0123456789", 0, "" },
+	{ "interim-with-length", "GET",
+	    "HTTP/1.1 104 Upload\r\nContent-Length: 4\r\n\r\n"
+	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	    0, 0, 200, "ok", 1, "" },
+	{ "chunked-many", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "1\r\na\r\n2\r\nbc\r\n3;ext=1\r\ndef\r\n0\r\n\r\n",
+	    0, 0, 200, "abcdef", 1, "" },
+	{ "chunked-stray", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "2\r\nok\r\n0\r\n\r\nX",
+	    0, 0, 200, "ok", 0, "" },
+	{ "until-eof-moved", "GET",
+	    "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n0123456789", 1, 0,
+	    200, "0123456789", 0, "" },
 };
 
 ParameterizedTestParameters(broker_http1, response)
@@ -391,8 +399,8 @@ run_resp_case(const struct resp_case *c, int moved)
 	ex_run(&e);
 	cr_assert_eq(e.ends, 1);
 	cr_assert_eq(e.err, c->err, "%s: err %d", c->name, e.err);
-	cr_assert_eq(e.heads, c->status != 0 ? 1 : 0, "%s: heads %d",
-	    c->name, e.heads);
+	cr_assert_eq(e.heads, c->status != 0 ? 1 : 0, "%s: heads %d", c->name,
+	    e.heads);
 	if (c->status != 0)
 		cr_assert_eq(e.status, c->status);
 	cr_assert_eq(e.body_len, strlen(c->body), "%s: body '%.*s'", c->name,
@@ -423,7 +431,7 @@ Test(broker_http1, moved_left_in_place_is_discarded)
 	static struct ex e;
 	char req[1024];
 	const char *r = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-	    "5\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
+			"5\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
 	const char *r2 = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody";
 
 	ex_start(&e, "GET", 0, "", 1, NULL);
@@ -476,12 +484,14 @@ Test(broker_http1, second_exchange_on_same_connection)
 	e.ends = 0;
 	e.body_len = 0;
 	dest_parse("http://api.example.com/", &d);
-	cr_assert_eq(http1_exchange_new(e.bev, &d, &head, 1, NULL, &ex_cbs,
-	    &e, &e.x), 0);
+	cr_assert_eq(http1_exchange_new(e.bev, &d, &head, 1, NULL, &ex_cbs, &e,
+			 &e.x),
+	    0);
 	http1_set_body_buffer(e.x, ex_on_data_buffer);
 	cr_assert_not(http1_response_started(e.x));
 	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
-	cr_assert_str_eq(req, "GET /two HTTP/1.1\r\nHost: api.example.com\r\n"
+	cr_assert_str_eq(req,
+	    "GET /two HTTP/1.1\r\nHost: api.example.com\r\n"
 	    "\r\n");
 	ex_send(&e, r2, strlen(r2));
 	ex_run(&e);
@@ -562,7 +572,8 @@ Test(broker_http1, request_wire_form)
 	ex_start(&e, "GET", 0,
 	    "Host: api.example.com\nAccept: */*\nConnection: close", 1, NULL);
 	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
-	cr_assert_str_eq(req, "GET /p?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
+	cr_assert_str_eq(req,
+	    "GET /p?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
 	    "Accept: */*\r\n\r\n");
 	ex_send(&e, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 38);
 	ex_run(&e);
@@ -578,7 +589,8 @@ Test(broker_http1, request_no_keepalive)
 
 	ex_start(&e, "GET", 0, "", 0, NULL);
 	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
-	cr_assert_str_eq(req, "GET /p?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
+	cr_assert_str_eq(req,
+	    "GET /p?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
 	    "Connection: close\r\n\r\n");
 	ex_send(&e, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 38);
 	ex_run(&e);
@@ -597,14 +609,16 @@ Test(broker_http1, request_refuses_unfiltered_head)
 	struct policy_dest d;
 
 	dest_parse("http://api.example.com/", &d);
-	cr_assert_eq(http1_exchange_new(bev, &d, &head, 1, NULL, &ex_cbs,
-	    NULL, &x), EGRESS_ERR_INVALID_REQUEST);
+	cr_assert_eq(http1_exchange_new(bev, &d, &head, 1, NULL, &ex_cbs, NULL,
+			 &x),
+	    EGRESS_ERR_INVALID_REQUEST);
 	h[0].name = "X-A";
 	h[0].name_len = 3;
 	h[0].value = "a\r\nHost: evil";
 	h[0].value_len = 13;
-	cr_assert_eq(http1_exchange_new(bev, &d, &head, 1, NULL, &ex_cbs,
-	    NULL, &x), EGRESS_ERR_INVALID_REQUEST);
+	cr_assert_eq(http1_exchange_new(bev, &d, &head, 1, NULL, &ex_cbs, NULL,
+			 &x),
+	    EGRESS_ERR_INVALID_REQUEST);
 	cr_assert_null(x);
 	bufferevent_free(bev);
 	event_base_free(base);
@@ -623,7 +637,8 @@ Test(broker_http1, body_content_length)
 	cr_assert_eq(http1_finish_body(e.x), 0);
 	cr_assert_eq(http1_write_body(e.x, "x", 1), EGRESS_ERR_CLOSED);
 	(void)ex_read_request(&e, req, sizeof(req), "hello world");
-	cr_assert_str_eq(req, "POST /p?q=1 HTTP/1.1\r\nHost: api.example.com"
+	cr_assert_str_eq(req,
+	    "POST /p?q=1 HTTP/1.1\r\nHost: api.example.com"
 	    "\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\n"
 	    "hello world");
 	ex_send(&e, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 38);
@@ -649,7 +664,8 @@ Test(broker_http1, body_chunked)
 	cr_assert_eq(http1_finish_body(e.x), 0);
 	cr_assert_eq(http1_finish_body(e.x), EGRESS_ERR_CLOSED);
 	(void)ex_read_request(&e, req, sizeof(req), "0\r\n\r\n");
-	cr_assert_str_eq(req, "PUT /p?q=1 HTTP/1.1\r\nHost: api.example.com"
+	cr_assert_str_eq(req,
+	    "PUT /p?q=1 HTTP/1.1\r\nHost: api.example.com"
 	    "\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
 	    "e\r\n chunked world\r\n0\r\n\r\n");
 	ex_send(&e, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 38);
@@ -678,8 +694,7 @@ Test(broker_http1, early_response_not_reusable)
 
 	ex_start(&e, "POST", 100, "", 1, NULL);
 	(void)ex_read_request(&e, req, sizeof(req), "\r\n\r\n");
-	ex_send(&e, "HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\n\r\n",
-	    46);
+	ex_send(&e, "HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\n\r\n", 46);
 	ex_run(&e);
 	cr_assert_eq(e.err, 0);
 	cr_assert_eq(e.status, 413);
@@ -707,7 +722,8 @@ ParameterizedTestParameters(broker_http1, flow_control_bounds_buffer)
 	    sizeof(cases) / sizeof(cases[0]));
 }
 
-ParameterizedTest(struct flow_case *c, broker_http1, flow_control_bounds_buffer)
+ParameterizedTest(struct flow_case *c, broker_http1,
+    flow_control_bounds_buffer)
 {
 	static struct ex e;
 	static char chunk[16384 + 16];
@@ -753,7 +769,8 @@ ParameterizedTest(struct flow_case *c, broker_http1, flow_control_bounds_buffer)
 			(void)event_base_loop(e.base, EVLOOP_NONBLOCK);
 		/* Paused: no delivery, bounded buffering. */
 		cr_assert_leq(e.datas, before + 1);
-		cr_assert_leq(evbuffer_get_length(bufferevent_get_input(e.bev)),
+		cr_assert_leq(
+		    evbuffer_get_length(bufferevent_get_input(e.bev)),
 		    (size_t)HTTP1_READ_HIGH + 65536);
 		http1_resume_read(e.x);
 	}

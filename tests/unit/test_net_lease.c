@@ -68,7 +68,7 @@ Test(broker_lease, limit_change_survives_reload)
 
 struct name_case {
 	char name[16];
-	size_t pad;		/* 'a' bytes appended to name */
+	size_t pad; /* 'a' bytes appended to name */
 	unsigned max;
 	int rc;
 };

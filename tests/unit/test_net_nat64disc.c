@@ -16,11 +16,11 @@
 #include "broker/net/nat64disc.h"
 
 struct infer_case {
-	char answers[256];	/* comma-separated addresses */
-	char declared[128];	/* comma-separated prefixes */
-	char found[160];	/* "P/L,P/L" as inferred, in order */
+	char answers[256];  /* comma-separated addresses */
+	char declared[128]; /* comma-separated prefixes */
+	char found[160];    /* "P/L,P/L" as inferred, in order */
 	char undeclared[160];
-	char suggestion[200];	/* "" when none */
+	char suggestion[200]; /* "" when none */
 };
 
 static struct infer_case cases[] = {
@@ -30,9 +30,8 @@ static struct infer_case cases[] = {
 	/* The well-known prefix is always decoded: no warning. */
 	{ "64:ff9b::c000:aa,64:ff9b::c000:ab", "", "64:ff9b::/96", "", "" },
 	/* A network-specific /96, undeclared, then declared. */
-	{ "2001:db8:64::c000:aa,2001:db8:64::c000:ab", "",
-	    "2001:db8:64::/96", "2001:db8:64::/96",
-	    "nat64_prefixes = 2001:db8:64::/96" },
+	{ "2001:db8:64::c000:aa,2001:db8:64::c000:ab", "", "2001:db8:64::/96",
+	    "2001:db8:64::/96", "nat64_prefixes = 2001:db8:64::/96" },
 	{ "2001:db8:64::c000:aa", "2001:db8:64::/96", "2001:db8:64::/96", "",
 	    "" },
 	/* Other declared prefixes are kept in the line to write. */
@@ -41,14 +40,14 @@ static struct infer_case cases[] = {
 	    "nat64_prefixes = 2001:db8:1::/96, 2001:db8:2::/64, "
 	    "2001:db8:64::/96" },
 	/* The same bits under another length are a different prefix. */
-	{ "2001:db8:64:0:c0:0:aa00:0", "2001:db8:64::/96",
-	    "2001:db8:64::/64", "2001:db8:64::/64",
+	{ "2001:db8:64:0:c0:0:aa00:0", "2001:db8:64::/96", "2001:db8:64::/64",
+	    "2001:db8:64::/64",
 	    "nat64_prefixes = 2001:db8:64::/96, 2001:db8:64::/64" },
 	/* Every RFC 6052 length. */
 	{ "2001:db8:c000:aa::", "", "2001:db8::/32", "2001:db8::/32",
 	    "nat64_prefixes = 2001:db8::/32" },
-	{ "2001:db8:1c0:0:aa::", "", "2001:db8:100::/40",
-	    "2001:db8:100::/40", "nat64_prefixes = 2001:db8:100::/40" },
+	{ "2001:db8:1c0:0:aa::", "", "2001:db8:100::/40", "2001:db8:100::/40",
+	    "nat64_prefixes = 2001:db8:100::/40" },
 	{ "2001:db8:122:c000:0:aa00::", "", "2001:db8:122::/48",
 	    "2001:db8:122::/48", "nat64_prefixes = 2001:db8:122::/48" },
 	{ "2001:db8:122:3c0:0:aa::", "", "2001:db8:122:300::/56",
@@ -70,8 +69,10 @@ static struct infer_case cases[] = {
 	    "2001:db8:c000:aa::/96", "2001:db8:c000:aa::/96",
 	    "nat64_prefixes = 2001:db8:c000:aa::/96" },
 	/* Ambiguous and uncorroborated: both kept (a warning errs wide). */
-	{ "2001:db8:c000:aa::c000:aa", "", "2001:db8:c000:aa::/96,"
-	    "2001:db8::/32", "2001:db8:c000:aa::/96,2001:db8::/32",
+	{ "2001:db8:c000:aa::c000:aa", "",
+	    "2001:db8:c000:aa::/96,"
+	    "2001:db8::/32",
+	    "2001:db8:c000:aa::/96,2001:db8::/32",
 	    "nat64_prefixes = 2001:db8:c000:aa::/96, 2001:db8::/32" },
 	/* Two translators at once: both reported, each once. */
 	{ "2001:db8:a::c000:aa,2001:db8:b::c000:aa,2001:db8:a::c000:ab", "",
@@ -88,7 +89,7 @@ parse_addrs(const char *s, struct policy_addr *v, size_t max)
 
 	(void)snprintf(buf, sizeof(buf), "%s", s);
 	for (tok = strtok_r(buf, ",", &save); tok != NULL && n < max;
-	    tok = strtok_r(NULL, ",", &save)) {
+	     tok = strtok_r(NULL, ",", &save)) {
 		cr_assert_eq(policy_addr_parse(tok, &v[n]), 0, "%s", tok);
 		n++;
 	}
@@ -96,8 +97,7 @@ parse_addrs(const char *s, struct policy_addr *v, size_t max)
 }
 
 static void
-list_text(const struct policy_nat64_prefix *v, size_t n, char *buf,
-    size_t len)
+list_text(const struct policy_nat64_prefix *v, size_t n, char *buf, size_t len)
 {
 	struct policy_addr a;
 	char s[64];
@@ -133,12 +133,14 @@ ParameterizedTest(struct infer_case *c, broker_nat64disc, infer)
 	n = parse_addrs(c->answers, answers, 8);
 	(void)snprintf(buf, sizeof(buf), "%s", c->declared);
 	for (tok = strtok_r(buf, ", ", &save); tok != NULL;
-	    tok = strtok_r(NULL, ", ", &save))
+	     tok = strtok_r(NULL, ", ", &save))
 		items[ni++] = tok;
 	memset(&decl, 0, sizeof(decl));
 	if (ni > 0)
-		cr_assert_eq(policy_nat64_parse_list((const char *const *)items,
-		    ni, &decl, &perr), 0, "%s", perr.msg);
+		cr_assert_eq(policy_nat64_parse_list((const char *const *)
+							 items,
+				 ni, &decl, &perr),
+		    0, "%s", perr.msg);
 	cr_assert_eq(nat64disc_infer(answers, n, &decl, &r), 0);
 	list_text(r.found, r.nfound, got, sizeof(got));
 	cr_assert_str_eq(got, c->found, "answers %s", c->answers);

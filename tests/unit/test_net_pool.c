@@ -89,8 +89,7 @@ Test(broker_pool, exact_key_and_address)
 	fd = pt_put(&pt, "a", &pt.a1, &bev);
 	cr_assert_eq(lease_count(pt.t, "a"), 1, "pooled conn holds a lease");
 	cr_assert_eq(pool_idle(pt.p, "a"), 1);
-	cr_assert_eq(policy_host_parse("api2.example.com", 16, &other, &e),
-	    0);
+	cr_assert_eq(policy_host_parse("api2.example.com", 16, &other, &e), 0);
 	set[0] = pt.a2;
 	set[1] = pt.a1;
 	/* Wrong instance, port, TLS, host: no reuse. */
@@ -145,7 +144,7 @@ Test(broker_pool, take_refuses_unread_bytes)
 	cr_assert_eq(pool_idle(pt.p, NULL), 0);
 	cr_assert_eq(lease_count(pt.t, "a"), 0, "its lease was kept");
 	fd2 = pt_put(&pt, "a", &pt.a1, NULL);
-	close(fd2);	/* EOF, not yet seen */
+	close(fd2); /* EOF, not yet seen */
 	cr_assert_null(pool_take(pt.p, &k, &pt.a1, 1, &l, &used));
 	cr_assert_eq(lease_count(pt.t, "a"), 0);
 	/* A quiet one under the same key is still found past a noisy one. */
@@ -173,7 +172,7 @@ Test(broker_pool, upstream_close_releases)
 	fd2 = pt_put(&pt, "a", &pt.a2, NULL);
 	cr_assert_eq(lease_count(pt.t, "a"), 2);
 	close(fd);
-	cr_assert_eq(write(fd2, "x", 1), 1);	/* unsolicited byte */
+	cr_assert_eq(write(fd2, "x", 1), 1); /* unsolicited byte */
 	while (pool_idle(pt.p, NULL) > 0)
 		cr_assert(event_base_loop(pt.base, EVLOOP_ONCE) == 0);
 	cr_assert_eq(lease_count(pt.t, "a"), 0);
@@ -207,7 +206,7 @@ Test(broker_pool, free_releases)
 	pt_init(&pt, 0, 0);
 	fd = pt_put(&pt, "a", &pt.a1, NULL);
 	cr_assert_eq(lease_total(pt.t), 1);
-	pt_done(&pt);	/* asserts every lease came back */
+	pt_done(&pt); /* asserts every lease came back */
 	close(fd);
 }
 
@@ -248,9 +247,9 @@ Test(broker_pool, evict_own_oldest_first)
 /* Reload pruning: which idle connections a predicate closes. */
 struct prune_case {
 	char name[24];
-	char drop_instance[8];	/* "" : none by name */
+	char drop_instance[8]; /* "" : none by name */
 	int drop_tls;
-	unsigned max_a;		/* drop a's over this many leases */
+	unsigned max_a; /* drop a's over this many leases */
 	unsigned left_a, left_b;
 };
 

@@ -30,7 +30,7 @@ pool(size_t cap, size_t g, size_t max, const char *spec)
 	cr_assert_not_null(s);
 	(void)snprintf(buf, sizeof(buf), "%s", spec);
 	for (tok = strtok_r(buf, " ", &save); tok != NULL;
-	    tok = strtok_r(NULL, " ", &save)) {
+	     tok = strtok_r(NULL, " ", &save)) {
 		colon = strchr(tok, ':');
 		cr_assert_not_null(colon);
 		*colon = '\0';
@@ -57,7 +57,8 @@ Test(net_share, guarantee_survives_a_flood)
 {
 	/* The shape of the reported attack: eight instances of one plugin
 	 * take what they can of 1024 lookup slots (128 each at most). */
-	struct share *s = pool(1024, 16, 128, "a1:evil a2:evil a3:evil "
+	struct share *s = pool(1024, 16, 128,
+	    "a1:evil a2:evil a3:evil "
 	    "a4:evil a5:evil a6:evil a7:evil a8:evil victim:good");
 	char name[8];
 	size_t i, got = 0;
@@ -77,7 +78,8 @@ Test(net_share, borrowing_is_fair_across_plugins)
 {
 	/* One plugin with 8 instances, one with 1: the remainder beyond the
 	 * guarantees is split by plugin, not by instance. */
-	struct share *s = pool(200, 10, 200, "a1:many a2:many a3:many "
+	struct share *s = pool(200, 10, 200,
+	    "a1:many a2:many a3:many "
 	    "a4:many a5:many a6:many a7:many a8:many b:one");
 	char name[8];
 	size_t i, a = 0, b;
@@ -108,7 +110,7 @@ Test(net_share, capacity_and_maximum)
 	cr_assert_eq(share_total(s), 10);
 	cr_assert_eq(share_acquire(s, "y", NULL, 1),
 	    EGRESS_ERR_BUDGET_EXHAUSTED, "past the capacity");
-	share_release(s, "x", 100);	/* more than held: all of it */
+	share_release(s, "x", 100); /* more than held: all of it */
 	cr_assert_eq(share_held(s, "x"), 0);
 	cr_assert_eq(share_total(s), 4);
 	share_free(s);
@@ -161,10 +163,10 @@ Test(net_share, reconfigure_moves_groups_and_guarantees)
  */
 Test(net_share, model_random_interleavings)
 {
-	static const char *const inst[] = { "i0", "i1", "i2", "i3", "i4",
-		"i5", "i6", "i7", "i8", "i9", "i10", "i11", "u0", "u1" };
-	static const char *const plug[] = { "p0", "p0", "p0", "p0", "p0",
-		"p0", "p1", "p1", "p2", "p3", "p3", "p3", "u0", "u1" };
+	static const char *const inst[] = { "i0", "i1", "i2", "i3", "i4", "i5",
+		"i6", "i7", "i8", "i9", "i10", "i11", "u0", "u1" };
+	static const char *const plug[] = { "p0", "p0", "p0", "p0", "p0", "p0",
+		"p1", "p1", "p2", "p3", "p3", "p3", "u0", "u1" };
 	const size_t ni = sizeof(inst) / sizeof(inst[0]), nconf = 12;
 	const size_t cap = 300, gmax = 12, max = 100;
 	struct share_member m[12];
@@ -187,7 +189,8 @@ Test(net_share, model_random_interleavings)
 		n = 1 + (size_t)rand_r(&seed) % 8;
 		if (rand_r(&seed) % 2 == 0) {
 			rc = share_acquire(s, inst[i], plug[i], n);
-			cr_assert(rc == 0 || rc == EGRESS_ERR_BUDGET_EXHAUSTED);
+			cr_assert(rc == 0 ||
+			    rc == EGRESS_ERR_BUDGET_EXHAUSTED);
 			if (rc == 0) {
 				held[i] += n;
 				total += n;

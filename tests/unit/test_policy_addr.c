@@ -12,10 +12,10 @@
 
 #include "policy/policy.h"
 
-#define PUB	POLICY_CLASS_PUBLIC
-#define PRV	POLICY_CLASS_PRIVATE
-#define RSV	POLICY_CLASS_RESERVED
-#define MET	POLICY_CLASS_METADATA
+#define PUB POLICY_CLASS_PUBLIC
+#define PRV POLICY_CLASS_PRIVATE
+#define RSV POLICY_CLASS_RESERVED
+#define MET POLICY_CLASS_METADATA
 
 struct cls_case {
 	char addr[48];
@@ -23,139 +23,220 @@ struct cls_case {
 };
 
 static struct cls_case v4_cases[] = {
-	{ "0.0.0.0", RSV }, { "0.255.255.255", RSV }, { "1.0.0.0", PUB },
-	{ "1.1.1.1", PUB }, { "8.8.8.8", PUB },
-	{ "9.255.255.255", PUB }, { "10.0.0.0", PRV },
-	{ "10.255.255.255", PRV }, { "11.0.0.0", PUB },
-	{ "100.63.255.255", PUB }, { "100.64.0.0", PRV },
-	{ "100.100.100.199", PRV }, { "100.100.100.200", MET },
-	{ "100.100.100.201", PRV }, { "100.127.255.255", PRV },
+	{ "0.0.0.0", RSV },
+	{ "0.255.255.255", RSV },
+	{ "1.0.0.0", PUB },
+	{ "1.1.1.1", PUB },
+	{ "8.8.8.8", PUB },
+	{ "9.255.255.255", PUB },
+	{ "10.0.0.0", PRV },
+	{ "10.255.255.255", PRV },
+	{ "11.0.0.0", PUB },
+	{ "100.63.255.255", PUB },
+	{ "100.64.0.0", PRV },
+	{ "100.100.100.199", PRV },
+	{ "100.100.100.200", MET },
+	{ "100.100.100.201", PRV },
+	{ "100.127.255.255", PRV },
 	{ "100.128.0.0", PUB },
-	{ "126.255.255.255", PUB }, { "127.0.0.0", PRV }, { "127.0.0.1", PRV },
-	{ "127.255.255.255", PRV }, { "128.0.0.0", PUB },
-	{ "168.63.129.15", PUB }, { "168.63.129.16", MET },
+	{ "126.255.255.255", PUB },
+	{ "127.0.0.0", PRV },
+	{ "127.0.0.1", PRV },
+	{ "127.255.255.255", PRV },
+	{ "128.0.0.0", PUB },
+	{ "168.63.129.15", PUB },
+	{ "168.63.129.16", MET },
 	{ "168.63.129.17", PUB },
-	{ "169.253.255.255", PUB }, { "169.254.0.0", MET },
-	{ "169.254.169.254", MET }, { "169.254.255.255", MET },
+	{ "169.253.255.255", PUB },
+	{ "169.254.0.0", MET },
+	{ "169.254.169.254", MET },
+	{ "169.254.255.255", MET },
 	{ "169.255.0.0", PUB },
-	{ "172.15.255.255", PUB }, { "172.16.0.0", PRV },
-	{ "172.31.255.255", PRV }, { "172.32.0.0", PUB },
-	{ "191.255.255.255", PUB }, { "192.0.0.0", RSV },
-	{ "192.0.0.255", RSV }, { "192.0.1.0", PUB }, { "192.0.1.255", PUB },
-	{ "192.0.2.0", RSV }, { "192.0.2.255", RSV }, { "192.0.3.0", PUB },
-	{ "192.88.98.255", PUB }, { "192.88.99.0", RSV },
-	{ "192.88.99.255", RSV }, { "192.88.100.0", PUB },
-	{ "192.167.255.255", PUB }, { "192.168.0.0", PRV },
-	{ "192.168.255.255", PRV }, { "192.169.0.0", PUB },
-	{ "198.17.255.255", PUB }, { "198.18.0.0", RSV },
-	{ "198.19.255.255", RSV }, { "198.20.0.0", PUB },
-	{ "198.51.99.255", PUB }, { "198.51.100.0", RSV },
-	{ "198.51.100.255", RSV }, { "198.51.101.0", PUB },
-	{ "203.0.112.255", PUB }, { "203.0.113.0", RSV },
-	{ "203.0.113.255", RSV }, { "203.0.114.0", PUB },
-	{ "223.255.255.255", PUB }, { "224.0.0.0", RSV },
-	{ "239.255.255.255", RSV }, { "240.0.0.0", RSV },
-	{ "255.255.255.254", RSV }, { "255.255.255.255", RSV },
+	{ "172.15.255.255", PUB },
+	{ "172.16.0.0", PRV },
+	{ "172.31.255.255", PRV },
+	{ "172.32.0.0", PUB },
+	{ "191.255.255.255", PUB },
+	{ "192.0.0.0", RSV },
+	{ "192.0.0.255", RSV },
+	{ "192.0.1.0", PUB },
+	{ "192.0.1.255", PUB },
+	{ "192.0.2.0", RSV },
+	{ "192.0.2.255", RSV },
+	{ "192.0.3.0", PUB },
+	{ "192.88.98.255", PUB },
+	{ "192.88.99.0", RSV },
+	{ "192.88.99.255", RSV },
+	{ "192.88.100.0", PUB },
+	{ "192.167.255.255", PUB },
+	{ "192.168.0.0", PRV },
+	{ "192.168.255.255", PRV },
+	{ "192.169.0.0", PUB },
+	{ "198.17.255.255", PUB },
+	{ "198.18.0.0", RSV },
+	{ "198.19.255.255", RSV },
+	{ "198.20.0.0", PUB },
+	{ "198.51.99.255", PUB },
+	{ "198.51.100.0", RSV },
+	{ "198.51.100.255", RSV },
+	{ "198.51.101.0", PUB },
+	{ "203.0.112.255", PUB },
+	{ "203.0.113.0", RSV },
+	{ "203.0.113.255", RSV },
+	{ "203.0.114.0", PUB },
+	{ "223.255.255.255", PUB },
+	{ "224.0.0.0", RSV },
+	{ "239.255.255.255", RSV },
+	{ "240.0.0.0", RSV },
+	{ "255.255.255.254", RSV },
+	{ "255.255.255.255", RSV },
 };
 
 static struct cls_case v6_cases[] = {
 	/* Unspecified, loopback, IPv4-compatible ::/96. */
-	{ "::", RSV }, { "::1", PRV }, { "::2", RSV },
-	{ "::8.8.8.8", RSV }, { "::10.0.0.1", RSV },
-	{ "::169.254.0.0", MET }, { "::169.254.169.254", MET },
-	{ "::169.254.255.255", MET }, { "::100.100.100.200", MET },
-	{ "::168.63.129.16", MET }, { "::255.255.255.255", RSV },
+	{ "::", RSV },
+	{ "::1", PRV },
+	{ "::2", RSV },
+	{ "::8.8.8.8", RSV },
+	{ "::10.0.0.1", RSV },
+	{ "::169.254.0.0", MET },
+	{ "::169.254.169.254", MET },
+	{ "::169.254.255.255", MET },
+	{ "::100.100.100.200", MET },
+	{ "::168.63.129.16", MET },
+	{ "::255.255.255.255", RSV },
 	/* IPv4-mapped ::ffff:0:0/96: exactly the IPv4 class. */
-	{ "::ffff:0.0.0.0", RSV }, { "::ffff:8.8.8.8", PUB },
-	{ "::ffff:10.0.0.1", PRV }, { "::ffff:127.0.0.1", PRV },
-	{ "::ffff:169.254.169.254", MET }, { "::ffff:100.100.100.200", MET },
-	{ "::ffff:168.63.129.16", MET }, { "::ffff:192.0.2.1", RSV },
+	{ "::ffff:0.0.0.0", RSV },
+	{ "::ffff:8.8.8.8", PUB },
+	{ "::ffff:10.0.0.1", PRV },
+	{ "::ffff:127.0.0.1", PRV },
+	{ "::ffff:169.254.169.254", MET },
+	{ "::ffff:100.100.100.200", MET },
+	{ "::ffff:168.63.129.16", MET },
+	{ "::ffff:192.0.2.1", RSV },
 	{ "::ffff:255.255.255.255", RSV },
 	/* Around them, outside 2000::/3. */
-	{ "::1:0:0:0", RSV }, { "::fffe:ffff:ffff", RSV },
-	{ "::ffff:0:102:304", RSV }, { "::1:0:0", RSV },
+	{ "::1:0:0:0", RSV },
+	{ "::fffe:ffff:ffff", RSV },
+	{ "::ffff:0:102:304", RSV },
+	{ "::1:0:0", RSV },
 	/* NAT64 well-known 64:ff9b::/96: the embedded address decides. */
-	{ "64:ff9b::", RSV }, { "64:ff9b::808:808", PUB },
-	{ "64:ff9b::a00:1", PRV }, { "64:ff9b::7f00:1", PRV },
-	{ "64:ff9b::a9fe:a9fe", MET }, { "64:ff9b::6464:64c8", MET },
-	{ "64:ff9b::a83f:8110", MET }, { "64:ff9b::c000:201", RSV },
+	{ "64:ff9b::", RSV },
+	{ "64:ff9b::808:808", PUB },
+	{ "64:ff9b::a00:1", PRV },
+	{ "64:ff9b::7f00:1", PRV },
+	{ "64:ff9b::a9fe:a9fe", MET },
+	{ "64:ff9b::6464:64c8", MET },
+	{ "64:ff9b::a83f:8110", MET },
+	{ "64:ff9b::c000:201", RSV },
 	{ "64:ff9b::ffff:ffff", RSV },
 	{ "64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
-	{ "64:ff9b::1:0:0", RSV }, { "64:ff9b:0:1::", RSV },
+	{ "64:ff9b::1:0:0", RSV },
+	{ "64:ff9b:0:1::", RSV },
 	/* Local-use NAT64 64:ff9b:1::/48, not declared. */
-	{ "64:ff9b:1::", RSV }, { "64:ff9b:1::808:808", RSV },
+	{ "64:ff9b:1::", RSV },
+	{ "64:ff9b:1::808:808", RSV },
 	{ "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", RSV },
 	/* Discard 100::/64, 5f00::/16. */
-	{ "100::", RSV }, { "100::ffff:ffff:ffff:ffff", RSV },
+	{ "100::", RSV },
+	{ "100::ffff:ffff:ffff:ffff", RSV },
 	{ "100:0:0:1::", RSV },
-	{ "5f00::", RSV }, { "5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
+	{ "5f00::", RSV },
+	{ "5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
 	/* ULA, link-local, site-local, multicast and the gaps. */
 	{ "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
-	{ "fc00::", PRV }, { "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRV },
-	{ "fe00::", RSV }, { "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
-	{ "fe80::", PRV }, { "fe80::1", PRV },
+	{ "fc00::", PRV },
+	{ "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRV },
+	{ "fe00::", RSV },
+	{ "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
+	{ "fe80::", PRV },
+	{ "fe80::1", PRV },
 	{ "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRV },
-	{ "fec0::", PRV }, { "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRV },
-	{ "ff00::", RSV }, { "ff02::1", RSV },
+	{ "fec0::", PRV },
+	{ "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRV },
+	{ "ff00::", RSV },
+	{ "ff02::1", RSV },
 	{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
 	/* Metadata inside fc00::/7. */
 	{ "fd00:ec1:ffff:ffff:ffff:ffff:ffff:ffff", PRV },
-	{ "fd00:ec2::", MET }, { "fd00:ec2::254", MET },
-	{ "fd00:ec2::ffff:ffff:ffff:ffff", MET }, { "fd00:ec2:0:1::", PRV },
-	{ "fd20:ce::253", PRV }, { "fd20:ce::254", MET },
+	{ "fd00:ec2::", MET },
+	{ "fd00:ec2::254", MET },
+	{ "fd00:ec2::ffff:ffff:ffff:ffff", MET },
+	{ "fd00:ec2:0:1::", PRV },
+	{ "fd20:ce::253", PRV },
+	{ "fd20:ce::254", MET },
 	{ "fd20:ce::255", PRV },
 	/* 2000::/3 edges. */
-	{ "1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV }, { "2000::", PUB },
+	{ "1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
+	{ "2000::", PUB },
 	{ "2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
 	{ "2606:4700::1111", PUB },
 	{ "3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
-	{ "3fff::", RSV }, { "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
+	{ "3fff::", RSV },
+	{ "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
 	{ "3fff:1000::", PUB },
 	{ "3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
 	{ "4000::", RSV },
 	/* Documentation 2001:db8::/32. */
 	{ "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
-	{ "2001:db8::", RSV }, { "2001:db8::1", RSV },
+	{ "2001:db8::", RSV },
+	{ "2001:db8::1", RSV },
 	{ "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
 	{ "2001:db9::", PUB },
 	/* 2001::/23 and its globally reachable exceptions. */
-	{ "2001:1::", RSV }, { "2001:1::1", PUB }, { "2001:1::2", PUB },
-	{ "2001:1::3", PUB }, { "2001:1::4", RSV },
-	{ "2001:2::", RSV }, { "2001:2:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
-	{ "2001:3::", PUB }, { "2001:3:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
+	{ "2001:1::", RSV },
+	{ "2001:1::1", PUB },
+	{ "2001:1::2", PUB },
+	{ "2001:1::3", PUB },
+	{ "2001:1::4", RSV },
+	{ "2001:2::", RSV },
+	{ "2001:2:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
+	{ "2001:3::", PUB },
+	{ "2001:3:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
 	{ "2001:4::", RSV },
 	{ "2001:4:111:ffff:ffff:ffff:ffff:ffff", RSV },
 	{ "2001:4:112::", PUB },
 	{ "2001:4:112:ffff:ffff:ffff:ffff:ffff", PUB },
 	{ "2001:4:113::", RSV },
 	{ "2001:1f:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
-	{ "2001:20::", PUB }, { "2001:3f:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
+	{ "2001:20::", PUB },
+	{ "2001:3f:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
 	{ "2001:40::", RSV },
 	{ "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
 	{ "2001:200::", PUB },
 	/* Teredo 2001::/32: server bits 32-63, client inverted 96-127. */
-	{ "2001::", RSV }, { "2001:0:808:808::f7f7:f7f7", RSV },
+	{ "2001::", RSV },
+	{ "2001:0:808:808::f7f7:f7f7", RSV },
 	{ "2001:0:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
-	{ "2001:0:a9fe:a9fe::", MET }, { "2001:0:a9fe:0:8000:ffff::", MET },
-	{ "2001:0:6464:64c8::", MET }, { "2001:0:a83f:8110::", MET },
+	{ "2001:0:a9fe:a9fe::", MET },
+	{ "2001:0:a9fe:0:8000:ffff::", MET },
+	{ "2001:0:6464:64c8::", MET },
+	{ "2001:0:a83f:8110::", MET },
 	{ "2001:0:4136:e378:8000:63bf:5601:5601", MET },
-	{ "2001::5601:ffff", MET }, { "2001::9b9b:9b37", MET },
-	{ "2001::57c0:7eef", MET }, { "2001::57c0:7eee", RSV },
-	{ "2001::5601:5600", MET }, { "2001::5602:0", RSV },
-	{ "2001::5601:5601", MET },	/* the example of docs/policy.md */
+	{ "2001::5601:ffff", MET },
+	{ "2001::9b9b:9b37", MET },
+	{ "2001::57c0:7eef", MET },
+	{ "2001::57c0:7eee", RSV },
+	{ "2001::5601:5600", MET },
+	{ "2001::5602:0", RSV },
+	{ "2001::5601:5601", MET }, /* the example of docs/policy.md */
 	/* 6to4 2002::/16: embedded bits 16-47. */
 	{ "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PUB },
-	{ "2002::", RSV }, { "2002:808:808::", RSV },
-	{ "2002:a00:1::", RSV }, { "2002:a9fe::", MET },
+	{ "2002::", RSV },
+	{ "2002:808:808::", RSV },
+	{ "2002:a00:1::", RSV },
+	{ "2002:a9fe::", MET },
 	{ "2002:a9fe:a9fe::", MET },
 	{ "2002:a9fe:a9fe:ffff:ffff:ffff:ffff:ffff", MET },
-	{ "2002:a9fe:ffff::", MET }, { "2002:a9ff::", RSV },
-	{ "2002:6464:64c8::", MET }, { "2002:a83f:8110::1", MET },
+	{ "2002:a9fe:ffff::", MET },
+	{ "2002:a9ff::", RSV },
+	{ "2002:6464:64c8::", MET },
+	{ "2002:a83f:8110::1", MET },
 	{ "2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", RSV },
 	{ "2003::", PUB },
 };
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct policy_addr
 must_parse(const char *s)
@@ -178,8 +259,8 @@ ParameterizedTest(struct cls_case *c, addr, classify_v4)
 
 	cr_assert_eq(a.family, 4);
 	cr_expect_eq(policy_addr_classify(NULL, &a), c->cls,
-	    "%s: class %#x, want %#x", c->addr,
-	    policy_addr_classify(NULL, &a), c->cls);
+	    "%s: class %#x, want %#x", c->addr, policy_addr_classify(NULL, &a),
+	    c->cls);
 }
 
 ParameterizedTestParameters(addr, classify_v6)
@@ -195,8 +276,8 @@ ParameterizedTest(struct cls_case *c, addr, classify_v6)
 
 	cr_assert_eq(a.family, 6);
 	cr_expect_eq(policy_addr_classify(NULL, &a), c->cls,
-	    "%s: class %#x, want %#x", c->addr,
-	    policy_addr_classify(NULL, &a), c->cls);
+	    "%s: class %#x, want %#x", c->addr, policy_addr_classify(NULL, &a),
+	    c->cls);
 	/* An empty context is the same as none. */
 	memset(&ctx, 0, sizeof(ctx));
 	memset(&empty, 0, sizeof(empty));
@@ -256,7 +337,7 @@ Test(addr, embedded_forms)
 		memcpy(e.bytes + 12, a.bytes, 4);
 		/* ::0.0.0.0 and ::0.0.0.1 are :: and ::1, tested apart. */
 		if (!(a.bytes[0] == 0 && a.bytes[1] == 0 && a.bytes[2] == 0 &&
-		    a.bytes[3] <= 1))
+			a.bytes[3] <= 1))
 			cr_expect_eq(policy_addr_classify(NULL, &e), want,
 			    "::%s", v4_cases[i].addr);
 
@@ -298,15 +379,15 @@ struct local_case {
 };
 
 static struct local_case local_cases[] = {
-	{ "8.8.4.4", PRV },		/* public and local: private */
+	{ "8.8.4.4", PRV }, /* public and local: private */
 	{ "8.8.8.8", PUB },
 	{ "::ffff:8.8.4.4", PRV },
-	{ "64:ff9b::808:404", PRV },	/* translates to a local address */
-	{ "1.0.0.1", PRV },		/* listed in IPv4-mapped form */
+	{ "64:ff9b::808:404", PRV }, /* translates to a local address */
+	{ "1.0.0.1", PRV },	     /* listed in IPv4-mapped form */
 	{ "2606:4700::1111", PRV },
 	{ "2606:4700::1112", PUB },
-	{ "192.0.2.1", RSV },		/* reserved stays reserved */
-	{ "169.254.1.1", MET },		/* metadata stays metadata */
+	{ "192.0.2.1", RSV },	/* reserved stays reserved */
+	{ "169.254.1.1", MET }, /* metadata stays metadata */
 	{ "10.0.0.1", PRV },
 };
 
@@ -319,8 +400,12 @@ ParameterizedTestParameters(addr, local)
 ParameterizedTest(struct local_case *c, addr, local)
 {
 	static const char *const locals[] = {
-		"8.8.4.4", "2606:4700::1111", "10.0.0.1", "192.0.2.1",
-		"169.254.1.1", "::ffff:1.0.0.1",
+		"8.8.4.4",
+		"2606:4700::1111",
+		"10.0.0.1",
+		"192.0.2.1",
+		"169.254.1.1",
+		"::ffff:1.0.0.1",
 	};
 	struct policy_addr l[NELEM(locals)], a = must_parse(c->addr);
 	struct policy_classify_ctx ctx;
@@ -346,7 +431,7 @@ Test(addr, classify_fails_closed)
 	cr_expect_eq(policy_addr_classify(NULL, NULL), RSV);
 	memset(&a, 0, sizeof(a));
 	a.bytes[0] = 8;
-	cr_expect_eq(policy_addr_classify(NULL, &a), RSV);	/* family 0 */
+	cr_expect_eq(policy_addr_classify(NULL, &a), RSV); /* family 0 */
 	a.family = 5;
 	cr_expect_eq(policy_addr_classify(NULL, &a), RSV);
 }
@@ -358,21 +443,42 @@ struct parse_case {
 };
 
 static struct parse_case parse_cases[] = {
-	{ "0.0.0.0", 1, 4 }, { "255.255.255.255", 1, 4 },
-	{ "100.64.9.199", 1, 4 }, { "8.80.208.250", 1, 4 },
-	{ "10.0.0.1", 1, 4 }, { "::", 1, 6 }, { "::1", 1, 6 },
-	{ "2001:db8::1", 1, 6 }, { "::ffff:10.0.0.1", 1, 6 },
-	{ "64:ff9b::a00:1", 1, 6 }, { "fe80::1", 1, 6 },
-	{ "::169.254.169.254", 1, 6 }, { "2001:db8::1:0:0:1", 1, 6 },
-	{ "", 0, 0 }, { "127.1", 0, 0 }, { "010.0.0.1", 0, 0 },
-	{ "0x7f.0.0.1", 0, 0 }, { "2130706433", 0, 0 }, { "1.2.3", 0, 0 },
-	{ "1.2.3.4.", 0, 0 }, { "256.0.0.1", 0, 0 }, { " 1.2.3.4", 0, 0 },
-	{ "1.2.3.4 ", 0, 0 }, { "1.2.3.04", 0, 0 },
-	{ "2001:0db8::1", 0, 0 }, { "2001:DB8::1", 0, 0 },
-	{ "::FFFF:10.0.0.1", 0, 0 }, { "::ffff:a00:1", 0, 0 },
-	{ "0:0::1", 0, 0 }, { "[::1]", 0, 0 }, { "fe80::1%eth0", 0, 0 },
-	{ "2001:db8:0:0:1:0:0:1", 0, 0 }, { "64:ff9b::10.0.0.1", 0, 0 },
-	{ "::0.0.0.2", 0, 0 }, { "1::2::3", 0, 0 }, { "example.com", 0, 0 },
+	{ "0.0.0.0", 1, 4 },
+	{ "255.255.255.255", 1, 4 },
+	{ "100.64.9.199", 1, 4 },
+	{ "8.80.208.250", 1, 4 },
+	{ "10.0.0.1", 1, 4 },
+	{ "::", 1, 6 },
+	{ "::1", 1, 6 },
+	{ "2001:db8::1", 1, 6 },
+	{ "::ffff:10.0.0.1", 1, 6 },
+	{ "64:ff9b::a00:1", 1, 6 },
+	{ "fe80::1", 1, 6 },
+	{ "::169.254.169.254", 1, 6 },
+	{ "2001:db8::1:0:0:1", 1, 6 },
+	{ "", 0, 0 },
+	{ "127.1", 0, 0 },
+	{ "010.0.0.1", 0, 0 },
+	{ "0x7f.0.0.1", 0, 0 },
+	{ "2130706433", 0, 0 },
+	{ "1.2.3", 0, 0 },
+	{ "1.2.3.4.", 0, 0 },
+	{ "256.0.0.1", 0, 0 },
+	{ " 1.2.3.4", 0, 0 },
+	{ "1.2.3.4 ", 0, 0 },
+	{ "1.2.3.04", 0, 0 },
+	{ "2001:0db8::1", 0, 0 },
+	{ "2001:DB8::1", 0, 0 },
+	{ "::FFFF:10.0.0.1", 0, 0 },
+	{ "::ffff:a00:1", 0, 0 },
+	{ "0:0::1", 0, 0 },
+	{ "[::1]", 0, 0 },
+	{ "fe80::1%eth0", 0, 0 },
+	{ "2001:db8:0:0:1:0:0:1", 0, 0 },
+	{ "64:ff9b::10.0.0.1", 0, 0 },
+	{ "::0.0.0.2", 0, 0 },
+	{ "1::2::3", 0, 0 },
+	{ "example.com", 0, 0 },
 	{ "0000:0000:0000:0000:0000:0000:0000:0000:00", 0, 0 },
 };
 

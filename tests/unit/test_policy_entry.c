@@ -18,8 +18,16 @@ static int
 fake_psl(void *ctx, const char *domain)
 {
 	static const char *const list[] = {
-		"com", "net", "org", "uk", "co.uk", "au", "com.au", "arpa",
-		"jp", "tokyo.jp",
+		"com",
+		"net",
+		"org",
+		"uk",
+		"co.uk",
+		"au",
+		"com.au",
+		"arpa",
+		"jp",
+		"tokyo.jp",
 	};
 	size_t i;
 
@@ -44,7 +52,7 @@ struct entry_case {
 	int ok;
 	enum policy_entry_kind kind;
 	enum policy_host_kind hkind;
-	char want[96];	/* formatted entry on success, msg substring */
+	char want[96]; /* formatted entry on success, msg substring */
 };
 
 static struct entry_case entry_cases[] = {
@@ -159,7 +167,9 @@ static struct entry_case entry_cases[] = {
 	{ "*..example", 0, 0, 0, "empty label" },
 	{ "exa mple.com", 0, 0, 0, "whitespace inside" },
 	{ "example.com\x01", 0, 0, 0, "control character" },
-	{ "b\xc3\xbc" "cher.de", 0, 0, 0, "A-label" },
+	{ "b\xc3\xbc"
+	  "cher.de",
+	    0, 0, 0, "A-label" },
 	{ "256.0.0.1", 0, 0, 0, "canonical dotted quad" },
 	{ "foo.123", 0, 0, 0, "canonical dotted quad" },
 	{ "a=b.example", 0, 0, 0, "invalid character" },
@@ -181,8 +191,7 @@ ParameterizedTest(struct entry_case *c, entry, table)
 	memset(&err, 0, sizeof(err));
 	memset(&e, 0x5a, sizeof(e));
 	before = e;
-	r = policy_entry_parse(c->in, strlen(c->in), fake_psl, NULL, &e,
-	    &err);
+	r = policy_entry_parse(c->in, strlen(c->in), fake_psl, NULL, &e, &err);
 	if (!c->ok) {
 		cr_assert_eq(r, EGRESS_ERR_INVALID, "'%s' accepted", c->in);
 		cr_assert(strstr(err.msg, c->want) != NULL,
@@ -203,7 +212,8 @@ ParameterizedTest(struct entry_case *c, entry, table)
 		struct policy_entry e2;
 
 		cr_assert_eq(policy_entry_parse(buf, strlen(buf), fake_psl,
-		    NULL, &e2, &err), 0, "'%s': %s", buf, err.msg);
+				 NULL, &e2, &err),
+		    0, "'%s': %s", buf, err.msg);
 		cr_assert_eq(e2.kind, e.kind);
 		cr_assert_eq(e2.host.kind, e.host.kind);
 		cr_assert_str_eq(e2.host.name, e.host.name);
@@ -214,15 +224,17 @@ ParameterizedTest(struct entry_case *c, entry, table)
 Test(entry, ip_bytes)
 {
 	static const uint8_t v4[4] = { 10, 0, 0, 1 };
-	static const uint8_t v6[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0,
-	    1 };
+	static const uint8_t
+	    v6[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 };
 	struct policy_entry e;
 
 	cr_assert_eq(policy_entry_parse("10.0.0.1", 8, fake_psl, NULL, &e,
-	    NULL), 0);
+			 NULL),
+	    0);
 	cr_assert_eq(memcmp(e.host.addr, v4, 4), 0);
 	cr_assert_eq(policy_entry_parse("::ffff:10.0.0.1", 15, fake_psl, NULL,
-	    &e, NULL), 0);
+			 &e, NULL),
+	    0);
 	cr_assert_eq(memcmp(e.host.addr, v6, 16), 0);
 }
 
@@ -232,10 +244,12 @@ Test(entry, psl_null_fails_closed)
 	struct policy_err err;
 
 	cr_assert_eq(policy_entry_parse("*.example.com", 13, NULL, NULL, &e,
-	    &err), EGRESS_ERR_INVALID);
+			 &err),
+	    EGRESS_ERR_INVALID);
 	cr_assert(strstr(err.msg, "public-suffix") != NULL, "%s", err.msg);
 	cr_assert_eq(policy_entry_parse("example.com", 11, NULL, NULL, &e,
-	    &err), EGRESS_ERR_INVALID);
+			 &err),
+	    EGRESS_ERR_INVALID);
 }
 
 Test(entry, psl_error_fails_closed)
@@ -244,11 +258,13 @@ Test(entry, psl_error_fails_closed)
 	struct policy_err err;
 
 	cr_assert_eq(policy_entry_parse("*.example.com", 13, broken_psl, NULL,
-	    &e, &err), EGRESS_ERR_INVALID);
+			 &e, &err),
+	    EGRESS_ERR_INVALID);
 	cr_assert(strstr(err.msg, "public suffix") != NULL, "%s", err.msg);
 	/* Exact entries do not consult the list. */
 	cr_assert_eq(policy_entry_parse("example.com", 11, broken_psl, NULL,
-	    &e, &err), 0);
+			 &e, &err),
+	    0);
 }
 
 Test(entry, psl_gets_the_suffix)
@@ -257,11 +273,13 @@ Test(entry, psl_gets_the_suffix)
 	int calls = 0;
 
 	cr_assert_eq(policy_entry_parse("*.example.co.uk", 15, fake_psl,
-	    &calls, &e, NULL), 0);
+			 &calls, &e, NULL),
+	    0);
 	cr_assert_eq(calls, 1);
 	cr_assert_str_eq(e.host.name, "example.co.uk");
 	cr_assert_eq(policy_entry_parse("example.co.uk", 13, fake_psl, &calls,
-	    &e, NULL), 0);
+			 &e, NULL),
+	    0);
 	cr_assert_eq(calls, 1, "exact entries must not need the list");
 }
 
@@ -274,8 +292,8 @@ Test(entry, length_limits)
 	for (size_t i = 0; i < 253; i++)
 		buf[i] = (i % 2) ? '.' : 'a';
 	buf[253] = '\0';
-	cr_assert_eq(policy_entry_parse(buf, 253, fake_psl, NULL, &e, &err),
-	    0, "%s", err.msg);
+	cr_assert_eq(policy_entry_parse(buf, 253, fake_psl, NULL, &e, &err), 0,
+	    "%s", err.msg);
 	buf[252] = 'a';
 	buf[253] = 'a';
 	buf[254] = '\0';
@@ -289,8 +307,8 @@ Test(entry, length_limits)
 	for (size_t i = 0; i < 251; i++)
 		buf[i + 2] = (i % 2) ? '.' : 'b';
 	buf[253] = '\0';
-	cr_assert_eq(policy_entry_parse(buf, 253, fake_psl, NULL, &e, &err),
-	    0, "%s", err.msg);
+	cr_assert_eq(policy_entry_parse(buf, 253, fake_psl, NULL, &e, &err), 0,
+	    "%s", err.msg);
 	cr_assert_eq(policy_entry_format(&e, buf, sizeof(buf)), 253);
 	/* A 253-byte suffix has no subdomain that fits in a name. */
 	for (size_t i = 0; i < 253; i++)
@@ -313,7 +331,8 @@ Test(entry, length_limits)
 	memset(buf, 'a', 64);
 	memcpy(buf + 64, ".example", 9);
 	cr_assert_eq(policy_entry_parse(buf, strlen(buf), fake_psl, NULL, &e,
-	    &err), EGRESS_ERR_INVALID);
+			 &err),
+	    EGRESS_ERR_INVALID);
 	cr_assert(strstr(err.msg, "63") != NULL, "%s", err.msg);
 }
 
@@ -323,7 +342,8 @@ Test(entry, embedded_nul)
 	struct policy_err err;
 
 	cr_assert_eq(policy_entry_parse("example.com\0.evil", 17, fake_psl,
-	    NULL, &e, &err), EGRESS_ERR_INVALID);
+			 NULL, &e, &err),
+	    EGRESS_ERR_INVALID);
 	cr_assert(strstr(err.msg, "control") != NULL, "%s", err.msg);
 }
 
@@ -333,7 +353,8 @@ Test(entry, format_errors)
 	char small[5];
 
 	cr_assert_eq(policy_entry_parse("*.example.com", 13, fake_psl, NULL,
-	    &e, NULL), 0);
+			 &e, NULL),
+	    0);
 	cr_assert_eq(policy_entry_format(&e, small, sizeof(small)),
 	    EGRESS_ERR_TOO_BIG);
 	cr_assert_eq(policy_entry_format(&e, small, 0), EGRESS_ERR_TOO_BIG);

@@ -28,7 +28,8 @@ entry(const char *s)
 	struct policy_err err;
 
 	cr_assert_eq(policy_entry_parse(s, strlen(s), fake_psl, NULL, &e,
-	    &err), 0, "entry '%s': %s", s, err.msg);
+			 &err),
+	    0, "entry '%s': %s", s, err.msg);
 	return e;
 }
 
@@ -63,21 +64,28 @@ struct match_case {
 };
 
 static const char *const match_list[] = {
-	"api.example.com", "*.tiles.example.com", "*.example.org",
-	"10.0.0.1", "1.1.1.1", "::1", "2001:db8::1", "::ffff:9.9.9.9",
-	"localhost", NULL,
+	"api.example.com",
+	"*.tiles.example.com",
+	"*.example.org",
+	"10.0.0.1",
+	"1.1.1.1",
+	"::1",
+	"2001:db8::1",
+	"::ffff:9.9.9.9",
+	"localhost",
+	NULL,
 };
 
 static struct match_case match_cases[] = {
 	{ "api.example.com", 1 },
 	{ "API.Example.COM.", 1 },
 	{ "example.com", 0 },
-	{ "x.api.example.com", 0 },		/* exact is exact */
+	{ "x.api.example.com", 0 }, /* exact is exact */
 	{ "www.example.com", 0 },
 	{ "a.tiles.example.com", 1 },
 	{ "a.b.c.tiles.example.com", 1 },
-	{ "tiles.example.com", 0 },		/* never the apex */
-	{ "xtiles.example.com", 0 },		/* label boundary */
+	{ "tiles.example.com", 0 },  /* never the apex */
+	{ "xtiles.example.com", 0 }, /* label boundary */
 	{ "tiles.example.com.evil", 0 },
 	{ "www.example.org", 1 },
 	{ "example.org", 0 },
@@ -88,10 +96,10 @@ static struct match_case match_cases[] = {
 	{ "10.0.0.1.", 1 },
 	{ "10.0.0.2", 0 },
 	{ "1.1.1.1", 1 },
-	{ "[::ffff:1.1.1.1]", 0 },		/* other family */
+	{ "[::ffff:1.1.1.1]", 0 }, /* other family */
 	{ "[::1.1.1.1]", 0 },
 	{ "[::ffff:9.9.9.9]", 1 },
-	{ "9.9.9.9", 0 },			/* other family */
+	{ "9.9.9.9", 0 }, /* other family */
 	{ "[::1]", 1 },
 	{ "[0:0::1]", 1 },
 	{ "[::2]", 0 },
@@ -183,8 +191,13 @@ Test(grant, escaped_entries_fail_closed)
 		{ POLICY_ENTRY_EXACT, 9, "example.com" },
 	};
 	static const char *const hosts[] = {
-		"example.com", "www.example.com", "127.0.0.1", "127.0.0.2",
-		"[::1]", "[::2]", "a.b",
+		"example.com",
+		"www.example.com",
+		"127.0.0.1",
+		"127.0.0.2",
+		"[::1]",
+		"[::2]",
+		"a.b",
 	};
 	struct policy_grant *g;
 	struct policy_entry e;
@@ -198,13 +211,12 @@ Test(grant, escaped_entries_fail_closed)
 		strcpy(e.host.name, bad[i].name);
 		if (bad[i].hkind == POLICY_HOST_IPV4) {
 			e.host.addr[0] = 127;
-			e.host.addr[3] = 1;	/* disagrees with the text */
+			e.host.addr[3] = 1; /* disagrees with the text */
 		}
 		if (bad[i].hkind == POLICY_HOST_IPV6)
 			e.host.addr[15] = 1;
 		cr_assert_eq(policy_grant_add(g, &e), 0);
-		cr_assert_eq(policy_grant_covers(g, &e), 0, "%s",
-		    bad[i].name);
+		cr_assert_eq(policy_grant_covers(g, &e), 0, "%s", bad[i].name);
 	}
 	cr_assert_eq(policy_grant_count(g), sizeof(bad) / sizeof(bad[0]));
 	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
@@ -244,11 +256,22 @@ Test(grant, unterminated_entry_name)
 Test(grant, duplicates_and_order)
 {
 	static const char *const list[] = {
-		"b.example", "*.a.example", "b.example", "10.0.0.1",
-		"*.a.example", "::1", "[::1]", "a.example", NULL,
+		"b.example",
+		"*.a.example",
+		"b.example",
+		"10.0.0.1",
+		"*.a.example",
+		"::1",
+		"[::1]",
+		"a.example",
+		NULL,
 	};
 	static const char *const want[] = {
-		"b.example", "*.a.example", "10.0.0.1", "::1", "a.example",
+		"b.example",
+		"*.a.example",
+		"10.0.0.1",
+		"::1",
+		"a.example",
 	};
 	struct policy_grant *g = grant_of(list);
 	size_t i;
@@ -258,7 +281,8 @@ Test(grant, duplicates_and_order)
 		char buf[300];
 
 		cr_assert_geq(policy_entry_format(policy_grant_entry(g, i),
-		    buf, sizeof(buf)), 0);
+				  buf, sizeof(buf)),
+		    0);
 		cr_assert_str_eq(buf, want[i]);
 	}
 	cr_assert_null(policy_grant_entry(g, 5));
@@ -287,8 +311,12 @@ struct cover_case {
 };
 
 static const char *const cover_list[] = {
-	"*.example.com", "api.example.org", "10.0.0.1", "::1",
-	"*.b.example.net", NULL,
+	"*.example.com",
+	"api.example.org",
+	"10.0.0.1",
+	"::1",
+	"*.b.example.net",
+	NULL,
 };
 
 static struct cover_case cover_cases[] = {

@@ -16,7 +16,7 @@ struct host_case {
 	char in[80];
 	int ok;
 	enum policy_host_kind kind;
-	char want[64];		/* canonical name on success, msg substring */
+	char want[64]; /* canonical name on success, msg substring */
 };
 
 static struct host_case host_cases[] = {
@@ -42,7 +42,9 @@ static struct host_case host_cases[] = {
 	{ "-a.example", 0, 0, "start or end with '-'" },
 	{ "a-.example", 0, 0, "start or end with '-'" },
 	{ "a%2eb.example", 0, 0, "percent-escape" },
-	{ "b\xc3\xbc" "cher.de", 0, 0, "non-ASCII" },
+	{ "b\xc3\xbc"
+	  "cher.de",
+	    0, 0, "non-ASCII" },
 	{ "a b.example", 0, 0, "whitespace or control" },
 	{ "a\tb.example", 0, 0, "whitespace or control" },
 	{ "example.com\r", 0, 0, "whitespace or control" },
@@ -157,7 +159,8 @@ Test(host, length_limits)
 	cr_assert_eq(strlen(h.name), 253);
 	buf[253] = 'a';
 	buf[252] = 'a';
-	cr_assert_eq(policy_host_parse(buf, 254, &h, &err), EGRESS_ERR_INVALID);
+	cr_assert_eq(policy_host_parse(buf, 254, &h, &err),
+	    EGRESS_ERR_INVALID);
 	cr_assert(strstr(err.msg, "253") != NULL, "%s", err.msg);
 }
 

@@ -13,13 +13,13 @@
 #include "policy/nat64.h"
 #include "policy/policy.h"
 
-#define PUB	POLICY_CLASS_PUBLIC
-#define PRV	POLICY_CLASS_PRIVATE
-#define RSV	POLICY_CLASS_RESERVED
-#define MET	POLICY_CLASS_METADATA
+#define PUB	  POLICY_CLASS_PUBLIC
+#define PRV	  POLICY_CLASS_PRIVATE
+#define RSV	  POLICY_CLASS_RESERVED
+#define MET	  POLICY_CLASS_METADATA
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
-#define ITEMS_MAX	80
+#define NELEM(a)  (sizeof(a) / sizeof((a)[0]))
+#define ITEMS_MAX 80
 
 /* Split a space-separated list in place into items. */
 static size_t
@@ -29,7 +29,7 @@ split(char *s, const char *items[ITEMS_MAX])
 	char *p;
 
 	for (p = strtok(s, " "); p != NULL && n < ITEMS_MAX;
-	    p = strtok(NULL, " "))
+	     p = strtok(NULL, " "))
 		items[n++] = p;
 	return n;
 }
@@ -64,19 +64,13 @@ struct good_case {
 };
 
 static struct good_case good_cases[] = {
-	{ "", 0 },
-	{ "64:ff9b::/96", 1 },
-	{ "2001:db8::/32", 1 },
-	{ "2001:db8:100::/40", 1 },
-	{ "2001:db8:122::/48", 1 },
-	{ "2001:db8:122:300::/56", 1 },
-	{ "2001:db8:122:344::/64", 1 },
-	{ "2001:db8:122:344::/96", 1 },
-	{ "64:ff9b:1::/48", 1 },
-	{ "::/32", 1 },
-	{ "2001:db8:64::/96 2001:db8::/32 64:ff9b::/96", 3 },
-	{ "2001:db8::/32 2001:db8::/32", 1 },		/* duplicate */
-	{ "2001:db8::/32 2001:db8::/40", 2 },		/* same bits */
+	{ "", 0 }, { "64:ff9b::/96", 1 }, { "2001:db8::/32", 1 },
+	{ "2001:db8:100::/40", 1 }, { "2001:db8:122::/48", 1 },
+	{ "2001:db8:122:300::/56", 1 }, { "2001:db8:122:344::/64", 1 },
+	{ "2001:db8:122:344::/96", 1 }, { "64:ff9b:1::/48", 1 },
+	{ "::/32", 1 }, { "2001:db8:64::/96 2001:db8::/32 64:ff9b::/96", 3 },
+	{ "2001:db8::/32 2001:db8::/32", 1 }, /* duplicate */
+	{ "2001:db8::/32 2001:db8::/40", 2 }, /* same bits */
 };
 
 ParameterizedTestParameters(nat64, parse_good)
@@ -98,7 +92,7 @@ ParameterizedTest(struct good_case *c, nat64, parse_good)
 
 struct bad_case {
 	char items[256];
-	char msg[POLICY_MSG_MAX];	/* exact message */
+	char msg[POLICY_MSG_MAX]; /* exact message */
 };
 
 static struct bad_case bad_cases[] = {
@@ -107,17 +101,22 @@ static struct bad_case bad_cases[] = {
 	    "item 1 '2001:db8::/33': length must be 32, 40, 48, 56, 64 or 96" },
 	{ "2001:db8::/0",
 	    "item 1 '2001:db8::/0': length must be 32, 40, 48, 56, 64 or 96" },
-	{ "2001:db8::/128", "item 1 '2001:db8::/128': length must be 32, "
+	{ "2001:db8::/128",
+	    "item 1 '2001:db8::/128': length must be 32, "
 	    "40, 48, 56, 64 or 96" },
-	{ "2001:db8::/096", "item 1 '2001:db8::/096': length must be 32, "
+	{ "2001:db8::/096",
+	    "item 1 '2001:db8::/096': length must be 32, "
 	    "40, 48, 56, 64 or 96" },
-	{ "2001:db8::/+96", "item 1 '2001:db8::/+96': length must be 32, "
+	{ "2001:db8::/+96",
+	    "item 1 '2001:db8::/+96': length must be 32, "
 	    "40, 48, 56, 64 or 96" },
-	{ "2001:db8::/96x", "item 1 '2001:db8::/96x': length must be 32, "
+	{ "2001:db8::/96x",
+	    "item 1 '2001:db8::/96x': length must be 32, "
 	    "40, 48, 56, 64 or 96" },
 	{ "2001:db8::/",
 	    "item 1 '2001:db8::/': length must be 32, 40, 48, 56, 64 or 96" },
-	{ "2001:db8::/32/32", "item 1 '2001:db8::/32/32': length must be "
+	{ "2001:db8::/32/32",
+	    "item 1 '2001:db8::/32/32': length must be "
 	    "32, 40, 48, 56, 64 or 96" },
 	{ "2001:DB8::/32",
 	    "item 1 '2001:DB8::/32': not canonical, write '2001:db8::/32'" },
@@ -129,23 +128,29 @@ static struct bad_case bad_cases[] = {
 	{ "10.0.0.0/8", "item 1 '10.0.0.0/8': not an IPv6 address" },
 	{ "[2001:db8::]/32", "item 1 '[2001:db8::]/32': not an IPv6 address" },
 	{ "/96", "item 1 '/96': not an IPv6 address" },
-	{ "2001:db8::1/96", "item 1 '2001:db8::1/96': bits set beyond /96, "
+	{ "2001:db8::1/96",
+	    "item 1 '2001:db8::1/96': bits set beyond /96, "
 	    "write '2001:db8::/96'" },
-	{ "2001:db8:1::/32", "item 1 '2001:db8:1::/32': bits set beyond "
+	{ "2001:db8:1::/32",
+	    "item 1 '2001:db8:1::/32': bits set beyond "
 	    "/32, write '2001:db8::/32'" },
-	{ "2001:db8:122:344:100::/64", "item 1 '2001:db8:122:344:100::/64': "
+	{ "2001:db8:122:344:100::/64",
+	    "item 1 '2001:db8:122:344:100::/64': "
 	    "bits set beyond /64, write '2001:db8:122:344::/64'" },
-	{ "2001:db8:1ff::/40", "item 1 '2001:db8:1ff::/40': bits set beyond "
+	{ "2001:db8:1ff::/40",
+	    "item 1 '2001:db8:1ff::/40': bits set beyond "
 	    "/40, write '2001:db8:100::/40'" },
 	/* One good item does not save the list; every bad one is named. */
 	{ "64:ff9b::/96 2001:db8::/33 2001:db8::1/32",
 	    "item 2 '2001:db8::/33': length must be 32, 40, 48, 56, 64 or 96; "
 	    "item 3 '2001:db8::1/32': bits set beyond /32, write "
 	    "'2001:db8::/32'" },
-	{ "a 64:ff9b::/96 b", "item 1 'a': missing /<length>; "
+	{ "a 64:ff9b::/96 b",
+	    "item 1 'a': missing /<length>; "
 	    "item 3 'b': missing /<length>" },
 	/* Control bytes are never copied into the message. */
-	{ "2001:db8::\x01/32", "item 1 '2001:db8::?/32': not an IPv6 "
+	{ "2001:db8::\x01/32",
+	    "item 1 '2001:db8::?/32': not an IPv6 "
 	    "address" },
 };
 
@@ -214,7 +219,8 @@ Test(nat64, long_item)
 Test(nat64, cut_item_is_marked)
 {
 	const char *items[] = {
-		"2001:db8:1234:5678:9abc:def0:1234:5678:ffff:ffff/96x" };
+		"2001:db8:1234:5678:9abc:def0:1234:5678:ffff:ffff/96x"
+	};
 	struct policy_nat64_list list;
 	struct policy_err err;
 
@@ -237,10 +243,12 @@ Test(nat64, bounds)
 		items[i] = text[i];
 	}
 	cr_expect_eq(policy_nat64_parse_list(items, POLICY_NAT64_MAX, &list,
-	    &err), 0, "%s", err.msg);
+			 &err),
+	    0, "%s", err.msg);
 	cr_expect_eq(list.n, POLICY_NAT64_MAX);
 	cr_expect_eq(policy_nat64_parse_list(items, POLICY_NAT64_MAX + 1,
-	    &list, &err), EGRESS_ERR_TOO_BIG);
+			 &list, &err),
+	    EGRESS_ERR_TOO_BIG);
 	cr_expect(strstr(err.msg, "65 NAT64 prefixes") != NULL, "%s", err.msg);
 	cr_expect_eq(policy_nat64_parse_list(NULL, 1, &list, &err),
 	    EGRESS_ERR_INVALID);
@@ -262,10 +270,12 @@ Test(nat64, many_bad_items)
 	for (i = 0; i < POLICY_NAT64_MAX; i++)
 		items[i] = "bad";
 	cr_assert_eq(policy_nat64_parse_list(items, POLICY_NAT64_MAX, &list,
-	    &err), EGRESS_ERR_INVALID);
+			 &err),
+	    EGRESS_ERR_INVALID);
 	cr_expect(strlen(err.msg) < POLICY_MSG_MAX);
 	cr_expect(strncmp(err.msg, "item 1 'bad': missing /<length>; item 2 ",
-	    40) == 0, "%s", err.msg);
+		      40) == 0,
+	    "%s", err.msg);
 	cr_expect(strstr(err.msg, "more bad items") != NULL, "%s", err.msg);
 }
 
@@ -328,25 +338,34 @@ embed(uint8_t out[16], const uint8_t prefix[16], unsigned len,
 
 		if (bit >= 64 && bit < 72)
 			bit = 72;
-		out[bit / 8] = (uint8_t)((out[bit / 8] &
-		    ~(0x80u >> (bit % 8))) | ((unsigned)v << (7 - bit % 8)));
+		out[bit / 8] =
+		    (uint8_t)((out[bit / 8] & ~(0x80u >> (bit % 8))) |
+			((unsigned)v << (7 - bit % 8)));
 	}
 }
 
 struct decode_case {
-	char prefix[48];	/* "<ipv6>/<len>" */
-	unsigned raw;		/* class of the prefix itself, undeclared */
+	char prefix[48]; /* "<ipv6>/<len>" */
+	unsigned raw;	 /* class of the prefix itself, undeclared */
 };
 
 static struct decode_case decode_cases[] = {
-	{ "2001:db8::/32", RSV }, { "2001:db8:100::/40", RSV },
-	{ "2001:db8:122::/48", RSV }, { "2001:db8:122:300::/56", RSV },
-	{ "2001:db8:122:344::/64", RSV }, { "2001:db8:122:344::/96", RSV },
-	{ "fd00:64::/32", PRV }, { "fd00:64:6400::/40", PRV },
-	{ "fd00:64:64::/48", PRV }, { "fd00:64:64:6400::/56", PRV },
-	{ "fd00:64:64:64::/64", PRV }, { "fd00:64:64:64::/96", PRV },
-	{ "2600:64::/32", PUB }, { "2600:64::/96", PUB },
-	{ "64:ff9b:1::/48", RSV }, { "64:ff9b:1::/96", RSV },
+	{ "2001:db8::/32", RSV },
+	{ "2001:db8:100::/40", RSV },
+	{ "2001:db8:122::/48", RSV },
+	{ "2001:db8:122:300::/56", RSV },
+	{ "2001:db8:122:344::/64", RSV },
+	{ "2001:db8:122:344::/96", RSV },
+	{ "fd00:64::/32", PRV },
+	{ "fd00:64:6400::/40", PRV },
+	{ "fd00:64:64::/48", PRV },
+	{ "fd00:64:64:6400::/56", PRV },
+	{ "fd00:64:64:64::/64", PRV },
+	{ "fd00:64:64:64::/96", PRV },
+	{ "2600:64::/32", PUB },
+	{ "2600:64::/96", PUB },
+	{ "64:ff9b:1::/48", RSV },
+	{ "64:ff9b:1::/96", RSV },
 };
 
 ParameterizedTestParameters(nat64, decode_all_lengths)
@@ -361,13 +380,17 @@ ParameterizedTest(struct decode_case *c, nat64, decode_all_lengths)
 		uint8_t v4[4];
 		unsigned cls;
 	} v4s[] = {
-		{ { 8, 8, 8, 8 }, PUB }, { { 1, 1, 1, 1 }, PUB },
-		{ { 10, 0, 0, 1 }, PRV }, { { 127, 0, 0, 1 }, PRV },
+		{ { 8, 8, 8, 8 }, PUB },
+		{ { 1, 1, 1, 1 }, PUB },
+		{ { 10, 0, 0, 1 }, PRV },
+		{ { 127, 0, 0, 1 }, PRV },
 		{ { 192, 168, 255, 255 }, PRV },
 		{ { 169, 254, 169, 254 }, MET },
 		{ { 100, 100, 100, 200 }, MET },
-		{ { 168, 63, 129, 16 }, MET }, { { 0, 0, 0, 0 }, RSV },
-		{ { 192, 0, 2, 1 }, RSV }, { { 255, 255, 255, 255 }, RSV },
+		{ { 168, 63, 129, 16 }, MET },
+		{ { 0, 0, 0, 0 }, RSV },
+		{ { 192, 0, 2, 1 }, RSV },
+		{ { 255, 255, 255, 255 }, RSV },
 	};
 	struct policy_nat64_list list;
 	struct policy_classify_ctx ctx;
@@ -404,13 +427,13 @@ struct overlap_case {
 
 static struct overlap_case overlap_cases[] = {
 	/* /32 reads 10.8.8.8, /40 reads 8.8.8.8. */
-	{ "2001:db8::/32 2001:db8:a00::/40", "2001:db8:a08:808:8::",
-	    PRV | PUB },
+	{ "2001:db8::/32 2001:db8:a00::/40",
+	    "2001:db8:a08:808:8::", PRV | PUB },
 	/* Only the /32 applies. */
 	{ "2001:db8::/32 2001:db8:a00::/40", "2001:db8:808:808:8::", PUB },
 	/* /32 reads 169.254.8.8, /48 reads 8.8.8.8: metadata joins. */
-	{ "2001:db8::/32 2001:db8:a9fe::/48", "2001:db8:a9fe:808:8:800::",
-	    MET | PUB },
+	{ "2001:db8::/32 2001:db8:a9fe::/48",
+	    "2001:db8:a9fe:808:8:800::", MET | PUB },
 	/* A declared /32 over the well-known /96: 0.0.0.0 and 8.8.8.8. */
 	{ "64:ff9b::/32", "64:ff9b::808:808", RSV | PUB },
 	/* The well-known /96 declared again changes nothing. */
@@ -461,7 +484,8 @@ Test(nat64, lengths)
 	unsigned len;
 
 	for (len = 0; len <= 128; len++)
-		cr_expect_eq(policy_nat64_len_is_valid(len), len == 32 ||
-		    len == 40 || len == 48 || len == 56 || len == 64 ||
-		    len == 96, "len %u", len);
+		cr_expect_eq(policy_nat64_len_is_valid(len),
+		    len == 32 || len == 40 || len == 48 || len == 56 ||
+			len == 64 || len == 96,
+		    "len %u", len);
 }

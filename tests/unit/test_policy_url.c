@@ -18,8 +18,8 @@ struct url_case {
 	char scheme[8];
 	char host[48];
 	unsigned port;
-	char path[32];		/* path and query; "" when absent */
-	char msg[64];		/* substring of the message on failure */
+	char path[32]; /* path and query; "" when absent */
+	char msg[64];  /* substring of the message on failure */
 };
 
 static struct url_case url_cases[] = {
@@ -71,7 +71,9 @@ static struct url_case url_cases[] = {
 	{ "http://h\r\n/", 0, "", "", 0, "", "whitespace or control" },
 	{ "http://h\x7f/", 0, "", "", 0, "", "whitespace or control" },
 	{ "http://h%2e/", 0, "", "", 0, "", "percent-escape" },
-	{ "http://b\xc3\xbc" "cher.de/", 0, "", "", 0, "", "non-ASCII" },
+	{ "http://b\xc3\xbc"
+	  "cher.de/",
+	    0, "", "", 0, "", "non-ASCII" },
 	{ "http://a_b.example/", 0, "", "", 0, "", "'_'" },
 	{ "http://h..", 0, "", "", 0, "", "trailing dot" },
 	/* Ports. */
@@ -232,7 +234,8 @@ Test(url, authority_default_port)
 	cr_assert_eq(d.port, 443);
 	cr_assert_str_eq(d.host.name, "example.com");
 	cr_assert_eq(policy_authority_parse("example.com:8080", 16, 443, &d,
-	    &err), 0);
+			 &err),
+	    0);
 	cr_assert_eq(d.port, 8080);
 	cr_assert_eq(policy_authority_parse("[::1]", 5, 80, &d, &err), 0);
 	cr_assert_eq(d.port, 80);
@@ -253,8 +256,10 @@ Test(url, authority_default_port)
 Test(url, host_reparses)
 {
 	static const char *const urls[] = {
-		"http://Example.COM./", "http://[2001:0DB8::0:1]/",
-		"https://10.0.0.1:1/", "ws://[::ffff:10.0.0.1]",
+		"http://Example.COM./",
+		"http://[2001:0DB8::0:1]/",
+		"https://10.0.0.1:1/",
+		"ws://[::ffff:10.0.0.1]",
 	};
 	size_t i;
 
@@ -265,7 +270,8 @@ Test(url, host_reparses)
 		int n;
 
 		cr_assert_eq(policy_url_parse(urls[i], strlen(urls[i]), &d,
-		    NULL), 0, "%s", urls[i]);
+				 NULL),
+		    0, "%s", urls[i]);
 		n = snprintf(buf, sizeof(buf),
 		    d.host.kind == POLICY_HOST_IPV6 ? "[%s]" : "%s",
 		    d.host.name);

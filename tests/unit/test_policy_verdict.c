@@ -14,14 +14,20 @@
 
 #include "policy/policy.h"
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Public suffixes known to the fake check. */
 static int
 fake_psl(void *ctx, const char *domain)
 {
 	static const char *const suffixes[] = {
-		"com", "net", "org", "uk", "co.uk", "arpa", "local",
+		"com",
+		"net",
+		"org",
+		"uk",
+		"co.uk",
+		"arpa",
+		"local",
 	};
 	size_t i;
 
@@ -43,43 +49,68 @@ grant_of(const char *const *v, size_t n)
 	cr_assert_not_null(g = policy_grant_new());
 	for (i = 0; i < n; i++) {
 		cr_assert_eq(policy_entry_parse(v[i], strlen(v[i]), fake_psl,
-		    NULL, &e, &err), 0, "entry '%s': %s", v[i], err.msg);
+				 NULL, &e, &err),
+		    0, "entry '%s': %s", v[i], err.msg);
 		cr_assert_eq(policy_grant_add(g, &e), 0);
 	}
 	return g;
 }
 
 static const char *const std_hosts[] = {
-	"api.example.com", "*.tiles.example.com", "notdeclared.example.com",
-	"lan.example.com", "mixed.example.com", "db.internal", "localhost",
-	"printer.local", "10.0.0.5", "8.8.8.8", "::1", "192.0.2.1",
+	"api.example.com",
+	"*.tiles.example.com",
+	"notdeclared.example.com",
+	"lan.example.com",
+	"mixed.example.com",
+	"db.internal",
+	"localhost",
+	"printer.local",
+	"10.0.0.5",
+	"8.8.8.8",
+	"::1",
+	"192.0.2.1",
 	"169.254.169.254",
 };
 static const char *const std_declared[] = {
-	"api.example.com", "*.tiles.example.com", "lan.example.com",
-	"mixed.example.com", "db.internal", "localhost", "printer.local",
-	"10.0.0.5", "8.8.8.8", "::1", "192.0.2.1", "169.254.169.254",
-	"notgranted.example.com", "x.localhost",
+	"api.example.com",
+	"*.tiles.example.com",
+	"lan.example.com",
+	"mixed.example.com",
+	"db.internal",
+	"localhost",
+	"printer.local",
+	"10.0.0.5",
+	"8.8.8.8",
+	"::1",
+	"192.0.2.1",
+	"169.254.169.254",
+	"notgranted.example.com",
+	"x.localhost",
 };
 static const char *const std_private[] = {
-	"lan.example.com", "mixed.example.com", "db.internal", "localhost",
-	"10.0.0.5", "::1", "169.254.169.254",
+	"lan.example.com",
+	"mixed.example.com",
+	"db.internal",
+	"localhost",
+	"10.0.0.5",
+	"::1",
+	"169.254.169.254",
 };
 
 enum inst_kind {
-	I_STD = 1,	/* the instance above */
-	I_NULL,		/* no entry */
-	I_REFUSED,	/* manifest refused */
-	I_OPDEF,	/* operator_defined = true */
-	I_NODECL,	/* neither hosts nor operator_defined (NULL set) */
-	I_EMPTYDECL,	/* same, as an empty set */
-	I_NOPERM,	/* no permissions */
+	I_STD = 1,   /* the instance above */
+	I_NULL,	     /* no entry */
+	I_REFUSED,   /* manifest refused */
+	I_OPDEF,     /* operator_defined = true */
+	I_NODECL,    /* neither hosts nor operator_defined (NULL set) */
+	I_EMPTYDECL, /* same, as an empty set */
+	I_NOPERM,    /* no permissions */
 };
 
 enum ctx_kind {
 	C_NONE = 0,
-	C_NAT64,	/* 2001:db8::/32 and 2001:db8:a00::/40 declared */
-	C_LOCAL,	/* 8.8.4.4 is this host's own address */
+	C_NAT64, /* 2001:db8::/32 and 2001:db8:a00::/40 declared */
+	C_LOCAL, /* 8.8.4.4 is this host's own address */
 };
 
 struct fixture {
@@ -129,7 +160,8 @@ fixture_init(struct fixture *f, enum inst_kind ik, enum ctx_kind ck)
 	}
 	if (ck == C_NAT64)
 		cr_assert_eq(policy_nat64_parse_list(nat64, NELEM(nat64),
-		    &f->nat64, &err), 0, "%s", err.msg);
+				 &f->nat64, &err),
+		    0, "%s", err.msg);
 	f->ctx.nat64 = &f->nat64;
 	if (ck == C_LOCAL) {
 		cr_assert_eq(policy_addr_parse("8.8.4.4", &f->local[0]), 0);
@@ -157,7 +189,7 @@ answers_of(const char *text, struct policy_addr *v, size_t max)
 
 	(void)snprintf(buf, sizeof(buf), "%s", text);
 	for (p = strtok_r(buf, ",", &save); p != NULL;
-	    p = strtok_r(NULL, ",", &save)) {
+	     p = strtok_r(NULL, ",", &save)) {
 		cr_assert_lt(n, max);
 		cr_assert_eq(policy_addr_parse(p, &v[n]), 0, "answer '%s'", p);
 		n++;
@@ -176,32 +208,32 @@ dest_of(const char *host, struct policy_dest *d)
 	d->port = 443;
 }
 
-#define H	POLICY_TRANSPORT_HTTP
-#define W	POLICY_TRANSPORT_WEBSOCKET
-#define T	POLICY_TRANSPORT_TCP
-#define S	POLICY_TRANSPORT_TLS
+#define H	       POLICY_TRANSPORT_HTTP
+#define W	       POLICY_TRANSPORT_WEBSOCKET
+#define T	       POLICY_TRANSPORT_TCP
+#define S	       POLICY_TRANSPORT_TLS
 
-#define R_ALLOW		POLICY_REASON_ALLOW
-#define R_UNKNOWN	POLICY_REASON_UNKNOWN_INSTANCE
-#define R_REFUSED	POLICY_REASON_MANIFEST_REFUSED
-#define R_NOPERM	POLICY_REASON_NO_PERMISSION
-#define R_NOTGRANTED	POLICY_REASON_NOT_GRANTED
-#define R_NOTDECLARED	POLICY_REASON_NOT_DECLARED
-#define R_PRIVATE	POLICY_REASON_PRIVATE_ADDRESS
-#define R_UNRESOLVABLE	POLICY_REASON_UNRESOLVABLE
-#define R_METADATA	POLICY_REASON_METADATA
-#define R_RESERVED	POLICY_REASON_RESERVED_ADDRESS
-#define R_MIXED		POLICY_REASON_MIXED_ZONES
+#define R_ALLOW	       POLICY_REASON_ALLOW
+#define R_UNKNOWN      POLICY_REASON_UNKNOWN_INSTANCE
+#define R_REFUSED      POLICY_REASON_MANIFEST_REFUSED
+#define R_NOPERM       POLICY_REASON_NO_PERMISSION
+#define R_NOTGRANTED   POLICY_REASON_NOT_GRANTED
+#define R_NOTDECLARED  POLICY_REASON_NOT_DECLARED
+#define R_PRIVATE      POLICY_REASON_PRIVATE_ADDRESS
+#define R_UNRESOLVABLE POLICY_REASON_UNRESOLVABLE
+#define R_METADATA     POLICY_REASON_METADATA
+#define R_RESERVED     POLICY_REASON_RESERVED_ADDRESS
+#define R_MIXED	       POLICY_REASON_MIXED_ZONES
 
 struct vcase {
 	int inst;
 	int ctx;
 	int transport;
 	char host[64];
-	int dest_reason;	/* from policy_check_destination */
-	char answers[256];	/* comma-separated, for a destination allow */
-	int reason;		/* final */
-	char addrs[256];	/* validated, on allow */
+	int dest_reason;   /* from policy_check_destination */
+	char answers[256]; /* comma-separated, for a destination allow */
+	int reason;	   /* final */
+	char addrs[256];   /* validated, on allow */
 };
 
 static struct vcase vcases[] = {
@@ -224,8 +256,8 @@ static struct vcase vcases[] = {
 	{ I_STD, C_NONE, H, "tiles.example.com", R_NOTGRANTED, "",
 	    R_NOTGRANTED, "" },
 	{ I_STD, C_NONE, H, "10.0.0.6", R_NOTGRANTED, "", R_NOTGRANTED, "" },
-	{ I_STD, C_NONE, H, "[::ffff:8.8.8.8]", R_NOTGRANTED, "",
-	    R_NOTGRANTED, "" },
+	{ I_STD, C_NONE, H, "[::ffff:8.8.8.8]", R_NOTGRANTED, "", R_NOTGRANTED,
+	    "" },
 	/* 4 before 6: a local name that is not granted. */
 	{ I_STD, C_NONE, H, "x.localhost", R_NOTGRANTED, "", R_NOTGRANTED,
 	    "" },
@@ -268,10 +300,10 @@ static struct vcase vcases[] = {
 	    "8.8.8.8,64:ff9b::a9fe:a9fe", R_METADATA, "" },
 	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW, "::ffff:10.0.0.1",
 	    R_PRIVATE, "" },
-	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW, "2001:0:a9fe:a9fe::",
-	    R_METADATA, "" },
-	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW, "2002:a00:1::",
-	    R_RESERVED, "" },
+	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW,
+	    "2001:0:a9fe:a9fe::", R_METADATA, "" },
+	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW,
+	    "2002:a00:1::", R_RESERVED, "" },
 	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW, "fe80::1", R_PRIVATE,
 	    "" },
 	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW, "2001:1::1", R_ALLOW,
@@ -294,13 +326,13 @@ static struct vcase vcases[] = {
 	{ I_STD, C_NONE, H, "lan.example.com", R_ALLOW, "64:ff9b::a00:1",
 	    R_ALLOW, "64:ff9b::a00:1" },
 	/* Local by nature and carved out: any public answer is mixed. */
-	{ I_STD, C_NONE, H, "localhost", R_ALLOW, "127.0.0.1,8.8.8.8",
-	    R_MIXED, "" },
+	{ I_STD, C_NONE, H, "localhost", R_ALLOW, "127.0.0.1,8.8.8.8", R_MIXED,
+	    "" },
 	{ I_STD, C_NONE, H, "localhost", R_ALLOW, "8.8.8.8", R_MIXED, "" },
 	{ I_STD, C_NONE, H, "db.internal", R_ALLOW, "10.1.2.3", R_ALLOW,
 	    "10.1.2.3" },
-	{ I_STD, C_NONE, H, "db.internal", R_ALLOW, "2606:4700::1111",
-	    R_MIXED, "" },
+	{ I_STD, C_NONE, H, "db.internal", R_ALLOW, "2606:4700::1111", R_MIXED,
+	    "" },
 	/* NAT64 through the verdict: one address, two zones. */
 	{ I_STD, C_NAT64, H, "lan.example.com", R_ALLOW,
 	    "2001:db8:a08:808:8::", R_MIXED, "" },
@@ -343,7 +375,8 @@ join_addrs(const struct policy_verdict *v, char *buf, size_t n)
 	buf[0] = '\0';
 	for (i = 0; i < v->naddrs; i++) {
 		cr_assert_eq(policy_addr_format(&v->addrs[i], one,
-		    sizeof(one)), 0);
+				 sizeof(one)),
+		    0);
 		if (i > 0)
 			(void)strncat(buf, ",", n - strlen(buf) - 1);
 		(void)strncat(buf, one, n - strlen(buf) - 1);
@@ -360,11 +393,13 @@ ParameterizedTest(struct vcase *c, verdict, order)
 	char got[512];
 	size_t n;
 
-	inst = fixture_init(&f, (enum inst_kind)c->inst, (enum ctx_kind)c->ctx);
+	inst = fixture_init(&f, (enum inst_kind)c->inst,
+	    (enum ctx_kind)c->ctx);
 	dest_of(c->host, &d);
 	memset(&v, 0x5a, sizeof(v));
 	cr_assert_eq(policy_check_destination(inst,
-	    (enum policy_transport)c->transport, &d, &v), 0);
+			 (enum policy_transport)c->transport, &d, &v),
+	    0);
 	cr_assert_eq(v.reason, (enum policy_reason)c->dest_reason,
 	    "%s: destination %s, want %s", c->host,
 	    policy_reason_str(v.reason),
@@ -376,9 +411,12 @@ ParameterizedTest(struct vcase *c, verdict, order)
 		 * every step that does not depend on the transport. */
 		if (c->dest_reason != R_NOPERM) {
 			n = answers_of(d.host.kind == POLICY_HOST_NAME ?
-			    "8.8.8.8" : d.host.name, ans, NELEM(ans));
+				"8.8.8.8" :
+				d.host.name,
+			    ans, NELEM(ans));
 			cr_assert_eq(policy_check_answers(inst, &d, ans, n,
-			    &f.ctx, &v), 0);
+					 &f.ctx, &v),
+			    0);
 			cr_expect_eq(v.reason,
 			    (enum policy_reason)c->dest_reason,
 			    "%s: answers %s", c->host,
@@ -411,12 +449,21 @@ struct reason_case {
 };
 
 static struct reason_case reason_cases[] = {
-	{ 0, "allow" }, { 1, "invalid-destination" },
-	{ 2, "unknown-instance" }, { 3, "manifest-refused" },
-	{ 4, "no-permission" }, { 5, "not-granted" }, { 6, "not-declared" },
-	{ 7, "private-address" }, { 8, "unresolvable" }, { 9, "metadata" },
-	{ 10, "reserved-address" }, { 11, "mixed-zones" },
-	{ 12, "unknown" }, { -1, "unknown" }, { 1000, "unknown" },
+	{ 0, "allow" },
+	{ 1, "invalid-destination" },
+	{ 2, "unknown-instance" },
+	{ 3, "manifest-refused" },
+	{ 4, "no-permission" },
+	{ 5, "not-granted" },
+	{ 6, "not-declared" },
+	{ 7, "private-address" },
+	{ 8, "unresolvable" },
+	{ 9, "metadata" },
+	{ 10, "reserved-address" },
+	{ 11, "mixed-zones" },
+	{ 12, "unknown" },
+	{ -1, "unknown" },
+	{ 1000, "unknown" },
 };
 
 ParameterizedTestParameters(verdict, reason_str)
@@ -447,9 +494,11 @@ Test(verdict, bad_arguments)
 	sentinel = v;
 
 	cr_expect_eq(policy_check_destination(inst, (enum policy_transport)0,
-	    &d, &v), EGRESS_ERR_INVALID);
+			 &d, &v),
+	    EGRESS_ERR_INVALID);
 	cr_expect_eq(policy_check_destination(inst, (enum policy_transport)9,
-	    &d, &v), EGRESS_ERR_INVALID);
+			 &d, &v),
+	    EGRESS_ERR_INVALID);
 	cr_expect_eq(policy_check_destination(inst, H, NULL, &v),
 	    EGRESS_ERR_INVALID);
 	cr_expect_eq(policy_check_destination(inst, H, &d, NULL),
@@ -463,8 +512,9 @@ Test(verdict, bad_arguments)
 
 	for (i = 0; i < NELEM(ans); i++)
 		cr_assert_eq(policy_addr_parse("8.8.8.8", &ans[i]), 0);
-	cr_expect_eq(policy_check_answers(inst, &d, ans, POLICY_ANSWERS_MAX + 1,
-	    NULL, &v), EGRESS_ERR_TOO_BIG);
+	cr_expect_eq(policy_check_answers(inst, &d, ans,
+			 POLICY_ANSWERS_MAX + 1, NULL, &v),
+	    EGRESS_ERR_TOO_BIG);
 	cr_expect_eq(policy_check_answers(inst, &d, NULL, 1, NULL, &v),
 	    EGRESS_ERR_INVALID);
 	cr_expect_eq(policy_check_answers(inst, NULL, ans, 1, NULL, &v),
@@ -492,7 +542,8 @@ Test(verdict, bad_arguments)
 	/* Exactly POLICY_ANSWERS_MAX answers are fine, and deduplicated. */
 	cr_assert_eq(policy_addr_parse("8.8.8.8", &ans[2]), 0);
 	cr_expect_eq(policy_check_answers(inst, &d, ans, POLICY_ANSWERS_MAX,
-	    NULL, &v), 0);
+			 NULL, &v),
+	    0);
 	cr_expect_eq(v.reason, R_ALLOW);
 	cr_expect_eq(v.naddrs, 1);
 	/* A NULL context is an empty one. */

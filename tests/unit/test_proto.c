@@ -54,9 +54,22 @@ struct rt_case {
 };
 
 enum {
-	RT_HELLO, RT_REQUEST, RT_REQUEST_EMPTY, RT_REQUEST_MAX, RT_RESPONSE,
-	RT_DATA, RT_DATA_END, RT_DATA_MAX, RT_TRAILERS, RT_WINDOW_UPDATE,
-	RT_WINDOW_CONN, RT_RESET, RT_ERROR, RT_ERROR_CONN, RT_GOAWAY, RT_PING,
+	RT_HELLO,
+	RT_REQUEST,
+	RT_REQUEST_EMPTY,
+	RT_REQUEST_MAX,
+	RT_RESPONSE,
+	RT_DATA,
+	RT_DATA_END,
+	RT_DATA_MAX,
+	RT_TRAILERS,
+	RT_WINDOW_UPDATE,
+	RT_WINDOW_CONN,
+	RT_RESET,
+	RT_ERROR,
+	RT_ERROR_CONN,
+	RT_GOAWAY,
+	RT_PING,
 	RT_PONG,
 };
 
@@ -285,8 +298,11 @@ Test(proto, header_fields_layout)
 	build(RT_WINDOW_UPDATE, &m);
 	cr_assert_eq(proto_encode(&m, frame, sizeof(frame), &f), 16);
 	/* length 4, version 1, type 6, flags 0, reserved 0, stream 15. */
-	cr_assert_eq(memcmp(frame, "\0\0\0\x04\x01\x06\0\0\0\0\0\x0f"
-	    "\x7f\xff\xff\xff", 16), 0);
+	cr_assert_eq(memcmp(frame,
+			 "\0\0\0\x04\x01\x06\0\0\0\0\0\x0f"
+			 "\x7f\xff\xff\xff",
+			 16),
+	    0);
 	cr_assert_eq(proto_hdr_decode(frame, 16, &h, &f), PROTO_HDR_SIZE);
 	cr_assert_eq(h.length, 4);
 	cr_assert_eq(h.type, PROTO_MSG_WINDOW_UPDATE);
@@ -297,8 +313,8 @@ Test(proto, header_fields_layout)
 
 struct bad_case {
 	char name[40];
-	char hex[200];		/* length|ver type flags rsv|stream|payload */
-	int rc;			/* 0 (need more) or EGRESS_ERR_PROTOCOL */
+	char hex[200]; /* length|ver type flags rsv|stream|payload */
+	int rc;	       /* 0 (need more) or EGRESS_ERR_PROTOCOL */
 	enum proto_fault fault;
 };
 
@@ -321,14 +337,14 @@ static struct bad_case bad_cases[] = {
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VERSION },
 	{ "unknown-type-0", "00000002|01000000|00000000|0001",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TYPE },
-	{ "unknown-type-12", "00000000|010c0000|00000000",
-	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TYPE },
+	{ "unknown-type-12", "00000000|010c0000|00000000", EGRESS_ERR_PROTOCOL,
+	    PROTO_FAULT_TYPE },
 	{ "unknown-type-255", "00000000|01ff0000|00000001",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TYPE },
 	{ "reserved-byte", "00000002|01010001|00000000|0001",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_RESERVED },
-	{ "hello-flag", "00000002|01010100|00000000|0001",
-	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_FLAGS },
+	{ "hello-flag", "00000002|01010100|00000000|0001", EGRESS_ERR_PROTOCOL,
+	    PROTO_FAULT_FLAGS },
 	{ "data-unknown-flag", "00000001|01040200|00000001|00",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_FLAGS },
 	{ "trailers-without-end", "00000002|01050000|00000001|0000",
@@ -351,8 +367,8 @@ static struct bad_case bad_cases[] = {
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TOO_BIG },
 	{ "ping-too-long", "00000009|010a0000|00000000|000000000000000000",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TOO_BIG },
-	{ "data-over-64k", "00010001|01040000|00000001",
-	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TOO_BIG },
+	{ "data-over-64k", "00010001|01040000|00000001", EGRESS_ERR_PROTOCOL,
+	    PROTO_FAULT_TOO_BIG },
 	{ "error-over-message-cap", "00000107|01080000|00000001",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TOO_BIG },
 	{ "hello-too-short", "00000001|01010000|00000000|00",
@@ -368,32 +384,33 @@ static struct bad_case bad_cases[] = {
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VALUE },
 	{ "request-transport-0",
 	    "0000001b|01020000|00000001|00|00000000000000000000000000000000"
-	    "|0000|0000|0000|0000|0000", EGRESS_ERR_PROTOCOL,
-	    PROTO_FAULT_VALUE },
+	    "|0000|0000|0000|0000|0000",
+	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VALUE },
 	{ "request-transport-5",
 	    "0000001b|01020000|00000001|05|00000000000000000000000000000000"
-	    "|0000|0000|0000|0000|0000", EGRESS_ERR_PROTOCOL,
-	    PROTO_FAULT_VALUE },
+	    "|0000|0000|0000|0000|0000",
+	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VALUE },
 	{ "request-minimal-ok-but-trailing",
 	    "0000001c|01020000|00000001|01|00000000000000000000000000000000"
-	    "|0000|0000|0000|0000|0000|00", EGRESS_ERR_PROTOCOL,
-	    PROTO_FAULT_TRAILING },
+	    "|0000|0000|0000|0000|0000|00",
+	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TRAILING },
 	{ "request-method-over-32",
 	    "00000034|01020000|00000001|01|00000000000000000000000000000000"
 	    "|0021|474554474554474554474554474554474554474554474554474554474554"
-	    "474554", EGRESS_ERR_PROTOCOL, PROTO_FAULT_STRING },
+	    "474554",
+	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_STRING },
 	{ "request-fields-truncated",
 	    "0000001d|01020000|00000001|01|00000000000000000000000000000000"
-	    "|0003|4745|0000|0000|0000|0000", EGRESS_ERR_PROTOCOL,
-	    PROTO_FAULT_TRUNCATED },
+	    "|0003|4745|0000|0000|0000|0000",
+	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TRUNCATED },
 	{ "request-path-past-end",
 	    "0000001b|01020000|00000001|01|00000000000000000000000000000000"
-	    "|0000|0000|0000|0009|0000", EGRESS_ERR_PROTOCOL,
-	    PROTO_FAULT_TRUNCATED },
+	    "|0000|0000|0000|0009|0000",
+	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TRUNCATED },
 	{ "request-authority-over-512",
 	    "0000001b|01020000|00000001|01|00000000000000000000000000000000"
-	    "|0000|0000|0201|0000|0000", EGRESS_ERR_PROTOCOL,
-	    PROTO_FAULT_STRING },
+	    "|0000|0000|0201|0000|0000",
+	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_STRING },
 	{ "response-status-99", "00000004|01030000|00000001|0063|0000",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VALUE },
 	{ "response-status-1000", "00000004|01030000|00000001|03e8|0000",
@@ -427,8 +444,10 @@ static struct bad_case bad_cases[] = {
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VALUE },
 	{ "error-code-99", "00000006|01080000|00000001|00000063|0000",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VALUE },
-	{ "error-message-past-end", "00000007|01080000|00000001|00000001|0002"
-	    "|61", EGRESS_ERR_PROTOCOL, PROTO_FAULT_TRUNCATED },
+	{ "error-message-past-end",
+	    "00000007|01080000|00000001|00000001|0002"
+	    "|61",
+	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TRUNCATED },
 	{ "error-trailing", "00000008|01080000|00000001|00000001|0001|61|62",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TRAILING },
 	{ "goaway-high-bit", "00000004|01090000|00000000|80000000",
@@ -477,7 +496,8 @@ Test(proto, header_bytes_over_bound)
 	p += 5 + 32768;
 	len = (size_t)(p - frame);
 	cr_assert_eq(proto_hdr_encode(frame, PROTO_MSG_TRAILERS,
-	    PROTO_FLAG_END_STREAM, 1, (uint32_t)(len - PROTO_HDR_SIZE), &f),
+			 PROTO_FLAG_END_STREAM, 1,
+			 (uint32_t)(len - PROTO_HDR_SIZE), &f),
 	    PROTO_HDR_SIZE);
 	rc = proto_frame_decode(frame, len, &m, &f);
 	cr_assert_eq(rc, EGRESS_ERR_PROTOCOL);
@@ -488,7 +508,8 @@ Test(proto, header_bytes_over_bound)
 	frame[PROTO_HDR_SIZE + 2 + 5 + 32767 + 4] = 0xff;
 	len--;
 	cr_assert_eq(proto_hdr_encode(frame, PROTO_MSG_TRAILERS,
-	    PROTO_FLAG_END_STREAM, 1, (uint32_t)(len - PROTO_HDR_SIZE), &f),
+			 PROTO_FLAG_END_STREAM, 1,
+			 (uint32_t)(len - PROTO_HDR_SIZE), &f),
 	    PROTO_HDR_SIZE);
 	rc = proto_frame_decode(frame, len, &m, &f);
 	cr_assert_eq(rc, (int)len, "fault %s", proto_fault_str(f));
@@ -502,17 +523,17 @@ Test(proto, payload_decode_rechecks_header)
 	struct proto_hdr h = { 2, 2, PROTO_MSG_HELLO, 0, 0 };
 	enum proto_fault f;
 
-	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m,
-	    &f), EGRESS_ERR_PROTOCOL);
+	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m, &f),
+	    EGRESS_ERR_PROTOCOL);
 	cr_assert_eq(f, PROTO_FAULT_VERSION);
 	h.version = PROTO_VERSION;
 	h.stream = 3;
-	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m,
-	    &f), EGRESS_ERR_PROTOCOL);
+	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m, &f),
+	    EGRESS_ERR_PROTOCOL);
 	cr_assert_eq(f, PROTO_FAULT_STREAM_ID);
 	h.stream = 0;
-	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m,
-	    &f), 0);
+	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m, &f),
+	    0);
 	cr_assert_eq(m.hello.version, 1);
 }
 
@@ -520,17 +541,32 @@ Test(proto, payload_decode_rechecks_header)
 
 struct enc_case {
 	char name[32];
-	int kind;		/* base message */
+	int kind; /* base message */
 	int mutate;
 	enum proto_fault fault;
 };
 
 enum {
-	MUT_TYPE0, MUT_TYPE12, MUT_FLAG, MUT_STREAM0, MUT_STREAM_HIGH,
-	MUT_METHOD33, MUT_NAME_EMPTY, MUT_NAME257, MUT_COUNT257,
-	MUT_HEADER_BYTES, MUT_STATUS, MUT_TRANSPORT, MUT_INC0, MUT_CODE0,
-	MUT_MESSAGE257, MUT_DATA_EMPTY, MUT_DATA_65537, MUT_HELLO0,
-	MUT_TRAILERS_NO_END, MUT_NULL_PTR,
+	MUT_TYPE0,
+	MUT_TYPE12,
+	MUT_FLAG,
+	MUT_STREAM0,
+	MUT_STREAM_HIGH,
+	MUT_METHOD33,
+	MUT_NAME_EMPTY,
+	MUT_NAME257,
+	MUT_COUNT257,
+	MUT_HEADER_BYTES,
+	MUT_STATUS,
+	MUT_TRANSPORT,
+	MUT_INC0,
+	MUT_CODE0,
+	MUT_MESSAGE257,
+	MUT_DATA_EMPTY,
+	MUT_DATA_65537,
+	MUT_HELLO0,
+	MUT_TRAILERS_NO_END,
+	MUT_NULL_PTR,
 };
 
 static struct enc_case enc_cases[] = {
@@ -575,16 +611,28 @@ ParameterizedTest(struct enc_case *c, proto, encode_refuses)
 	cr_assert_gt(proto_encode_size(&m, &f), 0, "%s: base invalid",
 	    c->name);
 	switch (c->mutate) {
-	case MUT_TYPE0: m.type = 0; break;
-	case MUT_TYPE12: m.type = 12; break;
-	case MUT_FLAG: m.flags = PROTO_FLAG_END_STREAM; break;
-	case MUT_STREAM0: m.stream = 0; break;
-	case MUT_STREAM_HIGH: m.stream = 0x80000001U; break;
+	case MUT_TYPE0:
+		m.type = 0;
+		break;
+	case MUT_TYPE12:
+		m.type = 12;
+		break;
+	case MUT_FLAG:
+		m.flags = PROTO_FLAG_END_STREAM;
+		break;
+	case MUT_STREAM0:
+		m.stream = 0;
+		break;
+	case MUT_STREAM_HIGH:
+		m.stream = 0x80000001U;
+		break;
 	case MUT_METHOD33:
 		m.request.method.ptr = big_path;
 		m.request.method.len = 33;
 		break;
-	case MUT_NAME_EMPTY: m.headers[0].name.len = 0; break;
+	case MUT_NAME_EMPTY:
+		m.headers[0].name.len = 0;
+		break;
 	case MUT_NAME257:
 		m.headers[0].name.ptr = big_value;
 		m.headers[0].name.len = 257;
@@ -593,28 +641,45 @@ ParameterizedTest(struct enc_case *c, proto, encode_refuses)
 		/* Only the count is over: headers[] holds 256. */
 		m.nheaders = PROTO_HEADERS_MAX + 1;
 		break;
-	case MUT_HEADER_BYTES: m.headers[1].value.len = 1; break;
-	case MUT_STATUS: m.response.status = 1000; break;
-	case MUT_TRANSPORT: m.request.transport = 9; break;
-	case MUT_INC0: m.window_update.increment = 0; break;
-	case MUT_CODE0: m.error.code = 0; break;
+	case MUT_HEADER_BYTES:
+		m.headers[1].value.len = 1;
+		break;
+	case MUT_STATUS:
+		m.response.status = 1000;
+		break;
+	case MUT_TRANSPORT:
+		m.request.transport = 9;
+		break;
+	case MUT_INC0:
+		m.window_update.increment = 0;
+		break;
+	case MUT_CODE0:
+		m.error.code = 0;
+		break;
 	case MUT_MESSAGE257:
 		m.error.message.ptr = big_value;
 		m.error.message.len = 257;
 		break;
-	case MUT_DATA_EMPTY: m.data.len = 0; break;
+	case MUT_DATA_EMPTY:
+		m.data.len = 0;
+		break;
 	case MUT_DATA_65537:
 		m.data.ptr = big;
 		m.data.len = sizeof(big);
 		break;
-	case MUT_HELLO0: m.hello.version = 0; break;
-	case MUT_TRAILERS_NO_END: m.flags = 0; break;
-	case MUT_NULL_PTR: m.request.path.ptr = NULL; break;
+	case MUT_HELLO0:
+		m.hello.version = 0;
+		break;
+	case MUT_TRAILERS_NO_END:
+		m.flags = 0;
+		break;
+	case MUT_NULL_PTR:
+		m.request.path.ptr = NULL;
+		break;
 	}
 	cr_assert_eq(proto_encode_size(&m, &f), EGRESS_ERR_INVALID,
 	    "%s: accepted", c->name);
-	cr_assert_eq(f, c->fault, "%s: fault %s", c->name,
-	    proto_fault_str(f));
+	cr_assert_eq(f, c->fault, "%s: fault %s", c->name, proto_fault_str(f));
 	cr_assert_eq(proto_encode(&m, frame, sizeof(frame), &f),
 	    EGRESS_ERR_INVALID);
 }
@@ -637,7 +702,8 @@ Test(proto, hdr_encode)
 	    EGRESS_ERR_INVALID);
 	cr_assert_eq(f, PROTO_FAULT_LENGTH);
 	cr_assert_eq(proto_hdr_encode(hdr, PROTO_MSG_DATA, 0, 7,
-	    PROTO_DATA_MAX + 1, &f), EGRESS_ERR_INVALID);
+			 PROTO_DATA_MAX + 1, &f),
+	    EGRESS_ERR_INVALID);
 	cr_assert_eq(f, PROTO_FAULT_TOO_BIG);
 	cr_assert_eq(proto_hdr_encode(hdr, PROTO_MSG_DATA, 0, 0, 1, &f),
 	    EGRESS_ERR_INVALID);
@@ -646,7 +712,8 @@ Test(proto, hdr_encode)
 	    EGRESS_ERR_INVALID);
 	cr_assert_eq(f, PROTO_FAULT_TYPE);
 	cr_assert_eq(proto_hdr_encode(hdr, PROTO_MSG_REQUEST, 0, 1,
-	    0xffffffffU, &f), EGRESS_ERR_INVALID);
+			 0xffffffffU, &f),
+	    EGRESS_ERR_INVALID);
 	cr_assert_eq(f, PROTO_FAULT_TOO_BIG);
 }
 
@@ -676,7 +743,8 @@ Test(proto, hdr_patch)
 
 	cr_assert_eq(proto_hdr_set_stream(frame, (size_t)n, 41), 0);
 	cr_assert_eq(proto_hdr_add_flags(frame, (size_t)n,
-	    PROTO_FLAG_END_STREAM), 0);
+			 PROTO_FLAG_END_STREAM),
+	    0);
 	cr_assert_eq(proto_hdr_flags(frame, (size_t)n), PROTO_FLAG_END_STREAM);
 	cr_assert_eq(proto_frame_decode(frame, (size_t)n, &d, &f), n);
 	cr_assert_eq(d.stream, 41);
@@ -690,7 +758,8 @@ Test(proto, hdr_patch)
 	cr_assert_eq(proto_hdr_set_stream(frame, (size_t)n, 0),
 	    EGRESS_ERR_INVALID);
 	cr_assert_eq(proto_hdr_set_stream(frame, (size_t)n,
-	    PROTO_STREAM_ID_MAX + 1), EGRESS_ERR_INVALID);
+			 PROTO_STREAM_ID_MAX + 1),
+	    EGRESS_ERR_INVALID);
 	cr_assert_eq(proto_hdr_add_flags(frame, (size_t)n, 0x80),
 	    EGRESS_ERR_INVALID);
 	cr_assert_eq(proto_hdr_set_stream(frame, PROTO_HDR_SIZE - 1, 3),
@@ -706,16 +775,20 @@ Test(proto, hdr_patch)
 	/* A stream-0 type keeps stream 0; a header that is not ours (bad
 	 * version) is refused. */
 	cr_assert_eq(proto_hdr_encode(hdr, PROTO_MSG_PING, 0, 0,
-	    PROTO_PING_SIZE, &f), PROTO_HDR_SIZE);
+			 PROTO_PING_SIZE, &f),
+	    PROTO_HDR_SIZE);
 	memcpy(frame, hdr, sizeof(hdr));
 	memset(frame + PROTO_HDR_SIZE, 0, PROTO_PING_SIZE);
 	cr_assert_eq(proto_hdr_set_stream(frame,
-	    PROTO_HDR_SIZE + PROTO_PING_SIZE, 5), EGRESS_ERR_INVALID);
+			 PROTO_HDR_SIZE + PROTO_PING_SIZE, 5),
+	    EGRESS_ERR_INVALID);
 	cr_assert_eq(proto_hdr_set_stream(frame,
-	    PROTO_HDR_SIZE + PROTO_PING_SIZE, 0), 0);
+			 PROTO_HDR_SIZE + PROTO_PING_SIZE, 0),
+	    0);
 	frame[4] = PROTO_VERSION + 1;
 	cr_assert_eq(proto_hdr_set_stream(frame,
-	    PROTO_HDR_SIZE + PROTO_PING_SIZE, 0), EGRESS_ERR_INVALID);
+			 PROTO_HDR_SIZE + PROTO_PING_SIZE, 0),
+	    EGRESS_ERR_INVALID);
 }
 
 /* ---- Codes ------------------------------------------------------------- */

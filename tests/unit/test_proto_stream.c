@@ -14,37 +14,37 @@
 
 #include "proto/proto.h"
 
-#define B	PROTO_ROLE_BROKER
-#define C	PROTO_ROLE_CLIENT
-#define MAXW	PROTO_WINDOW_MAX
+#define B    PROTO_ROLE_BROKER
+#define C    PROTO_ROLE_CLIENT
+#define MAXW PROTO_WINDOW_MAX
 
 enum { NO_STREAM = 0, STREAM = 1 };
 
 struct st_case {
 	char name[48];
-	int role;		/* the side under test */
-	int cstate;		/* its connection state */
-	uint32_t last;		/* last_stream */
+	int role;      /* the side under test */
+	int cstate;    /* its connection state */
+	uint32_t last; /* last_stream */
 	uint32_t nstreams;
-	uint32_t goaway;	/* goaway_last; 0 = none */
-	uint32_t conn_send;	/* 0 = initial window */
+	uint32_t goaway;    /* goaway_last; 0 = none */
+	uint32_t conn_send; /* 0 = initial window */
 	uint32_t conn_recv;
 	int has_stream;
 	int sstate;
 	int local_head;
 	int remote_head;
-	uint32_t s_send;	/* 0 = initial window */
+	uint32_t s_send; /* 0 = initial window */
 	uint32_t s_recv;
 	/* The frame. */
 	int type;
 	uint32_t stream;
 	int flags;
-	uint32_t len;		/* DATA length */
-	uint32_t val;		/* version, increment, last id or code */
+	uint32_t len; /* DATA length */
+	uint32_t val; /* version, increment, last id or code */
 	/* Expected. */
 	int rc;
 	int fault;
-	int want_sstate;	/* -1: do not check */
+	int want_sstate; /* -1: do not check */
 	int want_cstate;
 };
 
@@ -81,15 +81,30 @@ setup(const struct st_case *c, struct proto_conn *conn, struct proto_stream *s,
 	m->stream = c->stream;
 	m->flags = (uint8_t)c->flags;
 	switch (c->type) {
-	case PROTO_MSG_HELLO: m->hello.version = (uint16_t)c->val; break;
-	case PROTO_MSG_REQUEST: m->request.transport = 1; break;
-	case PROTO_MSG_RESPONSE: m->response.status = 200; break;
-	case PROTO_MSG_DATA: m->data.len = c->len; break;
-	case PROTO_MSG_WINDOW_UPDATE: m->window_update.increment = c->val;
+	case PROTO_MSG_HELLO:
+		m->hello.version = (uint16_t)c->val;
 		break;
-	case PROTO_MSG_RESET: m->reset.code = c->val; break;
-	case PROTO_MSG_ERROR: m->error.code = c->val; break;
-	case PROTO_MSG_GOAWAY: m->goaway.last_stream = c->val; break;
+	case PROTO_MSG_REQUEST:
+		m->request.transport = 1;
+		break;
+	case PROTO_MSG_RESPONSE:
+		m->response.status = 200;
+		break;
+	case PROTO_MSG_DATA:
+		m->data.len = c->len;
+		break;
+	case PROTO_MSG_WINDOW_UPDATE:
+		m->window_update.increment = c->val;
+		break;
+	case PROTO_MSG_RESET:
+		m->reset.code = c->val;
+		break;
+	case PROTO_MSG_ERROR:
+		m->error.code = c->val;
+		break;
+	case PROTO_MSG_GOAWAY:
+		m->goaway.last_stream = c->val;
+		break;
 	}
 }
 
@@ -120,34 +135,34 @@ check(const struct st_case *c, int rc, enum proto_fault f,
 		    c->name, conn->state);
 }
 
-#define START	PROTO_CONN_START
-#define HSENT	PROTO_CONN_HELLO_SENT
-#define HRECV	PROTO_CONN_HELLO_RECEIVED
-#define OPEN	PROTO_CONN_OPEN
-#define DRAIN	PROTO_CONN_DRAINING
-#define CLOSED	PROTO_CONN_CLOSED
-#define S_IDLE	PROTO_STREAM_IDLE
-#define S_OPEN	PROTO_STREAM_OPEN
-#define S_HCL	PROTO_STREAM_HALF_CLOSED_LOCAL
-#define S_HCR	PROTO_STREAM_HALF_CLOSED_REMOTE
+#define START	 PROTO_CONN_START
+#define HSENT	 PROTO_CONN_HELLO_SENT
+#define HRECV	 PROTO_CONN_HELLO_RECEIVED
+#define OPEN	 PROTO_CONN_OPEN
+#define DRAIN	 PROTO_CONN_DRAINING
+#define CLOSED	 PROTO_CONN_CLOSED
+#define S_IDLE	 PROTO_STREAM_IDLE
+#define S_OPEN	 PROTO_STREAM_OPEN
+#define S_HCL	 PROTO_STREAM_HALF_CLOSED_LOCAL
+#define S_HCR	 PROTO_STREAM_HALF_CLOSED_REMOTE
 #define S_CLOSED PROTO_STREAM_CLOSED
-#define END	PROTO_FLAG_END_STREAM
-#define EPROTO_	EGRESS_ERR_PROTOCOL
-#define EINVAL_	EGRESS_ERR_INVALID
-#define EAGAIN_	EGRESS_ERR_AGAIN
-#define ACC	PROTO_ACCEPT
-#define IGN	PROTO_IGNORE
+#define END	 PROTO_FLAG_END_STREAM
+#define EPROTO_	 EGRESS_ERR_PROTOCOL
+#define EINVAL_	 EGRESS_ERR_INVALID
+#define EAGAIN_	 EGRESS_ERR_AGAIN
+#define ACC	 PROTO_ACCEPT
+#define IGN	 PROTO_IGNORE
 
-#define T_HELLO		PROTO_MSG_HELLO
-#define T_REQ		PROTO_MSG_REQUEST
-#define T_RESP		PROTO_MSG_RESPONSE
-#define T_DATA		PROTO_MSG_DATA
-#define T_TRAIL		PROTO_MSG_TRAILERS
-#define T_WIN		PROTO_MSG_WINDOW_UPDATE
-#define T_RST		PROTO_MSG_RESET
-#define T_ERR		PROTO_MSG_ERROR
-#define T_GOAWAY	PROTO_MSG_GOAWAY
-#define T_PING		PROTO_MSG_PING
+#define T_HELLO	 PROTO_MSG_HELLO
+#define T_REQ	 PROTO_MSG_REQUEST
+#define T_RESP	 PROTO_MSG_RESPONSE
+#define T_DATA	 PROTO_MSG_DATA
+#define T_TRAIL	 PROTO_MSG_TRAILERS
+#define T_WIN	 PROTO_MSG_WINDOW_UPDATE
+#define T_RST	 PROTO_MSG_RESET
+#define T_ERR	 PROTO_MSG_ERROR
+#define T_GOAWAY PROTO_MSG_GOAWAY
+#define T_PING	 PROTO_MSG_PING
 
 /*
  * name, role, cstate, last, nstreams, goaway, conn_send, conn_recv,
@@ -156,8 +171,8 @@ check(const struct st_case *c, int rc, enum proto_fault f,
  */
 static struct st_case recv_cases[] = {
 	/* Connection states: HELLO first, once. */
-	{ "before-hello-data", B, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
-	    0, 0, T_DATA, 1, 0, 1, 0, EPROTO_, PROTO_FAULT_CONN_STATE, -1, -1 },
+	{ "before-hello-data", B, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
+	    0, T_DATA, 1, 0, 1, 0, EPROTO_, PROTO_FAULT_CONN_STATE, -1, -1 },
 	{ "before-hello-request", B, START, 0, 0, 0, 0, 0, STREAM, S_IDLE, 0,
 	    0, 0, 0, T_REQ, 1, 0, 0, 0, EPROTO_, PROTO_FAULT_CONN_STATE, -1,
 	    -1 },
@@ -172,30 +187,28 @@ static struct st_case recv_cases[] = {
 	{ "request-before-reply", B, HRECV, 0, 0, 0, 0, 0, STREAM, S_IDLE, 0,
 	    0, 0, 0, T_REQ, 1, 0, 0, 0, EPROTO_, PROTO_FAULT_CONN_STATE, -1,
 	    -1 },
-	{ "client-unsolicited-hello", C, START, 0, 0, 0, 0, 0, NO_STREAM, 0,
-	    0, 0, 0, 0, T_HELLO, 0, 0, 0, 1, EPROTO_, PROTO_FAULT_CONN_STATE,
-	    -1, -1 },
-	{ "client-data-before-hello", C, HSENT, 0, 0, 0, 0, 0, NO_STREAM, 0,
-	    0, 0, 0, 0, T_DATA, 1, 0, 1, 0, EPROTO_, PROTO_FAULT_CONN_STATE,
-	    -1, -1 },
+	{ "client-unsolicited-hello", C, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0,
+	    0, 0, 0, T_HELLO, 0, 0, 0, 1, EPROTO_, PROTO_FAULT_CONN_STATE, -1,
+	    -1 },
+	{ "client-data-before-hello", C, HSENT, 0, 0, 0, 0, 0, NO_STREAM, 0, 0,
+	    0, 0, 0, T_DATA, 1, 0, 1, 0, EPROTO_, PROTO_FAULT_CONN_STATE, -1,
+	    -1 },
 	{ "client-stream-error-before-hello", C, HSENT, 0, 0, 0, 0, 0,
 	    NO_STREAM, 0, 0, 0, 0, 0, T_ERR, 1, 0, 0, 9, EPROTO_,
 	    PROTO_FAULT_CONN_STATE, -1, -1 },
-	{ "client-conn-error-before-hello", C, HSENT, 0, 0, 0, 0, 0,
-	    NO_STREAM, 0, 0, 0, 0, 0, T_ERR, 0, 0, 0, 9, ACC, 0, -1, CLOSED },
-	{ "client-hello-reply", C, HSENT, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
-	    0, 0, T_HELLO, 0, 0, 0, 1, ACC, 0, -1, OPEN },
-	{ "client-hello-above-offer", C, HSENT, 0, 0, 0, 0, 0, NO_STREAM, 0,
-	    0, 0, 0, 0, T_HELLO, 0, 0, 0, 2, EPROTO_, PROTO_FAULT_VALUE, -1,
-	    -1 },
+	{ "client-conn-error-before-hello", C, HSENT, 0, 0, 0, 0, 0, NO_STREAM,
+	    0, 0, 0, 0, 0, T_ERR, 0, 0, 0, 9, ACC, 0, -1, CLOSED },
+	{ "client-hello-reply", C, HSENT, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
+	    0, T_HELLO, 0, 0, 0, 1, ACC, 0, -1, OPEN },
+	{ "client-hello-above-offer", C, HSENT, 0, 0, 0, 0, 0, NO_STREAM, 0, 0,
+	    0, 0, 0, T_HELLO, 0, 0, 0, 2, EPROTO_, PROTO_FAULT_VALUE, -1, -1 },
 	{ "client-hello-twice", C, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
 	    0, T_HELLO, 0, 0, 0, 1, EPROTO_, PROTO_FAULT_CONN_STATE, -1, -1 },
-	{ "closed-connection", B, CLOSED, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
-	    0, 0, T_PING, 0, 0, 0, 0, EGRESS_ERR_CLOSED, 0, -1, -1 },
+	{ "closed-connection", B, CLOSED, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
+	    0, T_PING, 0, 0, 0, 0, EGRESS_ERR_CLOSED, 0, -1, -1 },
 	/* Direction. */
-	{ "broker-gets-response", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 0,
-	    1, 0, 0, T_RESP, 1, 0, 0, 0, EPROTO_, PROTO_FAULT_DIRECTION, -1,
-	    -1 },
+	{ "broker-gets-response", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 0, 1,
+	    0, 0, T_RESP, 1, 0, 0, 0, EPROTO_, PROTO_FAULT_DIRECTION, -1, -1 },
 	{ "broker-gets-error", B, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
 	    0, T_ERR, 0, 0, 0, 9, EPROTO_, PROTO_FAULT_DIRECTION, -1, -1 },
 	{ "broker-gets-goaway", B, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
@@ -207,33 +220,32 @@ static struct st_case recv_cases[] = {
 	    T_REQ, 1, 0, 0, 0, ACC, 0, S_OPEN, OPEN },
 	{ "request-end-stream", B, OPEN, 1, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0,
 	    0, 0, T_REQ, 3, END, 0, 0, ACC, 0, S_HCR, OPEN },
-	{ "request-id-reused", B, OPEN, 7, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0,
-	    0, 0, T_REQ, 5, 0, 0, 0, EPROTO_, PROTO_FAULT_STREAM_REUSED, -1,
-	    -1 },
+	{ "request-id-reused", B, OPEN, 7, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0, 0,
+	    0, T_REQ, 5, 0, 0, 0, EPROTO_, PROTO_FAULT_STREAM_REUSED, -1, -1 },
 	{ "request-id-equal", B, OPEN, 7, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0, 0,
 	    0, T_REQ, 7, 0, 0, 0, EPROTO_, PROTO_FAULT_STREAM_REUSED, -1, -1 },
-	{ "request-stream-cap", B, OPEN, 7, PROTO_STREAMS_MAX, 0, 0, 0,
-	    STREAM, S_IDLE, 0, 0, 0, 0, T_REQ, 9, 0, 0, 0, EPROTO_,
+	{ "request-stream-cap", B, OPEN, 7, PROTO_STREAMS_MAX, 0, 0, 0, STREAM,
+	    S_IDLE, 0, 0, 0, 0, T_REQ, 9, 0, 0, 0, EPROTO_,
 	    PROTO_FAULT_STREAMS, -1, -1 },
 	{ "request-after-goaway", B, DRAIN, 7, 1, 7, 0, 0, STREAM, S_IDLE, 0,
 	    0, 0, 0, T_REQ, 9, 0, 0, 0, IGN, 0, S_IDLE, DRAIN },
 	{ "request-no-stream-object", B, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0,
 	    0, 0, 0, T_REQ, 1, 0, 0, 0, EINVAL_, 0, -1, -1 },
 	/* Idle and closed stream ids. */
-	{ "data-idle-stream", B, OPEN, 7, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
-	    0, T_DATA, 9, 0, 1, 0, EPROTO_, PROTO_FAULT_STREAM_IDLE, -1, -1 },
+	{ "data-idle-stream", B, OPEN, 7, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0,
+	    T_DATA, 9, 0, 1, 0, EPROTO_, PROTO_FAULT_STREAM_IDLE, -1, -1 },
 	{ "window-idle-stream", B, OPEN, 7, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
 	    0, T_WIN, 9, 0, 0, 1, EPROTO_, PROTO_FAULT_STREAM_IDLE, -1, -1 },
 	{ "reset-idle-stream", C, OPEN, 1, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
 	    0, T_RST, 3, 0, 0, 10, EPROTO_, PROTO_FAULT_STREAM_IDLE, -1, -1 },
-	{ "data-closed-ignored", B, OPEN, 7, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
-	    0, 0, T_DATA, 5, 0, 100, 0, IGN, 0, -1, OPEN },
+	{ "data-closed-ignored", B, OPEN, 7, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
+	    0, T_DATA, 5, 0, 100, 0, IGN, 0, -1, OPEN },
 	{ "data-closed-object-ignored", B, OPEN, 7, 0, 0, 0, 0, STREAM,
 	    S_CLOSED, 1, 1, 0, 0, T_DATA, 5, 0, 100, 0, IGN, 0, S_CLOSED,
 	    OPEN },
-	{ "data-closed-beyond-conn", B, OPEN, 7, 0, 0, 0, 10, NO_STREAM, 0,
-	    0, 0, 0, 0, T_DATA, 5, 0, 11, 0, EPROTO_,
-	    PROTO_FAULT_WINDOW_EXCEEDED, -1, -1 },
+	{ "data-closed-beyond-conn", B, OPEN, 7, 0, 0, 0, 10, NO_STREAM, 0, 0,
+	    0, 0, 0, T_DATA, 5, 0, 11, 0, EPROTO_, PROTO_FAULT_WINDOW_EXCEEDED,
+	    -1, -1 },
 	{ "reset-closed-ignored", C, OPEN, 5, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
 	    0, 0, T_RST, 3, 0, 0, 10, IGN, 0, -1, OPEN },
 	{ "error-closed-ignored", C, OPEN, 5, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
@@ -241,26 +253,26 @@ static struct st_case recv_cases[] = {
 	{ "response-closed-ignored", C, OPEN, 5, 0, 0, 0, 0, NO_STREAM, 0, 0,
 	    0, 0, 0, T_RESP, 3, 0, 0, 0, IGN, 0, -1, OPEN },
 	/* Stream states. */
-	{ "data-after-end-stream", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCR, 0,
-	    1, 0, 0, T_DATA, 1, 0, 1, 0, EPROTO_, PROTO_FAULT_STREAM_STATE, -1,
+	{ "data-after-end-stream", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCR, 0, 1,
+	    0, 0, T_DATA, 1, 0, 1, 0, EPROTO_, PROTO_FAULT_STREAM_STATE, -1,
 	    -1 },
-	{ "trailers-after-end", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCR, 0, 1,
-	    0, 0, T_TRAIL, 1, END, 0, 0, EPROTO_, PROTO_FAULT_STREAM_STATE, -1,
+	{ "trailers-after-end", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCR, 0, 1, 0,
+	    0, T_TRAIL, 1, END, 0, 0, EPROTO_, PROTO_FAULT_STREAM_STATE, -1,
 	    -1 },
-	{ "data-before-response", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 1,
-	    0, 0, 0, T_DATA, 1, 0, 1, 0, EPROTO_, PROTO_FAULT_STREAM_STATE, -1,
+	{ "data-before-response", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 1, 0,
+	    0, 0, T_DATA, 1, 0, 1, 0, EPROTO_, PROTO_FAULT_STREAM_STATE, -1,
 	    -1 },
-	{ "trailers-before-response", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCL,
-	    1, 0, 0, 0, T_TRAIL, 1, END, 0, 0, EPROTO_,
-	    PROTO_FAULT_STREAM_STATE, -1, -1 },
-	{ "response-twice", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 1, 1, 0,
-	    0, T_RESP, 1, 0, 0, 0, EPROTO_, PROTO_FAULT_STREAM_STATE, -1, -1 },
+	{ "trailers-before-response", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCL, 1,
+	    0, 0, 0, T_TRAIL, 1, END, 0, 0, EPROTO_, PROTO_FAULT_STREAM_STATE,
+	    -1, -1 },
+	{ "response-twice", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 1, 1, 0, 0,
+	    T_RESP, 1, 0, 0, 0, EPROTO_, PROTO_FAULT_STREAM_STATE, -1, -1 },
 	{ "response", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCL, 1, 0, 0, 0,
 	    T_RESP, 1, 0, 0, 0, ACC, 0, S_HCL, OPEN },
 	{ "response-end-closes", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCL, 1, 0,
 	    0, 0, T_RESP, 1, END, 0, 0, ACC, 0, S_CLOSED, OPEN },
-	{ "data-end-half-closes", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 0,
-	    1, 0, 0, T_DATA, 1, END, 5, 0, ACC, 0, S_HCR, OPEN },
+	{ "data-end-half-closes", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 0, 1,
+	    0, 0, T_DATA, 1, END, 5, 0, ACC, 0, S_HCR, OPEN },
 	{ "trailers-close", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCL, 1, 1, 0, 0,
 	    T_TRAIL, 1, END, 0, 0, ACC, 0, S_CLOSED, OPEN },
 	{ "reset-closes", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 0, 1, 0, 0,
@@ -278,8 +290,8 @@ static struct st_case recv_cases[] = {
 	{ "data-beyond-conn-window", B, OPEN, 1, 1, 0, 0, 10, STREAM, S_OPEN,
 	    0, 1, 0, 0, T_DATA, 1, 0, 11, 0, EPROTO_,
 	    PROTO_FAULT_WINDOW_EXCEEDED, -1, -1 },
-	{ "data-fills-window", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 0, 1,
-	    0, 10, T_DATA, 1, 0, 10, 0, ACC, 0, S_OPEN, OPEN },
+	{ "data-fills-window", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 0, 1, 0,
+	    10, T_DATA, 1, 0, 10, 0, ACC, 0, S_OPEN, OPEN },
 	{ "window-overflow-conn", C, OPEN, 0, 0, 0, MAXW, 0, NO_STREAM, 0, 0,
 	    0, 0, 0, T_WIN, 0, 0, 0, 1, EPROTO_, PROTO_FAULT_WINDOW_OVERFLOW,
 	    -1, -1 },
@@ -291,14 +303,14 @@ static struct st_case recv_cases[] = {
 	/* GOAWAY. */
 	{ "goaway-above-last", C, OPEN, 3, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
 	    0, T_GOAWAY, 0, 0, 0, 5, EPROTO_, PROTO_FAULT_VALUE, -1, -1 },
-	{ "goaway", C, OPEN, 5, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0,
-	    T_GOAWAY, 0, 0, 0, 3, ACC, 0, -1, DRAIN },
+	{ "goaway", C, OPEN, 5, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0, T_GOAWAY,
+	    0, 0, 0, 3, ACC, 0, -1, DRAIN },
 	{ "goaway-rising", C, DRAIN, 5, 0, 3, 0, 0, NO_STREAM, 0, 0, 0, 0, 0,
 	    T_GOAWAY, 0, 0, 0, 5, EPROTO_, PROTO_FAULT_VALUE, -1, -1 },
 	{ "ping", C, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0, T_PING, 0,
 	    0, 0, 0, ACC, 0, -1, OPEN },
-	{ "data-while-draining", B, DRAIN, 1, 1, 1, 0, 0, STREAM, S_OPEN, 0,
-	    1, 0, 0, T_DATA, 1, 0, 1, 0, ACC, 0, S_OPEN, DRAIN },
+	{ "data-while-draining", B, DRAIN, 1, 1, 1, 0, 0, STREAM, S_OPEN, 0, 1,
+	    0, 0, T_DATA, 1, 0, 1, 0, ACC, 0, S_OPEN, DRAIN },
 };
 
 ParameterizedTestParameters(proto_stream, recv_table)
@@ -328,50 +340,48 @@ static struct st_case send_cases[] = {
 	{ "request-before-hello", C, START, 0, 0, 0, 0, 0, STREAM, S_IDLE, 0,
 	    0, 0, 0, T_REQ, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_CONN_STATE, -1,
 	    -1 },
-	{ "request-awaiting-hello", C, HSENT, 0, 0, 0, 0, 0, STREAM, S_IDLE,
-	    0, 0, 0, 0, T_REQ, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_CONN_STATE, -1,
+	{ "request-awaiting-hello", C, HSENT, 0, 0, 0, 0, 0, STREAM, S_IDLE, 0,
+	    0, 0, 0, T_REQ, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_CONN_STATE, -1,
 	    -1 },
 	{ "hello", C, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0, T_HELLO,
 	    0, 0, 0, 1, 0, 0, -1, HSENT },
-	{ "hello-unknown-version", C, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0,
-	    0, 0, 0, T_HELLO, 0, 0, 0, 2, EINVAL_, PROTO_FAULT_VALUE, -1, -1 },
+	{ "hello-unknown-version", C, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
+	    0, 0, T_HELLO, 0, 0, 0, 2, EINVAL_, PROTO_FAULT_VALUE, -1, -1 },
 	{ "hello-twice", C, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0,
 	    T_HELLO, 0, 0, 0, 1, EINVAL_, PROTO_FAULT_CONN_STATE, -1, -1 },
 	{ "client-sends-response", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 1,
 	    0, 0, 0, T_RESP, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_DIRECTION, -1,
 	    -1 },
-	{ "client-sends-goaway", C, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
-	    0, 0, T_GOAWAY, 0, 0, 0, 0, EINVAL_, PROTO_FAULT_DIRECTION, -1,
-	    -1 },
+	{ "client-sends-goaway", C, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
+	    0, T_GOAWAY, 0, 0, 0, 0, EINVAL_, PROTO_FAULT_DIRECTION, -1, -1 },
 	{ "client-sends-error", C, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
 	    0, T_ERR, 0, 0, 0, 9, EINVAL_, PROTO_FAULT_DIRECTION, -1, -1 },
-	{ "request-while-draining", C, DRAIN, 0, 0, 0, 0, 0, STREAM, S_IDLE,
-	    0, 0, 0, 0, T_REQ, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_CONN_STATE, -1,
+	{ "request-while-draining", C, DRAIN, 0, 0, 0, 0, 0, STREAM, S_IDLE, 0,
+	    0, 0, 0, T_REQ, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_CONN_STATE, -1,
 	    -1 },
-	{ "request-reused", C, OPEN, 5, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0, 0,
-	    0, T_REQ, 5, 0, 0, 0, EINVAL_, PROTO_FAULT_STREAM_REUSED, -1, -1 },
+	{ "request-reused", C, OPEN, 5, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0, 0, 0,
+	    T_REQ, 5, 0, 0, 0, EINVAL_, PROTO_FAULT_STREAM_REUSED, -1, -1 },
 	{ "request-cap", C, OPEN, 5, PROTO_STREAMS_MAX, 0, 0, 0, STREAM,
 	    S_IDLE, 0, 0, 0, 0, T_REQ, 7, 0, 0, 0, EAGAIN_,
 	    PROTO_FAULT_STREAMS, -1, -1 },
-	{ "request", C, OPEN, 5, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0, 0, 0,
-	    T_REQ, 7, 0, 0, 0, 0, 0, S_OPEN, OPEN },
+	{ "request", C, OPEN, 5, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0, 0, 0, T_REQ,
+	    7, 0, 0, 0, 0, 0, S_OPEN, OPEN },
 	{ "request-end-stream", C, OPEN, 5, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0,
 	    0, 0, T_REQ, 7, END, 0, 0, 0, 0, S_HCL, OPEN },
 	{ "data-beyond-stream", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 1, 0,
 	    10, 0, T_DATA, 1, 0, 11, 0, EAGAIN_, PROTO_FAULT_WINDOW_EXCEEDED,
 	    -1, -1 },
-	{ "data-beyond-conn", C, OPEN, 1, 1, 0, 10, 0, STREAM, S_OPEN, 1, 0,
-	    0, 0, T_DATA, 1, 0, 11, 0, EAGAIN_, PROTO_FAULT_WINDOW_EXCEEDED,
-	    -1, -1 },
+	{ "data-beyond-conn", C, OPEN, 1, 1, 0, 10, 0, STREAM, S_OPEN, 1, 0, 0,
+	    0, T_DATA, 1, 0, 11, 0, EAGAIN_, PROTO_FAULT_WINDOW_EXCEEDED, -1,
+	    -1 },
 	{ "data-fills-window", C, OPEN, 1, 1, 0, 10, 0, STREAM, S_OPEN, 1, 0,
 	    0, 0, T_DATA, 1, END, 10, 0, 0, 0, S_HCL, OPEN },
 	{ "data-after-end", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCL, 1, 0, 0, 0,
 	    T_DATA, 1, 0, 1, 0, EINVAL_, PROTO_FAULT_STREAM_STATE, -1, -1 },
 	{ "data-no-stream", C, OPEN, 1, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0,
 	    T_DATA, 1, 0, 1, 0, EINVAL_, PROTO_FAULT_STREAM_STATE, -1, -1 },
-	{ "broker-hello-first", B, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
-	    0, 0, T_HELLO, 0, 0, 0, 1, EINVAL_, PROTO_FAULT_CONN_STATE, -1,
-	    -1 },
+	{ "broker-hello-first", B, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0,
+	    0, T_HELLO, 0, 0, 0, 1, EINVAL_, PROTO_FAULT_CONN_STATE, -1, -1 },
 	{ "broker-hello-wrong-version", B, HRECV, 0, 0, 0, 0, 0, NO_STREAM, 0,
 	    0, 0, 0, 0, T_HELLO, 0, 0, 0, 2, EINVAL_, PROTO_FAULT_VALUE, -1,
 	    -1 },
@@ -382,20 +392,20 @@ static struct st_case send_cases[] = {
 	{ "broker-data-before-response", B, OPEN, 1, 1, 0, 0, 0, STREAM,
 	    S_OPEN, 0, 1, 0, 0, T_DATA, 1, 0, 1, 0, EINVAL_,
 	    PROTO_FAULT_STREAM_STATE, -1, -1 },
-	{ "broker-response-twice", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCR, 1,
-	    1, 0, 0, T_RESP, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_STREAM_STATE, -1,
+	{ "broker-response-twice", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCR, 1, 1,
+	    0, 0, T_RESP, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_STREAM_STATE, -1,
 	    -1 },
 	{ "broker-response-end-closes", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCR,
 	    0, 1, 0, 0, T_RESP, 1, END, 0, 0, 0, 0, S_CLOSED, OPEN },
-	{ "broker-error-after-response", B, OPEN, 1, 1, 0, 0, 0, STREAM,
-	    S_HCR, 1, 1, 0, 0, T_ERR, 1, 0, 0, 7, 0, 0, S_CLOSED, OPEN },
+	{ "broker-error-after-response", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_HCR,
+	    1, 1, 0, 0, T_ERR, 1, 0, 0, 7, 0, 0, S_CLOSED, OPEN },
 	{ "broker-goaway-above-last", B, OPEN, 3, 0, 0, 0, 0, NO_STREAM, 0, 0,
-	    0, 0, 0, T_GOAWAY, 0, 0, 0, 5, EINVAL_, PROTO_FAULT_VALUE, -1, -1 },
+	    0, 0, 0, T_GOAWAY, 0, 0, 0, 5, EINVAL_, PROTO_FAULT_VALUE, -1,
+	    -1 },
 	{ "broker-goaway", B, OPEN, 5, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0,
 	    T_GOAWAY, 0, 0, 0, 5, 0, 0, -1, DRAIN },
-	{ "broker-sends-request", B, OPEN, 0, 0, 0, 0, 0, STREAM, S_IDLE, 0,
-	    0, 0, 0, T_REQ, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_DIRECTION, -1,
-	    -1 },
+	{ "broker-sends-request", B, OPEN, 0, 0, 0, 0, 0, STREAM, S_IDLE, 0, 0,
+	    0, 0, T_REQ, 1, 0, 0, 0, EINVAL_, PROTO_FAULT_DIRECTION, -1, -1 },
 	{ "window-update-overflow", B, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 0,
 	    1, 0, MAXW, T_WIN, 1, 0, 0, 1, EINVAL_,
 	    PROTO_FAULT_WINDOW_OVERFLOW, -1, -1 },
@@ -537,8 +547,7 @@ stream_body(struct proto_conn *tx, struct proto_stream *txs,
 		if (si != 0) {
 			msg(&m, PROTO_MSG_WINDOW_UPDATE, rxs->id, 0);
 			m.window_update.increment = si;
-			cr_assert_eq(pass(rx, rxs, tx, txs, &m),
-			    PROTO_ACCEPT);
+			cr_assert_eq(pass(rx, rxs, tx, txs, &m), PROTO_ACCEPT);
 			updates++;
 		}
 	}
@@ -766,7 +775,7 @@ Test(proto_stream, stream_cap)
 
 struct win_case {
 	char name[32];
-	int grow;		/* 1: proto_window_grow, 0: consume */
+	int grow; /* 1: proto_window_grow, 0: consume */
 	uint32_t window;
 	uint32_t n;
 	int rc;
@@ -800,7 +809,7 @@ ParameterizedTest(struct win_case *c, proto_stream, windows)
 	int rc;
 
 	rc = c->grow ? proto_window_grow(&w, c->n) :
-	    proto_window_consume(&w, c->n);
+		       proto_window_consume(&w, c->n);
 	cr_assert_eq(rc, c->rc, "%s: rc %d", c->name, rc);
 	cr_assert_eq(w, c->want, "%s: window %u", c->name, w);
 }
@@ -815,7 +824,8 @@ Test(proto_stream, consumed_thresholds)
 	proto_stream_init(&s, 1);
 	s.state = PROTO_STREAM_OPEN;
 	cr_assert_eq(proto_conn_consumed(&c, &s, PROTO_STREAM_WINDOW / 2 - 1,
-	    &ci, &si), 0);
+			 &ci, &si),
+	    0);
 	cr_assert_eq(ci, 0);
 	cr_assert_eq(si, 0);
 	cr_assert_eq(proto_conn_consumed(&c, &s, 1, &ci, &si), 0);
@@ -827,11 +837,12 @@ Test(proto_stream, consumed_thresholds)
 	/* A stream whose peer has ended needs no more credit. */
 	s.state = PROTO_STREAM_HALF_CLOSED_REMOTE;
 	cr_assert_eq(proto_conn_consumed(&c, &s, PROTO_CONN_WINDOW / 2, &ci,
-	    &si), 0);
+			 &si),
+	    0);
 	cr_assert_eq(si, 0);
 	cr_assert_eq(ci, PROTO_CONN_WINDOW / 2 + PROTO_STREAM_WINDOW / 2);
-	cr_assert_eq(proto_conn_consumed(&c, NULL, PROTO_WINDOW_MAX, &ci,
-	    &si), EGRESS_ERR_INVALID);
+	cr_assert_eq(proto_conn_consumed(&c, NULL, PROTO_WINDOW_MAX, &ci, &si),
+	    EGRESS_ERR_INVALID);
 }
 
 Test(proto_stream, sendable_and_ids)
@@ -846,7 +857,7 @@ Test(proto_stream, sendable_and_ids)
 	cr_assert_eq(proto_conn_sendable(&c, NULL), 0);
 	c.state = PROTO_CONN_OPEN;
 	s.state = PROTO_STREAM_OPEN;
-	cr_assert_eq(proto_conn_sendable(&c, &s), 0);	/* no head yet */
+	cr_assert_eq(proto_conn_sendable(&c, &s), 0); /* no head yet */
 	s.local_head = 1;
 	cr_assert_eq(proto_conn_sendable(&c, &s), PROTO_DATA_MAX);
 	s.flow.send = 7;

@@ -34,33 +34,34 @@
 
 /* ---- The fake broker -------------------------------------------------- */
 
-#define FB_STREAMS	512
+#define FB_STREAMS 512
 
 struct fb {
 	int fd;
 	struct proto_conn pc;
-	struct proto_stream st[FB_STREAMS];	/* by stream id */
+	struct proto_stream st[FB_STREAMS]; /* by stream id */
 	uint8_t *in;
 	size_t inlen;
-	struct proto_msg m;			/* last frame received */
-	uint8_t frame[PROTO_FRAME_MAX];		/* its bytes (m borrows) */
-	int fail;				/* line of the first failure */
+	struct proto_msg m;		/* last frame received */
+	uint8_t frame[PROTO_FRAME_MAX]; /* its bytes (m borrows) */
+	int fail;			/* line of the first failure */
 	char why[128];
 	void (*script)(struct fb *);
 	void *arg;
 	pthread_t thr;
 };
 
-#define FB_CHECK(fb, cond) do {						\
-	if (!(cond)) {							\
-		if ((fb)->fail == 0) {					\
-			(fb)->fail = __LINE__;				\
-			(void)snprintf((fb)->why, sizeof((fb)->why),	\
-			    "%s", #cond);				\
-		}							\
-		return;							\
-	}								\
-} while (0)
+#define FB_CHECK(fb, cond) \
+	do { \
+		if (!(cond)) { \
+			if ((fb)->fail == 0) { \
+				(fb)->fail = __LINE__; \
+				(void)snprintf((fb)->why, sizeof((fb)->why), \
+				    "%s", #cond); \
+			} \
+			return; \
+		} \
+	} while (0)
 
 static struct proto_stream *
 fb_stream(struct fb *fb, uint32_t id)
@@ -136,8 +137,8 @@ fb_send(struct fb *fb, struct proto_msg *m)
 	static __thread uint8_t buf[PROTO_FRAME_MAX];
 	int n;
 
-	if (proto_conn_send(&fb->pc, m->stream ? fb_stream(fb, m->stream) :
-	    NULL, m, NULL) != 0)
+	if (proto_conn_send(&fb->pc,
+		m->stream ? fb_stream(fb, m->stream) : NULL, m, NULL) != 0)
 		return -1;
 	n = proto_encode(m, buf, sizeof(buf), NULL);
 	if (n < 0)
@@ -333,8 +334,8 @@ script_simple(struct fb *fb)
 	FB_CHECK(fb, fb->m.nheaders == 1);
 	FB_CHECK(fb, str_is(&fb->m.headers[0].name, "Accept"));
 	FB_CHECK(fb, str_is(&fb->m.headers[0].value, "text/plain"));
-	FB_CHECK(fb, fb_response(fb, 1, 200, "Content-Type", "text/plain",
-	    0) == 0);
+	FB_CHECK(fb,
+	    fb_response(fb, 1, 200, "Content-Type", "text/plain", 0) == 0);
 	FB_CHECK(fb, fb_data(fb, 1, "hello, ", 7, 0) == 0);
 	FB_CHECK(fb, fb_data(fb, 1, "world", 5, 1) == 0);
 }
@@ -355,7 +356,8 @@ Test(shim, fetch_simple)
 	h.nheaders = 1;
 	h.timeouts.connect_ms = 1234;
 	cr_assert_eq(egress_fetch(c, &h, NULL, 0, 1024, &resp, msg,
-	    sizeof(msg)), 0, "%s", msg);
+			 sizeof(msg)),
+	    0, "%s", msg);
 	cr_expect_eq(resp->status, 200);
 	cr_expect_eq(resp->body_len, 12);
 	cr_expect_str_eq((char *)resp->body, "hello, world");
@@ -376,8 +378,8 @@ Test(shim, fetch_simple)
 struct err_case {
 	char name[32];
 	uint32_t code;
-	int reset;		/* RESET instead of ERROR */
-	int after_head;		/* after a RESPONSE and some body */
+	int reset;	/* RESET instead of ERROR */
+	int after_head; /* after a RESPONSE and some body */
 	int err;
 	char code_name[32];
 };
@@ -392,14 +394,13 @@ static struct err_case err_cases[] = {
 	    EGRESS_ERR_CONNECT_FAILED, "connect-failed" },
 	{ "tls", PROTO_CODE_TLS_FAILED, 0, 0, EGRESS_ERR_TLS_FAILED,
 	    "tls-failed" },
-	{ "timeout", PROTO_CODE_TIMEOUT, 0, 0, EGRESS_ERR_TIMEOUT,
-	    "timeout" },
+	{ "timeout", PROTO_CODE_TIMEOUT, 0, 0, EGRESS_ERR_TIMEOUT, "timeout" },
 	{ "upstream", PROTO_CODE_UPSTREAM_PROTOCOL, 0, 0,
 	    EGRESS_ERR_UPSTREAM_PROTOCOL, "upstream-protocol-error" },
 	{ "invalid", PROTO_CODE_INVALID_REQUEST, 0, 0,
 	    EGRESS_ERR_INVALID_REQUEST, "invalid-request" },
-	{ "unavailable", PROTO_CODE_UNAVAILABLE, 0, 0,
-	    EGRESS_ERR_UNAVAILABLE, "unavailable" },
+	{ "unavailable", PROTO_CODE_UNAVAILABLE, 0, 0, EGRESS_ERR_UNAVAILABLE,
+	    "unavailable" },
 	{ "cancelled", PROTO_CODE_CANCELLED, 0, 0, EGRESS_ERR_CANCELLED,
 	    "cancelled" },
 	{ "reset-denied", PROTO_CODE_DENIED, 1, 0, EGRESS_ERR_DENIED,
@@ -463,7 +464,8 @@ ParameterizedTest(struct err_case *ec, shim, errors)
 	if (ec->after_head) {
 		cr_assert_eq(rv, 200, "%s", ec->name);
 		/* The bytes that came first, then the error, never an end. */
-		cr_assert_eq(egress_response_read(req, buf, sizeof(buf), 0), 4);
+		cr_assert_eq(egress_response_read(req, buf, sizeof(buf), 0),
+		    4);
 		cr_expect_eq(memcmp(buf, "part", 4), 0);
 		rv = egress_response_read(req, buf, sizeof(buf), 0);
 	}
@@ -500,7 +502,7 @@ ParameterizedTest(struct err_case *ec, shim, errors)
 
 /* ---- Streamed request body -------------------------------------------- */
 
-#define UP_LEN	(3 * 1024 * 1024 + 17)
+#define UP_LEN (3 * 1024 * 1024 + 17)
 
 static uint8_t
 pattern(size_t i)
@@ -524,15 +526,15 @@ script_upload(struct fb *fb)
 		FB_CHECK(fb, fb->m.stream == 1);
 		if (fb->m.type == PROTO_MSG_DATA) {
 			for (i = 0; i < fb->m.data.len; i++)
-				FB_CHECK(fb, fb->m.data.ptr[i] ==
-				    pattern(got + i));
+				FB_CHECK(fb,
+				    fb->m.data.ptr[i] == pattern(got + i));
 			got += fb->m.data.len;
-			FB_CHECK(fb, fb_consumed(fb, 1,
-			    (uint32_t)fb->m.data.len) == 0);
+			FB_CHECK(fb,
+			    fb_consumed(fb, 1, (uint32_t)fb->m.data.len) == 0);
 		} else if (fb->m.type == PROTO_MSG_TRAILERS) {
 			FB_CHECK(fb, fb->m.nheaders == 1);
-			FB_CHECK(fb, str_is(&fb->m.headers[0].name,
-			    "X-Checksum"));
+			FB_CHECK(fb,
+			    str_is(&fb->m.headers[0].name, "X-Checksum"));
 			trailers = 1;
 		} else
 			// cppcheck-suppress incorrectStringBooleanError ; names the failure
@@ -569,7 +571,8 @@ Test(shim, upload_streamed)
 	/* In pieces of odd sizes, more than every window. */
 	for (i = 0; i < UP_LEN; i += n) {
 		n = UP_LEN - i < 100003 ? UP_LEN - i : 100003;
-		cr_assert_eq(egress_request_write(req, body + i, n, 0), (int)n);
+		cr_assert_eq(egress_request_write(req, body + i, n, 0),
+		    (int)n);
 	}
 	cr_assert_eq(egress_request_finish(req, &tr, 1), 0);
 	cr_expect_eq(egress_request_write(req, "x", 1, 0), EGRESS_ERR_CLOSED);
@@ -587,7 +590,7 @@ Test(shim, upload_streamed)
 
 /* ---- Streamed response body and flow control -------------------------- */
 
-#define DOWN_LEN	(5 * 1024 * 1024 + 3)
+#define DOWN_LEN (5 * 1024 * 1024 + 3)
 
 static void
 script_download(struct fb *fb)
@@ -716,7 +719,8 @@ Test(shim, window_follows_reads)
 	cr_assert_eq(egress_request_cancel(req), 0);
 	cr_expect_eq(egress_request_error(req), EGRESS_ERR_CANCELLED);
 	cr_expect_eq(egress_response_read(req, buf, 1, EGRESS_NONBLOCK) > 0 ||
-	    egress_request_error(req) == EGRESS_ERR_CANCELLED, 1);
+		egress_request_error(req) == EGRESS_ERR_CANCELLED,
+	    1);
 	fb_finish(fb);
 	egress_request_free(req);
 	egress_client_free(c);
@@ -829,7 +833,7 @@ Test(shim, total_timeout)
 
 struct dead_case {
 	char name[32];
-	int mode;		/* 0 close, 1 garbage, 2 conn ERROR, 3 none */
+	int mode; /* 0 close, 1 garbage, 2 conn ERROR, 3 none */
 	int err;
 };
 
@@ -854,8 +858,9 @@ script_dead(struct fb *fb)
 	 * wait. */
 	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_REQUEST) == 0);
 	if (dc->mode == 1)
-		FB_CHECK(fb, fb_write(fb, (const uint8_t *)
-		    "GET / HTTP/1.1\r\n\r\n", 18) == 0);
+		FB_CHECK(fb,
+		    fb_write(fb, (const uint8_t *)"GET / HTTP/1.1\r\n\r\n",
+			18) == 0);
 	else if (dc->mode == 2)
 		FB_CHECK(fb, fb_error(fb, 0, PROTO_CODE_UNAVAILABLE) == 0);
 }
@@ -955,8 +960,8 @@ Test(shim, goaway)
 
 /* ---- Several threads on one client ------------------------------------ */
 
-#define NTHREADS	8
-#define NPER		25
+#define NTHREADS 8
+#define NPER	 25
 
 /* Answer every request with its own path as the body, in order. */
 static void
@@ -977,8 +982,8 @@ script_echo(struct fb *fb)
 
 			FB_CHECK(fb, n < sizeof(path) && id < FB_STREAMS);
 			memcpy(path, fb->m.request.path.ptr, n);
-			FB_CHECK(fb, fb_response(fb, id, 200, NULL, NULL,
-			    0) == 0);
+			FB_CHECK(fb,
+			    fb_response(fb, id, 200, NULL, NULL, 0) == 0);
 			FB_CHECK(fb, fb_data(fb, id, path, n, 1) == 0);
 		}
 		done++;
@@ -1004,8 +1009,10 @@ worker_main(void *arg)
 		(void)snprintf(path, sizeof(path), "/t%d/r%d", w->id, i);
 		h = get_head(path);
 		resp = NULL;
-		if (egress_fetch(w->c, &h, NULL, 0, 100, &resp, NULL, 0) != 0 ||
-		    resp->status != 200 || strcmp((char *)resp->body, path) != 0)
+		if (egress_fetch(w->c, &h, NULL, 0, 100, &resp, NULL, 0) !=
+			0 ||
+		    resp->status != 200 ||
+		    strcmp((char *)resp->body, path) != 0)
 			w->bad++;
 		egress_response_free(resp);
 	}
@@ -1051,8 +1058,8 @@ script_step(struct fb *fb)
 			continue;
 		got += fb->m.data.len;
 		if (fb->m.data.len > 0)
-			FB_CHECK(fb, fb_consumed(fb, 1,
-			    (uint32_t)fb->m.data.len) == 0);
+			FB_CHECK(fb,
+			    fb_consumed(fb, 1, (uint32_t)fb->m.data.len) == 0);
 		if (fb->m.flags & PROTO_FLAG_END_STREAM)
 			break;
 	}
@@ -1082,8 +1089,9 @@ on_event(struct egress_request *req, unsigned int ev, void *arg)
 
 	s->seen |= ev;
 	while ((ev & EGRESS_EV_WRITABLE) && !s->finished) {
-		rv = egress_request_write(req, chunk, 300000 - s->sent <
-		    sizeof(chunk) ? 300000 - s->sent : sizeof(chunk),
+		rv = egress_request_write(req, chunk,
+		    300000 - s->sent < sizeof(chunk) ? 300000 - s->sent :
+						       sizeof(chunk),
 		    EGRESS_NONBLOCK);
 		if (rv == EGRESS_ERR_AGAIN)
 			break;
@@ -1129,8 +1137,8 @@ Test(shim, step_api)
 	 * before the head is on the wire does not fit. */
 	while (!s.end && loops++ < 100000) {
 		pfd.fd = egress_client_fd(c);
-		pfd.events = POLLIN | (egress_client_want_write(c) ? POLLOUT :
-		    0);
+		pfd.events = POLLIN |
+		    (egress_client_want_write(c) ? POLLOUT : 0);
 		pfd.revents = 0;
 		cr_assert_geq(poll(&pfd, 1, egress_client_timeout_ms(c)), 0);
 		rv = egress_client_step(c);
@@ -1161,8 +1169,8 @@ struct head_case {
 	char scheme[64];
 	char authority[64];
 	char path[64];
-	int nheaders;		/* 0..300 copies of a header */
-	int big_value;		/* one header value of 70000 bytes */
+	int nheaders;  /* 0..300 copies of a header */
+	int big_value; /* one header value of 70000 bytes */
 	int err;
 };
 
@@ -1323,8 +1331,8 @@ ParameterizedTest(struct url_case *uc, shim, url_resolve)
 {
 	char *out = NULL;
 
-	cr_assert_eq(url_resolve("http://a/b/c/d;p?q", uc->ref, &out), 0,
-	    "%s", uc->ref);
+	cr_assert_eq(url_resolve("http://a/b/c/d;p?q", uc->ref, &out), 0, "%s",
+	    uc->ref);
 	cr_expect_str_eq(out, uc->want, "ref %s", uc->ref);
 	free(out);
 }

@@ -19,7 +19,7 @@
 
 #include "policy/policy.h"
 
-#define ENTRIES	8
+#define ENTRIES 8
 
 int
 main(void)

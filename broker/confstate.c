@@ -269,9 +269,19 @@ confstate_reload(struct confstate *cs)
 		}
 	}
 	if (err != 0) {
-		/* Never keep serving the old policy. */
+		/* Never keep serving the old policy. A file that could not be
+		 * read (no descriptor, no memory) is tried again at the next
+		 * use; the event is logged once per break, not per try. */
+		int unread = err == EGRESS_ERR_IO || err == EGRESS_ERR_NOMEM;
+		int again = cs->cur == NULL && cs->broken_unread && unread;
+
 		confref_unref(cs->cur);
 		cs->cur = NULL;
+		cs->broken_unread = unread;
+		if (again) {
+			conf_errors_done(&errs);
+			return;
+		}
 		cs->failures++;
 		if (cs->broken_since_unix == 0)
 			cs->broken_since_unix = (int64_t)time(NULL);
@@ -281,6 +291,7 @@ confstate_reload(struct confstate *cs)
 		conf_errors_done(&errs);
 		return;
 	}
+	cs->broken_unread = 0;
 	conf_errors_done(&errs);
 	confref_unref(cs->cur);
 	cs->cur = r;
@@ -308,7 +319,7 @@ confstate_get_for(struct confstate *cs, const char *instance)
 	if (cs->cur != NULL) {
 		if (conf_snapshot_is_stale_for(cs->cur->snap, instance))
 			confstate_reload(cs);
-	} else if (confstate_broken_changed(cs))
+	} else if (cs->broken_unread || confstate_broken_changed(cs))
 		confstate_reload(cs);
 	return confref_ref(cs->cur);
 }

@@ -44,6 +44,9 @@ struct confstate {
 	confstate_reload_cb cb;
 	void *cb_arg;
 	/* The configuration file's identity at the failed parse. */
+	int broken_unread; /* the file could not be read at all
+					   (EMFILE, ENOMEM, ...): try again at
+					   the next use, changed or not */
 	int broken_exists;
 	dev_t broken_dev;
 	ino_t broken_ino;

@@ -3,7 +3,10 @@
  * Unit tests of broker/confstate.c: a changed file is re-read by the next
  * confstate_get(), an unchanged one is not.
  */
+#include <sys/resource.h>
+
 #include <fcntl.h>
+#include <unistd.h>
 
 #include "broker/confstate.h"
 #include "broker/log.h"
@@ -63,5 +66,39 @@ Test(confstate, edit_is_seen_by_the_next_get)
 	write_conf("permissive");
 	cr_expect_eq(gen_now(&cs), 2);
 	cr_expect_eq(cs.reloads, 1);
+	confstate_done(&cs);
+}
+
+/*
+ * A file that cannot be read at all (here: no descriptor left, as at
+ * EMFILE) serves nothing, and is read again at the next use once it can
+ * be, although it did not change; the failure counts once.
+ */
+Test(confstate, unreadable_file_is_tried_again)
+{
+	struct confstate cs;
+	struct conf_errors e = { 0 };
+	struct rlimit was, none;
+	struct confref *r;
+	int fd;
+
+	cr_assert_eq(confstate_init(&cs, ct_path("egressd.ini"), NULL, NULL,
+			 &e),
+	    0, "%s", ct_errors(&e));
+	write_conf("permissive"); /* changed: the next get re-reads it */
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &was), 0);
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	none = was;
+	none.rlim_cur = (rlim_t)fd; /* every descriptor above fd is taken */
+	(void)close(fd);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &none), 0);
+	r = confstate_get(&cs);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
+	cr_expect_null(r, "an unreadable file was served");
+	confref_unref(r);
+	cr_expect_eq(cs.failures, 1);
+	cr_expect_eq(gen_now(&cs), 2, "not read again once it could be");
+	cr_expect_eq(cs.failures, 1);
 	confstate_done(&cs);
 }

@@ -354,6 +354,18 @@ broker_mem_trim(struct broker *b, const char *instance, struct broker_mem *m,
 		event_active(b->mem_wake_ev, EV_TIMEOUT, 0);
 }
 
+#define BROKER_SHARES 4
+
+/* The broker's fair shares by index, for what is done to each alike. */
+static struct share **
+broker_share_at(struct broker *b, size_t i)
+{
+	struct share **all[BROKER_SHARES] = { &b->dns_share, &b->session_share,
+		&b->mem_share, &b->tls_share };
+
+	return all[i];
+}
+
 int
 broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 {
@@ -392,11 +404,10 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 		m[i].instance = s->instances[i].name;
 		m[i].plugin = s->instances[i].plugin;
 	}
-	if (share_configure(b->dns_share, m, s->ninstances) != 0 ||
-	    share_configure(b->session_share, m, s->ninstances) != 0 ||
-	    share_configure(b->mem_share, m, s->ninstances) != 0 ||
-	    share_configure(b->tls_share, m, s->ninstances) != 0)
-		err = EGRESS_ERR_NOMEM;
+	for (i = 0; i < BROKER_SHARES && err == 0; i++)
+		if (share_configure(*broker_share_at(b, i), m,
+			s->ninstances) != 0)
+			err = EGRESS_ERR_NOMEM;
 	free(m);
 	return err;
 }
@@ -404,6 +415,8 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 void
 broker_release(struct broker *b)
 {
+	size_t i;
+
 	pool_free(b->pool); /* gives its leases back */
 	b->pool = NULL;
 	if (b->dns != NULL) {
@@ -419,14 +432,10 @@ broker_release(struct broker *b)
 	b->tls_ca = NULL;
 	lease_table_free(b->leases);
 	b->leases = NULL;
-	share_free(b->dns_share);
-	b->dns_share = NULL;
-	share_free(b->session_share);
-	b->session_share = NULL;
-	share_free(b->mem_share);
-	b->mem_share = NULL;
-	share_free(b->tls_share);
-	b->tls_share = NULL;
+	for (i = 0; i < BROKER_SHARES; i++) {
+		share_free(*broker_share_at(b, i));
+		*broker_share_at(b, i) = NULL;
+	}
 	if (b->mem_wake_ev != NULL)
 		event_free(b->mem_wake_ev);
 	b->mem_wake_ev = NULL;

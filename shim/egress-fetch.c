@@ -396,7 +396,7 @@ write_all(int fd, const void *p, size_t n)
 	}
 }
 
-/* The reason phrase of a status (RFC 9110 section 15); the broker relays
+/* The reason phrase of a status (RFC 9110, 15); the broker relays
  * the status code only, so the phrase is the standard one. */
 static const char *
 reason_phrase(int status)

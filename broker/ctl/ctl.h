@@ -18,8 +18,10 @@
 #define CTL_EXIT_USAGE	2
 #define CTL_EXIT_CONFIG 3
 #define CTL_EXIT_SYSTEM 4
+struct json_t;
+
 /* The status of a failure that is neither usage nor configuration. */
-#define CTL_EXIT_ERROR	CTL_EXIT_SYSTEM
+#define CTL_EXIT_ERROR CTL_EXIT_SYSTEM
 
 struct conf_snapshot;
 
@@ -80,5 +82,9 @@ void ctl_bad_subcommand(const char *cmd, int argc, char **argv);
  * reason in reterr_msg (of size errn). */
 const char *ctl_key_fingerprint(const char *path, char *buf, size_t n,
     char *reterr_msg, size_t errn);
+
+/* Print v as indented JSON and a newline on stdout. Return 0, or -1 when
+ * it could not be formatted (out of memory; nothing printed). */
+int ctl_print_json(const struct json_t *v);
 
 #endif

@@ -636,13 +636,9 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 	    nr.dns_ok && nr.nundeclared > 0)
 		add(&f, NULL, "nat64", "nat64_prefixes", nr.warning,
 		    nr.suggestion);
-	if (f.json) {
-		char *out = json_dumps(f.items, JSON_INDENT(2));
-
-		if (out != NULL)
-			printf("%s\n", out);
-		free(out);
-	} else if (f.n == 0)
+	if (f.json)
+		(void)ctl_print_json(f.items);
+	else if (f.n == 0)
 		printf("nothing to act on\n");
 	rc = f.n == 0 ? CTL_EXIT_OK : CTL_EXIT_NO;
 out:

@@ -302,14 +302,8 @@ cmd_trust_list(struct ctl_ctx *ctx, int argc, char **argv)
 			    rel ? rel : s->trusted_keys[i], err);
 		free(rel);
 	}
-	if (json) {
-		char *out = json_dumps(arr, JSON_INDENT(2));
-
-		if (out == NULL)
-			goto out;
-		printf("%s\n", out);
-		free(out);
-	}
+	if (json && ctl_print_json(arr) != 0)
+		goto out;
 	rc = CTL_EXIT_OK;
 out:
 	json_decref(arr);

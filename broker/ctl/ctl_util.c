@@ -9,7 +9,10 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "broker/ctl/ctl.h"
 #include "conf/conf.h"
@@ -82,4 +85,16 @@ ctl_bad_subcommand(const char *cmd, int argc, char **argv)
 	else
 		fprintf(stderr, "egressctl: %s: unknown subcommand '%s'\n",
 		    cmd, argv[1]);
+}
+
+int
+ctl_print_json(const struct json_t *v)
+{
+	char *out = json_dumps(v, JSON_INDENT(2));
+
+	if (out == NULL)
+		return -1;
+	printf("%s\n", out);
+	free(out);
+	return 0;
 }

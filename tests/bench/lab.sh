@@ -11,6 +11,10 @@
 #
 # After lab_init: $T is the folder; lab_* functions set NGINX_PID,
 # EGRESSD_PID, SQUID_PID, TINYPROXY_PID and the ports below.
+# LAB_PROXY_WRAP (an array, empty by default) is put in front of squid and
+# tinyproxy, as EGRESS_WRAP_CMD is in front of egressd (scripts/bench runs
+# them under callgrind to count instructions).
+LAB_PROXY_WRAP=()
 
 LAB_PIDS=()
 # EGRESS_WRAP (the meson test setup "valgrind") puts a wrapper in front of
@@ -57,7 +61,7 @@ print(*[s.getsockname()[1] for s in ss])')
 # lab_wait_port PORT: wait until something accepts on 127.0.0.1:PORT.
 lab_wait_port()
 {
-	for _ in $(seq 100); do
+	for _ in $(seq "$(egress_wait 100)"); do
 		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
 		sleep 0.1
 	done
@@ -213,7 +217,8 @@ http_access deny !upstream_ports
 http_access allow all
 EOF
 	chown -R proxy:proxy "$T/squid" 2>/dev/null || true
-	squid -N -f "$T/squid/squid.conf" >"$T/squid/out.log" 2>&1 &
+	"${LAB_PROXY_WRAP[@]}" squid -N -f "$T/squid/squid.conf" \
+	    >"$T/squid/out.log" 2>&1 &
 	SQUID_PID=$!
 	LAB_PIDS+=("$SQUID_PID")
 	lab_wait_port "$SQUID_PORT"
@@ -239,7 +244,7 @@ FilterDefaultDeny Yes
 ConnectPort $HTTPS_PORT
 ConnectPort $CLOSE_PORT
 EOF
-	tinyproxy -d -c "$T/tinyproxy/tinyproxy.conf" \
+	"${LAB_PROXY_WRAP[@]}" tinyproxy -d -c "$T/tinyproxy/tinyproxy.conf" \
 	    >"$T/tinyproxy/out.log" 2>&1 &
 	TINYPROXY_PID=$!
 	LAB_PIDS+=("$TINYPROXY_PID")

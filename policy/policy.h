@@ -181,6 +181,13 @@ int policy_authority_parse(const char *s, size_t len, uint16_t default_port,
  */
 int policy_host_is_local_name(const struct policy_host *host);
 
+/*
+ * Answer whether a name is loopback by nature (RFC 6761): "localhost" or
+ * any name under it. IP literals are not (they are classified as
+ * addresses). Return 1 or 0.
+ */
+int policy_host_is_loopback_name(const struct policy_host *host);
+
 /* ---- Grant sets ------------------------------------------------------- */
 
 /*

@@ -53,15 +53,13 @@ verdict_set(struct policy_verdict *ret, enum policy_reason reason)
 	ret->naddrs = 0;
 }
 
-/* Answer whether h is "localhost" or a name under it (RFC 6761: loopback
- * by nature). */
-static int
-host_is_localhost(const struct policy_host *h)
+int
+policy_host_is_loopback_name(const struct policy_host *h)
 {
 	static const char lh[] = "localhost";
 	size_t n, m = sizeof(lh) - 1;
 
-	if (h->kind != POLICY_HOST_NAME)
+	if (h == NULL || h->kind != POLICY_HOST_NAME)
 		return 0;
 	n = strnlen(h->name, sizeof(h->name));
 	return (n == m && memcmp(h->name, lh, m) == 0) ||
@@ -83,7 +81,7 @@ check_local_name(const struct policy_instance *inst,
 	if (!policy_host_is_local_name(h))
 		return POLICY_REASON_ALLOW;
 	lo = policy_grant_matches(inst->allow_loopback, h);
-	if (host_is_localhost(h))
+	if (policy_host_is_loopback_name(h))
 		return lo ? POLICY_REASON_ALLOW :
 			    POLICY_REASON_LOOPBACK_ADDRESS;
 	if (!lo && !policy_grant_matches(inst->allow_private, h))

@@ -345,14 +345,17 @@ check_cmd(const char *c, const char *qinst, const struct denial *d)
 	return fmt("%s check %s %s", c, qinst, ctl_shq(u, q, sizeof(q)));
 }
 
-/* The class bits of an IP-literal host, 0 for a name. */
+/* The class bits of an entry's host: an IP literal's class, loopback for
+ * a name loopback by nature (localhost), 0 for any other name. */
 static unsigned
-literal_class(const struct conf_snapshot *s, const char *host)
+entry_class(const struct conf_snapshot *s, const struct policy_entry *en)
 {
 	struct policy_classify_ctx cc = { &s->nat64, NULL, 0 };
 	struct policy_addr a;
 
-	if (policy_addr_parse(host, &a) != 0)
+	if (policy_host_is_loopback_name(&en->host))
+		return POLICY_CLASS_LOOPBACK;
+	if (policy_addr_parse(en->host.name, &a) != 0)
 		return 0;
 	return policy_addr_classify(&cc, &a);
 }
@@ -403,8 +406,8 @@ advise_carve(const char *c, const char *q, const char *h, int loopback,
  * is a note, and nothing is proposed that the address rules would refuse
  * whatever the grant (metadata, reserved); what would be needed instead
  * is said (the carve-out of the address's class, DNS for a name). A
- * private-address denial of a loopback literal (logged before loopback
- * was its own class) is advised as loopback.
+ * private-address denial of a loopback literal or a localhost name
+ * (logged before loopback was its own class) is advised as loopback.
  */
 static void
 diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
@@ -423,7 +426,7 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 
 	entry_ok = policy_entry_parse(d->host, strlen(d->host),
 		       conf_psl_is_public_suffix, NULL, &en, &pe) == 0;
-	cls = entry_ok ? literal_class(s, d->host) : 0;
+	cls = entry_ok ? entry_class(s, &en) : 0;
 	ctl_shq(d->instance, q, sizeof(q));
 	ctl_shq(d->host, h, sizeof(h));
 	if (ci != NULL && entry_ok) {
@@ -460,10 +463,9 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "mixed-zones") == 0) {
 		why =
-		    "the name resolved to public and non-public (private or "
-		    "loopback) addresses at once: refused whatever the grant; "
-		    "fix the name's DNS (replay the verdict with the command "
-		    "below)";
+		    "the name resolved to public and non-public addresses "
+		    "at once: refused whatever the grant; fix the name's DNS "
+		    "(replay the verdict with the command below)";
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "unresolvable") == 0) {
 		why = "the name did not resolve (DNS failure or no address), "

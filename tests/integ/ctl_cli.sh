@@ -154,7 +154,7 @@ fi
 diff -u "$data/golden/diagnose-log.out" <(printf '%s\n' "$got") >"$work/diff" && ok ||
     { bad "diagnose --log differs from golden/diagnose-log.out"; sed 's/^/  | /' "$work/diff"; }
 # Never a grant the address rules would refuse, never one already there.
-if grep -E 'plugin grant localdev (169\.254\.169\.254|192\.0\.2\.1|api\.example\.com)$|--private 127\.0\.0\.1' <<<"$out"; then
+if grep -E 'plugin grant localdev (169\.254\.169\.254|192\.0\.2\.1|api\.example\.com)$|--private (127\.0\.0\.1|localhost|dev\.localhost)$' <<<"$out"; then
 	bad "diagnose proposed a useless grant"
 else
 	ok

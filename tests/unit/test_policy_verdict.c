@@ -664,3 +664,37 @@ Test(verdict, empty_instance)
 	cr_assert_eq(policy_check_destination(&inst, H, &d, &v), 0);
 	cr_expect_eq(v.reason, R_NOTGRANTED);
 }
+
+struct lo_name_case {
+	char host[64];
+	int want;
+};
+
+/* localhost and names under it are loopback by nature; nothing else is. */
+ParameterizedTestParameters(verdict, loopback_name)
+{
+	static struct lo_name_case cases[] = {
+		{ "localhost", 1 },
+		{ "LOCALHOST.", 1 },
+		{ "x.localhost", 1 },
+		{ "a.b.localhost", 1 },
+		{ "xlocalhost", 0 },
+		{ "localhost.example.com", 0 },
+		{ "local", 0 },
+		{ "db.internal", 0 },
+		{ "127.0.0.1", 0 },
+		{ "[::1]", 0 },
+	};
+
+	return cr_make_param_array(struct lo_name_case, cases, NELEM(cases));
+}
+
+ParameterizedTest(struct lo_name_case *c, verdict, loopback_name)
+{
+	struct policy_dest d;
+
+	dest_of(c->host, &d);
+	cr_expect_eq(policy_host_is_loopback_name(&d.host), c->want, "%s",
+	    c->host);
+	cr_expect_eq(policy_host_is_loopback_name(NULL), 0);
+}

@@ -361,7 +361,8 @@ cmd_grants(const struct control_ops *ops, void *b, const char *name,
 {
 	const struct conf_instance *ci;
 	const struct policy_instance *pi;
-	struct policy_grant *eff = NULL, *carve = NULL, *empty = NULL;
+	struct policy_grant *eff = NULL, *carve = NULL, *carve_lo = NULL;
+	struct policy_grant *empty = NULL;
 	json_t *o;
 	int rc = 0;
 
@@ -376,22 +377,28 @@ cmd_grants(const struct control_ops *ops, void *b, const char *name,
 		eff = grant_intersect(pi->hosts, pi->hosts);
 	else
 		eff = grant_intersect(pi->hosts, pi->declared);
-	if (eff != NULL)
+	if (eff != NULL) {
 		carve = grant_intersect(pi->allow_private, eff);
-	if (eff == NULL || carve == NULL) {
+		carve_lo = grant_intersect(pi->allow_loopback, eff);
+	}
+	if (eff == NULL || carve == NULL || carve_lo == NULL) {
 		policy_grant_free(eff);
+		policy_grant_free(carve);
+		policy_grant_free(carve_lo);
 		policy_grant_free(empty);
 		return EGRESS_ERR_NOMEM;
 	}
 	o = json_pack("{s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:o, "
-		      "s:o, s:o}",
+		      "s:o, s:o, s:o, s:o}",
 	    "instance", js(ci->name), "plugin", js(ci->plugin), "manifest_ok",
 	    pi->manifest_ok != 0, "operator_defined",
 	    pi->operator_defined != 0, "permissions",
 	    perm_array(pi->permissions), "effective", grant_array(eff),
-	    "allow_private_effective", grant_array(carve), "egress_hosts",
+	    "allow_private_effective", grant_array(carve),
+	    "allow_loopback_effective", grant_array(carve_lo), "egress_hosts",
 	    grant_array(pi->hosts), "egress_allow_private",
-	    grant_array(pi->allow_private), "declared",
+	    grant_array(pi->allow_private), "egress_allow_loopback",
+	    grant_array(pi->allow_loopback), "declared",
 	    grant_array(pi->declared), "granted_not_effective",
 	    grant_outside(pi->hosts, eff), "declared_not_granted",
 	    pi->declared != NULL && !pi->operator_defined ?
@@ -399,6 +406,7 @@ cmd_grants(const struct control_ops *ops, void *b, const char *name,
 		grant_array(empty));
 	policy_grant_free(eff);
 	policy_grant_free(carve);
+	policy_grant_free(carve_lo);
 	policy_grant_free(empty);
 	return reply_json(o, -1, fn, arg);
 }

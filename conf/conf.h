@@ -137,8 +137,9 @@ struct conf_instance {
 	char *manifest_path;	      /* resolved against the config folder */
 	unsigned granted_permissions; /* the entry's permissions */
 	struct policy_grant *hosts;   /* egress_hosts (never NULL) */
-	struct policy_grant *allow_private; /* egress_allow_private */
-	char *socket_owner;		    /* NULL when unset */
+	struct policy_grant *allow_private;  /* egress_allow_private */
+	struct policy_grant *allow_loopback; /* egress_allow_loopback */
+	char *socket_owner;		     /* NULL when unset */
 	char *socket_group;
 	int line; /* of the section header */
 	/* The manifest, or NULL when refused; then manifest_error says why

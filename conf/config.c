@@ -99,6 +99,7 @@ static const struct conf_keydef entry_keys[] = {
 	{ "permissions", 1 },
 	{ "egress_hosts", 1 },
 	{ "egress_allow_private", 1 },
+	{ "egress_allow_loopback", 1 },
 	{ "socket_owner", 0 },
 	{ "socket_group", 0 },
 	{ NULL, 0 },
@@ -736,12 +737,12 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	get_metrics_listen(cp, s);
 }
 
-/* Every egress_allow_private item must be covered by egress_hosts. */
+/* Every item of the carve-out key must be covered by egress_hosts. */
 static void
 check_carve_outs(struct cfg_parse *cp, const struct conf_sec *sec,
-    const struct conf_instance *ci)
+    const struct conf_instance *ci, const char *key)
 {
-	const struct conf_val *v = conf_sec_cval(sec, "egress_allow_private");
+	const struct conf_val *v = conf_sec_cval(sec, key);
 	struct policy_entry e;
 	struct policy_err err;
 	size_t i;
@@ -755,11 +756,11 @@ check_carve_outs(struct cfg_parse *cp, const struct conf_sec *sec,
 		if (policy_grant_covers(ci->hosts, &e))
 			continue;
 		conf_errors_addf(cp->errs,
-		    "%s:%d: [%s] egress_allow_private: "
+		    "%s:%d: [%s] %s: "
 		    "'%s' is not covered by egress_hosts; a carve-out only "
 		    "relaxes the address class of a granted host, so add "
 		    "'%s' to egress_hosts or remove it here",
-		    cp->path, v->list.v[i].line, sec->name, item, item);
+		    cp->path, v->list.v[i].line, sec->name, key, item, item);
 	}
 }
 
@@ -819,7 +820,14 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 		cp->nomem = 1;
 	ok_private = r == 0;
 	if (ok_hosts && ok_private)
-		check_carve_outs(cp, sec, ci);
+		check_carve_outs(cp, sec, ci, "egress_allow_private");
+	v = conf_sec_cval(sec, "egress_allow_loopback");
+	r = conf_grant_parse(cp->path, sec->name, "egress_allow_loopback",
+	    &v->list, &ci->allow_loopback, cp->errs);
+	if (r == EGRESS_ERR_NOMEM)
+		cp->nomem = 1;
+	if (ok_hosts && r == 0)
+		check_carve_outs(cp, sec, ci, "egress_allow_loopback");
 
 	v = conf_sec_cval(sec, "socket_owner");
 	if (v->str != NULL && !conf_owner_is_valid(v->str))
@@ -947,6 +955,7 @@ set_policy_view(struct conf_instance *ci)
 	p->name = ci->name;
 	p->hosts = ci->hosts;
 	p->allow_private = ci->allow_private;
+	p->allow_loopback = ci->allow_loopback;
 	if (ci->manifest == NULL) {
 		/* Refused: nothing but the refusal is consulted, and even
 		 * so there is no permission and no declaration. */
@@ -1213,6 +1222,7 @@ instance_done(struct conf_instance *ci)
 	free(ci->manifest_path);
 	policy_grant_free(ci->hosts);
 	policy_grant_free(ci->allow_private);
+	policy_grant_free(ci->allow_loopback);
 	free(ci->socket_owner);
 	free(ci->socket_group);
 	conf_manifest_free(ci->manifest);

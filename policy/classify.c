@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * Address classification. Every address falls in one class (public,
- * private, reserved, metadata) by the tables below; an address that embeds
- * an IPv4 address (IPv4-mapped, IPv4-compatible, 6to4, Teredo) is checked
- * for the metadata addresses first, and a NAT64 address is classified by
- * every IPv4 address it translates to (nat64.c), so its mask may hold
- * several classes. The verdict (verdict.c) turns masks into reasons. Sits
- * above both addr.c and nat64.c, which do not depend on it.
+ * private, loopback, reserved, metadata) by the tables below; this host's
+ * own addresses are loopback unless they are reserved or metadata. An
+ * address that embeds an IPv4 address (IPv4-mapped, IPv4-compatible,
+ * 6to4, Teredo) is checked for the metadata addresses first, and a NAT64
+ * address is classified by every IPv4 address it translates to (nat64.c),
+ * so its mask may hold several classes. The verdict (verdict.c) turns
+ * masks into reasons. Sits above both addr.c and nat64.c, which do not
+ * depend on it.
  */
 #include <string.h>
 
@@ -41,10 +43,11 @@ static const struct v4_range v4_reserved[] = {
 	{ V4(240, 0, 0, 0), 4 }, /* includes 255.255.255.255 */
 };
 
+static const struct v4_range v4_loopback = { V4(127, 0, 0, 0), 8 };
+
 static const struct v4_range v4_private[] = {
 	{ V4(10, 0, 0, 0), 8 },
 	{ V4(100, 64, 0, 0), 10 },
-	{ V4(127, 0, 0, 0), 8 },
 	{ V4(172, 16, 0, 0), 12 },
 	{ V4(192, 168, 0, 0), 16 },
 };
@@ -190,9 +193,9 @@ classify_v4(const struct policy_classify_ctx *ctx, const uint8_t b[4])
 		return POLICY_CLASS_METADATA;
 	if (v4_in(v4_reserved, NELEM(v4_reserved), b))
 		return POLICY_CLASS_RESERVED;
+	if (v4_in(&v4_loopback, 1, b) || v4_is_local(ctx, b))
+		return POLICY_CLASS_LOOPBACK;
 	if (v4_in(v4_private, NELEM(v4_private), b))
-		return POLICY_CLASS_PRIVATE;
-	if (v4_is_local(ctx, b))
 		return POLICY_CLASS_PRIVATE;
 	return POLICY_CLASS_PUBLIC;
 }
@@ -215,7 +218,7 @@ classify_v6_plain(const struct policy_classify_ctx *ctx, const uint8_t b[16])
 	if (memcmp(b, v6_unspecified, 16) == 0)
 		return POLICY_CLASS_RESERVED;
 	if (memcmp(b, v6_loopback, 16) == 0)
-		return POLICY_CLASS_PRIVATE;
+		return POLICY_CLASS_LOOPBACK;
 	if (v6_match(&v6_mapped, b))
 		return classify_v4(ctx, b + 12);
 	if (v6_match(&v6_compat, b))
@@ -238,11 +241,12 @@ classify_v6_plain(const struct policy_classify_ctx *ctx, const uint8_t b[16])
 	    !v6_in(v6_2001_global, NELEM(v6_2001_global), b))
 		return POLICY_CLASS_RESERVED;
 	if (v6_in(v6_private, NELEM(v6_private), b))
-		return POLICY_CLASS_PRIVATE;
+		return v6_is_local(ctx, b) ? POLICY_CLASS_LOOPBACK :
+					     POLICY_CLASS_PRIVATE;
 	if (!v6_match(&v6_global, b))
 		return POLICY_CLASS_RESERVED;
 	if (v6_is_local(ctx, b))
-		return POLICY_CLASS_PRIVATE;
+		return POLICY_CLASS_LOOPBACK;
 	return POLICY_CLASS_PUBLIC;
 }
 
@@ -279,7 +283,7 @@ policy_addr_classify(const struct policy_classify_ctx *ctx,
 		mask |= classify_v4(ctx, addr->bytes + 12);
 	if (memcmp(addr->bytes, v6_loopback, 16) == 0 ||
 	    v6_is_local(ctx, addr->bytes))
-		mask |= POLICY_CLASS_PRIVATE;
+		mask |= POLICY_CLASS_LOOPBACK;
 	if (classify_v6_plain(ctx, addr->bytes) == POLICY_CLASS_METADATA)
 		mask |= POLICY_CLASS_METADATA;
 	return mask;

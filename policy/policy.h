@@ -181,6 +181,13 @@ int policy_authority_parse(const char *s, size_t len, uint16_t default_port,
  */
 int policy_host_is_local_name(const struct policy_host *host);
 
+/*
+ * Answer whether a name is loopback by nature (RFC 6761): "localhost" or
+ * any name under it. IP literals are not (they are classified as
+ * addresses). Return 1 or 0.
+ */
+int policy_host_is_loopback_name(const struct policy_host *host);
+
 /* ---- Grant sets ------------------------------------------------------- */
 
 /*
@@ -239,6 +246,8 @@ struct policy_addr {
 #define POLICY_CLASS_PRIVATE  (1u << 1)
 #define POLICY_CLASS_RESERVED (1u << 2)
 #define POLICY_CLASS_METADATA (1u << 3)
+/* 127.0.0.0/8, ::1 and this host's own addresses (policy_classify_ctx). */
+#define POLICY_CLASS_LOOPBACK (1u << 4)
 
 struct policy_nat64_prefix {
 	uint8_t prefix[16];
@@ -261,7 +270,7 @@ int policy_nat64_parse_list(const char *const *items, size_t n,
     struct policy_nat64_list *ret_list, struct policy_err *reterr);
 
 /* Inputs to classification; all borrowed. local lists this host's own
- * interface addresses (treated as private). Either may be empty/NULL. */
+ * interface addresses (in the loopback class). Either may be empty/NULL. */
 struct policy_classify_ctx {
 	const struct policy_nat64_list *nat64;
 	const struct policy_addr *local;
@@ -301,6 +310,7 @@ enum policy_reason {
 	POLICY_REASON_METADATA = 9,
 	POLICY_REASON_RESERVED_ADDRESS = 10,
 	POLICY_REASON_MIXED_ZONES = 11,
+	POLICY_REASON_LOOPBACK_ADDRESS = 12,
 };
 
 /* Return the stable string of a reason ("allow", "not-granted", ...). */
@@ -311,7 +321,10 @@ const char *policy_reason_str(enum policy_reason r);
  * manifest_ok is 0 when the manifest was refused (then nothing else is
  * consulted). permissions is the effective set: requested by the manifest
  * and granted by the entry. declared is the manifest's [egress] hosts;
- * operator_defined makes the grant alone govern.
+ * operator_defined makes the grant alone govern. allow_private re-opens
+ * the private class for the hosts it matches, allow_loopback the loopback
+ * class (loopback and this host's own addresses); neither re-opens the
+ * other's class, and both only relax a host that hosts already grants.
  */
 struct policy_instance {
 	const char *name;
@@ -321,6 +334,7 @@ struct policy_instance {
 	const struct policy_grant *allow_private;
 	const struct policy_grant *declared;
 	int operator_defined;
+	const struct policy_grant *allow_loopback; /* NULL: none */
 };
 
 struct policy_verdict {

@@ -3,7 +3,9 @@
  * The verdict: may this instance reach that destination. Checks run in the
  * documented order and the first failure wins (docs/policy.md): instance,
  * manifest, permission, grant, declaration, local-by-nature names, then
- * over the resolved answers metadata, reserved, private and mixed zones.
+ * over the resolved answers metadata, reserved, loopback, private and
+ * mixed zones. Loopback (with this host's own addresses) and private are
+ * separate classes, each re-opened only by its own carve-out.
  * A deny is not an error: both entry points return 0 with the reason in
  * the verdict, and fail only on arguments that break the contract.
  */
@@ -24,6 +26,7 @@ static const char *const reason_names[] = {
 	[POLICY_REASON_METADATA] = "metadata",
 	[POLICY_REASON_RESERVED_ADDRESS] = "reserved-address",
 	[POLICY_REASON_MIXED_ZONES] = "mixed-zones",
+	[POLICY_REASON_LOOPBACK_ADDRESS] = "loopback-address",
 };
 
 const char *
@@ -50,6 +53,42 @@ verdict_set(struct policy_verdict *ret, enum policy_reason reason)
 	ret->naddrs = 0;
 }
 
+int
+policy_host_is_loopback_name(const struct policy_host *h)
+{
+	static const char lh[] = "localhost";
+	size_t n, m = sizeof(lh) - 1;
+
+	if (h == NULL || h->kind != POLICY_HOST_NAME)
+		return 0;
+	n = strnlen(h->name, sizeof(h->name));
+	return (n == m && memcmp(h->name, lh, m) == 0) ||
+	    (n > m && h->name[n - m - 1] == '.' &&
+		memcmp(h->name + n - m, lh, m) == 0);
+}
+
+/*
+ * Step 6: a name local by nature needs a carve-out before any lookup:
+ * localhost names the loopback one, the others either (their answers
+ * are then checked class by class).
+ */
+static enum policy_reason
+check_local_name(const struct policy_instance *inst,
+    const struct policy_host *h)
+{
+	int lo;
+
+	if (!policy_host_is_local_name(h))
+		return POLICY_REASON_ALLOW;
+	lo = policy_grant_matches(inst->allow_loopback, h);
+	if (policy_host_is_loopback_name(h))
+		return lo ? POLICY_REASON_ALLOW :
+			    POLICY_REASON_LOOPBACK_ADDRESS;
+	if (!lo && !policy_grant_matches(inst->allow_private, h))
+		return POLICY_REASON_PRIVATE_ADDRESS;
+	return POLICY_REASON_ALLOW;
+}
+
 /*
  * The transport-independent steps 2, 2b, 4, 5 and 6. Return the first
  * failing reason, or POLICY_REASON_ALLOW.
@@ -68,10 +107,7 @@ check_host(const struct policy_instance *inst, const struct policy_host *h)
 	if (!inst->operator_defined &&
 	    !policy_grant_matches(inst->declared, h))
 		return POLICY_REASON_NOT_DECLARED;
-	if (policy_host_is_local_name(h) &&
-	    !policy_grant_matches(inst->allow_private, h))
-		return POLICY_REASON_PRIVATE_ADDRESS;
-	return POLICY_REASON_ALLOW;
+	return check_local_name(inst, h);
 }
 
 int
@@ -133,7 +169,7 @@ policy_check_answers(const struct policy_instance *inst,
 	enum policy_reason reason;
 	unsigned mask = 0;
 	size_t i, j;
-	int carved, local_name;
+	int carved, carved_lo, local_name;
 
 	if (dest == NULL || ret == NULL || !host_is_valid(&dest->host) ||
 	    (answers == NULL && n > 0))
@@ -165,17 +201,25 @@ policy_check_answers(const struct policy_instance *inst,
 		mask |= policy_addr_classify(ctx, &answers[i]);
 
 	carved = policy_grant_matches(inst->allow_private, h);
+	carved_lo = policy_grant_matches(inst->allow_loopback, h);
 	local_name = policy_host_is_local_name(h);
+	/* Each non-public class needs its own carve-out; public answers
+	 * beside any non-public one (or for a local name) are mixed. */
 	if (mask & POLICY_CLASS_METADATA)
 		reason = POLICY_REASON_METADATA;
 	else if (mask & POLICY_CLASS_RESERVED)
 		reason = POLICY_REASON_RESERVED_ADDRESS;
+	else if (!carved_lo && (mask & POLICY_CLASS_LOOPBACK))
+		reason = POLICY_REASON_LOOPBACK_ADDRESS;
 	else if (!carved && (mask & POLICY_CLASS_PRIVATE))
 		reason = POLICY_REASON_PRIVATE_ADDRESS;
-	else if (carved && (mask & POLICY_CLASS_PUBLIC) &&
-	    ((mask & POLICY_CLASS_PRIVATE) || local_name))
+	else if ((carved || carved_lo) && (mask & POLICY_CLASS_PUBLIC) &&
+	    ((mask & (POLICY_CLASS_PRIVATE | POLICY_CLASS_LOOPBACK)) ||
+		local_name))
 		reason = POLICY_REASON_MIXED_ZONES;
-	else if ((mask & ~(POLICY_CLASS_PUBLIC | POLICY_CLASS_PRIVATE)) != 0 ||
+	else if ((mask &
+		     ~(POLICY_CLASS_PUBLIC | POLICY_CLASS_PRIVATE |
+			 POLICY_CLASS_LOOPBACK)) != 0 ||
 	    mask == 0)
 		reason = POLICY_REASON_RESERVED_ADDRESS; /* unknown bit */
 	else

@@ -40,6 +40,10 @@ int ctl_manifest_main(struct ctl_ctx *ctx, int argc, char **argv);
  * grant ceremony; every edit is locked, validated and atomic. */
 int ctl_plugin_main(struct ctl_ctx *ctx, int argc, char **argv);
 
+/* `egressctl plugin list [--json]` once its arguments are checked: print
+ * every instance of the configuration. Return a CTL_EXIT_* code. */
+int ctl_plugin_list(struct ctl_ctx *ctx, int json);
+
 /* `egressctl diagnose`: what an operator has to act on; 1 if anything. */
 int ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv);
 

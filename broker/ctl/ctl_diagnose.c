@@ -345,16 +345,59 @@ check_cmd(const char *c, const char *qinst, const struct denial *d)
 	return fmt("%s check %s %s", c, qinst, ctl_shq(u, q, sizeof(q)));
 }
 
-/* The class bits of an IP-literal host, 0 for a name. */
+/* The class bits of an entry's host: an IP literal's class, loopback for
+ * a name loopback by nature (localhost), 0 for any other name. */
 static unsigned
-literal_class(const struct conf_snapshot *s, const char *host)
+entry_class(const struct conf_snapshot *s, const struct policy_entry *en)
 {
 	struct policy_classify_ctx cc = { &s->nat64, NULL, 0 };
 	struct policy_addr a;
 
-	if (policy_addr_parse(host, &a) != 0)
+	if (policy_host_is_loopback_name(&en->host))
+		return POLICY_CLASS_LOOPBACK;
+	if (policy_addr_parse(en->host.name, &a) != 0)
 		return 0;
 	return policy_addr_classify(&cc, &a);
+}
+
+/*
+ * The advice for a host whose addresses need a carve-out: loopback (with
+ * this host's own addresses) or private, each its own. A note when the
+ * file carves it out now; else the carve-out, with the grant first when
+ * the host is not granted, since a carve-out only relaxes a grant.
+ */
+static void
+advise_carve(const char *c, const char *q, const char *h, int loopback,
+    int granted, int carved, const char **kind, const char **why, char **cmd)
+{
+	const char *opt = loopback ? "--loopback" : "--private";
+
+	if (carved) {
+		*kind = "note";
+		*why = loopback ? "carved out now (egress_allow_loopback)" :
+				  "carved out now (egress_allow_private)";
+		return;
+	}
+	if (loopback)
+		*why = granted ?
+		    "resolves to loopback or to this host's own address: "
+		    "carve it out (egress_allow_loopback) only if it is meant "
+		    "to reach a service on this very host" :
+		    "loopback or this host's own address, not granted: it "
+		    "needs the grant and a loopback carve-out "
+		    "(egress_allow_loopback), only if it is meant to reach a "
+		    "service on this very host";
+	else
+		*why = granted ?
+		    "resolves to a private address: carve it out "
+		    "only if it is meant to be on your network" :
+		    "a private address: it needs the grant and a "
+		    "carve-out (egress_allow_private), only if it "
+		    "is meant to be on your network";
+	*cmd = granted ?
+	    fmt("%s plugin grant %s %s %s", c, q, opt, h) :
+	    fmt("%s plugin grant %s %s && %s plugin grant %s %s %s", c, q, h,
+		c, q, opt, h);
 }
 
 /*
@@ -362,7 +405,9 @@ literal_class(const struct conf_snapshot *s, const char *host)
  * against the configuration as it is now: a grant the file already holds
  * is a note, and nothing is proposed that the address rules would refuse
  * whatever the grant (metadata, reserved); what would be needed instead
- * is said (a carve-out for a private address, DNS for a name).
+ * is said (the carve-out of the address's class, DNS for a name). A
+ * private-address denial of a loopback literal or a localhost name
+ * (logged before loopback was its own class) is advised as loopback.
  */
 static void
 diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
@@ -375,17 +420,19 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 	struct policy_err pe;
 	char q[600], h[600], *msg, *cmd = NULL, *dir;
 	unsigned cls;
-	int entry_ok, granted = 0, carved = 0, declared = 1;
+	int entry_ok, granted = 0, carved = 0, carved_lo = 0, declared = 1;
+	int lo;
 	const char *r = d->reason;
 
 	entry_ok = policy_entry_parse(d->host, strlen(d->host),
 		       conf_psl_is_public_suffix, NULL, &en, &pe) == 0;
-	cls = entry_ok ? literal_class(s, d->host) : 0;
+	cls = entry_ok ? entry_class(s, &en) : 0;
 	ctl_shq(d->instance, q, sizeof(q));
 	ctl_shq(d->host, h, sizeof(h));
 	if (ci != NULL && entry_ok) {
 		granted = policy_grant_covers(ci->hosts, &en);
 		carved = policy_grant_covers(ci->allow_private, &en);
+		carved_lo = policy_grant_covers(ci->allow_loopback, &en);
 		declared = m == NULL || m->operator_defined ||
 		    policy_grant_covers(m->hosts, &en);
 	}
@@ -415,9 +462,10 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 		    "the verdict with the command below)";
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "mixed-zones") == 0) {
-		why = "the name resolved to public and private addresses at "
-		      "once: refused whatever the grant; fix the name's DNS "
-		      "(replay the verdict with the command below)";
+		why =
+		    "the name resolved to public and non-public addresses "
+		    "at once: refused whatever the grant; fix the name's DNS "
+		    "(replay the verdict with the command below)";
 		cmd = check_cmd(c, q, d);
 	} else if (strcmp(r, "unresolvable") == 0) {
 		why = "the name did not resolve (DNS failure or no address), "
@@ -465,7 +513,10 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 			cmd = fmt("%s plugin grant %s --permission %s", c, q,
 			    pn);
 	} else if (strcmp(r, "not-granted") == 0 && entry_ok) {
-		if (granted && (!(cls & POLICY_CLASS_PRIVATE) || carved)) {
+		lo = (cls & POLICY_CLASS_LOOPBACK) != 0;
+		if (granted &&
+		    (!(cls & (POLICY_CLASS_PRIVATE | POLICY_CLASS_LOOPBACK)) ||
+			(lo ? carved_lo : carved))) {
 			kind = "note";
 			why = "granted now (the file changed after these "
 			      "denials): nothing to do";
@@ -474,17 +525,11 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 			      "either: a grant alone will not help; only a "
 			      "version that declares it can reach it";
 			cmd = fmt("%s plugin upgrade PKG", c);
-		} else if (cls & POLICY_CLASS_PRIVATE) {
-			why =
-			    "a private address: it needs the grant and a "
-			    "carve-out (egress_allow_private), only if it is "
-			    "meant to be on your network";
-			cmd = granted ?
-			    fmt("%s plugin grant %s --private %s", c, q, h) :
-			    fmt("%s plugin grant %s %s && %s plugin "
-				"grant %s --private %s",
-				c, q, h, c, q, h);
-		} else
+		} else if (cls &
+		    (POLICY_CLASS_PRIVATE | POLICY_CLASS_LOOPBACK))
+			advise_carve(c, q, h, lo, granted,
+			    lo ? carved_lo : carved, &kind, &why, &cmd);
+		else
 			cmd = fmt("%s plugin grant %s %s", c, q, h);
 	} else if (strcmp(r, "not-declared") == 0 && entry_ok) {
 		if (declared && granted) {
@@ -495,25 +540,13 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 			      "only a version that declares it can reach it";
 			cmd = fmt("%s plugin upgrade PKG", c);
 		}
-	} else if (strcmp(r, "private-address") == 0 && entry_ok) {
-		if (carved) {
-			kind = "note";
-			why = "carved out now (egress_allow_private)";
-		} else if (!granted) {
-			why =
-			    "resolves to a private address and is not "
-			    "granted: it needs the grant and a carve-out, only "
-			    "if it is meant to be on your network";
-			cmd =
-			    fmt("%s plugin grant %s %s && %s plugin grant %s "
-				"--private %s",
-				c, q, h, c, q, h);
-		} else {
-			why =
-			    "resolves to a private address: carve it out only "
-			    "if it is meant to be on your network";
-			cmd = fmt("%s plugin grant %s --private %s", c, q, h);
-		}
+	} else if ((strcmp(r, "private-address") == 0 ||
+		       strcmp(r, "loopback-address") == 0) &&
+	    entry_ok) {
+		lo = strcmp(r, "loopback-address") == 0 ||
+		    (cls & POLICY_CLASS_LOOPBACK) != 0;
+		advise_carve(c, q, h, lo, granted, lo ? carved_lo : carved,
+		    &kind, &why, &cmd);
 	} else if (!entry_ok) {
 		why = "the logged host is not a valid grant entry";
 	} else

@@ -50,10 +50,10 @@ plugin_usage(FILE *f)
 	    "       egressctl [-c FILE] plugin bind PLUGIN ALIAS --egress "
 	    "declared|none\n"
 	    "       egressctl [-c FILE] plugin upgrade PKG\n"
-	    "       egressctl [-c FILE] plugin grant INSTANCE [--private] "
-	    "[--permission P]... [HOST...]\n"
-	    "       egressctl [-c FILE] plugin revoke INSTANCE [--private] "
-	    "[--permission P]... [HOST...]\n"
+	    "       egressctl [-c FILE] plugin grant INSTANCE [--private | "
+	    "--loopback] [--permission P]... [HOST...]\n"
+	    "       egressctl [-c FILE] plugin revoke INSTANCE [--private | "
+	    "--loopback] [--permission P]... [HOST...]\n"
 	    "       egressctl [-c FILE] plugin remove PLUGIN\n"
 	    "       egressctl [-c FILE] plugin list [--json]\n");
 }
@@ -823,28 +823,57 @@ grant_from_strv(const struct pkg_strv *sv)
 	return g;
 }
 
+/* The carve-out lists grant and revoke edit (CARVE_NONE: egress_hosts). */
+enum carve { CARVE_NONE = -1, CARVE_PRIVATE = 0, CARVE_LOOPBACK = 1 };
+static const char *const carve_keys[] = { "egress_allow_private",
+	"egress_allow_loopback" };
+static const char *const carve_opts[] = { "--private", "--loopback" };
+
+/* Warn that the literal needs carve-out c besides what is being written
+ * (carve), unless the entry already holds it. */
+static void
+literal_warn_carve(const struct ctl_ctx *ctx, const struct conf_instance *ci,
+    const struct policy_entry *en, int carve, enum carve c)
+{
+	const struct policy_grant *g = c == CARVE_LOOPBACK ?
+	    ci->allow_loopback :
+	    ci->allow_private;
+	char q[600], h[600];
+
+	if ((int)c == carve || policy_grant_covers(g, en))
+		return;
+	fprintf(stderr,
+	    "warning: %s is a %s address: the address rules refuse it "
+	    "unless it is also carved out in %s; if it is meant to be %s, "
+	    "run:\n  %s plugin grant %s %s %s\n",
+	    en->host.name, c == CARVE_LOOPBACK ? "loopback" : "private",
+	    carve_keys[c],
+	    c == CARVE_LOOPBACK ? "a service on this very host" :
+				  "on your network",
+	    ctl_cmd(ctx), ctl_shq(ci->name, q, sizeof(q)), carve_opts[c],
+	    ctl_shq(en->host.name, h, sizeof(h)));
+}
+
 /*
  * Warn when an IP-literal entry is one the address rules refuse whatever
- * the grant (metadata, reserved), or a private address that needs a
- * carve-out besides the grant. The grant is still written: the warning
- * says why it alone cannot make the address reachable.
+ * the grant (metadata, reserved), or a private or loopback address that
+ * needs its own carve-out besides the grant. The grant is still written:
+ * the warning says why it alone cannot make the address reachable.
  */
 static void
 literal_warn(const struct ctl_ctx *ctx, const struct conf_snapshot *s,
-    const struct conf_instance *ci, const struct policy_entry *en, int private)
+    const struct conf_instance *ci, const struct policy_entry *en, int carve)
 {
+	const int private = carve != CARVE_NONE;
 	struct policy_classify_ctx cc = { &s->nat64, NULL, 0 };
 	struct policy_addr a;
 	unsigned cls;
-	char q[600], h[600];
 
 	if (en->kind != POLICY_ENTRY_EXACT ||
 	    en->host.kind == POLICY_HOST_NAME ||
 	    policy_addr_parse(en->host.name, &a) != 0)
 		return;
 	cls = policy_addr_classify(&cc, &a);
-	ctl_shq(ci->name, q, sizeof(q));
-	ctl_shq(en->host.name, h, sizeof(h));
 	if (cls & POLICY_CLASS_METADATA)
 		fprintf(stderr,
 		    "warning: %s is a cloud metadata address: the "
@@ -858,14 +887,35 @@ literal_warn(const struct ctl_ctx *ctx, const struct conf_snapshot *s,
 		    "address rules refuse it whatever the grant or carve-out, "
 		    "so this %s cannot make it reachable\n",
 		    en->host.name, private ? "carve-out" : "grant");
-	else if ((cls & POLICY_CLASS_PRIVATE) && !private &&
-	    !policy_grant_covers(ci->allow_private, en))
-		fprintf(stderr,
-		    "warning: %s is a private address: the address "
-		    "rules refuse it unless it is also carved out; if it is "
-		    "meant to be on your network, run:\n  %s plugin grant %s "
-		    "--private %s\n",
-		    en->host.name, ctl_cmd(ctx), q, h);
+	else if (cls & POLICY_CLASS_LOOPBACK)
+		literal_warn_carve(ctx, ci, en, carve, CARVE_LOOPBACK);
+	else if (cls & POLICY_CLASS_PRIVATE)
+		literal_warn_carve(ctx, ci, en, carve, CARVE_PRIVATE);
+}
+
+/* Drop from a carve-out list every item the grant ng no longer covers:
+ * a carve-out never outlives the grant it relaxes. */
+static int
+carve_prune(const char *inst, const struct policy_grant *ng,
+    struct pkg_strv *list, const char *key, int *changed)
+{
+	size_t i;
+
+	for (i = list->n; i-- > 0;) {
+		struct policy_entry pen;
+		struct policy_err pe;
+
+		if (policy_entry_parse(list->v[i], strlen(list->v[i]),
+			conf_psl_is_public_suffix, NULL, &pen, &pe) != 0)
+			return -1;
+		if (!policy_grant_covers(ng, &pen)) {
+			printf("instance %s: %s also leaves %s\n", inst,
+			    list->v[i], key);
+			strv_remove(list, list->v[i]);
+			*changed = 1;
+		}
+	}
+	return 0;
 }
 
 static int
@@ -873,20 +923,22 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 {
 	static const struct option longopts[] = {
 		{ "private", no_argument, NULL, 'p' },
+		{ "loopback", no_argument, NULL, 'l' },
 		{ "permission", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *verb = revoke ? "revoke" : "grant", *inst;
 	struct policy_entry *ents = NULL;
-	struct pkg_strv hosts = { 0 }, priv = { 0 }, done = { 0 };
+	struct pkg_strv hosts = { 0 }, carves[2] = { { 0 } }, done = { 0 };
 	struct policy_grant *ng = NULL;
 	const struct conf_instance *ci;
 	const struct conf_manifest *m;
 	unsigned perms = 0, newperms;
 	size_t nents = 0, i;
 	char *sec = NULL, q[600], h[600], pbuf[128];
-	int ch, private = 0, rc = CTL_EXIT_ERROR, hosts_changed = 0;
-	int priv_changed = 0, bad = 0, have_edit = 0;
+	int ch, carve = CARVE_NONE, rc = CTL_EXIT_ERROR, hosts_changed = 0;
+	int carve_changed[2] = { 0, 0 }, bad = 0, have_edit = 0, private;
+	const char *key;
 	struct edit e;
 
 	optind = 1;
@@ -895,8 +947,14 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 
 		switch (ch) {
 		case 'p':
-			private
-			= 1;
+		case 'l':
+			if (carve != CARVE_NONE) {
+				fprintf(stderr,
+				    "egressctl: --private and "
+				    "--loopback: one at a time\n");
+				return CTL_EXIT_USAGE;
+			}
+			carve = ch == 'p' ? CARVE_PRIVATE : CARVE_LOOPBACK;
 			break;
 		case 'P':
 			bit = policy_permission_parse(optarg, strlen(optarg));
@@ -915,6 +973,8 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 			return CTL_EXIT_USAGE;
 		}
 	}
+	private = carve != CARVE_NONE;
+	key = private ? carve_keys[carve] : "egress_hosts";
 	if (argc - optind < 1) {
 		fprintf(stderr, "egressctl: plugin %s: missing INSTANCE\n",
 		    verb);
@@ -961,15 +1021,16 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	m = ci->manifest;
 	ctl_shq(inst, q, sizeof(q));
 	for (i = 0; !revoke && i < nents; i++)
-		literal_warn(ctx, e.snap, ci, &ents[i], private);
+		literal_warn(ctx, e.snap, ci, &ents[i], carve);
 	if (strv_from_grant(&hosts, ci->hosts) != 0 ||
-	    strv_from_grant(&priv, ci->allow_private) != 0 ||
+	    strv_from_grant(&carves[0], ci->allow_private) != 0 ||
+	    strv_from_grant(&carves[1], ci->allow_loopback) != 0 ||
 	    (sec = ctl_section_of(inst)) == NULL)
 		goto out;
 	newperms = ci->granted_permissions;
 	for (i = 0; i < nents; i++) {
 		char t[POLICY_NAME_MAX + 8];
-		struct pkg_strv *list = private ? &priv : &hosts;
+		struct pkg_strv *list = private ? &carves[carve] : &hosts;
 
 		if (policy_entry_format(&ents[i], t, sizeof(t)) < 0)
 			goto out;
@@ -988,9 +1049,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 			}
 			if (pkg_strv_has(list, t)) {
 				printf("instance %s: %s is already in %s\n",
-				    inst, t,
-				    private ? "egress_allow_private" :
-					      "egress_hosts");
+				    inst, t, key);
 				continue;
 			}
 			if (!private &&
@@ -1008,10 +1067,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 				fprintf(stderr,
 				    "egressctl: %s is not in the %s "
 				    "of %s%s\n",
-				    t,
-				    private ? "egress_allow_private" :
-					      "egress_hosts",
-				    inst,
+				    t, key, inst,
 				    !private &&
 					    policy_grant_covers(ci->hosts,
 						&ents[i]) ?
@@ -1026,7 +1082,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 				goto out;
 		}
 		if (private)
-			priv_changed = 1;
+			carve_changed[carve] = 1;
 		else
 			hosts_changed = 1;
 	}
@@ -1050,24 +1106,12 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	if (revoke && hosts_changed) {
 		if ((ng = grant_from_strv(&hosts)) == NULL)
 			goto out;
-		for (i = priv.n; i-- > 0;) {
-			struct policy_entry pen;
-			struct policy_err pe;
-
-			if (policy_entry_parse(priv.v[i], strlen(priv.v[i]),
-				conf_psl_is_public_suffix, NULL, &pen, &pe) !=
-			    0)
+		for (i = 0; i < 2; i++)
+			if (carve_prune(inst, ng, &carves[i], carve_keys[i],
+				&carve_changed[i]) != 0)
 				goto out;
-			if (!policy_grant_covers(ng, &pen)) {
-				printf("instance %s: %s also leaves "
-				       "egress_allow_private\n",
-				    inst, priv.v[i]);
-				strv_remove(&priv, priv.v[i]);
-				priv_changed = 1;
-			}
-		}
 	}
-	if (!hosts_changed && !priv_changed &&
+	if (!hosts_changed && !carve_changed[0] && !carve_changed[1] &&
 	    newperms == ci->granted_permissions) {
 		printf("instance %s: nothing to change\n", inst);
 		rc = CTL_EXIT_OK;
@@ -1077,10 +1121,11 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	    iniedit_set_list(e.doc, sec, "egress_hosts",
 		(const char *const *)hosts.v, hosts.n) != 0)
 		goto edit_failed;
-	if (priv_changed &&
-	    iniedit_set_list(e.doc, sec, "egress_allow_private",
-		(const char *const *)priv.v, priv.n) != 0)
-		goto edit_failed;
+	for (i = 0; i < 2; i++)
+		if (carve_changed[i] &&
+		    iniedit_set_list(e.doc, sec, carve_keys[i],
+			(const char *const *)carves[i].v, carves[i].n) != 0)
+			goto edit_failed;
 	if (newperms != ci->granted_permissions) {
 		const char *items[PERMS_MAX];
 		int np = perms_to_items(newperms, items);
@@ -1092,9 +1137,10 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	if (ctl_edit_commit(&e, NULL) != 0)
 		goto out;
 	for (i = 0; i < done.n; i++)
-		printf("instance %s: %s %s%s\n", inst,
+		printf("instance %s: %s %s%s%s%s\n", inst,
 		    revoke ? "revoked" : "granted", done.v[i],
-		    private ? " (egress_allow_private)" : "");
+		    private ? " (" : "", private ? key : "",
+		    private ? ")" : "");
 	if (perms != 0)
 		printf("instance %s: %s permission %s\n", inst,
 		    revoke ? "revoked" : "granted",
@@ -1122,7 +1168,9 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	}
 	printf("instance %s now has:\n", inst);
 	print_strv_line("egress_hosts", &hosts);
-	print_strv_line("egress_allow_private", &priv);
+	print_strv_line("egress_allow_private", &carves[0]);
+	if (carves[1].n > 0 || carve == CARVE_LOOPBACK)
+		print_strv_line("egress_allow_loopback", &carves[1]);
 	printf("  permissions: %s\n",
 	    ctl_perm_list(newperms, pbuf, sizeof(pbuf)));
 	rc = CTL_EXIT_OK;
@@ -1133,7 +1181,8 @@ out:
 	(void)verb;
 	policy_grant_free(ng);
 	pkg_strv_done(&hosts);
-	pkg_strv_done(&priv);
+	pkg_strv_done(&carves[0]);
+	pkg_strv_done(&carves[1]);
 	pkg_strv_done(&done);
 	free(sec);
 	free(ents);
@@ -1245,53 +1294,10 @@ out:
 	return rc;
 }
 
-/* ---- list ------------------------------------------------------------- */
-
-static json_t *
-json_strv(const struct pkg_strv *sv)
-{
-	json_t *a = json_array();
-	size_t i;
-
-	for (i = 0; a != NULL && i < sv->n; i++)
-		json_array_append_new(a, json_string(sv->v[i]));
-	return a;
-}
-
-static json_t *
-json_perms(unsigned mask)
-{
-	json_t *a = json_array();
-	unsigned bit;
-
-	for (bit = 1; a != NULL && bit <= POLICY_PERM_SOCKET_CLIENT; bit <<= 1)
-		if ((mask & bit) && policy_permission_name(bit) != NULL)
-			json_array_append_new(a,
-			    json_string(policy_permission_name(bit)));
-	return a;
-}
-
-static void
-print_field(const char *label, const struct pkg_strv *sv)
-{
-	size_t i;
-
-	printf("  %-24s", label);
-	if (sv->n == 0)
-		printf("(none)");
-	for (i = 0; i < sv->n; i++)
-		printf("%s%s", i ? ", " : "", sv->v[i]);
-	printf("\n");
-}
-
 static int
 cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 {
-	struct conf_snapshot *s = NULL;
-	json_t *arr = NULL;
-	char pbuf[128];
-	size_t i;
-	int json = 0, rc = CTL_EXIT_ERROR;
+	int json = 0;
 
 	if (argc > 1 && strcmp(argv[1], "--json") == 0)
 		json = 1;
@@ -1305,111 +1311,7 @@ cmd_list(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (argc > 1 + json)
 		return plugin_args_bad(argc, argv, 1 + json, 0);
-	if (ctl_conf_load(ctx->config_path, &s) != 0) {
-		rc = CTL_EXIT_CONFIG;
-		goto out;
-	}
-	if (json && (arr = json_array()) == NULL)
-		goto out;
-	if (!json && s->ninstances == 0)
-		printf("no instances: nothing has network reach\n");
-	for (i = 0; i < s->ninstances; i++) {
-		const struct conf_instance *ci = &s->instances[i];
-		const struct conf_manifest *m = ci->manifest;
-		struct pkg_reach r;
-		char *sock = NULL, *rel = NULL;
-
-		if (pkg_reach_compute(ci, m, NULL, &r) != 0)
-			goto out;
-		/* Without a permission no transport reaches anything. */
-		if (r.effective == 0)
-			pkg_strv_done(&r.reach);
-		if (asprintf(&sock, "%s/%s.sock",
-			s->instance_socket_dir ? s->instance_socket_dir :
-						 "/run/egressd/instances",
-			ci->name) < 0)
-			sock = NULL;
-		rel = ctl_path_rel(s->dir, ci->manifest_path);
-		if (json) {
-			json_t *o = json_object();
-
-			json_object_set_new(o, "instance",
-			    json_string(ci->name));
-			json_object_set_new(o, "plugin",
-			    json_string(ci->plugin));
-			json_object_set_new(o, "version",
-			    m ? json_string(m->version) : json_null());
-			json_object_set_new(o, "manifest",
-			    json_string(rel ? rel : ci->manifest_path));
-			json_object_set_new(o, "signature",
-			    m ? json_string(conf_sig_status_str(m->sig)) :
-				json_null());
-			json_object_set_new(o, "manifest_error",
-			    ci->manifest_error ?
-				json_string(ci->manifest_error) :
-				json_null());
-			json_object_set_new(o, "permissions",
-			    json_perms(r.effective));
-			json_object_set_new(o, "permissions_requested",
-			    json_perms(r.requested));
-			json_object_set_new(o, "permissions_granted",
-			    json_perms(r.granted_perms));
-			json_object_set_new(o, "operator_defined",
-			    json_boolean(r.operator_defined));
-			json_object_set_new(o, "reach", json_strv(&r.reach));
-			json_object_set_new(o, "declared_not_granted",
-			    json_strv(&r.not_granted));
-			json_object_set_new(o, "granted_not_declared",
-			    json_strv(&r.ineffective));
-			json_object_set_new(o, "egress_hosts",
-			    json_strv(&r.granted));
-			json_object_set_new(o, "egress_allow_private",
-			    json_strv(&r.private_hosts));
-			json_object_set_new(o, "socket",
-			    sock ? json_string(sock) : json_null());
-			json_array_append_new(arr, o);
-		} else {
-			printf("%s\n", ci->name);
-			printf("  %-24s%s %s (%s)\n", "plugin:", ci->plugin,
-			    m ? m->version : "?",
-			    rel ? rel : ci->manifest_path);
-			if (m != NULL)
-				printf("  %-24s%s\n",
-				    "signature:", conf_sig_status_str(m->sig));
-			else
-				printf("  %-24smanifest refused: %s\n",
-				    "signature:",
-				    ci->manifest_error ? ci->manifest_error :
-							 "?");
-			printf("  %-24s%s\n", "permissions:",
-			    ctl_perm_list(r.effective, pbuf, sizeof(pbuf)));
-			if (r.requested & ~r.granted_perms)
-				printf("  %-24s%s\n",
-				    "requested, not granted:",
-				    ctl_perm_list(r.requested &
-					    ~r.granted_perms,
-					pbuf, sizeof(pbuf)));
-			print_field(r.operator_defined ? "reach (operator):" :
-							 "reach:",
-			    &r.reach);
-			if (!r.operator_defined)
-				print_field("declared, not granted:",
-				    &r.not_granted);
-			print_field("granted, not declared:", &r.ineffective);
-			print_field("private carve-outs:", &r.private_hosts);
-			printf("  %-24s%s\n", "socket:", sock ? sock : "?");
-		}
-		pkg_reach_done(&r);
-		free(sock);
-		free(rel);
-	}
-	if (json && ctl_print_json(arr) != 0)
-		goto out;
-	rc = CTL_EXIT_OK;
-out:
-	json_decref(arr);
-	conf_snapshot_free(s);
-	return rc;
+	return ctl_plugin_list(ctx, json);
 }
 
 int

@@ -295,6 +295,8 @@ print_grants(json_t *o)
 	print_list(w, "effective reach:", json_object_get(o, "effective"));
 	print_list(w, "private carve-outs:",
 	    json_object_get(o, "allow_private_effective"));
+	print_list(w, "loopback carve-outs:",
+	    json_object_get(o, "allow_loopback_effective"));
 	print_list(w, "granted, not effective:",
 	    json_object_get(o, "granted_not_effective"));
 	print_list(w, "declared, not granted:",

@@ -46,10 +46,10 @@ static const char *const synopses[] = {
 	"--egress declared|none",
 	"[-c FILE] plugin bind PLUGIN ALIAS --egress declared|none",
 	"[-c FILE] plugin upgrade PKG",
-	"[-c FILE] plugin grant INSTANCE [--private] [--permission P]... "
-	"[HOST...]",
-	"[-c FILE] plugin revoke INSTANCE [--private] [--permission P]... "
-	"[HOST...]",
+	"[-c FILE] plugin grant INSTANCE [--private | --loopback] "
+	"[--permission P]... [HOST...]",
+	"[-c FILE] plugin revoke INSTANCE [--private | --loopback] "
+	"[--permission P]... [HOST...]",
 	"[-c FILE] plugin remove PLUGIN",
 	"[-c FILE] plugin list [--json]",
 	"[-c FILE] trust add KEY.pub",

@@ -474,7 +474,8 @@ pkg_reach_compute(const struct conf_instance *ci,
 	r.granted_perms = ci->granted_permissions;
 	r.refused = m == NULL;
 	if ((rc = add_all(&r.granted, ci->hosts)) != 0 ||
-	    (rc = add_all(&r.private_hosts, ci->allow_private)) != 0)
+	    (rc = add_all(&r.private_hosts, ci->allow_private)) != 0 ||
+	    (rc = add_all(&r.loopback_hosts, ci->allow_loopback)) != 0)
 		goto out;
 	if (m == NULL) {
 		rc = add_all(&r.ineffective, ci->hosts);
@@ -529,6 +530,7 @@ pkg_reach_done(struct pkg_reach *r)
 {
 	pkg_strv_done(&r->granted);
 	pkg_strv_done(&r->private_hosts);
+	pkg_strv_done(&r->loopback_hosts);
 	pkg_strv_done(&r->declared);
 	pkg_strv_done(&r->reach);
 	pkg_strv_done(&r->not_granted);

@@ -89,16 +89,17 @@ void pkg_strv_done(struct pkg_strv *sv);
  * Entries are spelled as in the file (policy_entry_format).
  */
 struct pkg_reach {
-	struct pkg_strv granted;       /* egress_hosts, in order */
-	struct pkg_strv private_hosts; /* egress_allow_private */
-	struct pkg_strv declared;      /* the manifest's [egress] hosts */
-	struct pkg_strv reach;	       /* the grant within the declaration */
-	struct pkg_strv not_granted;   /* declared, not covered by the grant */
-	struct pkg_strv ineffective;   /* granted, not covered by the decl. */
-	struct pkg_strv stale;	       /* of ineffective: covered by old_m */
-	unsigned requested;	       /* the manifest's permissions */
-	unsigned granted_perms;	       /* the entry's permissions */
-	unsigned effective;	       /* both */
+	struct pkg_strv granted;	/* egress_hosts, in order */
+	struct pkg_strv private_hosts;	/* egress_allow_private */
+	struct pkg_strv loopback_hosts; /* egress_allow_loopback */
+	struct pkg_strv declared;	/* the manifest's [egress] hosts */
+	struct pkg_strv reach;		/* the grant within the declaration */
+	struct pkg_strv not_granted; /* declared, not covered by the grant */
+	struct pkg_strv ineffective; /* granted, not covered by the decl. */
+	struct pkg_strv stale;	     /* of ineffective: covered by old_m */
+	unsigned requested;	     /* the manifest's permissions */
+	unsigned granted_perms;	     /* the entry's permissions */
+	unsigned effective;	     /* both */
 	int operator_defined;
 	int refused; /* m was NULL: no reach at all */
 };

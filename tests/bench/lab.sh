@@ -5,7 +5,7 @@
 # Debian's nginx as the upstream (/small 100 B, /large 1 MiB, over HTTP,
 # HTTPS with keep-alive, and HTTPS that closes after every response),
 # egressd with one instance "bench" granted 127.0.0.1 (carved out in
-# egress_allow_private, since loopback is a private address), and squid
+# egress_allow_loopback, since 127.0.0.1 is a loopback address), and squid
 # and tinyproxy as forward proxies that allow only 127.0.0.1 on the
 # upstream's ports. Every address is on 127.0.0.1.
 #
@@ -170,7 +170,7 @@ plugin = bench
 manifest = packages/bench/manifest.ini
 permissions = http_client
 egress_hosts = 127.0.0.1
-egress_allow_private = 127.0.0.1
+egress_allow_loopback = 127.0.0.1
 EOF
 }
 
@@ -289,7 +289,7 @@ plugin = bench
 manifest = packages/bench/manifest.ini
 permissions = http_client
 egress_hosts = 127.0.0.1
-egress_allow_private = 127.0.0.1
+egress_allow_loopback = 127.0.0.1
 EOF2
 		IDLE_SOCKS+=("$T/egressd/run/instances/$name.sock")
 	done

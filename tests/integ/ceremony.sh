@@ -54,13 +54,14 @@ golden() {
 }
 
 # The lines of one entry's grant keys (egress_hosts with its continuation
-# lines, egress_allow_private, permissions), for never-extend checks.
+# lines, egress_allow_private, egress_allow_loopback, permissions), for
+# never-extend checks.
 grant_lines() {
 	awk -v sec="[plugins.entries.$2]" '
 	    /^\[/ { in_s = ($0 == sec); key = ""; next }
 	    !in_s { next }
 	    /^[ \t]/ && key != "" { print key ": " $0; next }
-	    /^(egress_hosts|egress_allow_private|permissions)[ \t]*=/ {
+	    /^(egress_hosts|egress_allow_private|egress_allow_loopback|permissions)[ \t]*=/ {
 		key = $1; print; next }
 	    { key = "" }' "$1"
 }

@@ -41,7 +41,7 @@ pids+=($!)
 
 cd "$work"
 "${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini plugin install pkgs/local >/dev/null && ok || bad "install"
-"${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini plugin grant local --private 127.0.0.1 >/dev/null && ok || bad "carve-out"
+"${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini plugin grant local --loopback 127.0.0.1 >/dev/null && ok || bad "carve-out"
 "${EGRESS_WRAP_CMD[@]}" "$egressd" -c egressd.ini --foreground \
     2>"$work/egressd.log" &
 epid=$!

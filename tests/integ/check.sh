@@ -59,10 +59,25 @@ expect 1 "deny no-permission" -- -c "$fx" check weather wss://api.weather.exampl
 expect 1 "deny not-granted" -- -c "$fx" check empty https://api.weather.example/
 expect 1 "deny not-granted" -- -c "$fx" check weather https://tiles.weather.example/
 expect 1 "deny not-granted" -- -c "$fx" check weather "http://[::ffff:93.184.216.34]/"
-expect 0 "allow localhost 127.0.0.1,::1" -- -c "$fx" check $R localhost=127.0.0.1,::1 lan https://localhost/
-expect 1 "deny mixed-zones" -- -c "$fx" check $R localhost=93.184.216.34 lan https://localhost/
-expect 1 "deny private-address" -- -c "$fx" check $R api.weather.example=127.0.0.1 weather https://api.weather.example/
-expect 1 "deny private-address" -- -c "$fx" check weather http://localhost/
+expect 0 "allow localhost 127.0.0.1,::1" -- -c "$fx" check $R localhost=127.0.0.1,::1 loop https://localhost/
+expect 1 "deny mixed-zones" -- -c "$fx" check $R localhost=93.184.216.34 loop https://localhost/
+expect 1 "deny loopback-address" -- -c "$fx" check $R api.weather.example=127.0.0.1 weather https://api.weather.example/
+expect 1 "deny loopback-address" -- -c "$fx" check weather http://localhost/
+# The private carve-out does not re-open loopback; the loopback one does,
+# and only loopback.
+expect 1 "deny loopback-address" -- -c "$fx" check lan http://localhost/
+expect 1 "deny loopback-address" -- -c "$fx" check $R api.weather.example=127.0.0.1 lan https://api.weather.example/
+expect 1 "deny loopback-address" -- -c "$fx" check $R api.weather.example=::1 lan https://api.weather.example/
+expect 1 "deny loopback-address" -- -c "$fx" check $R api.weather.example=::ffff:127.0.0.1 lan https://api.weather.example/
+expect 1 "deny loopback-address" -- -c "$fx" check $R api.weather.example=64:ff9b::7f00:1 lan https://api.weather.example/
+expect 1 "deny loopback-address" -- -c "$fx" check $R api.weather.example=2001:db8:64::7f00:1 lan https://api.weather.example/
+expect 1 "deny loopback-address" -- -c "$fx" check $R api.weather.example=10.0.0.7,127.0.0.1 lan https://api.weather.example/
+expect 0 "allow api.weather.example 127.0.0.1" -- -c "$fx" check $R api.weather.example=127.0.0.1 loop https://api.weather.example/
+expect 0 "allow api.weather.example 2001:db8:64::7f00:1" -- -c "$fx" check $R api.weather.example=2001:db8:64::7f00:1 loop https://api.weather.example/
+expect 1 "deny private-address" -- -c "$fx" check $R api.weather.example=10.0.0.7 loop https://api.weather.example/
+expect 1 "deny mixed-zones" -- -c "$fx" check $R api.weather.example=127.0.0.1,93.184.216.34 loop https://api.weather.example/
+expect 1 "deny reserved-address" -- -c "$fx" check $R api.weather.example=::127.0.0.1 loop https://api.weather.example/
+expect 1 "deny metadata" -- -c "$fx" check $R api.weather.example=127.0.0.1,169.254.169.254 loop https://api.weather.example/
 expect 1 "deny unresolvable" -- -c "$fx" check $R api.weather.example= weather https://api.weather.example/
 expect 1 "deny metadata" -- -c "$fx" check $R api.weather.example=169.254.169.254 weather https://api.weather.example/
 expect 1 "deny metadata" -- -c "$fx" check $R api.weather.example=169.254.169.254 lan https://api.weather.example/

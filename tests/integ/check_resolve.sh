@@ -79,7 +79,9 @@ expect 1 "deny metadata" "" "${c[@]}" weather https://m.tiles.weather.example/
 expect 1 "deny metadata" "" "${c[@]}" weather https://six.tiles.weather.example/
 expect 1 "deny private-address" "" "${c[@]}" weather https://p.tiles.weather.example/
 expect 1 "deny private-address" "" "${c[@]}" weather https://mix.tiles.weather.example/
-expect 1 "deny private-address" "" "${c[@]}" weather https://lo.tiles.weather.example/
+expect 1 "deny loopback-address" "" "${c[@]}" weather https://lo.tiles.weather.example/
+expect 0 "allow lo.tiles.weather.example 127.0.0.1" "" "${c[@]}" loop https://lo.tiles.weather.example/
+expect 1 "deny private-address" "" "${c[@]}" loop https://p.tiles.weather.example/
 expect 1 "deny unresolvable" "" "${c[@]}" weather https://nx.tiles.weather.example/
 expect 1 "deny unresolvable" "" "${c[@]}" weather https://absent.tiles.weather.example/
 expect 0 "allow api.weather.example 10.0.0.7" "" "${c[@]}" --resolve api.weather.example=10.0.0.7 lan https://api.weather.example/

@@ -6,7 +6,8 @@
 # 2 usage, 3 configuration, 4 other), errors that say what failed (a
 # folder given as the configuration, a missing key folder), the trust
 # commands, the strict-without-key refusal, grant warnings for literals
-# the address rules refuse, and diagnose: --egress none is a note, every
+# the address rules refuse (a loopback literal needs --loopback, never
+# --private), and diagnose: --egress none is a note, every
 # logged reason is classified against the current file (golden output in
 # tests/data/cli/golden/; UPDATE_GOLDEN=1 rewrites it). No network.
 set -uo pipefail
@@ -129,6 +130,17 @@ expect grant-reserved 0 --err "192.0.2.1 is a reserved address" -- -c egressd.in
 expect grant-private 0 --err "egressctl -c egressd.ini plugin grant localdev --private 10.0.0.5" -- -c egressd.ini plugin grant localdev 10.0.0.5
 expect grant-public 0 --no-err -- -c egressd.ini plugin grant localdev 93.184.216.34
 expect revoke-back 0 -- -c egressd.ini plugin revoke localdev 169.254.169.254 192.0.2.1 10.0.0.5 93.184.216.34
+# Loopback is its own class: the literal needs --loopback, and the private
+# carve-out does not stand for it.
+expect grant-loopback 0 --err "egressctl -c egressd.ini plugin grant localdev --loopback 127.0.0.1" -- -c egressd.ini plugin grant localdev 127.0.0.1
+expect grant-private-loopback 0 --err "egressctl -c egressd.ini plugin grant localdev --loopback 127.0.0.1" -- -c egressd.ini plugin grant localdev --private 127.0.0.1
+expect grant-both-carves 2 --err "--private and --loopback: one at a time" -- -c egressd.ini plugin grant localdev --private --loopback 127.0.0.1
+expect grant-loopback-carve 0 --no-err --out "instance localdev: granted 127.0.0.1 (egress_allow_loopback)" -- -c egressd.ini plugin grant localdev --loopback 127.0.0.1
+grep -qx 'egress_allow_loopback = 127.0.0.1' egressd.ini && ok || bad "grant --loopback did not write egress_allow_loopback: $(cat egressd.ini)"
+expect list-loopback 0 --out "loopback carve-outs:    127.0.0.1" -- -c egressd.ini plugin list
+expect revoke-loopback-host 0 --out "instance localdev: 127.0.0.1 also leaves egress_allow_loopback" -- -c egressd.ini plugin revoke localdev 127.0.0.1
+grep -q 'egress_allow_loopback = *$' egressd.ini && ok || bad "revoke left the loopback carve-out: $(cat egressd.ini)"
+grep -q 'egress_allow_private = *$' egressd.ini && ok || bad "revoke left the private carve-out: $(cat egressd.ini)"
 
 # ---- diagnose -----------------------------------------------------------
 # quiet was installed with --egress none: a note, and nothing to act on.
@@ -142,7 +154,7 @@ fi
 diff -u "$data/golden/diagnose-log.out" <(printf '%s\n' "$got") >"$work/diff" && ok ||
     { bad "diagnose --log differs from golden/diagnose-log.out"; sed 's/^/  | /' "$work/diff"; }
 # Never a grant the address rules would refuse, never one already there.
-if grep -E 'plugin grant localdev (169\.254\.169\.254|192\.0\.2\.1|api\.example\.com)$' <<<"$out"; then
+if grep -E 'plugin grant localdev (169\.254\.169\.254|192\.0\.2\.1|api\.example\.com)$|--private (127\.0\.0\.1|localhost|dev\.localhost)$' <<<"$out"; then
 	bad "diagnose proposed a useless grant"
 else
 	ok

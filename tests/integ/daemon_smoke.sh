@@ -7,7 +7,7 @@
 # server written below), and a throwaway Python client of the wire
 # protocol (written below; the shim's egress-fetch replaces it in the netns
 # suite). The instance "smoke" carves api.smoke.test out in
-# egress_allow_private, since 127.0.0.1 is a private address. No packet
+# egress_allow_loopback, since 127.0.0.1 is a loopback address. No packet
 # leaves loopback. Checks: --check-config, allow and deny with their log
 # events, request body upload, a multi-MiB body under flow control, the
 # budget, live reload (grant removed, file broken, fixed), SIGHUP socket
@@ -427,7 +427,7 @@ plugin = smoke
 manifest = packages/smoke/manifest.ini
 permissions = http_client
 egress_hosts = $1
-egress_allow_private = $1
+egress_allow_loopback = $1
 
 [plugins.entries.other]
 plugin = smoke
@@ -664,7 +664,7 @@ r=$(client "$S/smoke.sock" get "$U/small")
 eq "fixed file: served again" 200 "$(jq -r .status <<<"$r")"
 
 # SIGHUP: sockets follow the instances.
-config "api.smoke.test" "$(printf '\n[plugins.entries.third]\nplugin = smoke\nmanifest = packages/smoke/manifest.ini\npermissions = http_client\negress_hosts = api.smoke.test\negress_allow_private = api.smoke.test\n')" |
+config "api.smoke.test" "$(printf '\n[plugins.entries.third]\nplugin = smoke\nmanifest = packages/smoke/manifest.ini\npermissions = http_client\negress_hosts = api.smoke.test\negress_allow_loopback = api.smoke.test\n')" |
     install_config
 kill -HUP "$EPID"
 for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do [ -S "$S/third.sock" ] && break; sleep 0.1; done

@@ -4,9 +4,9 @@
 # network namespace of its own (unshare -n), it starts netaddr_probe, adds
 # a public-looking IPv4 and IPv6 address to lo and waits (polling, with a
 # deadline) until the probe reports each one in the set and classified
-# private; then removes them and waits until they are gone and public
-# again. Needs root; skips loudly (exit 77) otherwise. EGRESS_WRAP: see
-# wrap.sh.
+# loopback (this host's own address); then removes them and waits until
+# they are gone and public again. Needs root; skips loudly (exit 77)
+# otherwise. EGRESS_WRAP: see wrap.sh.
 set -eu
 . "$(dirname "$0")/wrap.sh"
 
@@ -57,11 +57,11 @@ last_addrs | grep -qx '127.0.0.1' || fail "127.0.0.1 not in the set"
 last_addrs | grep -qx '::1' || fail "::1 not in the set"
 
 ip addr add "$v4/32" dev lo
-wait_for "addrs=.*$v4.* $v4=private $v6=public\$"
+wait_for "addrs=.*$v4.* $v4=loopback $v6=public\$"
 ip -6 addr add "$v6/128" dev lo nodad
-wait_for "addrs=.*$v6.* $v4=private $v6=private\$"
+wait_for "addrs=.*$v6.* $v4=loopback $v6=loopback\$"
 ip addr del "$v4/32" dev lo
-wait_for " $v4=public $v6=private\$"
+wait_for " $v4=public $v6=loopback\$"
 if last_addrs | grep -qx "$v4"; then fail "$v4 still listed"; fi
 ip -6 addr del "$v6/128" dev lo
 wait_for " $v4=public $v6=public\$"

@@ -4,7 +4,7 @@
 # The host's own addresses through the real broker,
 # in the netns lab: a granted name resolving to a public-looking address
 # is allowed by the live broker's `check`; once that address is added to
-# lo in the broker's namespace it is denied private-address (by `check`
+# lo in the broker's namespace it is denied loopback-address (by `check`
 # and by a real request, which connects nowhere) as soon as netlink has
 # reported it, `show status` lists it, and once it is removed the name is
 # allowed again. IPv4 and IPv6. Every wait polls (lab_poll); no fixed
@@ -65,9 +65,9 @@ for fam in 4 6; do
 	g0=$(ctl "show status" | jq -r .local_addresses.generation)
 
 	lab_ns_b ip -"$fam" addr add "${add[0]}" dev lo "${add[@]:1}"
-	lab_poll 10 verdict_is "$name" deny private-address ||
-	    lab_fail "$a on lo: not denied private-address: $CHECK_LAST"
-	lab_ok "IPv$fam: $a added to lo: check denies private-address"
+	lab_poll 10 verdict_is "$name" deny loopback-address ||
+	    lab_fail "$a on lo: not denied loopback-address: $CHECK_LAST"
+	lab_ok "IPv$fam: $a added to lo: check denies loopback-address"
 	in_status "$a" || lab_fail "show status does not list $a"
 	lab_ok "IPv$fam: show status lists $a"
 	# From netlink (generation moves), not a getifaddrs() fallback.
@@ -77,7 +77,7 @@ for fam in 4 6; do
 	lab_ok "IPv$fam: netlink generation $g0 -> $g1"
 	lab_fetch weather "http://$name/small"
 	lab_expect_fetch_error denied
-	lab_expect_decision weather deny private-address "$name"
+	lab_expect_decision weather deny loopback-address "$name"
 
 	lab_ns_b ip -"$fam" addr del "${add[0]}" dev lo
 	lab_poll 10 verdict_is "$name" allow ||

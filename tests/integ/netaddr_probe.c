@@ -5,7 +5,7 @@
  * line per state (the first, then one after each change):
  *   gen=N n=K addrs=A,B,... ADDR=CLASS ...
  * where each ADDR given on the command line is classified with
- * policy_addr_classify() against the current set (private, public, ...).
+ * policy_addr_classify() against the current set (loopback, public, ...).
  * It runs until SIGTERM or SIGINT. Used by tests/integ/netaddr.sh.
  */
 #include <signal.h>
@@ -28,6 +28,8 @@ class_name(unsigned c)
 		return "metadata";
 	if (c & POLICY_CLASS_RESERVED)
 		return "reserved";
+	if (c & POLICY_CLASS_LOOPBACK)
+		return "loopback";
 	if (c & POLICY_CLASS_PRIVATE)
 		return "private";
 	if (c & POLICY_CLASS_PUBLIC)

@@ -7,8 +7,8 @@
  * that folder, reading the log back as JSON events, a fake guest's end
  * of a socketpair (frames written with proto_encode(), frames read back
  * and decoded while the loop runs), and a loopback TCP listener that the
- * test answers by hand. The instance "app" may reach 127.0.0.1 (carved
- * out) and 169.254.169.254 (a metadata literal, denied before any
+ * test answers by hand. The instance "app" may reach 127.0.0.1 (its
+ * loopback carve-out) and 169.254.169.254 (a metadata literal, denied before any
  * connect); nothing else is granted, and no name is ever resolved.
  */
 #ifndef EGRESS_TESTS_DAEMON_TEST_H
@@ -71,7 +71,7 @@ dt_write_conf(void)
 	    "manifest = manifest.ini\n"
 	    "permissions = http_client\n"
 	    "egress_hosts = 127.0.0.1, 169.254.169.254\n"
-	    "egress_allow_private = 127.0.0.1\n"
+	    "egress_allow_loopback = 127.0.0.1\n"
 	    "[broker]\n"
 	    "instance_socket_dir = %s/run\n"
 	    "control_socket = %s/control.sock\n"

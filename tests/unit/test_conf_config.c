@@ -83,6 +83,8 @@ Test(conf_config, entry_defaults)
 	cr_expect_eq(ci->granted_permissions, 0);
 	cr_expect_eq(policy_grant_count(ci->hosts), 0);
 	cr_expect_eq(policy_grant_count(ci->allow_private), 0);
+	cr_expect_eq(policy_grant_count(ci->allow_loopback), 0);
+	cr_expect_eq(ci->policy.allow_loopback, ci->allow_loopback);
 	cr_expect_null(ci->socket_owner);
 	cr_expect_null(ci->socket_group);
 	cr_expect_eq(ci->line, 1);
@@ -164,6 +166,9 @@ Test(conf_config, fixture_every_key_and_relative_paths)
 	cr_expect_eq(g->policy.permissions, POLICY_PERM_HTTP_CLIENT);
 	cr_expect_eq(g->policy.operator_defined, 1);
 	cr_expect_eq(policy_grant_count(g->allow_private), 1);
+	cr_expect_eq(policy_grant_count(g->allow_loopback), 1);
+	cr_expect_eq(g->policy.allow_loopback, g->allow_loopback);
+	cr_expect_eq(policy_grant_count(w->allow_loopback), 0);
 	cr_expect_str_eq(g->socket_owner, "gitea");
 	cr_expect_str_eq(g->socket_group, "1001");
 
@@ -247,6 +252,23 @@ ParameterizedTestParameters(conf_config, errors)
 		    "/nonexistent/c.ini:5: [plugins.entries.x] "
 		    "egress_allow_private: '*.lan.example' is not covered by "
 		    "egress_hosts; " },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "egress_hosts = a.example\negress_allow_loopback = b.example\n",
+		    "/nonexistent/c.ini:5: [plugins.entries.x] "
+		    "egress_allow_loopback: 'b.example' is not covered by "
+		    "egress_hosts; a carve-out only relaxes the address class "
+		    "of a granted host, so add 'b.example' to egress_hosts or "
+		    "remove it here" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "egress_hosts = a.example\negress_allow_loopback = a.example\n"
+		  "  *\n",
+		    "/nonexistent/c.ini:6: [plugins.entries.x] "
+		    "egress_allow_loopback: '*': " },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "egress_hosts = *.lan.example\n"
+		  "egress_allow_loopback = *.example\n",
+		    "/nonexistent/c.ini:5: [plugins.entries.x] "
+		    "egress_allow_loopback: '*.example': " },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "socket_owner = bad user\n",
 		    "/nonexistent/c.ini:4: [plugins.entries.x] socket_owner: "
@@ -372,7 +394,7 @@ ParameterizedTestParameters(conf_config, errors)
 		    "/nonexistent/c.ini:4: [plugins.entries.x] egress: unknown "
 		    "key; [plugins.entries.x] takes: plugin, manifest, "
 		    "permissions, egress_hosts, egress_allow_private, "
-		    "socket_owner, socket_group" },
+		    "egress_allow_loopback, socket_owner, socket_group" },
 	};
 
 	return cr_make_param_array(struct err_case, cases,
@@ -480,30 +502,37 @@ ParameterizedTestParameters(conf_config, carve_out)
 	    sizeof(cases) / sizeof(cases[0]));
 }
 
+/* The same rule for both carve-outs, each on its own. */
 ParameterizedTest(struct carve_case *c, conf_config, carve_out)
 {
+	static const char *const keys[] = { "egress_allow_private",
+		"egress_allow_loopback" };
 	struct conf_snapshot *s = NULL;
 	struct conf_errors e = { 0 };
-	char in[512];
+	char in[512], want[128];
+	size_t k;
 	int r;
 
-	(void)snprintf(in, sizeof(in),
-	    "[plugins.entries.x]\nplugin = x\n"
-	    "manifest = m\negress_hosts = %s\negress_allow_private = %s\n",
-	    c->hosts, c->private);
-	r = load_text(in, &s, &e);
-	if (c->ok) {
-		cr_expect_eq(r, 0, "%s", ct_errors(&e));
-	} else {
-		cr_expect_eq(r, EGRESS_ERR_INVALID);
-		cr_expect(ct_has_error(&e,
-			      "c.ini:5: [plugins.entries.x] "
-			      "egress_allow_private: "),
-		    "%s", ct_errors(&e));
-		cr_expect(ct_has_error(&e, "is not covered by egress_hosts"));
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		(void)snprintf(in, sizeof(in),
+		    "[plugins.entries.x]\nplugin = x\n"
+		    "manifest = m\negress_hosts = %s\n%s = %s\n",
+		    c->hosts, keys[k], c->private);
+		(void)snprintf(want, sizeof(want),
+		    "c.ini:5: [plugins.entries.x] %s: ", keys[k]);
+		r = load_text(in, &s, &e);
+		if (c->ok) {
+			cr_expect_eq(r, 0, "%s", ct_errors(&e));
+		} else {
+			cr_expect_eq(r, EGRESS_ERR_INVALID);
+			cr_expect(ct_has_error(&e, want), "%s", ct_errors(&e));
+			cr_expect(ct_has_error(&e,
+			    "is not covered by egress_hosts"));
+		}
+		conf_snapshot_free(s);
+		s = NULL;
+		conf_errors_done(&e);
 	}
-	conf_snapshot_free(s);
-	conf_errors_done(&e);
 }
 
 /* ---- Manifests refuse only their own instance ----------------------------- */

@@ -260,6 +260,8 @@ static struct cmd_case cmd_cases[] = {
 	    "[\"cdn.weather.example\"]",
 	    "" },
 	{ "show grants weather", "\"allow_private_effective\":[]", "" },
+	{ "show grants weather", "\"allow_loopback_effective\":[]", "" },
+	{ "show grants gitea", "\"egress_allow_loopback\":[]", "" },
 	{ "show grants gitea", "\"operator_defined\":true", "" },
 	{ "show grants gitea",
 	    "\"allow_private_effective\":"

@@ -33,9 +33,10 @@
 
 #define FIXTURES SRCDIR "/tests/data/unit"
 
-/* The instances: "app" may reach api.test, svc.test (carved out),
- * 127.0.0.1 (carved out), 10.0.0.5 and 169.254.169.254; "noperm" has no
- * permission. The revoked variant no longer grants api.test. */
+/* The instances: "app" may reach api.test, svc.test (both carve-outs),
+ * lan.test (the private one), 127.0.0.1 (the loopback one), 10.0.0.5 and
+ * 169.254.169.254; "noperm" has no permission. The revoked variant no
+ * longer grants api.test. */
 #define CONF_HEAD \
 	"[plugins.security]\n" \
 	"signature_mode = disabled\n" \
@@ -48,13 +49,14 @@
 	"plugin = unit\n" \
 	"manifest = plugin/manifest.ini\n" \
 	"permissions = http_client\n" \
-	"egress_allow_private = svc.test, 127.0.0.1\n"
+	"egress_allow_private = svc.test, lan.test\n" \
+	"egress_allow_loopback = svc.test, 127.0.0.1\n"
 
 static const char conf_granted[] = CONF_HEAD
-    "egress_hosts = api.test, svc.test, 127.0.0.1, 10.0.0.5\n"
+    "egress_hosts = api.test, svc.test, lan.test, 127.0.0.1, 10.0.0.5\n"
     "    169.254.169.254\n";
 static const char conf_revoked[] = CONF_HEAD
-    "egress_hosts = svc.test, 127.0.0.1, 10.0.0.5\n"
+    "egress_hosts = svc.test, lan.test, 127.0.0.1, 10.0.0.5\n"
     "    169.254.169.254\n";
 
 static struct conf_snapshot *
@@ -178,8 +180,16 @@ ParameterizedTestParameters(decide, at_once)
 		{ "answers-public", "app", "http://api.test/", 2,
 		    { "93.184.216.34", "93.184.216.34" }, 1, "", 0,
 		    { "93.184.216.34" } },
-		{ "answers-carved-private", "app", "http://svc.test/", 1,
+		{ "answers-carved-loopback", "app", "http://svc.test/", 1,
 		    { "127.0.0.1" }, 1, "", 0, { "127.0.0.1" } },
+		{ "answers-carved-private", "app", "http://svc.test/", 1,
+		    { "10.1.2.3" }, 1, "", 0, { "10.1.2.3" } },
+		/* The private carve-out does not re-open loopback. */
+		{ "answers-loopback-private-carve", "app", "http://lan.test/",
+		    1, { "127.0.0.1" }, 0, "loopback-address",
+		    EGRESS_ERR_DENIED, { "" } },
+		{ "answers-private-carved", "app", "http://lan.test/", 1,
+		    { "10.1.2.3" }, 1, "", 0, { "10.1.2.3" } },
 		{ "answers-mixed-zones", "app", "http://svc.test/", 2,
 		    { "127.0.0.1", "93.184.216.34" }, 0, "mixed-zones",
 		    EGRESS_ERR_DENIED, { "" } },
@@ -796,7 +806,7 @@ Test(decide, sync_given_answers)
 			 &p, NULL, 0, 1000, a, 2),
 	    0);
 	cr_assert_eq(decide_result(&d)->allow, 0);
-	cr_assert_str_eq(decide_result(&d)->reason, "private-address");
+	cr_assert_str_eq(decide_result(&d)->reason, "loopback-address");
 	conf_snapshot_free(snap);
 }
 

@@ -4,7 +4,8 @@
  * and classification of every range of docs/policy.md at its first and
  * last address and just outside it, plus every embedded form (IPv4-mapped,
  * IPv4-compatible, NAT64 well-known, 6to4, Teredo server and client), the
- * 2001::/23 exceptions and this host's own addresses.
+ * 2001::/23 exceptions and this host's own addresses (loopback class,
+ * whatever their range, unless reserved or metadata).
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -16,6 +17,7 @@
 #define PRV POLICY_CLASS_PRIVATE
 #define RSV POLICY_CLASS_RESERVED
 #define MET POLICY_CLASS_METADATA
+#define LPB POLICY_CLASS_LOOPBACK
 
 struct cls_case {
 	char addr[48];
@@ -40,9 +42,9 @@ static struct cls_case v4_cases[] = {
 	{ "100.127.255.255", PRV },
 	{ "100.128.0.0", PUB },
 	{ "126.255.255.255", PUB },
-	{ "127.0.0.0", PRV },
-	{ "127.0.0.1", PRV },
-	{ "127.255.255.255", PRV },
+	{ "127.0.0.0", LPB },
+	{ "127.0.0.1", LPB },
+	{ "127.255.255.255", LPB },
 	{ "128.0.0.0", PUB },
 	{ "168.63.129.15", PUB },
 	{ "168.63.129.16", MET },
@@ -95,7 +97,7 @@ static struct cls_case v4_cases[] = {
 static struct cls_case v6_cases[] = {
 	/* Unspecified, loopback, IPv4-compatible ::/96. */
 	{ "::", RSV },
-	{ "::1", PRV },
+	{ "::1", LPB },
 	{ "::2", RSV },
 	{ "::8.8.8.8", RSV },
 	{ "::10.0.0.1", RSV },
@@ -109,7 +111,8 @@ static struct cls_case v6_cases[] = {
 	{ "::ffff:0.0.0.0", RSV },
 	{ "::ffff:8.8.8.8", PUB },
 	{ "::ffff:10.0.0.1", PRV },
-	{ "::ffff:127.0.0.1", PRV },
+	{ "::ffff:127.0.0.1", LPB },
+	{ "::ffff:127.255.255.255", LPB },
 	{ "::ffff:169.254.169.254", MET },
 	{ "::ffff:100.100.100.200", MET },
 	{ "::ffff:168.63.129.16", MET },
@@ -124,7 +127,7 @@ static struct cls_case v6_cases[] = {
 	{ "64:ff9b::", RSV },
 	{ "64:ff9b::808:808", PUB },
 	{ "64:ff9b::a00:1", PRV },
-	{ "64:ff9b::7f00:1", PRV },
+	{ "64:ff9b::7f00:1", LPB },
 	{ "64:ff9b::a9fe:a9fe", MET },
 	{ "64:ff9b::6464:64c8", MET },
 	{ "64:ff9b::a83f:8110", MET },
@@ -379,16 +382,21 @@ struct local_case {
 };
 
 static struct local_case local_cases[] = {
-	{ "8.8.4.4", PRV }, /* public and local: private */
+	{ "8.8.4.4", LPB }, /* public and local: loopback */
 	{ "8.8.8.8", PUB },
-	{ "::ffff:8.8.4.4", PRV },
-	{ "64:ff9b::808:404", PRV }, /* translates to a local address */
-	{ "1.0.0.1", PRV },	     /* listed in IPv4-mapped form */
-	{ "2606:4700::1111", PRV },
+	{ "::ffff:8.8.4.4", LPB },
+	{ "64:ff9b::808:404", LPB }, /* translates to a local address */
+	{ "1.0.0.1", LPB },	     /* listed in IPv4-mapped form */
+	{ "2606:4700::1111", LPB },
 	{ "2606:4700::1112", PUB },
 	{ "192.0.2.1", RSV },	/* reserved stays reserved */
 	{ "169.254.1.1", MET }, /* metadata stays metadata */
-	{ "10.0.0.1", PRV },
+	{ "10.0.0.1", LPB },	/* private and local: loopback */
+	{ "10.0.0.2", PRV },
+	{ "fd00::5", LPB },
+	{ "fd00::6", PRV },
+	{ "::ffff:10.0.0.1", LPB },
+	{ "127.0.0.2", LPB },
 };
 
 ParameterizedTestParameters(addr, local)
@@ -406,6 +414,7 @@ ParameterizedTest(struct local_case *c, addr, local)
 		"192.0.2.1",
 		"169.254.1.1",
 		"::ffff:1.0.0.1",
+		"fd00::5",
 	};
 	struct policy_addr l[NELEM(locals)], a = must_parse(c->addr);
 	struct policy_classify_ctx ctx;

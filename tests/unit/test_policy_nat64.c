@@ -15,6 +15,7 @@
 
 #define PUB	  POLICY_CLASS_PUBLIC
 #define PRV	  POLICY_CLASS_PRIVATE
+#define LPB	  POLICY_CLASS_LOOPBACK
 #define RSV	  POLICY_CLASS_RESERVED
 #define MET	  POLICY_CLASS_METADATA
 
@@ -383,7 +384,8 @@ ParameterizedTest(struct decode_case *c, nat64, decode_all_lengths)
 		{ { 8, 8, 8, 8 }, PUB },
 		{ { 1, 1, 1, 1 }, PUB },
 		{ { 10, 0, 0, 1 }, PRV },
-		{ { 127, 0, 0, 1 }, PRV },
+		{ { 127, 0, 0, 1 }, LPB },
+		{ { 127, 255, 0, 9 }, LPB },
 		{ { 192, 168, 255, 255 }, PRV },
 		{ { 169, 254, 169, 254 }, MET },
 		{ { 100, 100, 100, 200 }, MET },
@@ -447,8 +449,12 @@ static struct overlap_case overlap_cases[] = {
 	{ "fd00:ec2::/64", "fd00:ec2::254", MET | RSV },
 	{ "fd20:ce::/96", "fd20:ce::254", MET | RSV },
 	/* Loopback and IPv4-mapped are delivered by the kernel. */
-	{ "::/32", "::1", RSV | PRV },
+	{ "::/32", "::1", RSV | LPB },
 	{ "::/64", "::ffff:8.8.8.8", RSV | PUB },
+	{ "::/64", "::ffff:127.0.0.1", RSV | LPB },
+	/* Loopback behind a declared prefix, beside a private reading. */
+	{ "2001:db8::/32 2001:db8:7f00::/40",
+	    "2001:db8:7f0a:1:5::", LPB | PRV },
 };
 
 ParameterizedTestParameters(nat64, overlap_both_orders)

@@ -2,7 +2,8 @@
 /*
  * Unit tests for policy/verdict.c: every step of the verdict in order
  * (first failure wins), the intersection of grant and declaration and
- * operator_defined, the private carve-out, mixed zones, NAT64 and local
+ * operator_defined, the private and loopback carve-outs (neither re-opens
+ * the other's class), mixed zones, NAT64 and local
  * addresses through the verdict, deduplication in resolver order, the
  * reason strings and the argument errors. Instances are built directly
  * from grant sets whose entries come from policy_entry_parse().
@@ -70,6 +71,10 @@ static const char *const std_hosts[] = {
 	"::1",
 	"192.0.2.1",
 	"169.254.169.254",
+	"lo.example.com",
+	"both.example.com",
+	"router.internal",
+	"127.0.0.1",
 };
 static const char *const std_declared[] = {
 	"api.example.com",
@@ -86,6 +91,10 @@ static const char *const std_declared[] = {
 	"169.254.169.254",
 	"notgranted.example.com",
 	"x.localhost",
+	"lo.example.com",
+	"both.example.com",
+	"router.internal",
+	"127.0.0.1",
 };
 static const char *const std_private[] = {
 	"lan.example.com",
@@ -94,6 +103,15 @@ static const char *const std_private[] = {
 	"localhost",
 	"10.0.0.5",
 	"::1",
+	"169.254.169.254",
+	"both.example.com",
+};
+static const char *const std_loopback[] = {
+	"lo.example.com",
+	"both.example.com",
+	"router.internal",
+	"localhost",
+	"127.0.0.1",
 	"169.254.169.254",
 };
 
@@ -105,6 +123,7 @@ enum inst_kind {
 	I_NODECL,    /* neither hosts nor operator_defined (NULL set) */
 	I_EMPTYDECL, /* same, as an empty set */
 	I_NOPERM,    /* no permissions */
+	I_NOLOOP,    /* no egress_allow_loopback (NULL set) */
 };
 
 enum ctx_kind {
@@ -115,7 +134,7 @@ enum ctx_kind {
 
 struct fixture {
 	struct policy_instance inst;
-	struct policy_grant *hosts, *declared, *priv, *empty;
+	struct policy_grant *hosts, *declared, *priv, *loop, *empty;
 	struct policy_nat64_list nat64;
 	struct policy_addr local[1];
 	struct policy_classify_ctx ctx;
@@ -131,6 +150,7 @@ fixture_init(struct fixture *f, enum inst_kind ik, enum ctx_kind ck)
 	f->hosts = grant_of(std_hosts, NELEM(std_hosts));
 	f->declared = grant_of(std_declared, NELEM(std_declared));
 	f->priv = grant_of(std_private, NELEM(std_private));
+	f->loop = grant_of(std_loopback, NELEM(std_loopback));
 	f->empty = grant_of(NULL, 0);
 	f->inst.name = "weather";
 	f->inst.manifest_ok = 1;
@@ -138,6 +158,7 @@ fixture_init(struct fixture *f, enum inst_kind ik, enum ctx_kind ck)
 	    POLICY_PERM_SOCKET_CLIENT;
 	f->inst.hosts = f->hosts;
 	f->inst.allow_private = f->priv;
+	f->inst.allow_loopback = f->loop;
 	f->inst.declared = f->declared;
 	switch (ik) {
 	case I_REFUSED:
@@ -154,6 +175,9 @@ fixture_init(struct fixture *f, enum inst_kind ik, enum ctx_kind ck)
 		break;
 	case I_NOPERM:
 		f->inst.permissions = 0;
+		break;
+	case I_NOLOOP:
+		f->inst.allow_loopback = NULL;
 		break;
 	default:
 		break;
@@ -177,6 +201,7 @@ fixture_done(struct fixture *f)
 	policy_grant_free(f->hosts);
 	policy_grant_free(f->declared);
 	policy_grant_free(f->priv);
+	policy_grant_free(f->loop);
 	policy_grant_free(f->empty);
 }
 
@@ -224,6 +249,7 @@ dest_of(const char *host, struct policy_dest *d)
 #define R_METADATA     POLICY_REASON_METADATA
 #define R_RESERVED     POLICY_REASON_RESERVED_ADDRESS
 #define R_MIXED	       POLICY_REASON_MIXED_ZONES
+#define R_LOOPBACK     POLICY_REASON_LOOPBACK_ADDRESS
 
 struct vcase {
 	int inst;
@@ -277,6 +303,13 @@ static struct vcase vcases[] = {
 	{ I_OPDEF, C_NONE, H, "printer.local", R_PRIVATE, "", R_PRIVATE, "" },
 	{ I_STD, C_NONE, H, "localhost", R_ALLOW, "127.0.0.1,::1", R_ALLOW,
 	    "127.0.0.1,::1" },
+	/* localhost is loopback by nature: the private carve-out alone does
+	 * not open it; other local names take either carve-out. */
+	{ I_NOLOOP, C_NONE, H, "localhost", R_LOOPBACK, "", R_LOOPBACK, "" },
+	{ I_STD, C_LOCAL, H, "router.internal", R_ALLOW, "8.8.4.4", R_ALLOW,
+	    "8.8.4.4" },
+	{ I_STD, C_NONE, H, "router.internal", R_ALLOW, "10.0.0.1", R_PRIVATE,
+	    "" },
 	/* 7: no addresses. */
 	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW, "", R_UNRESOLVABLE,
 	    "" },
@@ -342,19 +375,82 @@ static struct vcase vcases[] = {
 	    "2001:db8:808:808:8::", R_ALLOW, "2001:db8:808:808:8::" },
 	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW,
 	    "2001:db8:808:808:8::", R_RESERVED, "" },
-	/* This host's own public address is private. */
-	{ I_STD, C_LOCAL, H, "api.example.com", R_ALLOW, "8.8.4.4", R_PRIVATE,
+	/* Loopback is its own class: the private carve-out does not re-open
+	 * it, in any form the classifier decodes; the loopback one does,
+	 * and only for loopback. */
+	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW, "127.0.0.1",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_NONE, H, "api.example.com", R_ALLOW, "10.0.0.1,127.0.0.1",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_NONE, H, "lan.example.com", R_ALLOW, "127.0.0.1",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_NONE, H, "lan.example.com", R_ALLOW, "127.255.0.9",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_NONE, H, "lan.example.com", R_ALLOW, "::1", R_LOOPBACK,
 	    "" },
-	{ I_STD, C_LOCAL, H, "lan.example.com", R_ALLOW, "8.8.4.4,10.0.0.1",
-	    R_ALLOW, "8.8.4.4,10.0.0.1" },
-	{ I_STD, C_LOCAL, H, "lan.example.com", R_ALLOW, "8.8.4.4,8.8.8.8",
+	{ I_STD, C_NONE, H, "lan.example.com", R_ALLOW, "::ffff:127.0.0.1",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_NONE, H, "lan.example.com", R_ALLOW, "64:ff9b::7f00:1",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_NAT64, H, "lan.example.com", R_ALLOW,
+	    "2001:db8:7f00:1::", R_LOOPBACK, "" },
+	{ I_STD, C_NAT64, H, "lo.example.com", R_ALLOW,
+	    "2001:db8:7f00:1::", R_ALLOW, "2001:db8:7f00:1::" },
+	{ I_STD, C_NONE, H, "lan.example.com", R_ALLOW, "10.0.0.1,::1",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW, "::127.0.0.1",
+	    R_RESERVED, "" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW,
+	    "2002:7f00:1::", R_RESERVED, "" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW,
+	    "2001:0:4136:e378:8000:63bf:80ff:fffe", R_RESERVED, "" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW, "127.0.0.1,::1",
+	    R_ALLOW, "127.0.0.1,::1" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW, "8.8.8.8", R_ALLOW,
+	    "8.8.8.8" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW, "10.0.0.1", R_PRIVATE,
+	    "" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW, "127.0.0.1,10.0.0.1",
+	    R_PRIVATE, "" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW, "127.0.0.1,8.8.8.8",
 	    R_MIXED, "" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW,
+	    "169.254.169.254,127.0.0.1", R_METADATA, "" },
+	{ I_STD, C_NONE, H, "lo.example.com", R_ALLOW, "127.0.0.1,0.0.0.0",
+	    R_RESERVED, "" },
+	/* Loopback and private together need both carve-outs; public
+	 * beside either is mixed. */
+	{ I_STD, C_NONE, H, "both.example.com", R_ALLOW, "127.0.0.1,10.0.0.1",
+	    R_ALLOW, "127.0.0.1,10.0.0.1" },
+	{ I_STD, C_NONE, H, "both.example.com", R_ALLOW,
+	    "10.0.0.1,::1,8.8.8.8", R_MIXED, "" },
+	{ I_NOLOOP, C_NONE, H, "both.example.com", R_ALLOW,
+	    "127.0.0.1,10.0.0.1", R_LOOPBACK, "" },
+	/* This host's own addresses are loopback, whatever their range. */
+	{ I_STD, C_LOCAL, H, "api.example.com", R_ALLOW, "8.8.4.4", R_LOOPBACK,
+	    "" },
+	{ I_STD, C_LOCAL, H, "api.example.com", R_ALLOW, "::ffff:8.8.4.4",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_LOCAL, H, "lan.example.com", R_ALLOW, "8.8.4.4,10.0.0.1",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_LOCAL, H, "lan.example.com", R_ALLOW, "8.8.4.4,8.8.8.8",
+	    R_LOOPBACK, "" },
+	{ I_STD, C_LOCAL, H, "lo.example.com", R_ALLOW, "8.8.4.4", R_ALLOW,
+	    "8.8.4.4" },
+	{ I_STD, C_LOCAL, H, "lo.example.com", R_ALLOW, "8.8.4.4,8.8.8.8",
+	    R_MIXED, "" },
+	{ I_STD, C_LOCAL, H, "both.example.com", R_ALLOW, "8.8.4.4,10.0.0.1",
+	    R_ALLOW, "8.8.4.4,10.0.0.1" },
 	/* IP literals are their own answer. */
 	{ I_STD, C_NONE, T, "10.0.0.5", R_ALLOW, "10.0.0.5", R_ALLOW,
 	    "10.0.0.5" },
 	{ I_STD, C_NONE, S, "8.8.8.8", R_ALLOW, "8.8.8.8", R_ALLOW,
 	    "8.8.8.8" },
-	{ I_STD, C_NONE, H, "[::1]", R_ALLOW, "::1", R_ALLOW, "::1" },
+	{ I_STD, C_NONE, H, "[::1]", R_ALLOW, "::1", R_LOOPBACK, "" },
+	{ I_STD, C_NONE, H, "127.0.0.1", R_ALLOW, "127.0.0.1", R_ALLOW,
+	    "127.0.0.1" },
+	{ I_NOLOOP, C_NONE, H, "127.0.0.1", R_ALLOW, "127.0.0.1", R_LOOPBACK,
+	    "" },
 	{ I_STD, C_NONE, H, "192.0.2.1", R_ALLOW, "192.0.2.1", R_RESERVED,
 	    "" },
 	{ I_STD, C_NONE, H, "169.254.169.254", R_ALLOW, "169.254.169.254",
@@ -461,7 +557,8 @@ static struct reason_case reason_cases[] = {
 	{ 9, "metadata" },
 	{ 10, "reserved-address" },
 	{ 11, "mixed-zones" },
-	{ 12, "unknown" },
+	{ 12, "loopback-address" },
+	{ 13, "unknown" },
 	{ -1, "unknown" },
 	{ 1000, "unknown" },
 };
@@ -566,4 +663,38 @@ Test(verdict, empty_instance)
 	dest_of("api.example.com", &d);
 	cr_assert_eq(policy_check_destination(&inst, H, &d, &v), 0);
 	cr_expect_eq(v.reason, R_NOTGRANTED);
+}
+
+struct lo_name_case {
+	char host[64];
+	int want;
+};
+
+/* localhost and names under it are loopback by nature; nothing else is. */
+ParameterizedTestParameters(verdict, loopback_name)
+{
+	static struct lo_name_case cases[] = {
+		{ "localhost", 1 },
+		{ "LOCALHOST.", 1 },
+		{ "x.localhost", 1 },
+		{ "a.b.localhost", 1 },
+		{ "xlocalhost", 0 },
+		{ "localhost.example.com", 0 },
+		{ "local", 0 },
+		{ "db.internal", 0 },
+		{ "127.0.0.1", 0 },
+		{ "[::1]", 0 },
+	};
+
+	return cr_make_param_array(struct lo_name_case, cases, NELEM(cases));
+}
+
+ParameterizedTest(struct lo_name_case *c, verdict, loopback_name)
+{
+	struct policy_dest d;
+
+	dest_of(c->host, &d);
+	cr_expect_eq(policy_host_is_loopback_name(&d.host), c->want, "%s",
+	    c->host);
+	cr_expect_eq(policy_host_is_loopback_name(NULL), 0);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
-"""The lab's holding HTTP server: listen on ADDR PORT and, for GET
+"""The lab's holding HTTP server: listen on ADDR PORT (IPv4 or IPv6) and, for GET
 /hold/KEY?to=URL, create DIR/KEY.arrived, wait until DIR/KEY.release
 exists (at most 60 s), then answer 302 with Location: URL. Any other path
 answers 200 "gate". A test uses it to keep one egress-fetch -L (and so its
@@ -10,6 +10,7 @@ configuration. Every request is appended to DIR/access.log."""
 
 import http.server
 import os
+import socket
 import sys
 import time
 import urllib.parse
@@ -48,9 +49,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class Server6(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 def main():
     addr, port, d = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    srv = http.server.ThreadingHTTPServer((addr, port), Handler)
+    cls = Server6 if ":" in addr else http.server.ThreadingHTTPServer
+    srv = cls((addr, port), Handler)
     srv.dir = d
     srv.daemon_threads = True
     srv.serve_forever()

@@ -688,19 +688,24 @@ lab_config_base()
 	    "$LAB_DATA_DIR/base.ini.in"
 }
 
-# lab_entry INSTANCE PLUGIN HOSTS [ALLOW_PRIVATE] [PERMISSIONS]: print one
-# [plugins.entries.INSTANCE] section. HOSTS and ALLOW_PRIVATE are
-# comma-separated lists (may be empty); PERMISSIONS defaults to
-# http_client. The manifest is packages/PLUGIN/manifest.ini.
+# lab_entry INSTANCE PLUGIN HOSTS [ALLOW_PRIVATE] [PERMISSIONS]
+# [ALLOW_LOOPBACK]: print one [plugins.entries.INSTANCE] section. HOSTS,
+# ALLOW_PRIVATE and ALLOW_LOOPBACK are comma-separated lists (may be
+# empty; egress_allow_loopback is written only when given); PERMISSIONS
+# defaults to http_client. The manifest is packages/PLUGIN/manifest.ini.
 lab_entry()
 {
 	local inst=$1 plugin=$2 hosts=$3 priv=${4:-} perms=${5-http_client}
+	local loop=${6:-}
 	printf '\n[plugins.entries.%s]\n' "$inst"
 	printf 'plugin = %s\n' "$plugin"
 	printf 'manifest = packages/%s/manifest.ini\n' "$plugin"
 	printf 'permissions = %s\n' "$perms"
 	printf 'egress_hosts = %s\n' "$hosts"
 	printf 'egress_allow_private = %s\n' "$priv"
+	if [ -n "$loop" ]; then
+		printf 'egress_allow_loopback = %s\n' "$loop"
+	fi
 }
 
 # lab_config_install: read a whole configuration on stdin and install it

@@ -351,6 +351,26 @@ share_held(const struct share *s, const char *instance)
 }
 
 size_t
+share_borrowed(const struct share *s, const char *instance)
+{
+	const struct share_node *n = node_find(s, instance);
+
+	return n != NULL ? beyond(n->held, node_guarantee(s, n)) : 0;
+}
+
+size_t
+share_unmet(const struct share *s, const char *instance)
+{
+	const struct share_node *n = node_find(s, instance);
+	size_t g;
+
+	if (n == NULL)
+		return 0;
+	g = node_guarantee(s, n);
+	return g - within(n->held, g);
+}
+
+size_t
 share_total(const struct share *s)
 {
 	return s->total;

@@ -71,6 +71,11 @@ void share_release(struct share *s, const char *instance, size_t n);
 
 /* Return what instance holds, and what the pool holds in all. */
 size_t share_held(const struct share *s, const char *instance);
+
+/* Return what instance holds beyond its guarantee, and what of its
+ * guarantee it does not hold yet (both 0 for an unknown instance). */
+size_t share_borrowed(const struct share *s, const char *instance);
+size_t share_unmet(const struct share *s, const char *instance);
 size_t share_total(const struct share *s);
 
 /* Return the guarantee each configured instance has now. */

@@ -442,6 +442,8 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 		if (share_configure(*broker_share_at(b, i), m,
 			s->ninstances) != 0)
 			err = EGRESS_ERR_NOMEM;
+	if (err == 0 && log_configure(m, s->ninstances) != 0)
+		err = EGRESS_ERR_NOMEM; /* the log's queue shares */
 	free(m);
 	return err;
 }

@@ -966,6 +966,7 @@ daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
 	if (b->base != NULL) {
 		/* Run the deferred frees (resolvers, upstream buffers). */
 		(void)event_base_loop(b->base, EVLOOP_NONBLOCK);
+		log_detach(); /* writes what is queued, blocking */
 		event_base_free(b->base);
 	}
 	metrics_free(b->metrics);
@@ -1015,6 +1016,9 @@ main(int argc, char **argv)
 		(void)fprintf(stderr, "egressd: cannot create event base\n");
 		goto out;
 	}
+	/* A log destination that can block (a pipe, journald's socket) is
+	 * written without blocking, in fair queues per instance. */
+	(void)log_attach(b->base);
 	host_addresses_start(b);
 	if (broker_apply_conf(b, s) != 0 && b->dns == NULL) {
 		(void)fprintf(stderr, "egressd: cannot create the resolver\n");

@@ -6,8 +6,15 @@
  * events written to a pipe and parsed back with jansson: every field of
  * egress.decision and egress.close, "reason" only on a deny, JSON nulls
  * for unknown values, one line per event, hostile host bytes escaped.
+ * And the fair queues: with a destination that takes nothing (a pipe
+ * nobody reads), an instance flooding decisions is backlogged past its
+ * share while another's events still queue, the queues drain
+ * round-robin (the other's lines come out interleaved, not after the
+ * flood), the waiter is woken, and every event comes out exactly once.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +22,7 @@
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <event2/event.h>
 #include <jansson.h>
 
 #include "broker/log.h"
@@ -398,4 +406,107 @@ Test(log, reopen_file)
 	o = parse_one(buf);
 	cr_assert_eq(json_integer_value(json_object_get(o, "n")), 2);
 	json_decref(o);
+}
+
+/* ---- the fair queues ---------------------------------------------------- */
+
+static void
+emit_one(const char *instance, const char *plugin, unsigned n)
+{
+	struct log_decision d;
+	char id[32];
+
+	(void)snprintf(id, sizeof(id), "%s-%u", instance, n);
+	memset(&d, 0, sizeof(d));
+	d.request_id = id;
+	d.instance = instance;
+	d.plugin = plugin;
+	d.transport = "http";
+	d.host = "denied.example";
+	d.host_len = strlen(d.host);
+	d.port = 80;
+	d.reason = "not-granted";
+	log_decision(&d);
+}
+
+static void
+count_wake(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+Test(log, flood_is_backlogged_alone)
+{
+	static const struct share_member m[] = { { "flood", "evil" },
+		{ "victim", "good" } };
+	enum { FLOOD = 6000, VICTIM = 20 };
+	struct log_waiter w;
+	struct event_base *base = event_base_new();
+	static char buf[4 << 20];
+	size_t len = 0, before, lines = 0, victim_at = 0, nv = 0, nf = 0;
+	int fds[2], woke = 0;
+	unsigned i;
+	char *p, *nl;
+	ssize_t r;
+
+	cr_assert_not_null(base);
+	cr_assert_eq(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	log_set_fd(fds[1]);
+	cr_assert_eq(log_configure(m, 2), 0);
+	cr_assert_eq(log_attach(base), 0);
+	for (i = 0; i < FLOOD; i++)
+		emit_one("flood", "evil", i);
+	/* The pipe took what it holds; the rest waits, past the share. */
+	cr_assert_gt(log_queued("flood"), LOG_QUEUE_PER_INSTANCE);
+	memset(&w, 0, sizeof(w));
+	w.wake = count_wake;
+	w.arg = &woke;
+	cr_assert(log_backlog_wait("flood", &w), "the flood is not held back");
+	before = FLOOD - log_queued("flood");
+	for (i = 0; i < VICTIM; i++)
+		emit_one("victim", "good", i);
+	cr_assert(!log_backlog_wait("victim", NULL),
+	    "the victim was held back for the flood");
+	cr_assert_eq(log_queued("victim"), VICTIM);
+	/* Read it all while the loop drains the queues. */
+	for (;;) {
+		r = read(fds[0], buf + len, sizeof(buf) - len);
+		if (r > 0)
+			len += (size_t)r;
+		else if (log_queued(NULL) == 0)
+			break; /* nothing queued, nothing in the pipe */
+		else
+			cr_assert(r < 0 && errno == EAGAIN);
+		(void)event_base_loop(base, EVLOOP_NONBLOCK);
+		cr_assert_lt(len, sizeof(buf));
+	}
+	cr_assert_eq(woke, 1, "the waiter was not woken");
+	cr_assert(!log_backlog_wait("flood", NULL));
+	for (p = buf; p < buf + len; p = nl + 1) {
+		cr_assert_not_null(nl = memchr(p, '\n',
+				       (size_t)(buf + len - p)));
+		lines++;
+		if (memmem(p, (size_t)(nl - p), "\"victim-", 8) != NULL) {
+			nv++;
+			victim_at = lines;
+		} else if (memmem(p, (size_t)(nl - p), "\"flood-", 7) != NULL)
+			nf++;
+		else
+			cr_assert_not_null(memmem(p, (size_t)(nl - p),
+					       "\"status\":\"backlogged\"",
+					       21),
+			    "%.*s", (int)(nl - p), p);
+	}
+	cr_assert_eq(nf, FLOOD, "flood lines: %zu", nf);
+	cr_assert_eq(nv, VICTIM, "victim lines: %zu", nv);
+	/* Round-robin: one flood line per victim line after what the pipe
+	 * held (and the line being written). */
+	cr_assert_leq(victim_at, before + 2 * VICTIM + 1,
+	    "the victim's last line came out at %zu (pipe held %zu)",
+	    victim_at, before);
+	log_detach();
+	log_set_fd(-1);
+	(void)close(fds[0]);
+	(void)close(fds[1]);
+	event_base_free(base);
 }

@@ -504,7 +504,6 @@ log_close_event(const struct log_close *c)
 struct lq_line {
 	struct lq_line *next;
 	size_t len, off; /* off: bytes already written */
-	int shared;	 /* holds a unit of lq.share */
 	char text[];
 };
 
@@ -520,6 +519,8 @@ struct lq_queue {
 	struct lq_group *g;
 	struct lq_line *head, *tail;
 	size_t n, bytes;
+	size_t held; /* units of lq.share, at most n: a line that could
+			not get one takes one of a line written before */
 	int backlogged;
 	size_t mark; /* the backlog ends at this many lines */
 	struct log_waiter *waiters;
@@ -720,8 +721,10 @@ lq_pop(struct lq_queue **ret_q)
 	lq.ring = g->rnext;
 	if (g->ring == NULL)
 		LQ_RING_DEL(&lq.ring, g);
-	if (l->shared)
+	if (q->held > q->n) {
 		share_release(lq.share, q->name, 1);
+		q->held--;
+	}
 	*ret_q = q;
 	return l;
 }
@@ -808,7 +811,6 @@ lq_line_new(const char *text, size_t len)
 	l->next = NULL;
 	l->len = len;
 	l->off = 0;
-	l->shared = 0;
 	memcpy(l->text, text, len);
 	return l;
 }
@@ -871,10 +873,10 @@ log_emit(const char *instance, const char *plugin, const char *text,
 		return;
 	}
 	fresh = 0;
-	if (q->name[0] != '\0') {
-		l->shared = lq.share != NULL &&
-		    share_acquire(lq.share, q->name, plugin, 1) == 0;
-		if (!l->shared && !q->backlogged) {
+	if (q->name[0] != '\0' && lq.share != NULL) {
+		if (share_acquire(lq.share, q->name, plugin, 1) == 0)
+			q->held++;
+		else if (!q->backlogged) {
 			q->backlogged = 1;
 			q->mark = q->n / 2;
 			fresh = 1;

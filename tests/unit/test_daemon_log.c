@@ -10,7 +10,9 @@
  * nobody reads), an instance flooding decisions is backlogged past its
  * share while another's events still queue, the queues drain
  * round-robin (the other's lines come out interleaved, not after the
- * flood), the waiter is woken, and every event comes out exactly once.
+ * flood), the waiter is woken, and every event comes out exactly once;
+ * and a model test over random interleavings of events from several
+ * instances and partial reads of the destination.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -504,6 +506,102 @@ Test(log, flood_is_backlogged_alone)
 	cr_assert_leq(victim_at, before + 2 * VICTIM + 1,
 	    "the victim's last line came out at %zu (pipe held %zu)",
 	    victim_at, before);
+	log_detach();
+	log_set_fd(-1);
+	(void)close(fds[0]);
+	(void)close(fds[1]);
+	event_base_free(base);
+}
+
+/*
+ * The model: 5 instances of 3 plugins emit events at random while the
+ * reader takes random amounts; an instance that is backlogged emits only
+ * what its sessions had already read (at most OVERSHOOT more lines, as
+ * a session stops reading). After every step: no instance holds more
+ * than its maximum plus that overshoot, and an instance below its
+ * guarantee that was not backlogged is not backlogged by one more line.
+ * At the end every line came out once, in order per instance.
+ */
+Test(log, model_random_interleavings)
+{
+	static const struct share_member m[] = { { "i0", "p0" },
+		{ "i1", "p0" }, { "i2", "p0" }, { "i3", "p1" },
+		{ "i4", "p2" } };
+	enum { NI = 5, STEPS = 60000, OVERSHOOT = 64 };
+	static char buf[16 << 20];
+	struct event_base *base = event_base_new();
+	unsigned sent[NI] = { 0 }, over[NI] = { 0 }, next[NI] = { 0 };
+	unsigned seed = 777, step, i, k, backlogs = 0;
+	size_t len = 0, q;
+	int fds[2], was;
+	char *p, *nl, *at;
+	ssize_t r;
+
+	cr_assert_not_null(base);
+	cr_assert_eq(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	log_set_fd(fds[1]);
+	cr_assert_eq(log_configure(m, NI), 0);
+	cr_assert_eq(log_attach(base), 0);
+	for (step = 0; step < STEPS; step++) {
+		i = (unsigned)rand_r(&seed) % NI;
+		if (rand_r(&seed) % 8 != 0) {
+			/* i0 floods: ten times the others' rate. */
+			for (k = 0; k < (i == 0 ? 10u : 1u); k++) {
+				was = log_backlog_wait(m[i].instance, NULL);
+				if (was && over[i] >= OVERSHOOT)
+					break; /* its sessions are not read */
+				q = log_queued(m[i].instance);
+				emit_one(m[i].instance, m[i].plugin,
+				    sent[i]++);
+				over[i] = was ? over[i] + 1 : 0;
+				if (!was &&
+				    log_backlog_wait(m[i].instance, NULL))
+					backlogs++;
+				if (!was && q < LOG_QUEUE_GUARANTEE)
+					cr_assert(!log_backlog_wait(
+						      m[i].instance, NULL),
+					    "step %u: %s backlogged within "
+					    "its guarantee",
+					    step, m[i].instance);
+				cr_assert_leq(log_queued(m[i].instance),
+				    LOG_QUEUE_PER_INSTANCE + OVERSHOOT + 1);
+			}
+		} else {
+			/* The reader takes a little, now and then. */
+			r = read(fds[0], buf + len,
+			    1 + (size_t)rand_r(&seed) % 4096);
+			if (r > 0)
+				len += (size_t)r;
+			(void)event_base_loop(base, EVLOOP_NONBLOCK);
+		}
+		cr_assert_lt(len, sizeof(buf) - 65536);
+	}
+	for (;;) {
+		r = read(fds[0], buf + len, sizeof(buf) - len);
+		if (r > 0)
+			len += (size_t)r;
+		else if (log_queued(NULL) == 0)
+			break;
+		(void)event_base_loop(base, EVLOOP_NONBLOCK);
+		cr_assert_lt(len, sizeof(buf));
+	}
+	for (p = buf; p < buf + len; p = nl + 1) {
+		cr_assert_not_null(nl = memchr(p, '\n',
+				       (size_t)(buf + len - p)));
+		if ((at = memmem(p, (size_t)(nl - p), "\"request_id\":\"i",
+			 15)) == NULL)
+			continue; /* an egress.log event */
+		i = (unsigned)(at[15] - '0');
+		cr_assert_lt(i, NI);
+		cr_assert_eq((unsigned)strtoul(at + 17, NULL, 10), next[i],
+		    "%s: a line lost, doubled or out of order", m[i].instance);
+		next[i]++;
+	}
+	for (i = 0; i < NI; i++)
+		cr_assert_eq(next[i], sent[i], "%s: %u of %u lines",
+		    m[i].instance, next[i], sent[i]);
+	cr_assert_gt(backlogs, 10, "the queues never filled (%u)", backlogs);
+	cr_log_info("%u backlogs, %u lines of i0", backlogs, sent[0]);
 	log_detach();
 	log_set_fd(-1);
 	(void)close(fds[0]);

@@ -773,7 +773,6 @@ static void
 lq_drain(int wait)
 {
 	struct lq_queue *q;
-	int rc;
 
 	for (;;) {
 		if (lq.cur == NULL) {
@@ -783,7 +782,7 @@ lq_drain(int wait)
 				lq_unbacklog(q);
 			lq_put(q);
 		}
-		if ((rc = lq_write_line(lq.cur, wait)) == 0) {
+		if (lq_write_line(lq.cur, wait) == 0) {
 			(void)event_add(lq.ev, NULL);
 			return;
 		}

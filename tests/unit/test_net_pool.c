@@ -260,7 +260,7 @@ Test(broker_pool, lease_evicts_borrowers_idle_first)
 	struct pooltest pt;
 	struct share *s = share_new(8, 2, 0);
 	struct lease *l[4] = { NULL }, *xs[8], *x = NULL;
-	int fd[8], i, n = 0;
+	int fd[10], i, n = 0;
 
 	pt_init(&pt, 0, 0);
 	cr_assert(s != NULL);

@@ -593,9 +593,15 @@ lq_get(const char *instance, const char *plugin)
 {
 	struct lq_queue *q, **pp;
 	struct lq_group *g;
+	const char *g_name;
 
 	if ((q = lq_find(instance)) != NULL)
 		return q;
+	/* A configured instance's plugin, whatever the event names (an
+	 * egress.close names none). */
+	if (lq.share != NULL && instance[0] != '\0' &&
+	    (g_name = share_group(lq.share, instance)) != NULL)
+		plugin = g_name;
 	if (plugin == NULL)
 		plugin = instance;
 	if (strlen(instance) > LQ_NAME_MAX || strlen(plugin) > LQ_NAME_MAX ||

@@ -342,6 +342,14 @@ share_release(struct share *s, const char *instance, size_t n)
 	node_put(s, node);
 }
 
+const char *
+share_group(const struct share *s, const char *instance)
+{
+	const struct share_node *n = node_find(s, instance);
+
+	return n != NULL ? n->group->name : NULL;
+}
+
 size_t
 share_held(const struct share *s, const char *instance)
 {

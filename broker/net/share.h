@@ -69,6 +69,10 @@ int share_acquire(struct share *s, const char *instance, const char *plugin,
 /* Give back n units that instance holds (at most what it holds). */
 void share_release(struct share *s, const char *instance, size_t n);
 
+/* Return the group (plugin) instance is counted in, borrowed until the
+ * next call that changes s, or NULL when s does not know instance. */
+const char *share_group(const struct share *s, const char *instance);
+
 /* Return what instance holds, and what the pool holds in all. */
 size_t share_held(const struct share *s, const char *instance);
 

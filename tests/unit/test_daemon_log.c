@@ -608,3 +608,79 @@ Test(log, model_random_interleavings)
 	(void)close(fds[1]);
 	event_base_free(base);
 }
+
+static void
+close_one(const char *instance, unsigned n)
+{
+	struct log_close c;
+	char id[32];
+
+	(void)snprintf(id, sizeof(id), "%s-%u", instance, n);
+	memset(&c, 0, sizeof(c));
+	c.request_id = id;
+	c.instance = instance;
+	c.error = "denied";
+	log_close_event(&c);
+}
+
+/*
+ * The turns go to plugins, then to instances: two instances of one
+ * plugin get one line between them for each line of a third instance's
+ * plugin, even through egress.close events, which name no plugin.
+ */
+Test(log, turns_by_plugin)
+{
+	static const struct share_member m[] = { { "e1", "evil" },
+		{ "e2", "evil" }, { "v", "good" } };
+	static char buf[1 << 20];
+	struct event_base *base = event_base_new();
+	size_t len = 0, lines = 0, nv = 0, v50 = 0, before;
+	unsigned i;
+	int fds[2];
+	char *p, *nl;
+	ssize_t r;
+
+	cr_assert_not_null(base);
+	cr_assert_eq(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	log_set_fd(fds[1]);
+	cr_assert_eq(log_configure(m, 3), 0);
+	cr_assert_eq(log_attach(base), 0);
+	/* Fill the pipe, so that what follows waits in the queues. */
+	for (i = 0; log_queued(NULL) == 0; i++)
+		close_one("e1", i);
+	before = i - log_queued(NULL);
+	for (i = 0; i < 100; i++) {
+		close_one("e1", 1000 + i);
+		close_one("e2", i);
+	}
+	for (i = 0; i < 100; i++)
+		close_one("v", i);
+	for (;;) {
+		r = read(fds[0], buf + len, sizeof(buf) - len);
+		if (r > 0)
+			len += (size_t)r;
+		else if (log_queued(NULL) == 0)
+			break;
+		(void)event_base_loop(base, EVLOOP_NONBLOCK);
+		cr_assert_lt(len, sizeof(buf));
+	}
+	for (p = buf; p < buf + len; p = nl + 1) {
+		cr_assert_not_null(nl = memchr(p, '\n',
+				       (size_t)(buf + len - p)));
+		lines++;
+		if (memmem(p, (size_t)(nl - p), "\"v-", 3) != NULL &&
+		    ++nv == 50)
+			v50 = lines;
+	}
+	cr_assert_eq(nv, 100);
+	/* One line of plugin evil per line of v (and the one being
+	 * written): by instance, it would be two. */
+	cr_assert_leq(v50, before + 1 + 2 * 50 + 1,
+	    "v's 50th line came out at %zu, after %zu in the pipe", v50,
+	    before);
+	log_detach();
+	log_set_fd(-1);
+	(void)close(fds[0]);
+	(void)close(fds[1]);
+	event_base_free(base);
+}

@@ -261,7 +261,18 @@ for a in $ATTACKERS; do
 	lab_spawn "flood-$a" "$LAB_NS_B" "$LAB_PYTHON" \
 	    "$FAULT_SRC_DIR/guest.py" hold "$(sock "$a")" denied.example /x 3000
 done
+# The broker stopped reading a flooder: more than 64 KiB of its requests
+# wait unread on the broker's side of its connection.
+fault__flooder_held()
+{
+	[ "$(lab_ns_b ss -xHn state established | awk -v d="$LAB_SOCK_DIR/" '
+	    index($4, d) == 1 && $4 ~ /\/a[0-9]+\.sock$/ && $2 > 65536' |
+	    wc -l)" -ge 1 ]
+}
 lab_poll 20 fault__fifo_full || lab_fail "the flood never filled the log FIFO"
+lab_poll 20 fault__flooder_held ||
+    lab_fail "no flooder was held back: its requests were all read"
+lab_ok "the log FIFO is full and a flooder's requests wait unread"
 t0=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 victim_round log-flood 20
 kill -CONT "${LAB_PID[logpump]}"

@@ -14,6 +14,8 @@
  * and a model test over random interleavings of events from several
  * instances and partial reads of the destination.
  */
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -437,7 +439,13 @@ count_wake(void *arg)
 	(*(int *)arg)++;
 }
 
-Test(log, flood_is_backlogged_alone)
+/*
+ * The flood, into a pipe (stderr piped to a supervisor) or a stream
+ * socket (journald's), whose writing end blocks as those do: only the
+ * reading end is non-blocking.
+ */
+static void
+flood_case(int sock)
 {
 	static const struct share_member m[] = { { "flood", "evil" },
 		{ "victim", "good" } };
@@ -452,7 +460,13 @@ Test(log, flood_is_backlogged_alone)
 	ssize_t r;
 
 	cr_assert_not_null(base);
-	cr_assert_eq(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	if (sock)
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+				 fds),
+		    0);
+	else
+		cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+	cr_assert_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
 	log_set_fd(fds[1]);
 	cr_assert_eq(log_configure(m, 2), 0);
 	cr_assert_eq(log_attach(base), 0);
@@ -511,6 +525,16 @@ Test(log, flood_is_backlogged_alone)
 	(void)close(fds[0]);
 	(void)close(fds[1]);
 	event_base_free(base);
+}
+
+Test(log, flood_is_backlogged_alone)
+{
+	flood_case(0);
+}
+
+Test(log, flood_through_a_socket)
+{
+	flood_case(1);
 }
 
 /*

@@ -49,6 +49,7 @@
 #include "broker/net/lease.h"
 #include "broker/net/nat64disc.h"
 #include "broker/net/netaddr.h"
+#include "broker/net/share.h"
 #include "broker/notify.h"
 #include "broker/session.h"
 #include "conf/conf.h"
@@ -295,6 +296,11 @@ ctl_status(void *arg, struct control_status *st)
 	st->connections = b->nsessions;
 	st->requests = b->nrequests;
 	st->leases = lease_total(b->leases);
+	st->upstream_max = b->up_share != NULL ?
+	    share_capacity(b->up_share) :
+	    0;
+	st->log_queued = log_queued(NULL);
+	st->log_backlogs = log_backlogs();
 	st->local = broker_local_addrs(b, &st->nlocal);
 	st->local_generation = netaddr_generation(b->netaddr);
 	if (b->nat64.nundeclared > 0) {

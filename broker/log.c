@@ -547,6 +547,7 @@ static struct {
 	struct lq_group *gs[LQ_BUCKETS];
 	struct lq_group *ring; /* the next group served */
 	size_t nlines;
+	uint64_t backlogs;
 	struct share *share;
 } lq = { .wfd = -1 };
 
@@ -884,6 +885,7 @@ log_emit(const char *instance, const char *plugin, const char *text,
 		else if (!q->backlogged) {
 			q->backlogged = 1;
 			q->mark = q->n / 2;
+			lq.backlogs++;
 			fresh = 1;
 		}
 	}
@@ -1035,4 +1037,10 @@ log_queued(const char *instance)
 	if (instance == NULL)
 		return lq.nlines;
 	return (q = lq_find(instance)) != NULL ? q->n : 0;
+}
+
+uint64_t
+log_backlogs(void)
+{
+	return lq.backlogs;
 }

@@ -135,6 +135,9 @@ void log_waiter_cancel(struct log_waiter *w);
 /* Return the number of lines queued (for instance, or all with NULL). */
 size_t log_queued(const char *instance);
 
+/* Return how many times an instance became backlogged. */
+uint64_t log_backlogs(void);
+
 /* The fields of one egress.decision event; strings borrowed. */
 struct log_decision {
 	const char *request_id;

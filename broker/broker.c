@@ -5,8 +5,10 @@
  * requests in flight use them, the pruning of the keep-alive pool at a
  * reload, and this host's addresses.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,16 +356,41 @@ broker_mem_trim(struct broker *b, const char *instance, struct broker_mem *m,
 		event_active(b->mem_wake_ev, EV_TIMEOUT, 0);
 }
 
-#define BROKER_SHARES 4
+#define BROKER_SHARES 5
 
 /* The broker's fair shares by index, for what is done to each alike. */
 static struct share **
 broker_share_at(struct broker *b, size_t i)
 {
 	struct share **all[BROKER_SHARES] = { &b->dns_share, &b->session_share,
-		&b->mem_share, &b->tls_share };
+		&b->mem_share, &b->tls_share, &b->up_share };
 
 	return all[i];
+}
+
+size_t
+broker_upstream_max(uint64_t nofile)
+{
+	uint64_t n = nofile > BROKER_FD_RESERVE ?
+	    (nofile - BROKER_FD_RESERVE) / 2 :
+	    0;
+
+	if (n > SIZE_MAX / 2)
+		n = SIZE_MAX / 2;
+	return n > BROKER_UP_MIN ? (size_t)n : BROKER_UP_MIN;
+}
+
+/* The upstream share's capacity from the soft RLIMIT_NOFILE now. */
+static size_t
+broker_upstream_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return BROKER_UP_MIN;
+	return broker_upstream_max(rl.rlim_cur == RLIM_INFINITY ?
+		UINT64_MAX :
+		(uint64_t)rl.rlim_cur);
 }
 
 int
@@ -398,6 +425,13 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 	    (b->tls_share = share_new(BROKER_TLS_SHARE, BROKER_TLS_GUARANTEE,
 		 BROKER_TLS_PER_INSTANCE)) == NULL)
 		return EGRESS_ERR_NOMEM;
+	if (b->up_share == NULL) {
+		if ((b->up_share = share_new(broker_upstream_nofile(),
+			 BROKER_UP_GUARANTEE, 0)) == NULL)
+			return EGRESS_ERR_NOMEM;
+		/* Before the first lease: every lease is counted. */
+		lease_table_set_share(b->leases, b->up_share);
+	}
 	if ((m = calloc(s->ninstances + 1, sizeof(*m))) == NULL)
 		return EGRESS_ERR_NOMEM;
 	for (i = 0; i < s->ninstances; i++) {
@@ -408,6 +442,8 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 		if (share_configure(*broker_share_at(b, i), m,
 			s->ninstances) != 0)
 			err = EGRESS_ERR_NOMEM;
+	if (err == 0 && log_configure(m, s->ninstances) != 0)
+		err = EGRESS_ERR_NOMEM; /* the log's queue shares */
 	free(m);
 	return err;
 }
@@ -430,6 +466,7 @@ broker_release(struct broker *b)
 	b->tls = NULL;
 	free(b->tls_ca);
 	b->tls_ca = NULL;
+	lease_table_set_share(b->leases, NULL);
 	lease_table_free(b->leases);
 	b->leases = NULL;
 	for (i = 0; i < BROKER_SHARES; i++) {

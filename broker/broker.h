@@ -48,6 +48,14 @@ struct share;
 #define BROKER_TLS_SHARE	 256 /* TLS handshakes in progress */
 #define BROKER_TLS_GUARANTEE	 4
 #define BROKER_TLS_PER_INSTANCE	 64
+/* Upstream connections (every lease: dialing, active or idle in the
+ * pool), all instances together: half the descriptors RLIMIT_NOFILE
+ * allows, less BROKER_FD_RESERVE for the broker's own (listeners,
+ * resolver, control, log), at least BROKER_UP_MIN; the rest is for the
+ * plugins' sessions. Each configured instance is guaranteed 4. */
+#define BROKER_UP_GUARANTEE	 4
+#define BROKER_UP_MIN		 64
+#define BROKER_FD_RESERVE	 64
 /* Buffered bytes ([broker] memory_max, counted in KiB units): each
  * configured instance is guaranteed 4 MiB and may hold at most a quarter
  * of the whole; holders take credit in 64 KiB chunks. */
@@ -113,6 +121,7 @@ struct broker {
 	struct share *session_share;	/* sessions per instance */
 	struct share *mem_share;	/* buffered KiB per instance */
 	struct share *tls_share;	/* TLS handshakes in progress */
+	struct share *up_share;		/* upstream connections (leases) */
 	uint64_t memory_max;		/* its capacity in bytes */
 	struct broker_mem *mem_waiters; /* holders waiting for credit */
 	struct event *mem_wake_ev;	/* wakes them from the loop */
@@ -144,9 +153,10 @@ struct broker {
 int broker_apply_conf(struct broker *b, const struct conf_snapshot *s);
 
 /*
- * Create the fair shares on the first call and declare snapshot s's
- * instances to them (their guarantees are reserved from then on).
- * Return 0 or EGRESS_ERR_NOMEM.
+ * Create the fair shares on the first call (and attach the upstream one
+ * to b->leases, when it exists) and declare snapshot s's instances to
+ * them (their guarantees are reserved from then on). Return 0 or
+ * EGRESS_ERR_NOMEM.
  */
 int broker_apply_shares(struct broker *b, const struct conf_snapshot *s);
 
@@ -186,6 +196,12 @@ void broker_dns_release(struct broker_dns *d);
  * when a read fails).
  */
 const struct policy_addr *broker_local_addrs(struct broker *b, size_t *ret_n);
+
+/*
+ * Return the capacity of the upstream-connection share for a soft
+ * RLIMIT_NOFILE of nofile (see BROKER_UP_GUARANTEE).
+ */
+size_t broker_upstream_max(uint64_t nofile);
 
 /* Return the monotonic clock in milliseconds and in microseconds. */
 uint64_t broker_now_ms(void);

@@ -440,6 +440,9 @@ control_metrics_text(const struct control_ops *ops, void *b, char **ret_text,
 	f.config_reload_failures = st.reload_failures;
 	f.leases = g;
 	f.nleases = n;
+	f.upstream_max = st.upstream_max;
+	f.log_queued = st.log_queued;
+	f.log_backlogs = st.log_backlogs;
 	f.process = metrics_process_read(&proc) == 0 ? &proc : NULL;
 	err = metrics_format(ops->metrics(b), &f, ret_text, ret_len);
 	free(g);

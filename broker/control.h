@@ -58,6 +58,9 @@ struct control_status {
 	size_t connections;		 /* plugin connections open */
 	size_t requests;		 /* streams being served */
 	size_t leases;			 /* upstream leases held, in total */
+	uint64_t upstream_max;		 /* the upstream-connection share */
+	uint64_t log_queued;		 /* log lines waiting */
+	uint64_t log_backlogs;		 /* instances backlogged, in all */
 	const struct policy_addr *local; /* host addresses (netaddr) */
 	size_t nlocal;
 	uint64_t local_generation;

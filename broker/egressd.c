@@ -49,6 +49,7 @@
 #include "broker/net/lease.h"
 #include "broker/net/nat64disc.h"
 #include "broker/net/netaddr.h"
+#include "broker/net/share.h"
 #include "broker/notify.h"
 #include "broker/session.h"
 #include "conf/conf.h"
@@ -295,6 +296,11 @@ ctl_status(void *arg, struct control_status *st)
 	st->connections = b->nsessions;
 	st->requests = b->nrequests;
 	st->leases = lease_total(b->leases);
+	st->upstream_max = b->up_share != NULL ?
+	    share_capacity(b->up_share) :
+	    0;
+	st->log_queued = log_queued(NULL);
+	st->log_backlogs = log_backlogs();
 	st->local = broker_local_addrs(b, &st->nlocal);
 	st->local_generation = netaddr_generation(b->netaddr);
 	if (b->nat64.nundeclared > 0) {
@@ -966,6 +972,7 @@ daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
 	if (b->base != NULL) {
 		/* Run the deferred frees (resolvers, upstream buffers). */
 		(void)event_base_loop(b->base, EVLOOP_NONBLOCK);
+		log_detach(); /* writes what is queued, blocking */
 		event_base_free(b->base);
 	}
 	metrics_free(b->metrics);
@@ -1015,6 +1022,9 @@ main(int argc, char **argv)
 		(void)fprintf(stderr, "egressd: cannot create event base\n");
 		goto out;
 	}
+	/* A log destination that can block (a pipe, journald's socket) is
+	 * written without blocking, in fair queues per instance. */
+	(void)log_attach(b->base);
 	host_addresses_start(b);
 	if (broker_apply_conf(b, s) != 0 && b->dns == NULL) {
 		(void)fprintf(stderr, "egressd: cannot create the resolver\n");

@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "broker/net/share.h"
 #include "policy/policy.h"
 
 #define LOG_STR_MAX    256 /* bytes of a bounded string */
@@ -69,6 +70,73 @@ json_t *log_bounded_string(const char *s, size_t n);
  * failed write is dropped silently (there is nowhere to report it).
  */
 void log_event(const char *name, json_t *obj);
+
+/*
+ * Fair log throughput. Without log_attach() every event is written with
+ * blocking write(2) calls as it is made. After log_attach(base), when
+ * the destination can block (a pipe, a socket such as journald's, a
+ * terminal; not a regular file), events are written without blocking:
+ * what the destination does not take at once waits in a queue per
+ * instance (egress.decision and egress.close; the broker's own events in
+ * a queue of their own), and the queues are drained as the destination
+ * takes more, round-robin across plugins and, within a plugin, across
+ * its instances, one line at a time. No event is ever dropped. The
+ * queued lines are a fair share (share.h) of LOG_QUEUE_LINES lines:
+ * LOG_QUEUE_GUARANTEE guaranteed per configured instance, at most
+ * LOG_QUEUE_PER_INSTANCE each. An instance whose event does not fit its
+ * share is backlogged: its event is queued all the same, and its
+ * sessions stop reading (log_backlog_wait()) until its queue has drained
+ * to half, so an instance flooding the log slows only itself. The
+ * broker's own queue holds up to LOG_QUEUE_BROKER_BYTES; past that its
+ * events are written blocking, in order.
+ */
+#define LOG_QUEUE_LINES	       16384
+#define LOG_QUEUE_GUARANTEE    256
+#define LOG_QUEUE_PER_INSTANCE 2048
+#define LOG_QUEUE_BROKER_BYTES (1u << 20)
+
+struct event_base;
+
+/*
+ * Write without blocking from now on, draining the queues from base
+ * (borrowed until log_detach()); a destination that cannot block (a
+ * regular file) stays written directly. Return 0, or EGRESS_ERR_NOMEM.
+ */
+int log_attach(struct event_base *base);
+
+/* Write every queued line (blocking) and go back to direct writes. */
+void log_detach(void);
+
+/*
+ * Declare the configured instances and their plugins (borrowed for the
+ * call): their guarantees of the queue are reserved from now on. Return
+ * 0 or EGRESS_ERR_NOMEM (nothing changed).
+ */
+int log_configure(const struct share_member *m, size_t n);
+
+/* A session waiting for its instance's log queue to drain. */
+struct log_waiter {
+	struct log_waiter *prev, *next;
+	void *q; /* the queue it waits on; NULL: not waiting */
+	void (*wake)(void *arg);
+	void *arg;
+};
+
+/*
+ * Answer whether instance is backlogged (its queue passed its share).
+ * When it is, w (set up with wake and arg) waits: wake(arg) is called
+ * once from the event loop when the queue has drained to half.
+ */
+int log_backlog_wait(const char *instance, struct log_waiter *w);
+
+/* Stop w waiting (a no-op when it does not). */
+void log_waiter_cancel(struct log_waiter *w);
+
+/* Return the number of lines queued (for instance, or all with NULL). */
+size_t log_queued(const char *instance);
+
+/* Return how many times an instance became backlogged. */
+uint64_t log_backlogs(void);
 
 /* The fields of one egress.decision event; strings borrowed. */
 struct log_decision {

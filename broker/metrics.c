@@ -410,6 +410,23 @@ put_leases(FILE *f, const struct metrics_facts *c)
 	}
 }
 
+/* The shares of upstream connections and of the log's queues. */
+static void
+put_shares(FILE *f, const struct metrics_facts *c)
+{
+	put_u64(f, "egressd_upstream_connections_max", "gauge",
+	    "Upstream connections all instances may hold together (half "
+	    "RLIMIT_NOFILE less 64).",
+	    c->upstream_max);
+	put_u64(f, "egressd_log_queued_lines", "gauge",
+	    "Log lines waiting for the log destination to take them.",
+	    c->log_queued);
+	put_u64(f, "egressd_log_backlogs_total", "counter",
+	    "Times an instance's log queue passed its share (its connections "
+	    "stopped being read).",
+	    c->log_backlogs);
+}
+
 static void
 put_traffic(FILE *f, const struct metrics *m)
 {
@@ -483,6 +500,7 @@ metrics_format(const struct metrics *m, const struct metrics_facts *facts,
 	put_facts(f, facts);
 	put_decisions(f, m);
 	put_leases(f, facts);
+	put_shares(f, facts);
 	put_traffic(f, m);
 	if (facts->process != NULL)
 		put_process(f, facts->process);

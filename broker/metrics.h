@@ -106,6 +106,9 @@ struct metrics_facts {
 	uint64_t config_reload_failures;
 	const struct metrics_gauge *leases; /* one per instance */
 	size_t nleases;
+	uint64_t upstream_max; /* the upstream-connection share */
+	uint64_t log_queued;   /* log lines waiting for the destination */
+	uint64_t log_backlogs; /* times an instance was backlogged */
 	const struct metrics_process *process; /* NULL: not exposed */
 };
 

@@ -446,22 +446,15 @@ request_pool_key(const struct request *r, struct pool_key *k)
 }
 
 /*
- * Take a lease for r's instance; when the budget is full, close the
- * instance's own idle pooled connections (oldest first) rather than
- * refuse: they hold leases nobody is using.
+ * Take a lease for r's instance; idle pooled connections (its own, then
+ * those of instances borrowing beyond their share) are closed rather
+ * than refuse: they hold leases nobody is using (pool_lease()).
  */
 static int
 request_lease(struct request *r, unsigned max)
 {
-	const char *inst = g_instance(r);
-	int err;
-
-	for (;;) {
-		err = lease_acquire(r->b->leases, inst, max, &r->lease);
-		if (err != EGRESS_ERR_BUDGET_EXHAUSTED ||
-		    pool_evict(r->b->pool, inst, 1) == 0)
-			return err;
-	}
+	return pool_lease(r->b->pool, r->b->leases, g_instance(r), max,
+	    &r->lease);
 }
 
 /*

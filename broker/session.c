@@ -60,6 +60,7 @@ struct session {
 	char instance[CONF_NAME_MAX + 1];
 	int shared;		   /* holds a unit of b->session_share */
 	struct broker_mem mem;	   /* credit for queued output */
+	struct log_waiter logw;	   /* reading paused: its log backlog */
 	struct event *stall_timer; /* reading paused: drop at expiry */
 	struct guest guest;	   /* what its requests see of it */
 	struct stream *streams;
@@ -580,6 +581,12 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 	int nv, i;
 
 	s->b->activity++;
+	if (log_backlog_wait(s->instance, &s->logw)) {
+		/* The instance's log queue is over its share: read nothing
+		 * more of it until the queue drained (session_log_wake). */
+		(void)event_del(s->rev);
+		return;
+	}
 	nv = evbuffer_reserve_space(s->in, SESSION_READ_MAX, v, 2);
 	if (nv < 1) {
 		session_free(s);
@@ -666,6 +673,17 @@ session_mem_wake(void *arg)
 		session_drained(s);
 }
 
+/* The instance's log queue drained: read again (unless paused for
+ * output). */
+static void
+session_log_wake(void *arg)
+{
+	struct session *s = arg;
+
+	if (!s->closing && !s->read_paused)
+		(void)event_add(s->rev, NULL);
+}
+
 static void
 session_stall_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -744,6 +762,7 @@ session_free(struct session *s)
 	if (s->shared)
 		share_release(b->session_share, s->instance, 1);
 	broker_mem_trim(b, s->instance, &s->mem, 0, 1);
+	log_waiter_cancel(&s->logw);
 	if (s->stall_timer != NULL)
 		event_free(s->stall_timer);
 	if (s->hello_timer != NULL)
@@ -879,6 +898,8 @@ session_accept(struct broker *b, int fd, const char *instance)
 	s->guest.ctx = s;
 	s->mem.wake = session_mem_wake;
 	s->mem.arg = s;
+	s->logw.wake = session_log_wake;
+	s->logw.arg = s;
 	memcpy(s->instance, instance, strlen(instance) + 1);
 	proto_conn_init(&s->pc, PROTO_ROLE_BROKER);
 	s->in = evbuffer_new();

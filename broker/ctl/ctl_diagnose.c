@@ -479,9 +479,9 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 		      "command below";
 		cmd = fmt("%s status", c);
 	} else if (strcmp(r, "budget-exhausted") == 0) {
-		why = "every upstream lease of the instance was in use "
-		      "([plugins.limits] max_connections_per_instance): see "
-		      "its leases with the command below";
+		why = "the instance's upstream leases were all in use (its "
+		      "max_connections_per_instance, or its fair share of the "
+		      "broker's): see its leases with the command below";
 		cmd = fmt("%s instance %s", c, q);
 	} else if (strcmp(r, "manifest-refused") == 0) {
 		if (m != NULL) {

@@ -98,26 +98,92 @@ decide_take(struct decide *d, const struct policy_addr *addrs, size_t n)
 	return 0;
 }
 
+/*
+ * The answers of the lookup are there: the configuration may have
+ * changed while it was out, so decide again, both steps, against the
+ * policy in force now.
+ */
 static void
-decide_dns_cb(void *arg, enum dns_status status,
+decide_arrived(struct decide *d, enum dns_status status,
     const struct policy_addr *addrs, size_t n)
 {
-	struct decide *d = arg;
 	struct decide_policy pol;
 
-	d->q = NULL;
 	d->res.dns = status;
 	if (status != DNS_OK)
 		n = 0; /* no answer: unresolvable */
-	/* The configuration may have changed while the lookup was out:
-	 * decide again against the one in force now. */
 	if (decide_destination(d, 1, &pol)) {
 		if (decide_take(d, addrs, n) != 0)
 			decide_deny_reason(d, POLICY_REASON_UNRESOLVABLE);
 		else
 			decide_answers(d, &pol);
 	}
+}
+
+static void
+decide_dns_cb(void *arg, enum dns_status status,
+    const struct policy_addr *addrs, size_t n)
+{
+	struct decide *d = arg;
+
+	d->q = NULL;
+	decide_arrived(d, status, addrs, n);
 	d->cb(d->cb_arg, &d->res);
+}
+
+/* Start d: reset its outcome and check the destination against the
+ * policy now. Return 1 when that allowed, 0 when the decision is over. */
+static int
+decide_start(struct decide *d, enum policy_transport transport,
+    const struct policy_dest *dest, decide_policy_fn policy_fn,
+    void *policy_arg, struct decide_policy *pol)
+{
+	memset(&d->res, 0, sizeof(d->res));
+	d->dest = dest;
+	d->transport = transport;
+	d->policy = policy_fn;
+	d->policy_arg = policy_arg;
+	d->cb = NULL;
+	d->cb_arg = NULL;
+	d->q = NULL;
+	d->verdict.naddrs = 0;
+	d->res.verdict = &d->verdict;
+	d->res.answers = d->answers;
+	d->res.dns = DNS_OK;
+	return decide_destination(d, 0, pol);
+}
+
+/* An IP literal is its own answer: decide it against pol at once. */
+static void
+decide_literal(struct decide *d, const struct decide_policy *pol)
+{
+	const struct policy_host *h = &d->dest->host;
+
+	memset(&d->answers[0], 0, sizeof(d->answers[0]));
+	d->answers[0].family = h->kind == POLICY_HOST_IPV4 ? 4 : 6;
+	memcpy(d->answers[0].bytes, h->addr,
+	    d->answers[0].family == 4 ? 4 : 16);
+	d->res.nanswers = 1;
+	decide_answers(d, pol);
+}
+
+int
+decide_run_answered(struct decide *d, enum policy_transport transport,
+    const struct policy_dest *dest, decide_policy_fn policy_fn,
+    void *policy_arg, enum dns_status status, const struct policy_addr *addrs,
+    size_t n)
+{
+	struct decide_policy pol;
+
+	if (!decide_start(d, transport, dest, policy_fn, policy_arg, &pol))
+		return 1;
+	if (!d->verdict.need_resolve) {
+		decide_literal(d, &pol);
+		return 1;
+	}
+	d->res.resolved = 1;
+	decide_arrived(d, status, addrs, n);
+	return 1;
 }
 
 int
@@ -130,30 +196,15 @@ decide_run(struct decide *d, enum policy_transport transport,
 	struct decide_policy pol;
 	int err;
 
-	memset(&d->res, 0, sizeof(d->res));
-	d->dest = dest;
-	d->transport = transport;
-	d->policy = policy_fn;
-	d->policy_arg = policy_arg;
+	if (!decide_start(d, transport, dest, policy_fn, policy_arg, &pol))
+		return 1;
 	d->cb = cb;
 	d->cb_arg = cb_arg;
-	d->q = NULL;
-	d->verdict.naddrs = 0;
-	d->res.verdict = &d->verdict;
-	d->res.answers = d->answers;
-	d->res.dns = DNS_OK;
-	if (!decide_destination(d, 0, &pol))
-		return 1;
 
 	/* An IP literal is its own answer; given answers stand for the
 	 * lookup. */
 	if (!d->verdict.need_resolve) {
-		memset(&d->answers[0], 0, sizeof(d->answers[0]));
-		d->answers[0].family = h->kind == POLICY_HOST_IPV4 ? 4 : 6;
-		memcpy(d->answers[0].bytes, h->addr,
-		    d->answers[0].family == 4 ? 4 : 16);
-		d->res.nanswers = 1;
-		decide_answers(d, &pol);
+		decide_literal(d, &pol);
 		return 1;
 	}
 	if (lookup->answers != NULL) {

@@ -110,6 +110,21 @@ int decide_run(struct decide *d, enum policy_transport transport,
     void *cb_arg);
 
 /*
+ * Decide as decide_run() does when the name's lookup had to wait, with
+ * its outcome (status, the n answers at addrs) already in hand: the
+ * destination is checked against the policy at the start (policy_fn
+ * with answers 0) and, for a name, both the destination and the answers
+ * again against the policy when the answers arrive (answers 1), exactly
+ * the path of a pending lookup's callback, without a resolver or an
+ * event loop (tests, the fuzz target). An IP literal is decided at
+ * once. cb is not used. Return 1: read the outcome with decide_result().
+ */
+int decide_run_answered(struct decide *d, enum policy_transport transport,
+    const struct policy_dest *dest, decide_policy_fn policy_fn,
+    void *policy_arg, enum dns_status status, const struct policy_addr *addrs,
+    size_t n);
+
+/*
  * As decide_run(), for a program without an event loop (egressctl): run
  * the decision to its end on a loop of its own, resolving through a
  * resolver of its own for servers, nservers and timeout_ms (as

@@ -13,6 +13,7 @@
 #include <egress/error.h>
 
 #include "broker/net/lease.h"
+#include "broker/net/share.h"
 
 struct lease_entry {
 	struct lease_entry *next;
@@ -31,6 +32,7 @@ struct lease_table {
 	size_t nb; /* power of two */
 	size_t nentries;
 	size_t total;
+	struct share *share; /* NULL: per-instance budgets only */
 };
 
 static uint32_t
@@ -70,6 +72,13 @@ lease_table_free(struct lease_table *t)
 	assert(t->nentries == 0);
 	free(t->b);
 	free(t);
+}
+
+void
+lease_table_set_share(struct lease_table *t, struct share *s)
+{
+	if (t != NULL)
+		t->share = s;
 }
 
 static struct lease_entry **
@@ -112,6 +121,7 @@ lease_acquire(struct lease_table *t, const char *instance, unsigned max,
 	struct lease *l;
 	uint32_t h;
 	size_t n;
+	int err;
 
 	if (t == NULL || instance == NULL || ret == NULL)
 		return EGRESS_ERR_INVALID;
@@ -126,11 +136,18 @@ lease_acquire(struct lease_table *t, const char *instance, unsigned max,
 		return EGRESS_ERR_BUDGET_EXHAUSTED;
 	if ((l = malloc(sizeof(*l))) == NULL)
 		return EGRESS_ERR_NOMEM;
-	if (e == NULL) {
-		if ((e = calloc(1, sizeof(*e))) == NULL) {
-			free(l);
-			return EGRESS_ERR_NOMEM;
-		}
+	if (e == NULL && (e = calloc(1, sizeof(*e))) == NULL) {
+		free(l);
+		return EGRESS_ERR_NOMEM;
+	}
+	if (t->share != NULL &&
+	    (err = share_acquire(t->share, instance, NULL, 1)) != 0) {
+		if (e->count == 0)
+			free(e); /* not linked yet */
+		free(l);
+		return err;
+	}
+	if (e->count == 0) {
 		e->t = t;
 		e->hash = h;
 		memcpy(e->name, instance, n);
@@ -159,6 +176,8 @@ lease_release(struct lease *l)
 	free(l);
 	assert(e->count > 0);
 	t->total--;
+	if (t->share != NULL)
+		share_release(t->share, e->name, 1);
 	if (--e->count > 0)
 		return;
 	ep = lease_find(t, e->name, strlen(e->name), e->hash);
@@ -187,6 +206,20 @@ const char *
 lease_instance(const struct lease *l)
 {
 	return l->e->name;
+}
+
+int
+lease_is_borrowing(const struct lease_table *t, const char *instance)
+{
+	return t != NULL && t->share != NULL && instance != NULL &&
+	    share_borrowed(t->share, instance) > 0;
+}
+
+int
+lease_is_within_guarantee(const struct lease_table *t, const char *instance)
+{
+	return t != NULL && t->share != NULL && instance != NULL &&
+	    share_unmet(t->share, instance) > 0;
 }
 
 size_t

@@ -18,6 +18,8 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
+#include <egress/error.h>
+
 #include "broker/net/lease.h"
 #include "broker/net/pool.h"
 
@@ -278,13 +280,52 @@ pool_evict(struct pool *p, const char *instance, size_t n)
 	if (p == NULL || instance == NULL)
 		return 0;
 	for (c = p->tail; c != NULL && done < n; c = prev) {
+		/* NOLINTBEGIN(clang-analyzer-unix.Malloc): a dropped entry
+		 * is unlinked before it is freed (tail moves to its prev) */
 		prev = c->prev;
+		/* NOLINTEND(clang-analyzer-unix.Malloc) */
 		if (strcmp(c->instance, instance) != 0)
 			continue;
 		pool_drop(c);
 		done++;
 	}
 	return done;
+}
+
+/* Close the oldest idle connection of another instance than instance
+ * that borrows from t's share (or of anyone else, with any set). */
+static int
+pool_evict_other(struct pool *p, struct lease_table *t, const char *instance,
+    int any)
+{
+	struct pool_conn *c;
+
+	for (c = p->tail; c != NULL; c = c->prev)
+		if (strcmp(c->instance, instance) != 0 &&
+		    (any || lease_is_borrowing(t, c->instance))) {
+			pool_drop(c);
+			return 1;
+		}
+	return 0;
+}
+
+int
+pool_lease(struct pool *p, struct lease_table *t, const char *instance,
+    unsigned max, struct lease **ret)
+{
+	int err;
+
+	for (;;) {
+		err = lease_acquire(t, instance, max, ret);
+		if (err != EGRESS_ERR_BUDGET_EXHAUSTED || p == NULL)
+			return err;
+		if (pool_evict(p, instance, 1) > 0)
+			continue; /* its own idle connection */
+		if (lease_count(t, instance) >= max ||
+		    !pool_evict_other(p, t, instance,
+			lease_is_within_guarantee(t, instance)))
+			return err;
+	}
 }
 
 size_t

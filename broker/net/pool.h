@@ -81,6 +81,19 @@ struct bufferevent *pool_take(struct pool *p, const struct pool_key *k,
  */
 size_t pool_evict(struct pool *p, const char *instance, size_t n);
 
+/*
+ * Take a lease for instance from t (lease_acquire() with max), making
+ * room rather than refusing while idle pooled connections hold leases
+ * nobody uses: first the instance's own idle connections, oldest first;
+ * then, when the broker-wide share of t refused, the oldest idle
+ * connection of another instance that holds beyond its guaranteed share
+ * (of any other instance when instance is still within its own
+ * guarantee). One connection is closed per try. p may be NULL (no
+ * pool). Return lease_acquire()'s result; *ret as there.
+ */
+int pool_lease(struct pool *p, struct lease_table *t, const char *instance,
+    unsigned max, struct lease **ret);
+
 /* Decide about one idle connection; k and its strings borrowed for the
  * call. Return nonzero to close it. */
 typedef int (*pool_match_fn)(void *arg, const struct pool_key *k);

@@ -342,12 +342,40 @@ share_release(struct share *s, const char *instance, size_t n)
 	node_put(s, node);
 }
 
+const char *
+share_group(const struct share *s, const char *instance)
+{
+	const struct share_node *n = node_find(s, instance);
+
+	return n != NULL ? n->group->name : NULL;
+}
+
 size_t
 share_held(const struct share *s, const char *instance)
 {
 	const struct share_node *n = node_find(s, instance);
 
 	return n != NULL ? n->held : 0;
+}
+
+size_t
+share_borrowed(const struct share *s, const char *instance)
+{
+	const struct share_node *n = node_find(s, instance);
+
+	return n != NULL ? beyond(n->held, node_guarantee(s, n)) : 0;
+}
+
+size_t
+share_unmet(const struct share *s, const char *instance)
+{
+	const struct share_node *n = node_find(s, instance);
+	size_t g;
+
+	if (n == NULL)
+		return 0;
+	g = node_guarantee(s, n);
+	return g - within(n->held, g);
 }
 
 size_t

@@ -69,8 +69,17 @@ int share_acquire(struct share *s, const char *instance, const char *plugin,
 /* Give back n units that instance holds (at most what it holds). */
 void share_release(struct share *s, const char *instance, size_t n);
 
+/* Return the group (plugin) instance is counted in, borrowed until the
+ * next call that changes s, or NULL when s does not know instance. */
+const char *share_group(const struct share *s, const char *instance);
+
 /* Return what instance holds, and what the pool holds in all. */
 size_t share_held(const struct share *s, const char *instance);
+
+/* Return what instance holds beyond its guarantee, and what of its
+ * guarantee it does not hold yet (both 0 for an unknown instance). */
+size_t share_borrowed(const struct share *s, const char *instance);
+size_t share_unmet(const struct share *s, const char *instance);
 size_t share_total(const struct share *s);
 
 /* Return the guarantee each configured instance has now. */

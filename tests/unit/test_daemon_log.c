@@ -6,8 +6,19 @@
  * events written to a pipe and parsed back with jansson: every field of
  * egress.decision and egress.close, "reason" only on a deny, JSON nulls
  * for unknown values, one line per event, hostile host bytes escaped.
+ * And the fair queues: with a destination that takes nothing (a pipe
+ * nobody reads), an instance flooding decisions is backlogged past its
+ * share while another's events still queue, the queues drain
+ * round-robin (the other's lines come out interleaved, not after the
+ * flood), the waiter is woken, and every event comes out exactly once;
+ * and a model test over random interleavings of events from several
+ * instances and partial reads of the destination.
  */
+#include <sys/socket.h>
+
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +26,7 @@
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <event2/event.h>
 #include <jansson.h>
 
 #include "broker/log.h"
@@ -398,4 +410,301 @@ Test(log, reopen_file)
 	o = parse_one(buf);
 	cr_assert_eq(json_integer_value(json_object_get(o, "n")), 2);
 	json_decref(o);
+}
+
+/* ---- the fair queues ---------------------------------------------------- */
+
+static void
+emit_one(const char *instance, const char *plugin, unsigned n)
+{
+	struct log_decision d;
+	char id[32];
+
+	(void)snprintf(id, sizeof(id), "%s-%u", instance, n);
+	memset(&d, 0, sizeof(d));
+	d.request_id = id;
+	d.instance = instance;
+	d.plugin = plugin;
+	d.transport = "http";
+	d.host = "denied.example";
+	d.host_len = strlen(d.host);
+	d.port = 80;
+	d.reason = "not-granted";
+	log_decision(&d);
+}
+
+static void
+count_wake(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/*
+ * The flood, into a pipe (stderr piped to a supervisor) or a stream
+ * socket (journald's), whose writing end blocks as those do: only the
+ * reading end is non-blocking.
+ */
+static void
+flood_case(int sock)
+{
+	static const struct share_member m[] = { { "flood", "evil" },
+		{ "victim", "good" } };
+	enum { FLOOD = 6000, VICTIM = 20 };
+	struct log_waiter w;
+	struct event_base *base = event_base_new();
+	static char buf[4 << 20];
+	size_t len = 0, before, lines = 0, victim_at = 0, nv = 0, nf = 0;
+	int fds[2], woke = 0;
+	unsigned i;
+	char *p, *nl;
+	ssize_t r;
+
+	cr_assert_not_null(base);
+	if (sock)
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+				 fds),
+		    0);
+	else
+		cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+	cr_assert_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+	log_set_fd(fds[1]);
+	cr_assert_eq(log_configure(m, 2), 0);
+	cr_assert_eq(log_attach(base), 0);
+	for (i = 0; i < FLOOD; i++)
+		emit_one("flood", "evil", i);
+	/* The pipe took what it holds; the rest waits, past the share. */
+	cr_assert_gt(log_queued("flood"), LOG_QUEUE_PER_INSTANCE);
+	memset(&w, 0, sizeof(w));
+	w.wake = count_wake;
+	w.arg = &woke;
+	cr_assert(log_backlog_wait("flood", &w), "the flood is not held back");
+	before = FLOOD - log_queued("flood");
+	for (i = 0; i < VICTIM; i++)
+		emit_one("victim", "good", i);
+	cr_assert(!log_backlog_wait("victim", NULL),
+	    "the victim was held back for the flood");
+	cr_assert_eq(log_queued("victim"), VICTIM);
+	/* Read it all while the loop drains the queues. */
+	for (;;) {
+		r = read(fds[0], buf + len, sizeof(buf) - len);
+		if (r > 0)
+			len += (size_t)r;
+		else if (log_queued(NULL) == 0)
+			break; /* nothing queued, nothing in the pipe */
+		else
+			cr_assert(r < 0 && errno == EAGAIN);
+		(void)event_base_loop(base, EVLOOP_NONBLOCK);
+		cr_assert_lt(len, sizeof(buf));
+	}
+	cr_assert_eq(woke, 1, "the waiter was not woken");
+	cr_assert(!log_backlog_wait("flood", NULL));
+	for (p = buf; p < buf + len; p = nl + 1) {
+		cr_assert_not_null(nl = memchr(p, '\n',
+				       (size_t)(buf + len - p)));
+		lines++;
+		if (memmem(p, (size_t)(nl - p), "\"victim-", 8) != NULL) {
+			nv++;
+			victim_at = lines;
+		} else if (memmem(p, (size_t)(nl - p), "\"flood-", 7) != NULL)
+			nf++;
+		else
+			cr_assert_not_null(memmem(p, (size_t)(nl - p),
+					       "\"status\":\"backlogged\"",
+					       21),
+			    "%.*s", (int)(nl - p), p);
+	}
+	cr_assert_eq(nf, FLOOD, "flood lines: %zu", nf);
+	cr_assert_eq(nv, VICTIM, "victim lines: %zu", nv);
+	/* Round-robin: one flood line per victim line after what the pipe
+	 * held (and the line being written). */
+	cr_assert_leq(victim_at, before + 2 * VICTIM + 1,
+	    "the victim's last line came out at %zu (pipe held %zu)",
+	    victim_at, before);
+	log_detach();
+	log_set_fd(-1);
+	(void)close(fds[0]);
+	(void)close(fds[1]);
+	event_base_free(base);
+}
+
+Test(log, flood_is_backlogged_alone)
+{
+	flood_case(0);
+}
+
+Test(log, flood_through_a_socket)
+{
+	flood_case(1);
+}
+
+/*
+ * The model: 5 instances of 3 plugins emit events at random while the
+ * reader takes random amounts; an instance that is backlogged emits only
+ * what its sessions had already read (at most OVERSHOOT more lines, as
+ * a session stops reading). After every step: no instance holds more
+ * than its maximum plus that overshoot, and an instance below its
+ * guarantee that was not backlogged is not backlogged by one more line.
+ * At the end every line came out once, in order per instance.
+ */
+Test(log, model_random_interleavings)
+{
+	static const struct share_member m[] = { { "i0", "p0" },
+		{ "i1", "p0" }, { "i2", "p0" }, { "i3", "p1" },
+		{ "i4", "p2" } };
+	enum { NI = 5, STEPS = 60000, OVERSHOOT = 64 };
+	static char buf[16 << 20];
+	struct event_base *base = event_base_new();
+	unsigned sent[NI] = { 0 }, over[NI] = { 0 }, next[NI] = { 0 };
+	unsigned seed = 777, step, i, k, backlogs = 0;
+	size_t len = 0, q;
+	int fds[2], was;
+	char *p, *nl, *at;
+	ssize_t r;
+
+	cr_assert_not_null(base);
+	cr_assert_eq(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	log_set_fd(fds[1]);
+	cr_assert_eq(log_configure(m, NI), 0);
+	cr_assert_eq(log_attach(base), 0);
+	for (step = 0; step < STEPS; step++) {
+		i = (unsigned)rand_r(&seed) % NI;
+		if (rand_r(&seed) % 8 != 0) {
+			/* i0 floods: ten times the others' rate. */
+			for (k = 0; k < (i == 0 ? 10u : 1u); k++) {
+				was = log_backlog_wait(m[i].instance, NULL);
+				if (was && over[i] >= OVERSHOOT)
+					break; /* its sessions are not read */
+				q = log_queued(m[i].instance);
+				emit_one(m[i].instance, m[i].plugin,
+				    sent[i]++);
+				over[i] = was ? over[i] + 1 : 0;
+				if (!was &&
+				    log_backlog_wait(m[i].instance, NULL))
+					backlogs++;
+				if (!was && q < LOG_QUEUE_GUARANTEE)
+					cr_assert(!log_backlog_wait(
+						      m[i].instance, NULL),
+					    "step %u: %s backlogged within "
+					    "its guarantee",
+					    step, m[i].instance);
+				cr_assert_leq(log_queued(m[i].instance),
+				    LOG_QUEUE_PER_INSTANCE + OVERSHOOT + 1);
+			}
+		} else {
+			/* The reader takes a little, now and then. */
+			r = read(fds[0], buf + len,
+			    1 + (size_t)rand_r(&seed) % 4096);
+			if (r > 0)
+				len += (size_t)r;
+			(void)event_base_loop(base, EVLOOP_NONBLOCK);
+		}
+		cr_assert_lt(len, sizeof(buf) - 65536);
+	}
+	for (;;) {
+		r = read(fds[0], buf + len, sizeof(buf) - len);
+		if (r > 0)
+			len += (size_t)r;
+		else if (log_queued(NULL) == 0)
+			break;
+		(void)event_base_loop(base, EVLOOP_NONBLOCK);
+		cr_assert_lt(len, sizeof(buf));
+	}
+	for (p = buf; p < buf + len; p = nl + 1) {
+		cr_assert_not_null(nl = memchr(p, '\n',
+				       (size_t)(buf + len - p)));
+		if ((at = memmem(p, (size_t)(nl - p), "\"request_id\":\"i",
+			 15)) == NULL)
+			continue; /* an egress.log event */
+		i = (unsigned)(at[15] - '0');
+		cr_assert_lt(i, NI);
+		cr_assert_eq((unsigned)strtoul(at + 17, NULL, 10), next[i],
+		    "%s: a line lost, doubled or out of order", m[i].instance);
+		next[i]++;
+	}
+	for (i = 0; i < NI; i++)
+		cr_assert_eq(next[i], sent[i], "%s: %u of %u lines",
+		    m[i].instance, next[i], sent[i]);
+	cr_assert_gt(backlogs, 10, "the queues never filled (%u)", backlogs);
+	cr_log_info("%u backlogs, %u lines of i0", backlogs, sent[0]);
+	log_detach();
+	log_set_fd(-1);
+	(void)close(fds[0]);
+	(void)close(fds[1]);
+	event_base_free(base);
+}
+
+static void
+close_one(const char *instance, unsigned n)
+{
+	struct log_close c;
+	char id[32];
+
+	(void)snprintf(id, sizeof(id), "%s-%u", instance, n);
+	memset(&c, 0, sizeof(c));
+	c.request_id = id;
+	c.instance = instance;
+	c.error = "denied";
+	log_close_event(&c);
+}
+
+/*
+ * The turns go to plugins, then to instances: two instances of one
+ * plugin get one line between them for each line of a third instance's
+ * plugin, even through egress.close events, which name no plugin.
+ */
+Test(log, turns_by_plugin)
+{
+	static const struct share_member m[] = { { "e1", "evil" },
+		{ "e2", "evil" }, { "v", "good" } };
+	static char buf[1 << 20];
+	struct event_base *base = event_base_new();
+	size_t len = 0, lines = 0, nv = 0, v50 = 0, before;
+	unsigned i;
+	int fds[2];
+	char *p, *nl;
+	ssize_t r;
+
+	cr_assert_not_null(base);
+	cr_assert_eq(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	log_set_fd(fds[1]);
+	cr_assert_eq(log_configure(m, 3), 0);
+	cr_assert_eq(log_attach(base), 0);
+	/* Fill the pipe, so that what follows waits in the queues. */
+	for (i = 0; log_queued(NULL) == 0; i++)
+		close_one("e1", i);
+	before = i - log_queued(NULL);
+	for (i = 0; i < 100; i++) {
+		close_one("e1", 1000 + i);
+		close_one("e2", i);
+	}
+	for (i = 0; i < 100; i++)
+		close_one("v", i);
+	for (;;) {
+		r = read(fds[0], buf + len, sizeof(buf) - len);
+		if (r > 0)
+			len += (size_t)r;
+		else if (log_queued(NULL) == 0)
+			break;
+		(void)event_base_loop(base, EVLOOP_NONBLOCK);
+		cr_assert_lt(len, sizeof(buf));
+	}
+	for (p = buf; p < buf + len; p = nl + 1) {
+		cr_assert_not_null(nl = memchr(p, '\n',
+				       (size_t)(buf + len - p)));
+		lines++;
+		if (memmem(p, (size_t)(nl - p), "\"v-", 3) != NULL &&
+		    ++nv == 50)
+			v50 = lines;
+	}
+	cr_assert_eq(nv, 100);
+	/* One line of plugin evil per line of v (and the one being
+	 * written): by instance, it would be two. */
+	cr_assert_leq(v50, before + 1 + 2 * 50 + 1,
+	    "v's 50th line came out at %zu, after %zu in the pipe", v50,
+	    before);
+	log_detach();
+	log_set_fd(-1);
+	(void)close(fds[0]);
+	(void)close(fds[1]);
+	event_base_free(base);
 }

@@ -56,6 +56,9 @@ fixed_text(int valid, const char *instance)
 		.config_reload_failures = 2,
 		.leases = leases,
 		.nleases = 1,
+		.upstream_max = 32736,
+		.log_queued = 5,
+		.log_backlogs = 6,
 		.process = &fixed_proc,
 	};
 	struct metrics *m = metrics_new();
@@ -105,6 +108,11 @@ static struct line_case line_cases[] = {
 	    "egressd_decisions_total{instance=\"weather\",verdict=\"deny\","
 	    "reason=\"policy-unavailable\"} 1" },
 	{ 1, "egressd_leases_in_use{instance=\"weather\"} 2" },
+	{ 1, "egressd_upstream_connections_max 32736" },
+	{ 1, "# TYPE egressd_upstream_connections_max gauge" },
+	{ 1, "egressd_log_queued_lines 5" },
+	{ 1, "egressd_log_backlogs_total 6" },
+	{ 1, "# TYPE egressd_log_backlogs_total counter" },
 	{ 1, "egressd_upstream_errors_total{code=\"timeout\"} 1" },
 	{ 1, "egressd_bytes_total{instance=\"weather\",direction=\"out\"} 7" },
 	{ 1, "process_cpu_seconds_total 1.25" },

@@ -4,8 +4,9 @@
  * are reused only under the exact key and validated address, and are
  * closed (lease released) when the upstream closes, when idle too long,
  * when the pool is full, when their instance needs the lease (evicted,
- * oldest first, own instance only) and when a reload's predicate picks
- * them.
+ * oldest first, own instance only), when another instance below its fair
+ * share needs the lease (pool_lease(): only borrowers' idle connections)
+ * and when a reload's predicate picks them.
  */
 #include <sys/socket.h>
 
@@ -21,6 +22,7 @@
 
 #include "broker/net/lease.h"
 #include "broker/net/pool.h"
+#include "broker/net/share.h"
 
 struct pooltest {
 	struct event_base *base;
@@ -242,6 +244,67 @@ Test(broker_pool, evict_own_oldest_first)
 	close(fd[1]);
 	close(fd[2]);
 	pt_done(&pt);
+}
+
+/*
+ * An attacker parks idle connections up to everything the share lets it
+ * borrow; the victim still gets its guarantee and, past it, the
+ * attacker's idle connections are closed before the victim is refused.
+ * The victim's own idle ones within its guarantee are never closed for
+ * the attacker.
+ */
+Test(broker_pool, lease_evicts_borrowers_idle_first)
+{
+	static const struct share_member m[] = { { "a", "evil" },
+		{ "v", "good" } };
+	struct pooltest pt;
+	struct share *s = share_new(8, 2, 0);
+	struct lease *l[4] = { NULL }, *xs[8], *x = NULL;
+	int fd[10], i, n = 0;
+
+	pt_init(&pt, 0, 0);
+	cr_assert(s != NULL);
+	cr_assert_eq(share_configure(s, m, 2), 0);
+	lease_table_set_share(pt.t, s);
+	/* a: its guarantee of 2 and the borrowable 4, all idle. */
+	while (lease_count(pt.t, "a") < 8 && n < 8 && share_held(s, "a") < 6)
+		fd[n++] = pt_put(&pt, "a", &pt.a1, NULL);
+	cr_assert_eq(n, 6);
+	cr_assert_eq(lease_acquire(pt.t, "a", 8, &x),
+	    EGRESS_ERR_BUDGET_EXHAUSTED, "a borrowed past the pool");
+	/* v: two within its guarantee, then two more by closing a's. */
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(pool_lease(pt.p, pt.t, "v", 8, &l[i]), 0,
+		    "lease %d", i);
+	cr_assert_eq(pool_idle(pt.p, "a"), 4, "closed more than needed");
+	cr_assert_eq(share_total(s), 8);
+	/* Park two of v's; a cannot close them to borrow again. */
+	lease_release(l[2]);
+	lease_release(l[3]);
+	cr_assert_eq(pool_lease(pt.p, pt.t, "a", 8, &x), 0, "a's room back");
+	lease_release(x);
+	for (i = 0; i < 2; i++)
+		lease_release(l[i]);
+	fd[n++] = pt_put(&pt, "v", &pt.a2, NULL);
+	fd[n++] = pt_put(&pt, "v", &pt.a2, NULL);
+	/* a borrows again up to its part, then closes its own idle ones
+	 * for more; v's stay. */
+	for (i = 0; i < 8 && pool_lease(pt.p, pt.t, "a", 8, &xs[i]) == 0; i++)
+		;
+	cr_assert_eq(i, 6, "a got %d", i);
+	cr_assert_eq(share_held(s, "a"), 6);
+	cr_assert_eq(pool_idle(pt.p, "a"), 0);
+	cr_assert_eq(pool_idle(pt.p, "v"), 2, "v's guaranteed idle closed");
+	while (i > 0)
+		lease_release(xs[--i]);
+	pool_free(pt.p);
+	pt.p = NULL;
+	for (i = 0; i < n; i++)
+		close(fd[i]);
+	cr_assert_eq(share_total(s), 0);
+	lease_table_free(pt.t);
+	event_base_free(pt.base);
+	share_free(s);
 }
 
 /* Reload pruning: which idle connections a predicate closes. */

@@ -24,6 +24,7 @@ struct event_base;
 struct listen_ctx;
 struct dial_tls;
 struct session;
+struct proxy_conn;
 struct lease_table;
 struct pool;
 struct dns_resolver;
@@ -118,8 +119,9 @@ struct broker {
 	struct event *mem_wake_ev;	/* wakes them from the loop */
 
 	struct session *sessions;
-	size_t nsessions;
-	size_t nrequests; /* streams being served */
+	struct proxy_conn *proxies; /* proxy front clients (proxy.h) */
+	size_t nsessions;	    /* both kinds */
+	size_t nrequests;	    /* streams being served */
 	uint64_t request_seq;
 	char id_prefix[12];
 	int draining;

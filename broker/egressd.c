@@ -50,6 +50,7 @@
 #include "broker/net/nat64disc.h"
 #include "broker/net/netaddr.h"
 #include "broker/notify.h"
+#include "broker/proxy.h"
 #include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -672,6 +673,7 @@ on_revoke(void *arg, const char *instance)
 	if (o != NULL)
 		log_event("egress.listen", o);
 	session_revoke_instance(arg, instance);
+	proxy_revoke_instance(arg, instance);
 }
 
 static void
@@ -687,6 +689,7 @@ drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct broker *b = arg;
 
+	proxy_free_all(b);
 	session_free_all(b);
 	(void)event_base_loopexit(b->base, NULL);
 }
@@ -714,6 +717,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		log_simple("egress.stop", "status", "draining");
 		(void)notify_stopping();
 		listen_stop(b->listen);
+		(void)proxy_drain_all(b);
 		if (session_drain_all(b) == 0) {
 			(void)event_base_loopexit(b->base, NULL);
 			return;
@@ -950,6 +954,7 @@ daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
 	metrics_ep = NULL;
 	listen_free(b->listen);
 	b->listen = NULL;
+	proxy_free_all(b);
 	session_free_all(b);
 	control_server_free(b->control);
 	b->control = NULL;

@@ -55,9 +55,12 @@ lab_expect_curl_denied()
 	lab_expect_curl_header X-Egress-Error denied
 	grep -qF "$LAB_DENIED_MSG" "$LAB_CURL_OUT" ||
 	    lab_fail "403 without the policy message: $(cat "$LAB_CURL_OUT")"
-	local a
+	# The last response head (curl -L writes every one) and the body.
+	local a last
+	last=$(tr -d '\r' <"$LAB_CURL_HDR" | awk '/^HTTP\//{ h = "" }
+	    { h = h $0 "\n" } END { printf "%s", h }')
 	for a in $LAB_UPSTREAM4 $LAB_UPSTREAM6; do
-		! grep -qF "$a" "$LAB_CURL_OUT" "$LAB_CURL_HDR" ||
+		! grep -qF "$a" "$LAB_CURL_OUT" <(printf '%s' "$last") ||
 		    lab_fail "the 403 names $a"
 	done
 }
@@ -90,7 +93,7 @@ PY
 # lab_raw_statuses: the status codes of the responses in raw.out, in order.
 lab_raw_statuses()
 {
-	tr -d '\r' <"$LAB_DIR/raw.out" | grep -aoE '^HTTP/1\.[01] [0-9]{3}' |
+	tr -d '\r' <"$LAB_DIR/raw.out" | grep -aoE 'HTTP/1\.[01] [0-9]{3} ' |
 	    awk '{ print $2 }' | paste -sd ' '
 }
 

@@ -225,7 +225,26 @@ value_is(const struct http1_header *h, const char *lit)
 	return n == strlen(lit) && strncasecmp(v, lit, n) == 0;
 }
 
-/* Judge the framing headers and note Expect. */
+/* A token character (RFC 9110, 5.6.2). */
+static int
+is_tchar(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+	    (c >= 'A' && c <= 'Z') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int
+is_token(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] == '\0' || !is_tchar((unsigned char)s[i]))
+			return 0;
+	return n > 0;
+}
+
+/* Judge the header names and framing headers, and note Expect. */
 static int
 head_framing(struct http1_req *r, struct policy_err *reterr)
 {
@@ -237,9 +256,9 @@ head_framing(struct http1_req *r, struct policy_err *reterr)
 	r->content_length = -1;
 	for (i = 0; i < r->nheaders; i++) {
 		h = &r->headers[i];
-		if (h->name_len == 0)
+		if (!is_token(h->name, h->name_len))
 			return fail(reterr, EGRESS_ERR_INVALID_REQUEST,
-			    "empty header name");
+			    "a header name is not a token");
 		if (http1_header_is(h, "Content-Length")) {
 			if (ncl++ > 0)
 				return fail(reterr, EGRESS_ERR_INVALID_REQUEST,

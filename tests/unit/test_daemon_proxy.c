@@ -76,9 +76,9 @@ px_nresponses(const struct px_client *c)
 	const char *s = c->out;
 	int n = 0;
 
+	/* No test body holds a status line. */
 	while ((s = strstr(s, "HTTP/1.1 ")) != NULL) {
-		if (s == c->out || s[-1] == '\n')
-			n++;
+		n++;
 		s++;
 	}
 	return n;
@@ -151,4 +151,227 @@ Test(proxy, origin_form_allowed_on_the_instance_socket)
 	cr_assert_eq(dt_log_count("egress.close"), 1);
 	dt_peer_close(&C.p);
 	dt_upstream_close(&u);
+}
+
+/* ---- answered by the front or the pipeline, nothing upstream ---------- */
+
+struct once_case {
+	char name[32];
+	char req[256]; /* "UP": the loopback upstream's authority */
+	int status;
+	char error[24];	   /* X-Egress-Error */
+	char reason[24];   /* the decision's reason; "" for none */
+	int broken;	   /* break the configuration first */
+	char proxy_ev[24]; /* an egress.proxy event's error, or "" */
+};
+
+ParameterizedTestParameters(proxy, once)
+{
+	static struct once_case cases[] = {
+		{ "metadata",
+		    "GET http://169.254.169.254/latest/ HTTP/1.1\r\n"
+		    "Host: 169.254.169.254\r\n\r\n",
+		    403, "denied", "metadata", 0, "" },
+		{ "not-granted", "GET http://10.0.0.9/ HTTP/1.1\r\n\r\n", 403,
+		    "denied", "not-granted", 0, "" },
+		{ "broken-configuration", "GET http://UP/ HTTP/1.1\r\n\r\n",
+		    403, "unavailable", "policy-unavailable", 1, "" },
+		{ "host-differs",
+		    "GET http://UP/ HTTP/1.1\r\n"
+		    "Host: 169.254.169.254\r\n\r\n",
+		    400, "invalid-request", "invalid-request", 0, "" },
+		{ "https-ftp-scheme", "GET ftp://UP/ HTTP/1.1\r\n\r\n", 400,
+		    "malformed", "", 0, "malformed" },
+		{ "cl-te",
+		    "POST http://UP/ HTTP/1.1\r\nContent-Length: 5\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		    400, "malformed", "", 0, "malformed" },
+		{ "two-cl",
+		    "POST http://UP/ HTTP/1.1\r\nContent-Length: 1\r\n"
+		    "Content-Length: 1\r\n\r\nab",
+		    400, "malformed", "", 0, "malformed" },
+		{ "obs-fold",
+		    "GET http://UP/ HTTP/1.1\r\nX-A: 1\r\n 2\r\n\r\n", 400,
+		    "malformed", "", 0, "malformed" },
+		{ "connect", "CONNECT UP HTTP/1.1\r\nHost: UP\r\n\r\n", 405,
+		    "method", "", 0, "method" },
+		{ "propfind", "PROPFIND http://UP/ HTTP/1.1\r\n\r\n", 405,
+		    "method", "", 0, "method" },
+		{ "origin-without-host", "GET /x HTTP/1.1\r\n\r\n", 400,
+		    "malformed", "", 0, "malformed" },
+	};
+
+	return cr_make_param_array(struct once_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+/* Replace every "UP" in src with the upstream's authority. */
+static void
+subst_up(char *dst, size_t n, const char *src, const char *up)
+{
+	size_t o = 0;
+
+	while (*src != '\0' && o + 32 < n) {
+		if (strncmp(src, "UP", 2) == 0) {
+			o += (size_t)snprintf(dst + o, n - o, "%s", up);
+			src += 2;
+		} else
+			dst[o++] = *src++;
+	}
+	dst[o] = '\0';
+}
+
+ParameterizedTest(struct once_case *c, proxy, once)
+{
+	struct dt_upstream u;
+	char req[512], want[64];
+	int i;
+
+	dt_upstream_open(&u);
+	if (c->broken)
+		dt_break_conf();
+	subst_up(req, sizeof(req), c->req, u.authority);
+	px_open(&C, "app");
+	px_write(&C, req);
+	px_wait(&C, 1, NULL, NULL);
+	(void)snprintf(want, sizeof(want), "HTTP/1.1 %d ", c->status);
+	cr_assert(strncmp(C.out, want, strlen(want)) == 0, "%s: %s", c->name,
+	    C.out);
+	(void)snprintf(want, sizeof(want), "\r\nX-Egress-Error: %s\r\n",
+	    c->error);
+	cr_assert(strstr(C.out, want) != NULL, "%s: %s", c->name, C.out);
+	if (c->status == 403)
+		cr_assert(strstr(C.out,
+			      c->broken ?
+				  proto_code_message(PROTO_CODE_UNAVAILABLE) :
+				  PROTO_DENIED_MESSAGE) != NULL,
+		    "%s: %s", c->name, C.out);
+	cr_assert(strstr(C.out, "127.0.0.1") == NULL &&
+		strstr(C.out, "169.254") == NULL,
+	    "%s: the answer names an address: %s", c->name, C.out);
+	if (c->reason[0] != '\0') {
+		cr_assert_eq(dt_log_count("egress.decision"), 1, "%s",
+		    c->name);
+		cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
+		    c->reason, "%s", c->name);
+	} else
+		cr_assert_eq(dt_log_count("egress.decision"), 0, "%s",
+		    c->name);
+	if (c->proxy_ev[0] != '\0') {
+		cr_assert_eq(dt_log_count("egress.proxy"), 1, "%s", c->name);
+		cr_assert_str_eq(dt_log_last("egress.proxy", "error"),
+		    c->proxy_ev);
+		cr_assert_str_eq(dt_log_last("egress.proxy", "instance"),
+		    "app");
+	}
+	/* Nothing reached the upstream. */
+	for (i = 0; i < 10; i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	cr_assert_lt(u.cfd, 0, "%s: the upstream was connected", c->name);
+	dt_peer_close(&C.p);
+	dt_upstream_close(&u);
+}
+
+/* ---- exchanges --------------------------------------------------------- */
+
+Test(proxy, pipelined_requests_answered_in_order)
+{
+	struct dt_upstream u;
+	char req[1024];
+	const char *a, *b;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	/* The first answer needs the upstream, the second none: the second
+	 * must still come second. */
+	(void)snprintf(req, sizeof(req),
+	    "GET http://%s/one HTTP/1.1\r\n\r\n"
+	    "GET http://169.254.169.254/two HTTP/1.1\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 2, &u, reply_small);
+	a = strstr(C.out, "HTTP/1.1 200 OK\r\n");
+	b = strstr(C.out, "HTTP/1.1 403 Forbidden\r\n");
+	cr_assert(a != NULL && b != NULL && a < b, "%s", C.out);
+	cr_assert(strstr(a, "hello") < b, "%s", C.out);
+	cr_assert_eq(dt_log_count("egress.decision"), 2);
+	dt_peer_close(&C.p);
+	dt_upstream_close(&u);
+}
+
+Test(proxy, chunked_response_and_keep_alive)
+{
+	struct dt_upstream u;
+	char req[512];
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "POST http://%s/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "\r\n3\r\nabc\r\n0\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 1, &u,
+	    "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "4\r\nwxyz\r\n0\r\n\r\n");
+	for (int i = 0; i < DT_ITERS && strstr(C.out, "0\r\n\r\n") == NULL;
+	     i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert(strncmp(C.out, "HTTP/1.1 201 Created\r\n", 22) == 0, "%s",
+	    C.out);
+	cr_assert(strstr(C.out, "Transfer-Encoding: chunked\r\n") != NULL);
+	cr_assert(strstr(C.out, "\r\n\r\n4\r\nwxyz\r\n0\r\n\r\n") != NULL,
+	    "%s", C.out);
+	cr_assert(strstr(C.out, "Connection: close") == NULL, "%s", C.out);
+	cr_assert(!C.eof, "the connection was closed");
+	/* The body went upstream, chunked again by the broker. */
+	cr_assert(strstr(u.req, "POST /up HTTP/1.1\r\n") == u.req, "%s",
+	    u.req);
+	cr_assert(strstr(u.req, "3\r\nabc\r\n") != NULL, "%s", u.req);
+	dt_peer_close(&C.p);
+	dt_upstream_close(&u);
+}
+
+Test(proxy, connect_failure_is_502)
+{
+	struct dt_upstream u;
+	char req[512];
+
+	dt_upstream_open(&u);
+	(void)close(u.lfd); /* nothing listens on the port any more */
+	u.lfd = -1;
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "HEAD http://%s/ HTTP/1.1\r\nConnection: close\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 502 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "X-Egress-Error: connect-failed\r\n") != NULL,
+	    "%s", C.out);
+	/* HEAD: no body, whatever Content-Length says. */
+	cr_assert(strstr(C.out, "\r\n\r\n")[4] == '\0', "%s", C.out);
+}
+
+Test(proxy, bad_chunking_mid_body_is_400_and_never_completed_upstream)
+{
+	struct dt_upstream u;
+	char req[512];
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "POST http://%s/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "\r\n3\r\nabc\r\nzz\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, &u, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 400 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(u.req, "0\r\n\r\n") == NULL,
+	    "the upstream saw a complete body: %s", u.req);
+	cr_assert_eq(dt_log_count("egress.proxy"), 1);
 }

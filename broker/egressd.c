@@ -51,6 +51,7 @@
 #include "broker/net/netaddr.h"
 #include "broker/notify.h"
 #include "broker/proxy.h"
+#include "broker/proxy_port.h"
 #include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -592,6 +593,7 @@ on_reload(void *arg, const struct conf_snapshot *s)
 			log_event("egress.listen", o);
 	}
 	(void)listen_reconcile(b->listen, s);
+	(void)proxy_ports_apply(b, s);
 	(void)metrics_apply(b, s);
 	nat64_start(b, s);
 }
@@ -717,6 +719,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		log_simple("egress.stop", "status", "draining");
 		(void)notify_stopping();
 		listen_stop(b->listen);
+		proxy_ports_free(b);
 		(void)proxy_drain_all(b);
 		if (session_drain_all(b) == 0) {
 			(void)event_base_loopexit(b->base, NULL);
@@ -954,6 +957,7 @@ daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
 	metrics_ep = NULL;
 	listen_free(b->listen);
 	b->listen = NULL;
+	proxy_ports_free(b);
 	proxy_free_all(b);
 	session_free_all(b);
 	control_server_free(b->control);
@@ -1037,6 +1041,12 @@ main(int argc, char **argv)
 		(void)fprintf(stderr,
 		    "egressd: cannot create every instance "
 		    "socket (see the log)\n");
+		goto out;
+	}
+	if (proxy_ports_apply(b, s) != 0) {
+		(void)fprintf(stderr,
+		    "egressd: cannot bind every proxy_listen address "
+		    "(see the log)\n");
 		goto out;
 	}
 	if (s->metrics_listen != NULL && metrics_apply(b, s) != 0) {

@@ -140,10 +140,12 @@ proxy_reply(struct proxy_conn *c, unsigned status, const char *error,
 	    "Content-Type: text/plain\r\n"
 	    "Content-Length: %zu\r\n"
 	    "X-Egress-Error: %s\r\n"
-	    "%s%s%s"
+	    "%s%s%s%s"
 	    "\r\n",
 	    status, http1_req_reason(status), n, error,
 	    status == 429 ? "Retry-After: 1\r\n" : "",
+	    status == 407 ? "Proxy-Authenticate: Basic realm=\"egressd\"\r\n" :
+			    "",
 	    status == 405 ? "Allow: GET, HEAD, POST, PUT, DELETE, "
 			    "OPTIONS, TRACE, PATCH\r\n" :
 			    "",
@@ -643,6 +645,64 @@ proxy_read_body(struct proxy_conn *c)
 	return used > 0 || end ? 1 : 0;
 }
 
+/* Compare n secret bytes without a branch on their content. */
+static int
+same_secret(const char *a, size_t na, const char *b, size_t nb)
+{
+	volatile unsigned char d = na != nb;
+	size_t i;
+
+	for (i = 0; i < na && i < nb; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+/*
+ * Check q's Proxy-Authorization against the instance's token in the
+ * snapshot in force. Return 0 (authorized), 407, or 403 when no
+ * snapshot can be read (nothing can be authorized then).
+ */
+static unsigned
+proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
+    const char **ret_detail)
+{
+	char buf[CONF_TOKEN_MAX + 128];
+	const struct http1_header *h = NULL;
+	const struct conf_instance *ci;
+	struct confref *ref;
+	const char *pw;
+	size_t i, n;
+	unsigned rv = 407;
+
+	for (i = 0; i < q->nheaders; i++)
+		if (http1_header_is(&q->headers[i], "Proxy-Authorization")) {
+			if (h != NULL) {
+				*ret_detail =
+				    "more than one Proxy-Authorization";
+				return 407;
+			}
+			h = &q->headers[i];
+		}
+	if (h == NULL) {
+		*ret_detail = "no Proxy-Authorization";
+		return 407;
+	}
+	if ((ref = confstate_get_for(&c->b->conf, c->instance)) == NULL) {
+		*ret_detail = "policy-unavailable";
+		return 403;
+	}
+	ci = conf_instance_find(ref->snap, c->instance);
+	*ret_detail = "wrong credentials";
+	if (ci != NULL && ci->proxy_token != NULL &&
+	    http1_req_basic_password(h->value, h->value_len, buf, sizeof(buf),
+		&pw, &n) == 0 &&
+	    same_secret(pw, n, ci->proxy_token, strlen(ci->proxy_token)))
+		rv = 0;
+	explicit_bzero(buf, sizeof(buf));
+	confref_unref(ref);
+	return rv;
+}
+
 /* Read a head from the input and start its request. */
 static int
 proxy_read_head(struct proxy_conn *c)
@@ -651,6 +711,8 @@ proxy_read_head(struct proxy_conn *c)
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	struct policy_err perr;
 	size_t n = evbuffer_get_length(in);
+	const char *detail = NULL;
+	unsigned status;
 	long hl;
 	char *p;
 	int err;
@@ -666,6 +728,10 @@ proxy_read_head(struct proxy_conn *c)
 	c->client_keep = 0;
 	c->body_done = 0;
 	hl = http1_req_head_len(p, n);
+	if (hl == 0 && http1_req_head_bad(p, n)) {
+		proxy_refuse(c, 400, "malformed", "not an HTTP request head");
+		return 0;
+	}
 	if (hl == 0)
 		return 0;
 	if (hl < 0) {
@@ -679,8 +745,22 @@ proxy_read_head(struct proxy_conn *c)
 		    "malformed", perr.msg[0] ? perr.msg : "bad head");
 		return 0;
 	}
+	c->minor = q.minor;
+	if ((c->flags & PROXY_AUTH) &&
+	    (status = proxy_check_auth(c, &q, &detail)) != 0) {
+		/* The same answer whichever instance, token or none. */
+		proxy_log_refusal(c, status,
+		    status == 407 ? "auth" : "unavailable", detail);
+		c->body_done = 0;
+		proxy_reply(c, status, status == 407 ? "auth" : "unavailable",
+		    status == 407 ?
+			"proxy authentication required" :
+			proto_code_message(PROTO_CODE_UNAVAILABLE));
+		c->closing = 1;
+		proxy_schedule(c);
+		return 0;
+	}
 	if (q.form == HTTP1_REQ_AUTHORITY) {
-		c->minor = q.minor;
 		proxy_refuse(c, 405, "method", "CONNECT not relayed");
 		return 0;
 	}

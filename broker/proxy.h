@@ -42,6 +42,9 @@ struct evbuffer;
 /* proxy_accept() flags. */
 #define PROXY_ORIGIN_FORM 0x1 /* serve origin-form as http:// + Host */
 #define PROXY_SHARED	  0x2 /* the caller hands over a session share */
+#define PROXY_AUTH \
+	0x4 /* each request must carry the instance's
+				 proxy token (407 otherwise) */
 
 /*
  * Serve an HTTP proxy client on fd for instance (copied). Takes ownership

@@ -79,6 +79,23 @@ http1_req_head_len(const char *buf, size_t n)
 	return n >= HTTP1_HEAD_MAX ? EGRESS_ERR_TOO_BIG : 0;
 }
 
+int
+http1_req_head_bad(const char *buf, size_t n)
+{
+	size_t i;
+	unsigned char c;
+
+	if (n > 0 && !(buf[0] >= 'A' && buf[0] <= 'Z'))
+		return 1;
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)buf[i];
+		if ((c < 0x20 && c != '\t' && c != '\r' && c != '\n') ||
+		    c == 0x7f)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Check the head's bytes before any parsing: it starts with a token
  * character, every line ends in CRLF, no line folds (a line starting
@@ -426,4 +443,61 @@ http1_req_reason(unsigned status)
 		return "";
 	s = http_status_str((enum http_status)status);
 	return s == NULL || strcmp(s, "<unknown>") == 0 ? "" : s;
+}
+
+static int
+b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+int
+http1_req_basic_password(const char *v, size_t n, char *buf, size_t bufsz,
+    const char **ret_pw, size_t *ret_len)
+{
+	size_t i, o = 0, pad = 0;
+	const char *colon;
+	unsigned acc = 0;
+	int d, bits = 0;
+
+	http1_trim(&v, &n);
+	if (n < 6 || strncasecmp(v, "Basic", 5) != 0 || v[5] != ' ')
+		return EGRESS_ERR_INVALID_REQUEST;
+	v += 6;
+	n -= 6;
+	http1_trim(&v, &n);
+	if (n == 0 || n % 4 != 0)
+		return EGRESS_ERR_INVALID_REQUEST;
+	for (i = 0; i < n; i++) {
+		if (v[i] == '=') {
+			if (i + 2 < n || ++pad > 2)
+				return EGRESS_ERR_INVALID_REQUEST;
+			continue;
+		}
+		if (pad > 0 || (d = b64_value((unsigned char)v[i])) < 0)
+			return EGRESS_ERR_INVALID_REQUEST;
+		acc = (acc << 6) | (unsigned)d;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (o == bufsz)
+				return EGRESS_ERR_INVALID_REQUEST;
+			buf[o++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	if ((colon = memchr(buf, ':', o)) == NULL)
+		return EGRESS_ERR_INVALID_REQUEST;
+	*ret_pw = colon + 1;
+	*ret_len = o - (size_t)(colon + 1 - buf);
+	return 0;
 }

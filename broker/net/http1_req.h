@@ -79,6 +79,14 @@ void http1_req_parser_free(struct http1_req_parser *p);
 long http1_req_head_len(const char *buf, size_t n);
 
 /*
+ * Answer whether the n bytes at buf, the start of a head not yet ended,
+ * can already be refused: a first byte that cannot start a method, or a
+ * control byte other than HTAB, CR and LF. Lets a reader drop a client
+ * that sends no HTTP without waiting for a head that never ends.
+ */
+int http1_req_head_bad(const char *buf, size_t n);
+
+/*
  * Parse the head of len bytes at buf (as http1_req_head_len() measured
  * it) with p, reset for a new message. On success write *ret (pointing
  * into buf) and return 0; p then expects the body. Return
@@ -100,6 +108,17 @@ int http1_req_is_complete(const struct http1_req_parser *p);
 int http1_req_parse_body(struct http1_req_parser *p, const char *buf, size_t n,
     http1_req_body_fn fn, void *arg, size_t *ret_used,
     struct policy_err *reterr);
+
+/*
+ * Decode the Proxy-Authorization value of n bytes at v, which must be
+ * "Basic" (any case), spaces, and the base64 (RFC 4648, padded) of
+ * "user:password" (RFC 7617), into buf of bufsz bytes. Return 0 and
+ * point *ret_pw / *ret_len at the password inside buf, or
+ * EGRESS_ERR_INVALID_REQUEST when the value is not of that form or does
+ * not fit.
+ */
+int http1_req_basic_password(const char *v, size_t n, char *buf, size_t bufsz,
+    const char **ret_pw, size_t *ret_len);
 
 /*
  * Return the reason phrase of an HTTP status (RFC 9110's, as http-parser

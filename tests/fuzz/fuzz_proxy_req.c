@@ -6,7 +6,8 @@
  * input byte picks, and go on with the next (pipelined) request until the
  * input is used up or refused. Invariants: nothing crashes, every string
  * of a parsed head lies inside the head, the body never uses more bytes
- * than it was given, and decoded body bytes never outnumber the input.
+ * than it was given, decoded body bytes never outnumber the input, and
+ * a Proxy-Authorization password decodes inside its buffer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,6 +34,20 @@ check_in(const char *s, size_t n, const char *head, size_t len)
 {
 	if (s != NULL && strcmp(s, "/") != 0 &&
 	    (s < head || s + n > head + len))
+		abort();
+}
+
+/* The password, if any, lies inside the decoded buffer. */
+static void
+basic(const struct http1_header *h)
+{
+	char out[300];
+	const char *pw;
+	size_t n;
+
+	if (http1_req_basic_password(h->value, h->value_len, out, sizeof(out),
+		&pw, &n) == 0 &&
+	    (pw < out || pw + n > out + sizeof(out)))
 		abort();
 }
 
@@ -68,6 +83,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    buf + off, (size_t)hl);
 			check_in(q.headers[i].value, q.headers[i].value_len,
 			    buf + off, (size_t)hl);
+			if (http1_header_is(&q.headers[i],
+				"Proxy-Authorization"))
+				basic(&q.headers[i]);
 		}
 		off += (size_t)hl;
 		while (!http1_req_is_complete(p) && off < size) {

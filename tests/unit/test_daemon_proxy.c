@@ -375,3 +375,32 @@ Test(proxy, bad_chunking_mid_body_is_400_and_never_completed_upstream)
 	    "the upstream saw a complete body: %s", u.req);
 	cr_assert_eq(dt_log_count("egress.proxy"), 1);
 }
+
+/* ---- a TCP port's connection: every request needs the token ------------ */
+
+Test(proxy, port_requires_the_token)
+{
+	int sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+	    0);
+	cr_assert_eq(evutil_make_socket_nonblocking(sv[0]), 0);
+	cr_assert_eq(evutil_make_socket_nonblocking(sv[1]), 0);
+	memset(&C, 0, sizeof(C));
+	C.p.fd = sv[1];
+	/* "app" has no proxy token configured: nothing authorizes. */
+	cr_assert_eq(proxy_accept(&dt_b, sv[0], "app", NULL, PROXY_AUTH), 0);
+	px_write(&C,
+	    "GET http://169.254.169.254/ HTTP/1.1\r\n"
+	    "Proxy-Authorization: Basic dXNlcjpzZWNyZXQ=\r\n\r\n");
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 407 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out,
+		      "\r\nProxy-Authenticate: Basic "
+		      "realm=\"egressd\"\r\n") != NULL,
+	    "%s", C.out);
+	cr_assert(strstr(C.out, "app") == NULL, "%s", C.out);
+	cr_assert_eq(dt_log_count("egress.decision"), 0);
+	cr_assert_str_eq(dt_log_last("egress.proxy", "error"), "auth");
+	dt_peer_close(&C.p);
+}

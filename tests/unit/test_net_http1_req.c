@@ -286,3 +286,57 @@ Test(http1_req, reason)
 	cr_assert_str_eq(http1_req_reason(599), "");
 	cr_assert_str_eq(http1_req_reason(42), "");
 }
+
+Test(http1_req, basic_password)
+{
+	static const struct {
+		const char *v;
+		int ok;
+		const char *pw;
+	} cases[] = {
+		{ "Basic dXNlcjpzZWNyZXQ=", 1, "secret" }, /* user:secret */
+		{ "basic   dXNlcjpzZWNyZXQ= ", 1,
+		    "secret" },			       /* case, spaces */
+		{ "Basic OnNlY3JldA==", 1, "secret" }, /* :secret */
+		{ "Basic dXNlcjo=", 1, "" },	       /* user: */
+		{ "Basic dXNlcjphOmI=", 1,
+		    "a:b" },		       /* the first colon splits */
+		{ "Basic dXNlcg==", 0, NULL }, /* no colon */
+		{ "Bearer dXNlcjpzZWNyZXQ=", 0, NULL },
+		{ "Basic dXNlcjpzZWNyZXQ", 0, NULL },  /* unpadded */
+		{ "Basic dXNlcjpzZW=yZXQ=", 0, NULL }, /* '=' inside */
+		{ "Basic dXNlcjpz*WNyZXQ=", 0, NULL },
+		{ "Basic", 0, NULL },
+		{ "Basic ", 0, NULL },
+		{ "", 0, NULL },
+	};
+	char buf[64];
+	const char *pw;
+	size_t i, n;
+	int rv;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rv = http1_req_basic_password(cases[i].v, strlen(cases[i].v),
+		    buf, sizeof(buf), &pw, &n);
+		cr_assert_eq(rv == 0, cases[i].ok, "%s", cases[i].v);
+		if (rv == 0) {
+			cr_assert_eq(n, strlen(cases[i].pw), "%s", cases[i].v);
+			cr_assert(memcmp(pw, cases[i].pw, n) == 0, "%s",
+			    cases[i].v);
+		}
+	}
+	/* Does not fit: refused, never truncated. */
+	cr_assert_eq(http1_req_basic_password("Basic dXNlcjpzZWNyZXQ=", 22,
+			 buf, 4, &pw, &n),
+	    EGRESS_ERR_INVALID_REQUEST);
+}
+
+Test(http1_req, head_bad_before_its_end)
+{
+	cr_assert_eq(http1_req_head_bad("GET / HTTP/1.1\r\nHo", 18), 0);
+	cr_assert_eq(http1_req_head_bad("", 0), 0);
+	cr_assert_eq(http1_req_head_bad("get /", 5), 1);
+	cr_assert_eq(http1_req_head_bad("\x16\x03\x01", 3), 1); /* TLS */
+	cr_assert_eq(http1_req_head_bad("GET /\x01", 6), 1);
+	cr_assert_eq(http1_req_head_bad("GET /\x7f", 6), 1);
+}

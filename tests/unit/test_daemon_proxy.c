@@ -404,3 +404,34 @@ Test(proxy, port_requires_the_token)
 	cr_assert_str_eq(dt_log_last("egress.proxy", "error"), "auth");
 	dt_peer_close(&C.p);
 }
+
+Test(proxy, upstream_timeout_is_504)
+{
+	struct dt_upstream u;
+	char req[512], text[1024];
+
+	/* The same configuration with a short first-byte timeout. */
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\nsignature_mode = disabled\n"
+	    "[plugins.entries.app]\nplugin = unit\nmanifest = manifest.ini\n"
+	    "permissions = http_client\negress_hosts = 127.0.0.1\n"
+	    "egress_allow_private = 127.0.0.1\n"
+	    "[broker]\ninstance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "[resolver]\nservers = 127.0.0.1:9\n"
+	    "[limits]\nfirst_byte_timeout_ms = 200\n",
+	    ct_dir, ct_dir);
+	ct_write_str("egressd.ini", text);
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "GET http://%s/slow HTTP/1.1\r\nConnection: close\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, &u, NULL); /* the upstream never answers */
+	cr_assert(strncmp(C.out, "HTTP/1.1 504 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "X-Egress-Error: timeout\r\n") != NULL, "%s",
+	    C.out);
+	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
+	dt_upstream_close(&u);
+}

@@ -4,8 +4,10 @@
 # The proxy front keeps every guarantee of the shim path, with real curl
 # on the instance socket: each deny reason (not-granted with no DNS
 # query, no-permission, metadata by name and by literal, private-address,
-# an answer mixing public and private) is a 403 with the masked message
-# and X-Egress-Error: denied and nothing reaching the upstream; a
+# an answer mixing public and private, an instance removed while its
+# client keeps the connection open) is a 403 with the masked message
+# and X-Egress-Error: denied and nothing reaching the upstream; a granted
+# name without an address is 502 (dns-failed); a
 # redirect comes back untouched and curl -L's second request is denied;
 # a Host that differs from the absolute-form URL is 400; the budget is
 # 429 with Retry-After; a reload applies to the next request on the same
@@ -26,7 +28,7 @@ lab_dns_set api.weather.example="$LAB_PUB4" \
 lab_gate_start
 HOSTS="api.weather.example, gate.weather.example, meta.weather.example,"
 HOSTS="$HOSTS lan.weather.example, mixed.weather.example, $LAB_META4,"
-HOSTS="$HOSTS $LAB_PRIV4"
+HOSTS="$HOSTS $LAB_PRIV4, nx.weather.example"
 config()
 {
 	MAX_CONN=1 lab_config_base
@@ -65,6 +67,61 @@ for t in "meta.weather.example metadata" "$LAB_META4 metadata" \
 	lab_expect_hits "$LAB_PRIV4" 0
 	lab_expect_hits "$LAB_PUB4" 0
 done
+
+# A granted name with no address: 502, dns-failed.
+lab_curl weather http://nx.weather.example/small
+lab_expect_curl 502
+lab_expect_curl_header X-Egress-Error dns-failed
+lab_expect_decision weather deny unresolvable nx.weather.example
+
+# An instance removed while its client keeps a connection open: the next
+# request on that connection is denied (unknown-instance).
+cat >"$LAB_DIR/ka.py" <<'PY'
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+req = b'GET /small HTTP/1.1\r\nHost: api.weather.example\r\n\r\n'
+def answer():
+    data = b''
+    while b'\r\n\r\n' not in data:
+        data += s.recv(4096)
+    head, _, body = data.partition(b'\r\n\r\n')
+    n = int([l.split(b':')[1] for l in head.split(b'\r\n')
+             if l.lower().startswith(b'content-length:')][0])
+    while len(body) < n:
+        body += s.recv(4096)
+    return head.split(b' ')[1].decode()
+s.sendall(req)
+print(answer(), flush=True)
+open(sys.argv[2], 'w').close()
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)
+s.sendall(req)
+print(answer(), flush=True)
+PY
+lab_mark
+lab_spawn ka "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/ka.py" \
+    "$LAB_SOCK_DIR/radar.sock" "$LAB_DIR/ka.first" "$LAB_DIR/ka.again"
+lab_poll 10 test -e "$LAB_DIR/ka.first" || lab_fail "no first answer"
+{
+	MAX_CONN=1 lab_config_base
+	lab_entry weather weather "$HOSTS"
+	lab_entry noperm weather api.weather.example "" ""
+} | lab_config_install
+lab_ns_b kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 bash -c "[ ! -e '$LAB_SOCK_DIR/radar.sock' ]" ||
+    lab_fail "the removed instance's socket stayed"
+: >"$LAB_DIR/ka.again"
+lab_poll 10 bash -c "[ \$(wc -l <'$LAB_DIR/log/ka.out') = 2 ]" ||
+    lab_fail "no second answer on the kept connection"
+lab_expect_eq "answers on the kept connection" "200 403" \
+    "$(paste -sd ' ' "$LAB_DIR/log/ka.out")"
+lab_expect_decision radar allow - api.weather.example 1
+lab_expect_decision radar deny unknown-instance api.weather.example 2
+config | lab_config_install
+lab_ns_b kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 test -S "$LAB_SOCK_DIR/radar.sock" ||
+    lab_fail "radar's socket did not come back"
 
 # A redirect to the metadata address: returned untouched, never followed;
 # curl -L asks again, and that request is denied.

@@ -35,6 +35,7 @@
 #include "broker/proxy.h"
 #include "broker/request.h"
 #include "broker/session.h"
+#include "broker/tunnel.h"
 #include "conf/conf.h"
 #include "proto/proto.h"
 
@@ -45,6 +46,7 @@ enum proxy_state {
 	PX_HEAD = 0, /* waiting for a request head */
 	PX_BODY,     /* the request's body is being read */
 	PX_WAIT,     /* the response is being written */
+	PX_TUNNEL,   /* a CONNECT tunnel owns the connection */
 };
 
 enum proxy_framing {
@@ -69,7 +71,8 @@ struct proxy_conn {
 	struct evbuffer *body; /* decoded body of one parse step */
 	struct event *defer;   /* go on from the loop */
 	enum proxy_state state;
-	struct request *r; /* the request being served */
+	struct request *r;  /* the request being served */
+	struct tunnel *tun; /* after CONNECT */
 
 	/* The current exchange. */
 	int head_method;
@@ -84,6 +87,9 @@ struct proxy_conn {
 
 static void proxy_free(struct proxy_conn *c);
 static void proxy_schedule(struct proxy_conn *c);
+static void proxy_read_cb(struct bufferevent *bev, void *arg);
+static void proxy_write_cb(struct bufferevent *bev, void *arg);
+static void proxy_event_cb(struct bufferevent *bev, short what, void *arg);
 
 /* ---- Output ------------------------------------------------------------ */
 
@@ -147,7 +153,7 @@ proxy_reply(struct proxy_conn *c, unsigned status, const char *error,
 	    status == 407 ? "Proxy-Authenticate: Basic realm=\"egressd\"\r\n" :
 			    "",
 	    status == 405 ? "Allow: GET, HEAD, POST, PUT, DELETE, "
-			    "OPTIONS, TRACE, PATCH\r\n" :
+			    "OPTIONS, TRACE, PATCH, CONNECT\r\n" :
 			    "",
 	    c->close_after    ? "Connection: close\r\n" :
 		c->minor == 0 ? "Connection: keep-alive\r\n" :
@@ -703,6 +709,44 @@ proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
 	return rv;
 }
 
+/* The tunnel is over: close once its last answer is written. */
+static void
+proxy_tunnel_done(void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	c->closing = 1;
+	c->resp_done = 1;
+	bufferevent_setcb(c->bev, proxy_read_cb, proxy_write_cb,
+	    proxy_event_cb, c);
+	(void)bufferevent_enable(c->bev, EV_WRITE);
+	proxy_schedule(c);
+}
+
+/* CONNECT host:port: the connection becomes a tunnel (tunnel.h). */
+static int
+proxy_connect(struct proxy_conn *c, const struct http1_req *q, size_t hl)
+{
+	struct policy_dest dest;
+	struct policy_err perr;
+
+	memset(&dest, 0, sizeof(dest));
+	perr.msg[0] = '\0';
+	if (q->content_length > 0 || q->chunked ||
+	    policy_hostport_parse(q->authority, q->authority_len, &dest,
+		&perr) != 0) {
+		proxy_refuse(c, 400, "malformed",
+		    perr.msg[0] ? perr.msg : "CONNECT with a body");
+		return 0;
+	}
+	(void)evbuffer_drain(bufferevent_get_input(c->bev), hl);
+	c->state = PX_TUNNEL;
+	if (tunnel_start(c->b, c->instance, c->bev, &dest, proxy_tunnel_done,
+		c, &c->tun) != 0)
+		return -1;
+	return 0;
+}
+
 /* Read a head from the input and start its request. */
 static int
 proxy_read_head(struct proxy_conn *c)
@@ -760,10 +804,8 @@ proxy_read_head(struct proxy_conn *c)
 		proxy_schedule(c);
 		return 0;
 	}
-	if (q.form == HTTP1_REQ_AUTHORITY) {
-		proxy_refuse(c, 405, "method", "CONNECT not relayed");
-		return 0;
-	}
+	if (q.form == HTTP1_REQ_AUTHORITY)
+		return proxy_connect(c, &q, (size_t)hl);
 	if (proxy_begin(c, &q) != 0)
 		return c->closing ? 0 : -1;
 	(void)evbuffer_drain(in, (size_t)hl); /* q is no longer read */
@@ -785,6 +827,7 @@ proxy_process(struct proxy_conn *c)
 			rv = c->r != NULL ? proxy_read_body(c) : 0;
 			break;
 		case PX_WAIT:
+		case PX_TUNNEL:
 			rv = 0;
 			break;
 		}
@@ -797,7 +840,8 @@ static void
 proxy_step(struct proxy_conn *c)
 {
 	if (c->closing) {
-		if (c->r == NULL || c->resp_done) {
+		if ((c->r == NULL || c->resp_done) &&
+		    (c->tun == NULL || tunnel_is_done(c->tun))) {
 			(void)bufferevent_disable(c->bev, EV_READ);
 			if (evbuffer_get_length(proxy_out(c)) == 0)
 				proxy_free(c);
@@ -843,7 +887,8 @@ proxy_write_cb(struct bufferevent *bev, void *arg)
 	struct proxy_conn *c = arg;
 
 	if (c->closing && evbuffer_get_length(proxy_out(c)) == 0 &&
-	    (c->r == NULL || c->resp_done)) {
+	    (c->r == NULL || c->resp_done) &&
+	    (c->tun == NULL || tunnel_is_done(c->tun))) {
 		proxy_free(c);
 		return;
 	}
@@ -893,6 +938,8 @@ proxy_free(struct proxy_conn *c)
 		request_abort(c->r);
 		c->r = NULL;
 	}
+	tunnel_free(c->tun);
+	c->tun = NULL;
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -1032,7 +1079,9 @@ proxy_drain_all(struct broker *b)
 	for (c = b->proxies; c != NULL; c = next) {
 		next = c->next;
 		c->closing = 1;
-		if (c->r == NULL && evbuffer_get_length(proxy_out(c)) == 0) {
+		if (c->r == NULL &&
+		    (c->tun == NULL || tunnel_is_done(c->tun)) &&
+		    evbuffer_get_length(proxy_out(c)) == 0) {
 			proxy_free(c);
 			continue;
 		}

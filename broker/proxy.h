@@ -18,8 +18,8 @@
  * Outcomes map to statuses: a denial or an unavailable policy 403 (the
  * shim's fixed masked message, header X-Egress-Error), budget 429 with
  * Retry-After, DNS, connect, TLS and upstream failures 502, timeouts
- * 504, malformed requests 400, methods not relayed (CONNECT among them)
- * 405. Requests on one connection are served one at a time in order: a
+ * 504, malformed requests 400, methods not relayed 405. CONNECT makes
+ * the connection a tunnel (tunnel.h). Requests on one connection are served one at a time in order: a
  * pipelined request waits, unread, until the previous response is
  * complete. Request bodies (Content-Length or chunked) flow under the
  * stream's window; response bodies are written as they arrive and stop

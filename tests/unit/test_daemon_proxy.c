@@ -17,6 +17,8 @@
 
 #include <criterion/parameterized.h>
 
+#include <openssl/ssl.h>
+
 #include "broker/proxy.h"
 
 static void
@@ -193,8 +195,15 @@ ParameterizedTestParameters(proxy, once)
 		{ "obs-fold",
 		    "GET http://UP/ HTTP/1.1\r\nX-A: 1\r\n 2\r\n\r\n", 400,
 		    "malformed", "", 0, "malformed" },
-		{ "connect", "CONNECT UP HTTP/1.1\r\nHost: UP\r\n\r\n", 405,
-		    "method", "", 0, "method" },
+		{ "connect-denied",
+		    "CONNECT 169.254.169.254:443 HTTP/1.1\r\n"
+		    "\r\n",
+		    403, "denied", "metadata", 0, "" },
+		{ "connect-not-granted",
+		    "CONNECT 10.0.0.9:443 HTTP/1.1\r\n\r\n", 403, "denied",
+		    "not-granted", 0, "" },
+		{ "connect-without-port", "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n",
+		    400, "malformed", "", 0, "malformed" },
 		{ "propfind", "PROPFIND http://UP/ HTTP/1.1\r\n\r\n", 405,
 		    "method", "", 0, "method" },
 		{ "origin-without-host", "GET /x HTTP/1.1\r\n\r\n", 400,
@@ -434,4 +443,70 @@ Test(proxy, upstream_timeout_is_504)
 	    C.out);
 	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
 	dt_upstream_close(&u);
+}
+
+/* ---- CONNECT ------------------------------------------------------------ */
+
+/* A ClientHello without SNI, as an OpenSSL client sends it. */
+static size_t
+client_hello(unsigned char *buf, size_t n)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *s = SSL_new(ctx);
+	BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
+	int len;
+
+	cr_assert(ctx != NULL && s != NULL && rb != NULL && wb != NULL);
+	SSL_set_bio(s, rb, wb);
+	SSL_set_connect_state(s);
+	(void)SSL_do_handshake(s);
+	len = BIO_read(wb, buf, (int)n);
+	cr_assert_gt(len, 5);
+	SSL_free(s);
+	SSL_CTX_free(ctx);
+	return (size_t)len;
+}
+
+Test(proxy, connect_to_an_ip_literal_relays_a_hello_without_sni)
+{
+	static unsigned char hello[4096];
+	struct dt_upstream u;
+	char req[256];
+	size_t n = client_hello(hello, sizeof(hello));
+	int i;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	for (i = 0; i < DT_ITERS && strstr(C.out, "\r\n\r\n") == NULL; i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert_str_eq(C.out, "HTTP/1.1 200 Connection established\r\n\r\n");
+	dt_write_all(C.p.fd, hello, n);
+	for (i = 0; i < DT_ITERS && u.reqlen < n; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd >= 0 ? u.cfd : u.lfd);
+	}
+	cr_assert_eq(u.reqlen, n, "the upstream got %zu of %zu bytes",
+	    u.reqlen, n);
+	cr_assert(memcmp(u.req, hello, n) == 0);
+	cr_assert_str_eq(dt_log_last("egress.decision", "transport"),
+	    "tls-tunnel");
+	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
+	/* And back. */
+	dt_upstream_reply(&u, "pong");
+	for (i = 0; i < DT_ITERS && strstr(C.out, "pong") == NULL; i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert(strstr(C.out, "\r\n\r\npong") != NULL, "%s", C.out);
+	/* The upstream closes: the tunnel ends, logged once. */
+	dt_upstream_close(&u);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "connected"),
+	    "127.0.0.1");
 }

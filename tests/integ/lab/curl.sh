@@ -112,3 +112,16 @@ lab__echo_listening()
 {
 	lab_ns_o ss -Htln | grep -qF "$LAB_PUB4:$LAB_ECHO_PORT "
 }
+
+# lab_wait_port PORT...: wait until each TCP PORT listens in the broker
+# namespace (the proxy ports are bound after the instance sockets).
+lab_wait_port()
+{
+	local p
+	for p in "$@"; do
+		lab_poll "$(egress_wait 10)" lab__port_listening "$p" ||
+		    lab_fail "nothing listens on port $p"
+	done
+}
+
+lab__port_listening() { lab_ns_b ss -Htln | grep -q ":$1 "; }

@@ -34,6 +34,7 @@ config()
 }
 config | lab_config_install
 lab_egressd_start weather radar
+lab_wait_port 3128 3129
 
 # pcurl PORT [curl options] URL: curl through the proxy port.
 pcurl()

@@ -4,6 +4,8 @@
  * peek at the client's first bytes, take the lease, dial the validated
  * addresses, relay.
  */
+#include <sys/socket.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +64,9 @@ struct tunnel {
 
 	struct policy_addr connected;
 	int has_connected;
-	int ending; /* one side closed: flush the other, then end */
+	int ending;  /* the upstream closed: flush to the client, end */
+	int cl_eof;  /* the client is done sending */
+	int up_shut; /* ... and the upstream was told so */
 	int decided, logged_close;
 	char detail[2 * TLS_HELLO_SNI_MAX + 64];
 	uint64_t start_ms, start_us, bytes_in, bytes_out;
@@ -211,14 +215,16 @@ tunnel_answer(struct tunnel *t, uint32_t code)
 
 /* ---- Relay ------------------------------------------------------------- */
 
+/* The client finished sending: once its bytes are out, half-close the
+ * upstream, whose answer keeps flowing back. */
 static void
-tunnel_check_end(struct tunnel *t)
+tunnel_up_shut(struct tunnel *t)
 {
-	if (!t->ending)
+	if (!t->cl_eof || t->up == NULL || t->up_shut ||
+	    evbuffer_get_length(bufferevent_get_output(t->up)) > 0)
 		return;
-	if ((t->up == NULL ||
-		evbuffer_get_length(bufferevent_get_output(t->up)) == 0))
-		tunnel_finish(t, NULL);
+	t->up_shut = 1;
+	(void)shutdown(bufferevent_getfd(t->up), SHUT_WR);
 }
 
 /* Move what from has read to to's output; stop reading from when to is
@@ -274,9 +280,9 @@ tunnel_up_write(struct bufferevent *bev, void *arg)
 {
 	struct tunnel *t = arg;
 
-	if (!t->ending)
+	if (!t->ending && !t->cl_eof)
 		(void)bufferevent_enable(t->cl, EV_READ);
-	tunnel_check_end(t);
+	tunnel_up_shut(t);
 }
 
 /* One side closed or failed: what it sent goes on, then the end. */
@@ -292,13 +298,13 @@ tunnel_side_event(struct tunnel *t, int client, short what)
 		tunnel_finish(t, client ? "cancelled" : "connect-failed");
 		return;
 	}
-	t->ending = 1;
 	if (client) {
-		/* The client is done sending: let the upstream's output go. */
+		t->cl_eof = 1;
 		(void)bufferevent_disable(t->cl, EV_READ);
-		tunnel_check_end(t);
+		tunnel_up_shut(t);
 		return;
 	}
+	t->ending = 1;
 	/* The upstream closed: pass what it sent, then end. */
 	t->bytes_in += tunnel_move(t->up, t->cl);
 	bufferevent_free(t->up);

@@ -503,6 +503,22 @@ Test(proxy, connect_to_an_ip_literal_relays_a_hello_without_sni)
 		dt_step(C.p.fd);
 	}
 	cr_assert(strstr(C.out, "\r\n\r\npong") != NULL, "%s", C.out);
+	/* The client half-closes: the upstream sees the end, and its
+	 * answer still comes back. */
+	cr_assert_eq(shutdown(C.p.fd, SHUT_WR), 0);
+	for (i = 0; i < DT_ITERS && !u.eof; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd);
+	}
+	cr_assert(u.eof, "the upstream was not half-closed");
+	dt_upstream_reply(&u, "late");
+	for (i = 0; i < DT_ITERS && strstr(C.out, "late") == NULL; i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert(strstr(C.out, "pponglate") == NULL &&
+		strstr(C.out, "ponglate") != NULL,
+	    "%s", C.out);
 	/* The upstream closes: the tunnel ends, logged once. */
 	dt_upstream_close(&u);
 	px_wait(&C, 0, NULL, NULL);

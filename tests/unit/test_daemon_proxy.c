@@ -526,3 +526,26 @@ Test(proxy, connect_to_an_ip_literal_relays_a_hello_without_sni)
 	cr_assert_str_eq(dt_log_last("egress.close", "connected"),
 	    "127.0.0.1");
 }
+
+Test(proxy, http10_client_gets_a_body_delimited_by_close)
+{
+	struct dt_upstream u;
+	char req[256];
+	const char *body;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req), "GET http://%s/ HTTP/1.0\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, &u,
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "4\r\nwxyz\r\n0\r\n\r\n");
+	cr_assert(strncmp(C.out, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "Transfer-Encoding") == NULL, "%s", C.out);
+	cr_assert(strstr(C.out, "Connection: close\r\n") != NULL, "%s", C.out);
+	body = strstr(C.out, "\r\n\r\n");
+	cr_assert(body != NULL);
+	cr_assert_str_eq(body + 4, "wxyz");
+	dt_upstream_close(&u);
+}

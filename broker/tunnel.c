@@ -395,14 +395,7 @@ tunnel_connect(struct tunnel *t)
 {
 	struct dial_params p;
 	uint64_t n = now_ms();
-	int err;
 
-	if ((err = tunnel_lease(t)) != 0) {
-		tunnel_refuse(t,
-		    err == EGRESS_ERR_BUDGET_EXHAUSTED ? "budget-exhausted" :
-							 "policy-unavailable");
-		return;
-	}
 	tunnel_log_decision(t, 1, NULL);
 	t->state = T_DIALING;
 	memset(&p, 0, sizeof(p));
@@ -504,6 +497,8 @@ tunnel_policy(void *arg, int answers, struct decide_policy *ret)
 static void
 tunnel_decided(struct tunnel *t, const struct decide_result *res)
 {
+	int err;
+
 	t->verdict = res->verdict;
 	if (res->invalid || !res->allow) {
 		tunnel_log_decision(t, 0,
@@ -515,6 +510,18 @@ tunnel_decided(struct tunnel *t, const struct decide_result *res)
 		    res->invalid ?
 			"invalid-request" :
 			proto_code_name(proto_err_to_wire(res->error)));
+		return;
+	}
+	/* The lease is the tunnel's from its 200 to its end. */
+	if ((err = tunnel_lease(t)) != 0) {
+		int budget = err == EGRESS_ERR_BUDGET_EXHAUSTED;
+
+		tunnel_log_decision(t, 0,
+		    budget ? "budget-exhausted" : "policy-unavailable");
+		tunnel_answer(t,
+		    budget ? PROTO_CODE_BUDGET_EXHAUSTED :
+			     PROTO_CODE_UNAVAILABLE);
+		tunnel_finish(t, budget ? "budget-exhausted" : "unavailable");
 		return;
 	}
 	(void)evbuffer_add_printf(bufferevent_get_output(t->cl),

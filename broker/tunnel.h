@@ -2,9 +2,10 @@
 /*
  * tunnel: a CONNECT tunnel of the proxy front. The host is decided first
  * (the one decision, one resolution, the answers checked) with the
- * instance's http_client permission, or else its socket_client one; a
- * denial is answered as the front answers any (403, 429, 502, 504) and
- * nothing is connected. Once allowed, the client gets "200 Connection
+ * instance's http_client permission, or else its socket_client one, and
+ * the instance's lease is taken for the tunnel's life; a denial or an
+ * exhausted budget is answered as the front answers any (403, 429, 502,
+ * 504) and nothing is connected. Then the client gets "200 Connection
  * established" and its first bytes are looked at before anything is
  * relayed (tls_hello.h): a TLS ClientHello must name host in its SNI
  * (case-insensitive, one trailing dot ignored; none is refused unless
@@ -13,8 +14,8 @@
  * other first bytes make a raw "tcp" tunnel, which needs socket_client.
  * A refusal at this point closes the client connection; it is logged
  * with the reason (sni-mismatch naming both names, ech, no-sni,
- * no-permission). Then the instance's lease, a plain connect to the
- * validated addresses only, and a byte relay in both directions that
+ * no-permission). Then a plain connect to the validated addresses
+ * only, and a byte relay in both directions that
  * stops reading one side while the other has TUNNEL_HIGH bytes queued.
  * One egress.decision (transport "tunnel" when refused before any byte
  * was read) and one egress.close event per tunnel. What a tunnel cannot

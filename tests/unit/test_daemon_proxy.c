@@ -549,3 +549,41 @@ Test(proxy, http10_client_gets_a_body_delimited_by_close)
 	cr_assert_str_eq(body + 4, "wxyz");
 	dt_upstream_close(&u);
 }
+
+Test(proxy, connect_over_the_budget_is_429)
+{
+	static struct px_client held[4];
+	struct dt_upstream u;
+	char req[256];
+	size_t k;
+	int i;
+
+	/* The unit configuration allows 4 connections per instance; each
+	 * tunnel holds one from its 200 on. */
+	dt_upstream_open(&u);
+	(void)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
+	    u.authority);
+	for (k = 0; k < 4; k++) {
+		px_open(&held[k], "app");
+		px_write(&held[k], req);
+		for (i = 0;
+		     i < DT_ITERS && strstr(held[k].out, "\r\n\r\n") == NULL;
+		     i++) {
+			px_read(&held[k]);
+			dt_step(held[k].p.fd);
+		}
+		cr_assert(strncmp(held[k].out, "HTTP/1.1 200 ", 13) == 0,
+		    "tunnel %zu: %s", k, held[k].out);
+	}
+	px_open(&C, "app");
+	px_write(&C, req);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 429 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "\r\nRetry-After: 1\r\n") != NULL, "%s",
+	    C.out);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
+	    "budget-exhausted");
+	for (k = 0; k < 4; k++)
+		dt_peer_close(&held[k].p);
+	dt_upstream_close(&u);
+}

@@ -24,6 +24,8 @@ struct event_base;
 struct listen_ctx;
 struct dial_tls;
 struct session;
+struct proxy_conn;
+struct proxy_port;
 struct lease_table;
 struct pool;
 struct dns_resolver;
@@ -127,8 +129,10 @@ struct broker {
 	struct event *mem_wake_ev;	/* wakes them from the loop */
 
 	struct session *sessions;
-	size_t nsessions;
-	size_t nrequests; /* streams being served */
+	struct proxy_conn *proxies;	/* proxy front clients (proxy.h) */
+	struct proxy_port *proxy_ports; /* their TCP ports (proxy_port.h) */
+	size_t nsessions;		/* both kinds */
+	size_t nrequests;		/* streams being served */
 	uint64_t request_seq;
 	char id_prefix[12];
 	int draining;

@@ -51,6 +51,8 @@
 #include "broker/net/netaddr.h"
 #include "broker/net/share.h"
 #include "broker/notify.h"
+#include "broker/proxy.h"
+#include "broker/proxy_port.h"
 #include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -597,6 +599,7 @@ on_reload(void *arg, const struct conf_snapshot *s)
 			log_event("egress.listen", o);
 	}
 	(void)listen_reconcile(b->listen, s);
+	(void)proxy_ports_apply(b, s);
 	(void)metrics_apply(b, s);
 	nat64_start(b, s);
 }
@@ -678,6 +681,7 @@ on_revoke(void *arg, const char *instance)
 	if (o != NULL)
 		log_event("egress.listen", o);
 	session_revoke_instance(arg, instance);
+	proxy_revoke_instance(arg, instance);
 }
 
 static void
@@ -693,6 +697,7 @@ drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct broker *b = arg;
 
+	proxy_free_all(b);
 	session_free_all(b);
 	(void)event_base_loopexit(b->base, NULL);
 }
@@ -720,6 +725,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		log_simple("egress.stop", "status", "draining");
 		(void)notify_stopping();
 		listen_stop(b->listen);
+		proxy_ports_free(b);
+		(void)proxy_drain_all(b);
 		if (session_drain_all(b) == 0) {
 			(void)event_base_loopexit(b->base, NULL);
 			return;
@@ -956,6 +963,8 @@ daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
 	metrics_ep = NULL;
 	listen_free(b->listen);
 	b->listen = NULL;
+	proxy_ports_free(b);
+	proxy_free_all(b);
 	session_free_all(b);
 	control_server_free(b->control);
 	b->control = NULL;
@@ -1042,6 +1051,12 @@ main(int argc, char **argv)
 		(void)fprintf(stderr,
 		    "egressd: cannot create every instance "
 		    "socket (see the log)\n");
+		goto out;
+	}
+	if (proxy_ports_apply(b, s) != 0) {
+		(void)fprintf(stderr,
+		    "egressd: cannot bind every proxy_listen address "
+		    "(see the log)\n");
 		goto out;
 	}
 	if (s->metrics_listen != NULL && metrics_apply(b, s) != 0) {

@@ -6,6 +6,7 @@
  * draining, and the output bufferevent. See session.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "broker/guest.h"
 #include "broker/log.h"
 #include "broker/net/share.h"
+#include "broker/proxy.h"
 #include "broker/request.h"
 #include "broker/session.h"
 #include "conf/conf.h"
@@ -566,6 +568,37 @@ session_close_fds(struct msghdr *msg)
 	return found;
 }
 
+/*
+ * The first bytes of a connection are an HTTP request line, not a frame
+ * (whose first byte, the top of its length, is always 0): hand the
+ * connection, what was read and the session's share to the proxy front,
+ * and free the session. Return 1 when handed off (s is gone).
+ */
+static int
+session_handoff_http(struct session *s)
+{
+	struct broker *b = s->b;
+	struct evbuffer *in = s->in;
+	char instance[CONF_NAME_MAX + 1];
+	unsigned flags = PROXY_ORIGIN_FORM;
+	unsigned char c;
+	int fd;
+
+	if (s->pc.state != PROTO_CONN_START ||
+	    evbuffer_copyout(in, &c, 1) != 1 || c < 'A' || c > 'Z')
+		return 0;
+	if ((fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return 0; /* served as a session: it fails at HELLO */
+	memcpy(instance, s->instance, sizeof(instance));
+	if (s->shared)
+		flags |= PROXY_SHARED;
+	s->shared = 0;
+	s->in = NULL;
+	session_free(s);
+	(void)proxy_accept(b, fd, instance, in, flags);
+	return 1;
+}
+
 static void
 session_read_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -625,8 +658,13 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 		v[i].iov_len = k;
 		n -= (ssize_t)k;
 	}
-	if (evbuffer_commit_space(s->in, v, i) != 0 ||
-	    session_process(s) != 0) {
+	if (evbuffer_commit_space(s->in, v, i) != 0) {
+		session_free(s);
+		return;
+	}
+	if (session_handoff_http(s))
+		return;
+	if (session_process(s) != 0) {
 		session_free(s);
 		return;
 	}

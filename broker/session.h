@@ -11,7 +11,10 @@
  * instance of the socket it was accepted on for its whole life. The
  * session owns its requests: each sees the connection only through the
  * guest seam (guest.h), reports its end through a callback, and the
- * session unlinks and frees it.
+ * session unlinks and frees it. A connection whose first byte is an
+ * uppercase ASCII letter (an HTTP request line; a frame starts with 0)
+ * is handed, with what was read and its share, to the proxy front
+ * (proxy.h), which serves it for the same instance.
  * Memory per connection is bounded: unread input at most one frame, and
  * output to the guest stops being produced above SESSION_OUT_HIGH or
  * when the instance's memory budget (broker.h) gives no more credit (the

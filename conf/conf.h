@@ -69,7 +69,9 @@ struct conf_keyring;
 #define CONF_SIG_B64_LEN  88   /* its base64 text, without newline */
 #define CONF_SIG_FILE_MAX 1024 /* bytes of manifest.ini.sig read */
 #define CONF_NAME_MAX	  64   /* instance, plugin and version names */
-#define CONF_METHOD_MAX	  32   /* bytes of an extra_methods item */
+#define CONF_TOKEN_MIN	  16   /* bytes of a proxy_token_file token */
+#define CONF_TOKEN_MAX	  256
+#define CONF_METHOD_MAX	  32		/* bytes of an extra_methods item */
 #define CONF_MEMORY_MIN	  (16ULL << 20) /* [broker] memory_max */
 #define CONF_MEMORY_MAX	  (64ULL << 30)
 #define CONF_METHODS_MAX  32 /* items of [limits] extra_methods */
@@ -141,7 +143,10 @@ struct conf_instance {
 	struct policy_grant *allow_loopback; /* egress_allow_loopback */
 	char *socket_owner;		     /* NULL when unset */
 	char *socket_group;
-	int line; /* of the section header */
+	char *proxy_listen; /* loopback ADDR:PORT of the proxy front, or
+			       NULL */
+	char *proxy_token;  /* its token (proxy_token_file's content) */
+	int line;	    /* of the section header */
 	/* The manifest, or NULL when refused; then manifest_error says why
 	 * (file:line messages joined with "; "). */
 	struct conf_manifest *manifest;

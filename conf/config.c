@@ -9,6 +9,7 @@
  * Also staleness detection by stat identity for the per-request re-read.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,8 @@ static const struct conf_keydef entry_keys[] = {
 	{ "egress_allow_loopback", 1 },
 	{ "socket_owner", 0 },
 	{ "socket_group", 0 },
+	{ "proxy_listen", 0 },
+	{ "proxy_token_file", 0 },
 	{ NULL, 0 },
 };
 
@@ -764,6 +767,121 @@ check_carve_outs(struct cfg_parse *cp, const struct conf_sec *sec,
 	}
 }
 
+/*
+ * Read the proxy token of an entry from path: a regular file that only
+ * its owner may read or write (no group or other bit), holding one line
+ * of CONF_TOKEN_MIN to CONF_TOKEN_MAX visible ASCII characters (a final
+ * newline is dropped). Return the token, or NULL with *why set.
+ */
+static char *
+read_token(const char *path, const char **why)
+{
+	char buf[CONF_TOKEN_MAX + 3];
+	struct stat sb;
+	ssize_t n;
+	size_t i, len;
+	char *t = NULL;
+	int fd;
+
+	*why = "cannot be opened";
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return NULL;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		*why = "is not a regular file";
+		goto out;
+	}
+	if ((sb.st_mode & 077) != 0) {
+		*why = "is group- or world-accessible; chmod 600 it";
+		goto out;
+	}
+	*why = "must hold one line of 16 to 256 visible ASCII characters";
+	if ((n = read(fd, buf, sizeof(buf))) < 0)
+		goto out;
+	len = (size_t)n;
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len < CONF_TOKEN_MIN || len > CONF_TOKEN_MAX)
+		goto out;
+	for (i = 0; i < len; i++)
+		if (buf[i] < 0x21 || buf[i] > 0x7e)
+			goto out;
+	if ((t = strndup(buf, len)) == NULL)
+		*why = "out of memory";
+out:
+	explicit_bzero(buf, sizeof(buf));
+	(void)close(fd);
+	return t;
+}
+
+/* proxy_listen and proxy_token_file of an entry. */
+static void
+build_entry_proxy(struct cfg_parse *cp, const struct conf_sec *sec,
+    struct conf_instance *ci)
+{
+	const struct conf_val *l = conf_sec_cval(sec, "proxy_listen");
+	const struct conf_val *t = conf_sec_cval(sec, "proxy_token_file");
+	const char *why = NULL;
+	char *path;
+
+	if (l->str == NULL || l->str[0] == '\0') {
+		if (t->str != NULL && t->str[0] != '\0')
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [%s] proxy_token_file: set without "
+			    "proxy_listen",
+			    cp->path, t->line, sec->name);
+		return;
+	}
+	if (l->str[0] == '/' || !conf_listen_is_valid(l->str, &why)) {
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] proxy_listen: '%s': %s", cp->path, l->line,
+		    sec->name, l->str,
+		    l->str[0] == '/' ? "write 127.0.0.1:PORT or [::1]:PORT; "
+				       "only loopback is served" :
+				       why);
+		return;
+	}
+	if (t->str == NULL || t->str[0] == '\0') {
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] proxy_token_file: missing; proxy_listen "
+		    "needs a token file (mode 0600)",
+		    cp->path, l->line, sec->name);
+		return;
+	}
+	if ((path = resolve_path(cp->dir, t->str)) == NULL) {
+		cp->nomem = 1;
+		return;
+	}
+	if ((ci->proxy_token = read_token(path, &why)) == NULL)
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] proxy_token_file: %s %s", cp->path, t->line,
+		    sec->name, path, why);
+	else if ((ci->proxy_listen = strdup(l->str)) == NULL)
+		cp->nomem = 1;
+	free(path);
+}
+
+/* Two entries may not serve their proxy front on the same address. */
+static void
+check_proxy_listen(struct cfg_parse *cp, const struct conf_snapshot *s)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->ninstances; i++)
+		for (j = 0; j < i; j++)
+			if (s->instances[i].proxy_listen != NULL &&
+			    s->instances[j].proxy_listen != NULL &&
+			    strcmp(s->instances[i].proxy_listen,
+				s->instances[j].proxy_listen) == 0)
+				conf_errors_addf(cp->errs,
+				    "%s:%d: [plugins.entries.%s] "
+				    "proxy_listen: %s is already the proxy "
+				    "address of [plugins.entries.%s]",
+				    cp->path, s->instances[i].line,
+				    s->instances[i].name,
+				    s->instances[i].proxy_listen,
+				    s->instances[j].name);
+}
+
 static void
 build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
     const struct conf_sec *sec, struct conf_instance *ci)
@@ -845,6 +963,8 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 		    cp->path, v->line, sec->name, v->str);
 	else if (v->str != NULL && (ci->socket_group = strdup(v->str)) == NULL)
 		cp->nomem = 1;
+
+	build_entry_proxy(cp, sec, ci);
 
 	/* DIR/NAME.sock must fit a Unix socket address. */
 	if (s->instance_socket_dir != NULL &&
@@ -1060,6 +1180,7 @@ load_buffer(const char *path, const char *buf, size_t len,
 			}
 		}
 	}
+	check_proxy_listen(&cp, s);
 	build_keyring(&cp, s);
 	if (cp.nomem) {
 		rc = EGRESS_ERR_NOMEM;
@@ -1225,6 +1346,10 @@ instance_done(struct conf_instance *ci)
 	policy_grant_free(ci->allow_loopback);
 	free(ci->socket_owner);
 	free(ci->socket_group);
+	free(ci->proxy_listen);
+	if (ci->proxy_token != NULL)
+		explicit_bzero(ci->proxy_token, strlen(ci->proxy_token));
+	free(ci->proxy_token);
 	conf_manifest_free(ci->manifest);
 	free(ci->manifest_error);
 }

@@ -394,7 +394,37 @@ ParameterizedTestParameters(conf_config, errors)
 		    "/nonexistent/c.ini:4: [plugins.entries.x] egress: unknown "
 		    "key; [plugins.entries.x] takes: plugin, manifest, "
 		    "permissions, egress_hosts, egress_allow_private, "
-		    "egress_allow_loopback, socket_owner, socket_group" },
+		    "egress_allow_loopback, socket_owner, socket_group, proxy_listen, "
+		    "proxy_token_file" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "proxy_listen = 0.0.0.0:3128\nproxy_token_file = t\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] proxy_listen: "
+		    "'0.0.0.0:3128': not a loopback address; " },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "proxy_listen = 10.0.0.1:3128\nproxy_token_file = t\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] proxy_listen: "
+		    "'10.0.0.1:3128': not a loopback address; " },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "proxy_listen = /run/p.sock\nproxy_token_file = t\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] proxy_listen: "
+		    "'/run/p.sock': write 127.0.0.1:PORT or [::1]:PORT; only "
+		    "loopback is served" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "proxy_listen = localhost:3128\nproxy_token_file = t\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] proxy_listen: "
+		    "'localhost:3128': " },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "proxy_listen = 127.0.0.1:3128\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] proxy_token_file: "
+		    "missing; proxy_listen needs a token file (mode 0600)" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "proxy_token_file = t\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] proxy_token_file: "
+		    "set without proxy_listen" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "proxy_listen = 127.0.0.1:3128\nproxy_token_file = t\n",
+		    "/nonexistent/c.ini:5: [plugins.entries.x] proxy_token_file: "
+		    "/nonexistent/t cannot be opened" },
 	};
 
 	return cr_make_param_array(struct err_case, cases,
@@ -1077,4 +1107,102 @@ Test(conf_stale, relative_config_path_is_recorded_absolute)
 	cr_assert_eq(chdir("/"), 0);
 	cr_expect_eq(conf_snapshot_is_stale(s), 0);
 	conf_snapshot_free(s);
+}
+
+/* ---- The proxy token file ---------------------------------------------- */
+
+TestSuite(conf_token, .init = ct_mkdir, .fini = ct_rmdir);
+
+static int
+load_token_conf(const char *token, mode_t mode, struct conf_snapshot **s,
+    struct conf_errors *e)
+{
+	char text[512];
+
+	ct_write_str("t", token);
+	cr_assert_eq(chmod(ct_path("t"), mode), 0);
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+	    "proxy_listen = 127.0.0.1:3128\nproxy_token_file = t\n"
+	    "[plugins.entries.y]\nplugin = y\nmanifest = m\n"
+	    "proxy_listen = 127.0.0.1:3129\nproxy_token_file = %s\n",
+	    ct_path("t"));
+	return conf_load_buffer(ct_path("c.ini"), text, strlen(text), s, e);
+}
+
+Test(conf_token, read_when_only_the_owner_may)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+	const struct conf_instance *ci;
+
+	cr_assert_eq(load_token_conf("0123456789abcdef\n", 0600, &s, &e), 0,
+	    "%s", ct_errors(&e));
+	ci = conf_instance_find(s, "x");
+	cr_assert_not_null(ci);
+	cr_expect_str_eq(ci->proxy_listen, "127.0.0.1:3128");
+	cr_expect_str_eq(ci->proxy_token, "0123456789abcdef");
+	conf_snapshot_free(s);
+}
+
+Test(conf_token, refused_when_group_or_world_may_read_or_too_short)
+{
+	static const struct {
+		const char *token;
+		mode_t mode;
+		const char *why;
+	} cases[] = {
+		{ "0123456789abcdef\n", 0640,
+		    "is group- or world-accessible; "
+		    "chmod 600 it" },
+		{ "0123456789abcdef\n", 0604,
+		    "is group- or world-accessible; "
+		    "chmod 600 it" },
+		{ "short\n", 0600,
+		    "must hold one line of 16 to 256 visible "
+		    "ASCII characters" },
+		{ "0123456789 abcdef\n", 0600,
+		    "must hold one line of 16 to "
+		    "256 visible ASCII characters" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct conf_snapshot *s = NULL;
+		struct conf_errors e = { 0 };
+		char want[512];
+
+		cr_assert_eq(load_token_conf(cases[i].token, cases[i].mode, &s,
+				 &e),
+		    EGRESS_ERR_INVALID, "case %zu", i);
+		(void)snprintf(want, sizeof(want),
+		    "%s:5: [plugins.entries.x] proxy_token_file: %s %s",
+		    ct_path("c.ini"), ct_path("t"), cases[i].why);
+		cr_expect_str_eq(e.msgs[0], want, "case %zu", i);
+		conf_errors_done(&e);
+	}
+}
+
+Test(conf_token, one_address_per_entry)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+	char text[512];
+
+	ct_write_str("t", "0123456789abcdef\n");
+	cr_assert_eq(chmod(ct_path("t"), 0600), 0);
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+	    "proxy_listen = 127.0.0.1:3128\nproxy_token_file = t\n"
+	    "[plugins.entries.y]\nplugin = y\nmanifest = m\n"
+	    "proxy_listen = 127.0.0.1:3128\nproxy_token_file = t\n");
+	cr_assert_eq(conf_load_buffer(ct_path("c.ini"), text, strlen(text), &s,
+			 &e),
+	    EGRESS_ERR_INVALID);
+	cr_expect(strstr(ct_errors(&e),
+		      "[plugins.entries.y] proxy_listen: "
+		      "127.0.0.1:3128 is already the proxy "
+		      "address of [plugins.entries.x]") != NULL,
+	    "%s", ct_errors(&e));
+	conf_errors_done(&e);
 }

@@ -8,6 +8,8 @@ u16 version; PING (10) and PONG (11) carry 8 opaque bytes.
 
 Modes (argv[1]), socket path argv[2]:
   garbage      an HTTP request line and 4 KiB of random bytes, no HELLO
+               (the proxy front answers the request, then drops the
+               connection at bytes that cannot start a request head)
   oversized    HELLO, then a DATA frame header announcing 1 MiB, then bytes
   over-cap     HELLO, then a header whose length is the cap + 1 (98305)
   before-hello a well-formed PING as the first frame (no HELLO)
@@ -93,8 +95,8 @@ def main():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
     if mode == "garbage":
-        # An HTTP request line where a frame header belongs: its first four
-        # bytes read as a length far over the cap, whatever follows.
+        # An HTTP request where a frame header belongs: the proxy front
+        # serves it, and the random bytes after it are no request head.
         send(s, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + os.urandom(4096))
     elif mode == "oversized":
         send(s, hello())

@@ -1,0 +1,1132 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The HTTP/1.1 forward-proxy front of egressd (see proxy.h): a client
+ * connection read and written through one bufferevent, its requests
+ * parsed with http1_req and handed, one at a time, to request.c through
+ * the guest seam. The front keeps a protocol state (struct proto_conn)
+ * exactly as a session does, so that the request's frames pass the same
+ * state table and flow control: the REQUEST and body DATA it receives
+ * are synthesised from the HTTP request, the RESPONSE, DATA and ERROR it
+ * sends are written to the client as HTTP/1.1, and the window it grants
+ * back follows what the client socket took.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <jansson.h>
+
+#include <egress/error.h>
+
+#include "broker/broker.h"
+#include "broker/confstate.h"
+#include "broker/guest.h"
+#include "broker/log.h"
+#include "broker/net/http1_head.h"
+#include "broker/net/http1_req.h"
+#include "broker/net/share.h"
+#include "broker/proxy.h"
+#include "broker/request.h"
+#include "broker/session.h"
+#include "broker/tunnel.h"
+#include "conf/conf.h"
+#include "proto/proto.h"
+
+/* Input kept unread: a whole head, and a little of what follows. */
+#define PROXY_IN_HIGH (HTTP1_HEAD_MAX + 4096)
+
+enum proxy_state {
+	PX_HEAD = 0, /* waiting for a request head */
+	PX_BODY,     /* the request's body is being read */
+	PX_WAIT,     /* the response is being written */
+	PX_TUNNEL,   /* a CONNECT tunnel owns the connection */
+};
+
+enum proxy_framing {
+	PX_NOBODY = 0, /* HEAD, 204, 304 */
+	PX_LENGTH,     /* the upstream's Content-Length */
+	PX_CHUNKED,
+	PX_UNTIL_CLOSE, /* an HTTP/1.0 client, no length */
+};
+
+struct proxy_conn {
+	struct proxy_conn *next, *prev;
+	struct broker *b;
+	struct bufferevent *bev;
+	char instance[CONF_NAME_MAX + 1];
+	unsigned flags;
+	int shared;
+	struct broker_mem mem; /* credit for queued output */
+	struct proto_conn pc;
+	uint32_t last_id;
+	struct guest guest;
+	struct http1_req_parser *parser;
+	struct evbuffer *body; /* decoded body of one parse step */
+	struct event *defer;   /* go on from the loop */
+	enum proxy_state state;
+	struct request *r;  /* the request being served */
+	struct tunnel *tun; /* after CONNECT */
+
+	/* The current exchange. */
+	int head_method;
+	int minor;
+	int client_keep; /* the client allows another request */
+	int body_done;
+	int resp_started, resp_done;
+	enum proxy_framing framing;
+	int close_after; /* close once the output is flushed */
+	int closing;	 /* no more requests, no more input */
+};
+
+static void proxy_free(struct proxy_conn *c);
+static void proxy_schedule(struct proxy_conn *c);
+static void proxy_read_cb(struct bufferevent *bev, void *arg);
+static void proxy_write_cb(struct bufferevent *bev, void *arg);
+static void proxy_event_cb(struct bufferevent *bev, short what, void *arg);
+
+/* ---- Output ------------------------------------------------------------ */
+
+static struct evbuffer *
+proxy_out(struct proxy_conn *c)
+{
+	return bufferevent_get_output(c->bev);
+}
+
+static int
+proxy_has_room(struct proxy_conn *c)
+{
+	size_t n = evbuffer_get_length(proxy_out(c));
+
+	return n < PROXY_OUT_HIGH &&
+	    broker_mem_room(c->b, c->instance, &c->mem, n, PROXY_OUT_HIGH);
+}
+
+/* The HTTP status a wire error code is answered with. */
+static unsigned
+proxy_status_of(uint32_t code)
+{
+	switch (code) {
+	case PROTO_CODE_DENIED:
+	case PROTO_CODE_UNAVAILABLE:
+		return 403; /* fail closed: the policy could not allow */
+	case PROTO_CODE_BUDGET_EXHAUSTED:
+		return 429;
+	case PROTO_CODE_TIMEOUT:
+		return 504;
+	case PROTO_CODE_INVALID_REQUEST:
+		return 400;
+	default:
+		return 502;
+	}
+}
+
+/*
+ * Write a complete response of the front's own: status, a short text
+ * body, the X-Egress-Error name, and Connection: close when the
+ * connection ends after it.
+ */
+static void
+proxy_reply(struct proxy_conn *c, unsigned status, const char *error,
+    const char *text)
+{
+	struct evbuffer *out = proxy_out(c);
+	size_t n = strlen(text) + 1;
+
+	if (!c->client_keep || !c->body_done)
+		c->close_after = 1;
+	(void)evbuffer_add_printf(out,
+	    "HTTP/1.1 %u %s\r\n"
+	    "Content-Type: text/plain\r\n"
+	    "Content-Length: %zu\r\n"
+	    "X-Egress-Error: %s\r\n"
+	    "%s%s%s%s"
+	    "\r\n",
+	    status, http1_req_reason(status), n, error,
+	    status == 429 ? "Retry-After: 1\r\n" : "",
+	    status == 407 ? "Proxy-Authenticate: Basic realm=\"egressd\"\r\n" :
+			    "",
+	    status == 405 ? "Allow: GET, HEAD, POST, PUT, DELETE, "
+			    "OPTIONS, TRACE, PATCH, CONNECT\r\n" :
+			    "",
+	    c->close_after    ? "Connection: close\r\n" :
+		c->minor == 0 ? "Connection: keep-alive\r\n" :
+				"");
+	if (!c->head_method)
+		(void)evbuffer_add_printf(out, "%s\n", text);
+	c->resp_started = 1;
+	c->resp_done = 1;
+}
+
+/* Log a refusal the front made itself (no request reached the pipeline). */
+static void
+proxy_log_refusal(struct proxy_conn *c, unsigned status, const char *error,
+    const char *detail)
+{
+	json_t *o;
+
+	o = json_pack("{s:s, s:i, s:s, s:o}", "instance", c->instance,
+	    "status", (int)status, "error", error, "detail",
+	    log_bounded_string(detail, strlen(detail)));
+	if (o != NULL)
+		log_event("egress.proxy", o);
+}
+
+/* Refuse the request being read: reply, log, and close after. */
+static void
+proxy_refuse(struct proxy_conn *c, unsigned status, const char *error,
+    const char *detail)
+{
+	proxy_log_refusal(c, status, error, detail);
+	c->body_done = 0; /* its body, if any, is never read */
+	proxy_reply(c, status, error,
+	    proto_code_message(PROTO_CODE_INVALID_REQUEST));
+	c->closing = 1;
+	proxy_schedule(c);
+}
+
+/* ---- The guest seam: what a request sees of the client ---------------- */
+
+static const char *
+px_instance(void *ctx)
+{
+	return ((struct proxy_conn *)ctx)->instance;
+}
+
+static struct proto_conn *
+px_proto(void *ctx)
+{
+	return &((struct proxy_conn *)ctx)->pc;
+}
+
+static int
+headers_have(const struct proto_msg *m, const char *name)
+{
+	struct http1_header h;
+	size_t i;
+
+	for (i = 0; i < m->nheaders; i++) {
+		h.name = m->headers[i].name.ptr;
+		h.name_len = m->headers[i].name.len;
+		if (http1_header_is(&h, name))
+			return 1;
+	}
+	return 0;
+}
+
+/* The response head: status line, the upstream's end-to-end headers, and
+ * this connection's framing. */
+static int
+px_write_head(struct proxy_conn *c, const struct proto_msg *m)
+{
+	struct evbuffer *out = proxy_out(c);
+	unsigned status = m->response.status;
+	size_t i;
+
+	if (c->head_method || status == 204 || status == 304)
+		c->framing = PX_NOBODY;
+	else if (headers_have(m, "Content-Length"))
+		c->framing = PX_LENGTH;
+	else if (c->minor >= 1)
+		c->framing = PX_CHUNKED;
+	else
+		c->framing = PX_UNTIL_CLOSE;
+	/* A body still arriving when the answer starts is not read on. */
+	if (!c->client_keep || !c->body_done || c->framing == PX_UNTIL_CLOSE ||
+	    c->closing)
+		c->close_after = 1;
+	if (evbuffer_add_printf(out, "HTTP/1.1 %u %s\r\n", status,
+		http1_req_reason(status)) < 0)
+		return EGRESS_ERR_NOMEM;
+	for (i = 0; i < m->nheaders; i++)
+		if (evbuffer_add(out, m->headers[i].name.ptr,
+			m->headers[i].name.len) != 0 ||
+		    evbuffer_add(out, ": ", 2) != 0 ||
+		    evbuffer_add(out, m->headers[i].value.ptr,
+			m->headers[i].value.len) != 0 ||
+		    evbuffer_add(out, "\r\n", 2) != 0)
+			return EGRESS_ERR_NOMEM;
+	if (evbuffer_add_printf(out, "%s%s\r\n",
+		c->framing == PX_CHUNKED ? "Transfer-Encoding: chunked\r\n" :
+					   "",
+		c->close_after	  ? "Connection: close\r\n" :
+		    c->minor == 0 ? "Connection: keep-alive\r\n" :
+				    "") < 0)
+		return EGRESS_ERR_NOMEM;
+	c->resp_started = 1;
+	return 0;
+}
+
+static int
+px_send(void *ctx, struct proto_stream *st, const struct proto_msg *m)
+{
+	struct proxy_conn *c = ctx;
+	int err;
+
+	if ((err = proto_conn_send(&c->pc, st, m, NULL)) != 0)
+		return err;
+	if (m->type == PROTO_MSG_RESPONSE)
+		return px_write_head(c, m);
+	return 0;
+}
+
+/* Give back the window of n DATA bytes the client socket has taken. */
+static void
+px_credit(struct proxy_conn *c, struct proto_stream *st, size_t n)
+{
+	struct proto_msg m;
+
+	if (n == 0)
+		return;
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_WINDOW_UPDATE;
+	m.window_update.increment = (uint32_t)n;
+	(void)proto_conn_recv(&c->pc, NULL, &m, NULL);
+	m.stream = st->id;
+	(void)proto_conn_recv(&c->pc, st, &m, NULL);
+}
+
+/* The end of the response: the terminating chunk, with trailers. */
+static int
+px_write_tail(struct proxy_conn *c, struct evbuffer *buf, size_t n)
+{
+	static struct proto_msg m;
+	struct evbuffer *out = proxy_out(c);
+	unsigned char *p;
+	size_t i;
+
+	if ((p = evbuffer_pullup(buf, (ssize_t)n)) == NULL ||
+	    proto_frame_decode(p, n, &m, NULL) != (int)n)
+		return EGRESS_ERR_INVALID;
+	if (c->framing == PX_CHUNKED) {
+		(void)evbuffer_add(out, "0\r\n", 3);
+		for (i = 0; m.type == PROTO_MSG_TRAILERS && i < m.nheaders;
+		     i++)
+			(void)evbuffer_add_printf(out, "%.*s: %.*s\r\n",
+			    (int)m.headers[i].name.len,
+			    (const char *)m.headers[i].name.ptr,
+			    (int)m.headers[i].value.len,
+			    (const char *)m.headers[i].value.ptr);
+		(void)evbuffer_add(out, "\r\n", 2);
+	}
+	(void)evbuffer_drain(buf, n);
+	c->resp_done = 1;
+	return 0;
+}
+
+static int
+px_send_data(void *ctx, struct proto_stream *st, struct evbuffer *buf,
+    size_t n, uint8_t flags)
+{
+	struct proxy_conn *c = ctx;
+	struct evbuffer *out = proxy_out(c);
+	struct proto_msg m;
+	int err;
+
+	if (st == NULL)
+		return px_write_tail(c, buf, n);
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_DATA;
+	m.flags = flags;
+	m.stream = st->id;
+	m.data.len = n;
+	if ((err = proto_conn_send(&c->pc, st, &m, NULL)) != 0)
+		return err;
+	if (c->framing == PX_NOBODY) {
+		(void)evbuffer_drain(buf, n);
+	} else {
+		if (c->framing == PX_CHUNKED && n > 0 &&
+		    evbuffer_add_printf(out, "%zx\r\n", n) < 0)
+			return EGRESS_ERR_NOMEM;
+		if (evbuffer_remove_buffer(buf, out, n) != (int)n)
+			return EGRESS_ERR_NOMEM;
+		if (c->framing == PX_CHUNKED && n > 0 &&
+		    evbuffer_add(out, "\r\n", 2) != 0)
+			return EGRESS_ERR_NOMEM;
+	}
+	/* Back-pressure is the client socket's (can_write), not a window. */
+	px_credit(c, st, n);
+	return 0;
+}
+
+static int
+px_send_error(void *ctx, struct proto_stream *st, uint32_t code)
+{
+	struct proxy_conn *c = ctx;
+	struct proto_msg m;
+	const char *name;
+	int err;
+
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	if (proto_error_init(&m, st != NULL ? st->id : 0, code) != 0)
+		return EGRESS_ERR_INVALID;
+	if ((err = proto_conn_send(&c->pc, st, &m, NULL)) != 0)
+		return err;
+	if (c->resp_started) {
+		/* Cut short: the client sees an incomplete message. */
+		c->close_after = 1;
+		c->closing = 1;
+		c->resp_done = 1;
+		return 0;
+	}
+	name = proto_code_name(code);
+	proxy_reply(c, proxy_status_of(code), name != NULL ? name : "error",
+	    proto_code_message(code));
+	return 0;
+}
+
+static void
+px_consumed(void *ctx, struct proto_stream *st, size_t n)
+{
+	struct proxy_conn *c = ctx;
+	struct proto_msg m;
+	uint32_t ci = 0, si = 0;
+
+	if (proto_conn_consumed(&c->pc, st, (uint32_t)n, &ci, &si) != 0)
+		return;
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_WINDOW_UPDATE;
+	if (ci != 0) {
+		m.window_update.increment = ci;
+		(void)proto_conn_send(&c->pc, NULL, &m, NULL);
+	}
+	if (si != 0 && st != NULL) {
+		m.stream = st->id;
+		m.window_update.increment = si;
+		(void)proto_conn_send(&c->pc, st, &m, NULL);
+	}
+	if (ci != 0 || si != 0)
+		proxy_schedule(c); /* more body may go now */
+}
+
+static int
+px_can_write(void *ctx)
+{
+	struct proxy_conn *c = ctx;
+
+	return !(c->closing && c->resp_done) && proxy_has_room(c);
+}
+
+static const struct guest_ops proxy_guest_ops = {
+	.instance = px_instance,
+	.proto = px_proto,
+	.send = px_send,
+	.send_data = px_send_data,
+	.send_error = px_send_error,
+	.consumed = px_consumed,
+	.can_write = px_can_write,
+};
+
+/* ---- Requests ---------------------------------------------------------- */
+
+/* The request finished and its stream is closed. */
+static void
+proxy_request_done(void *arg, struct request *r)
+{
+	struct proxy_conn *c = arg;
+
+	request_free(r);
+	c->r = NULL;
+	if (!c->body_done || !c->client_keep)
+		c->close_after = 1;
+	if (c->close_after)
+		c->closing = 1;
+	proxy_schedule(c);
+}
+
+/* Answer whether the snapshot in force relays method m (NULL: unknown). */
+static int
+proxy_method_ok(struct proxy_conn *c, const char *m, size_t n)
+{
+	struct confref *ref;
+	int ok;
+
+	if ((ref = confstate_get_for(&c->b->conf, c->instance)) == NULL)
+		return 1; /* the pipeline answers policy-unavailable */
+	ok = http1_method_is_allowed(m, n,
+	    (const char *const *)ref->snap->extra_methods,
+	    ref->snap->nextra_methods);
+	confref_unref(ref);
+	return ok;
+}
+
+static void
+set_str(struct proto_str *s, const char *p, size_t n)
+{
+	s->ptr = p;
+	s->len = n;
+}
+
+/*
+ * Turn the parsed head q into a REQUEST on the pipeline. Return 0, or -1
+ * when the front refused it (answered, the connection closing).
+ */
+static int
+proxy_begin(struct proxy_conn *c, const struct http1_req *q)
+{
+	static struct proto_msg m;
+	const struct http1_header *host = NULL;
+	struct request *r;
+	int https = 0;
+	size_t i;
+
+	c->head_method = q->method_len == 4 &&
+	    memcmp(q->method, "HEAD", 4) == 0;
+	c->minor = q->minor;
+	c->client_keep = q->keep_alive;
+	c->body_done = !q->chunked && q->content_length <= 0;
+	c->resp_started = c->resp_done = 0;
+	c->framing = PX_NOBODY;
+	if (!proxy_method_ok(c, q->method, q->method_len)) {
+		proxy_refuse(c, 405, "method", "method not relayed");
+		return -1;
+	}
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	for (i = 0; i < q->nheaders; i++) {
+		if (q->headers[i].name_len > PROTO_NAME_MAX ||
+		    q->headers[i].value_len > PROTO_VALUE_MAX) {
+			proxy_refuse(c, 431, "malformed",
+			    "a header line is too long");
+			return -1;
+		}
+		if (http1_header_is(&q->headers[i], "Host"))
+			host = &q->headers[i];
+		set_str(&m.headers[i].name, q->headers[i].name,
+		    q->headers[i].name_len);
+		set_str(&m.headers[i].value, q->headers[i].value,
+		    q->headers[i].value_len);
+	}
+	m.nheaders = q->nheaders;
+	if (q->form == HTTP1_REQ_ABSOLUTE) {
+		if (q->scheme_len == 5 &&
+		    strncasecmp(q->scheme, "https", 5) == 0)
+			https = 1;
+		else if (!(q->scheme_len == 4 &&
+			     strncasecmp(q->scheme, "http", 4) == 0)) {
+			proxy_refuse(c, 400, "malformed",
+			    "scheme not supported");
+			return -1;
+		}
+		set_str(&m.request.authority, q->authority, q->authority_len);
+	} else if (q->form == HTTP1_REQ_ORIGIN &&
+	    (c->flags & PROXY_ORIGIN_FORM) && host != NULL) {
+		const char *v = host->value;
+		size_t n = host->value_len;
+
+		http1_trim(&v, &n);
+		if (n == 0 || n > PROTO_AUTHORITY_MAX) {
+			proxy_refuse(c, 400, "malformed", "bad Host");
+			return -1;
+		}
+		set_str(&m.request.authority, v, n);
+	} else {
+		proxy_refuse(c, 400, "malformed",
+		    q->form == HTTP1_REQ_ORIGIN ?
+			"origin-form request with no Host, or not allowed "
+			"on this way in" :
+			"target form not relayed");
+		return -1;
+	}
+	m.type = PROTO_MSG_REQUEST;
+	m.stream = ++c->last_id;
+	m.flags = c->body_done ? PROTO_FLAG_END_STREAM : 0;
+	m.request.transport = PROTO_TRANSPORT_HTTP;
+	set_str(&m.request.method, q->method, q->method_len);
+	set_str(&m.request.scheme, https ? "https" : "http", https ? 5 : 4);
+	set_str(&m.request.path, q->path, q->path_len);
+	if ((r = request_new(c->b, &c->guest, m.stream, proxy_request_done,
+		 c)) == NULL)
+		return -1;
+	if (proto_conn_recv(&c->pc, request_stream(r), &m, NULL) !=
+	    PROTO_ACCEPT) {
+		request_discard(r);
+		return -1;
+	}
+	c->r = r;
+	c->state = c->body_done ? PX_WAIT : PX_BODY;
+	request_start(r, &m); /* may finish r: proxy_request_done */
+	if (c->r != NULL && !c->resp_started && !c->body_done &&
+	    q->expect_continue && c->minor >= 1)
+		(void)evbuffer_add(proxy_out(c),
+		    "HTTP/1.1 100 Continue\r\n\r\n", 25);
+	return 0;
+}
+
+/* Decoded body bytes of the current request, gathered per parse step. */
+static void
+proxy_body_piece(void *arg, const char *p, size_t n)
+{
+	struct proxy_conn *c = arg;
+
+	if (evbuffer_add(c->body, p, n) != 0)
+		c->closing = 1;
+}
+
+/* Hand the gathered body to the request (end: the body is complete). */
+static int
+proxy_deliver(struct proxy_conn *c, int end)
+{
+	struct proto_msg m;
+	size_t n = evbuffer_get_length(c->body);
+
+	if (n == 0 && !end)
+		return 0;
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_DATA;
+	m.flags = end ? PROTO_FLAG_END_STREAM : 0;
+	m.stream = request_id(c->r);
+	m.data.len = n;
+	if (proto_conn_recv(&c->pc, request_stream(c->r), &m, NULL) !=
+	    PROTO_ACCEPT)
+		return -1;
+	if (evbuffer_add_buffer(request_body_buffer(c->r), c->body) != 0)
+		return -1;
+	request_on_body(c->r, n, end); /* may finish the request */
+	return 0;
+}
+
+/* Cancel the request as a guest's RESET would (it logs and finishes). */
+static void
+proxy_reset(struct proxy_conn *c)
+{
+	struct proto_msg m;
+
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_RESET;
+	m.stream = request_id(c->r);
+	m.reset.code = PROTO_CODE_CANCELLED;
+	if (proto_conn_recv(&c->pc, request_stream(c->r), &m, NULL) ==
+	    PROTO_ACCEPT)
+		request_on_reset(c->r); /* done: c->r is NULL after */
+}
+
+/* Read body from the input, within the stream's window. */
+static int
+proxy_read_body(struct proxy_conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct proto_stream *st = request_stream(c->r);
+	struct policy_err perr;
+	size_t n, used;
+	char *p;
+	int end;
+
+	n = evbuffer_get_length(in);
+	if (n > st->flow.recv)
+		n = st->flow.recv;
+	if (n > c->pc.flow.recv)
+		n = c->pc.flow.recv;
+	if (n == 0)
+		return 0;
+	if ((p = (char *)evbuffer_pullup(in, (ssize_t)n)) == NULL)
+		return -1;
+	perr.msg[0] = '\0';
+	if (http1_req_parse_body(c->parser, p, n, proxy_body_piece, c, &used,
+		&perr) != 0) {
+		/* Bad chunk framing: the upstream never sees an end. */
+		proxy_log_refusal(c, 400, "malformed", perr.msg);
+		(void)evbuffer_drain(c->body, evbuffer_get_length(c->body));
+		c->closing = c->close_after = 1;
+		c->body_done = 0;
+		if (!c->resp_started)
+			proxy_reply(c, 400, "malformed",
+			    proto_code_message(PROTO_CODE_INVALID_REQUEST));
+		proxy_reset(c);
+		return 0;
+	}
+	(void)evbuffer_drain(in, used);
+	end = http1_req_is_complete(c->parser);
+	if (end) {
+		c->body_done = 1;
+		c->state = PX_WAIT;
+	}
+	if (proxy_deliver(c, end) != 0)
+		return -1;
+	return used > 0 || end ? 1 : 0;
+}
+
+/* Compare n secret bytes without a branch on their content. */
+static int
+same_secret(const char *a, size_t na, const char *b, size_t nb)
+{
+	volatile unsigned char d = na != nb;
+	size_t i;
+
+	for (i = 0; i < na && i < nb; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+/*
+ * Check q's Proxy-Authorization against the instance's token in the
+ * snapshot in force. Return 0 (authorized), 407, or 403 when no
+ * snapshot can be read (nothing can be authorized then).
+ */
+static unsigned
+proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
+    const char **ret_detail)
+{
+	char buf[CONF_TOKEN_MAX + 128];
+	const struct http1_header *h = NULL;
+	const struct conf_instance *ci;
+	struct confref *ref;
+	const char *pw;
+	size_t i, n;
+	unsigned rv = 407;
+
+	for (i = 0; i < q->nheaders; i++)
+		if (http1_header_is(&q->headers[i], "Proxy-Authorization")) {
+			if (h != NULL) {
+				*ret_detail =
+				    "more than one Proxy-Authorization";
+				return 407;
+			}
+			h = &q->headers[i];
+		}
+	if (h == NULL) {
+		*ret_detail = "no Proxy-Authorization";
+		return 407;
+	}
+	if ((ref = confstate_get_for(&c->b->conf, c->instance)) == NULL) {
+		*ret_detail = "policy-unavailable";
+		return 403;
+	}
+	ci = conf_instance_find(ref->snap, c->instance);
+	*ret_detail = "wrong credentials";
+	if (ci != NULL && ci->proxy_token != NULL &&
+	    http1_req_basic_password(h->value, h->value_len, buf, sizeof(buf),
+		&pw, &n) == 0 &&
+	    same_secret(pw, n, ci->proxy_token, strlen(ci->proxy_token)))
+		rv = 0;
+	explicit_bzero(buf, sizeof(buf));
+	confref_unref(ref);
+	return rv;
+}
+
+/* The tunnel is over: close once its last answer is written. */
+static void
+proxy_tunnel_done(void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	c->closing = 1;
+	c->resp_done = 1;
+	bufferevent_setcb(c->bev, proxy_read_cb, proxy_write_cb,
+	    proxy_event_cb, c);
+	(void)bufferevent_enable(c->bev, EV_WRITE);
+	proxy_schedule(c);
+}
+
+/* CONNECT host:port: the connection becomes a tunnel (tunnel.h). */
+static int
+proxy_connect(struct proxy_conn *c, const struct http1_req *q, size_t hl)
+{
+	struct policy_dest dest;
+	struct policy_err perr;
+
+	memset(&dest, 0, sizeof(dest));
+	perr.msg[0] = '\0';
+	if (q->content_length > 0 || q->chunked ||
+	    policy_hostport_parse(q->authority, q->authority_len, &dest,
+		&perr) != 0) {
+		proxy_refuse(c, 400, "malformed",
+		    perr.msg[0] ? perr.msg : "CONNECT with a body");
+		return 0;
+	}
+	(void)evbuffer_drain(bufferevent_get_input(c->bev), hl);
+	c->state = PX_TUNNEL;
+	if (tunnel_start(c->b, c->instance, c->bev, &dest, proxy_tunnel_done,
+		c, &c->tun) != 0)
+		return -1;
+	return 0;
+}
+
+/* Read a head from the input and start its request. */
+static int
+proxy_read_head(struct proxy_conn *c)
+{
+	static struct http1_req q;
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct policy_err perr;
+	size_t n = evbuffer_get_length(in);
+	const char *detail = NULL;
+	unsigned status;
+	long hl;
+	char *p;
+	int err;
+
+	if (n == 0)
+		return 0;
+	if (n > HTTP1_HEAD_MAX)
+		n = HTTP1_HEAD_MAX;
+	if ((p = (char *)evbuffer_pullup(in, (ssize_t)n)) == NULL)
+		return -1;
+	c->minor = 1;
+	c->head_method = 0;
+	c->client_keep = 0;
+	c->body_done = 0;
+	hl = http1_req_head_len(p, n);
+	if (hl == 0 && http1_req_head_bad(p, n)) {
+		proxy_refuse(c, 400, "malformed", "not an HTTP request head");
+		return 0;
+	}
+	if (hl == 0)
+		return 0;
+	if (hl < 0) {
+		proxy_refuse(c, 431, "malformed", "request head too large");
+		return 0;
+	}
+	perr.msg[0] = '\0';
+	err = http1_req_parse_head(c->parser, p, (size_t)hl, &q, &perr);
+	if (err != 0) {
+		proxy_refuse(c, err == EGRESS_ERR_TOO_BIG ? 431 : 400,
+		    "malformed", perr.msg[0] ? perr.msg : "bad head");
+		return 0;
+	}
+	c->minor = q.minor;
+	if ((c->flags & PROXY_AUTH) &&
+	    (status = proxy_check_auth(c, &q, &detail)) != 0) {
+		/* The same answer whichever instance, token or none. */
+		proxy_log_refusal(c, status,
+		    status == 407 ? "auth" : "unavailable", detail);
+		c->body_done = 0;
+		proxy_reply(c, status, status == 407 ? "auth" : "unavailable",
+		    status == 407 ?
+			"proxy authentication required" :
+			proto_code_message(PROTO_CODE_UNAVAILABLE));
+		c->closing = 1;
+		proxy_schedule(c);
+		return 0;
+	}
+	if (q.form == HTTP1_REQ_AUTHORITY)
+		return proxy_connect(c, &q, (size_t)hl);
+	if (proxy_begin(c, &q) != 0)
+		return c->closing ? 0 : -1;
+	(void)evbuffer_drain(in, (size_t)hl); /* q is no longer read */
+	return 1;
+}
+
+/* Move on with what the input holds. Return -1 to drop the client. */
+static int
+proxy_process(struct proxy_conn *c)
+{
+	int rv = 1;
+
+	while (rv > 0 && !c->closing) {
+		switch (c->state) {
+		case PX_HEAD:
+			rv = c->r == NULL ? proxy_read_head(c) : 0;
+			break;
+		case PX_BODY:
+			rv = c->r != NULL ? proxy_read_body(c) : 0;
+			break;
+		case PX_WAIT:
+		case PX_TUNNEL:
+			rv = 0;
+			break;
+		}
+	}
+	return rv < 0 ? -1 : 0;
+}
+
+/* Close when asked to and all is written; else go on. */
+static void
+proxy_step(struct proxy_conn *c)
+{
+	if (c->closing) {
+		if ((c->r == NULL || c->resp_done) &&
+		    (c->tun == NULL || tunnel_is_done(c->tun))) {
+			(void)bufferevent_disable(c->bev, EV_READ);
+			if (evbuffer_get_length(proxy_out(c)) == 0)
+				proxy_free(c);
+		}
+		return;
+	}
+	if (c->r == NULL && c->state != PX_HEAD) {
+		/* The exchange is over and the connection stays. */
+		c->state = PX_HEAD;
+	}
+	if (proxy_process(c) != 0) {
+		proxy_free(c);
+		return;
+	}
+	if (c->closing)
+		proxy_step(c);
+}
+
+static void
+proxy_defer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	proxy_step(arg);
+}
+
+static void
+proxy_schedule(struct proxy_conn *c)
+{
+	event_active(c->defer, EV_TIMEOUT, 1);
+}
+
+static void
+proxy_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	c->b->activity++;
+	proxy_step(c);
+}
+
+static void
+proxy_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if (c->closing && evbuffer_get_length(proxy_out(c)) == 0 &&
+	    (c->r == NULL || c->resp_done) &&
+	    (c->tun == NULL || tunnel_is_done(c->tun))) {
+		proxy_free(c);
+		return;
+	}
+	if (c->r != NULL)
+		request_flush(c->r);
+	broker_mem_trim(c->b, c->instance, &c->mem,
+	    evbuffer_get_length(proxy_out(c)), 0);
+}
+
+static void
+proxy_mem_wake(void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if (c->r != NULL)
+		request_flush(c->r);
+}
+
+static void
+proxy_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
+	    c->r != NULL && c->body_done) {
+		/* Quiet while its answer is made: as expected. */
+		(void)bufferevent_enable(bev, EV_READ);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
+	    c->r != NULL && c->body_done) {
+		/* Half-closed after its request: answer it, then close. */
+		c->closing = c->close_after = 1;
+		return;
+	}
+	proxy_free(c);
+}
+
+/* ---- Life -------------------------------------------------------------- */
+
+static void
+proxy_free(struct proxy_conn *c)
+{
+	struct broker *b = c->b;
+
+	if (c->r != NULL) {
+		request_abort(c->r);
+		c->r = NULL;
+	}
+	tunnel_free(c->tun);
+	c->tun = NULL;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		b->proxies = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	b->nsessions--;
+	if (c->shared)
+		share_release(b->session_share, c->instance, 1);
+	broker_mem_trim(b, c->instance, &c->mem, 0, 1);
+	if (c->defer != NULL)
+		event_free(c->defer);
+	if (c->bev != NULL)
+		bufferevent_free(c->bev); /* closes the socket */
+	if (c->body != NULL)
+		evbuffer_free(c->body);
+	http1_req_parser_free(c->parser);
+	free(c);
+	if (b->draining && b->nsessions == 0)
+		(void)event_base_loopexit(b->base, NULL);
+}
+
+/* Take a unit of the instance's session share, as session_accept does. */
+static int
+proxy_take_share(struct broker *b, const char *instance)
+{
+	if (b->session_share == NULL)
+		return 0;
+	if (share_held(b->session_share, instance) >= SESSIONS_PER_INSTANCE)
+		return EGRESS_ERR_AGAIN;
+	return share_acquire(b->session_share, instance, NULL, 1);
+}
+
+/* Put the bytes already read in front of the bufferevent's input (whose
+ * end libevent keeps frozen outside its own reads). */
+static int
+proxy_take_input(struct proxy_conn *c, struct evbuffer *in)
+{
+	struct evbuffer *to = bufferevent_get_input(c->bev);
+	int rv;
+
+	if (in == NULL || evbuffer_get_length(in) == 0)
+		return 0;
+	(void)evbuffer_unfreeze(to, 0);
+	rv = evbuffer_add_buffer(to, in);
+	(void)evbuffer_freeze(to, 0);
+	return rv;
+}
+
+int
+proxy_accept(struct broker *b, int fd, const char *instance,
+    struct evbuffer *in, unsigned flags)
+{
+	struct timeval idle = { PROXY_IDLE_MS / 1000, 0 };
+	struct proxy_conn *c = NULL;
+	struct proto_msg m;
+	int shared = (flags & PROXY_SHARED) != 0;
+	int err = EGRESS_ERR_AGAIN;
+
+	if (b->draining || strlen(instance) > CONF_NAME_MAX ||
+	    b->nsessions >= SESSIONS_MAX)
+		goto out;
+	if (!shared && b->session_share != NULL) {
+		if (proxy_take_share(b, instance) != 0)
+			goto out;
+		shared = 1;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		err = EGRESS_ERR_NOMEM;
+		goto out;
+	}
+	c->b = b;
+	c->flags = flags;
+	c->shared = shared && b->session_share != NULL;
+	shared = 0; /* c holds it now */
+	memcpy(c->instance, instance, strlen(instance) + 1);
+	c->guest.ops = &proxy_guest_ops;
+	c->guest.ctx = c;
+	c->mem.wake = proxy_mem_wake;
+	c->mem.arg = c;
+	/* The protocol state of a session past its HELLO. */
+	proto_conn_init(&c->pc, PROTO_ROLE_BROKER);
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_HELLO;
+	m.hello.version = PROTO_VERSION;
+	(void)proto_conn_recv(&c->pc, NULL, &m, NULL);
+	(void)proto_conn_send(&c->pc, NULL, &m, NULL);
+	c->next = b->proxies;
+	if (b->proxies != NULL)
+		b->proxies->prev = c;
+	b->proxies = c;
+	b->nsessions++;
+	c->parser = http1_req_parser_new();
+	c->body = evbuffer_new();
+	c->defer = event_new(b->base, -1, 0, proxy_defer_cb, c);
+	c->bev = bufferevent_socket_new(b->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev != NULL)
+		fd = -1;
+	if (c->pc.state != PROTO_CONN_OPEN || c->parser == NULL ||
+	    c->body == NULL || c->defer == NULL || c->bev == NULL ||
+	    proxy_take_input(c, in) != 0) {
+		proxy_free(c);
+		err = EGRESS_ERR_NOMEM;
+		c = NULL;
+		goto out;
+	}
+	bufferevent_setcb(c->bev, proxy_read_cb, proxy_write_cb,
+	    proxy_event_cb, c);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, PROXY_IN_HIGH);
+	bufferevent_setwatermark(c->bev, EV_WRITE, PROXY_OUT_LOW, 0);
+	(void)bufferevent_set_timeouts(c->bev, &idle, &idle);
+	if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) != 0) {
+		proxy_free(c);
+		err = EGRESS_ERR_NOMEM;
+		c = NULL;
+		goto out;
+	}
+	if (in != NULL && evbuffer_get_length(bufferevent_get_input(c->bev)))
+		proxy_schedule(c);
+	err = 0;
+out:
+	if (shared && b->session_share != NULL)
+		share_release(b->session_share, instance, 1);
+	if (fd >= 0 && c == NULL)
+		(void)close(fd);
+	if (in != NULL)
+		evbuffer_free(in);
+	return err;
+}
+
+size_t
+proxy_drain_all(struct broker *b)
+{
+	struct proxy_conn *c, *next;
+	size_t n = 0;
+
+	for (c = b->proxies; c != NULL; c = next) {
+		next = c->next;
+		c->closing = 1;
+		if (c->r == NULL &&
+		    (c->tun == NULL || tunnel_is_done(c->tun)) &&
+		    evbuffer_get_length(proxy_out(c)) == 0) {
+			proxy_free(c);
+			continue;
+		}
+		n++;
+	}
+	return n;
+}
+
+void
+proxy_free_all(struct broker *b)
+{
+	while (b->proxies != NULL)
+		proxy_free(b->proxies);
+}
+
+struct proxy_revoke {
+	struct broker *b;
+	char instance[CONF_NAME_MAX + 1];
+};
+
+static void
+proxy_revoke_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_revoke *rv = arg;
+	struct proxy_conn *c, *next;
+
+	for (c = rv->b->proxies; c != NULL; c = next) {
+		next = c->next;
+		if (strcmp(c->instance, rv->instance) == 0)
+			proxy_free(c);
+	}
+	free(rv);
+}
+
+void
+proxy_revoke_instance(struct broker *b, const char *instance)
+{
+	struct proxy_revoke *rv;
+	struct timeval zero = { 0, 0 };
+
+	if ((rv = calloc(1, sizeof(*rv))) == NULL)
+		return;
+	rv->b = b;
+	(void)snprintf(rv->instance, sizeof(rv->instance), "%s", instance);
+	if (event_base_once(b->base, -1, EV_TIMEOUT, proxy_revoke_cb, rv,
+		&zero) != 0)
+		free(rv);
+}

@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: ISC
+#
+# The proxy front on a loopback TCP port per entry (proxy_listen), with
+# real curl -x --proxy-user: allowed with the entry's token (the instance
+# is the port's, whatever user name is sent), 407 with
+# Proxy-Authenticate for no token, a wrong one or another instance's (the
+# same answer each time, logged, nothing reaching the upstream), 400 for
+# an origin-form request, denials as on the socket; the ports follow
+# reloads (a moved port, a removed one, a new token applies at the next
+# request).
+set -euo pipefail
+. "$(dirname "$0")/../lab/lab.sh"
+. "$(dirname "$0")/../lab/curl.sh"
+lab_init
+lab_need_bins
+lab_up
+
+lab_dns_set api.weather.example="$LAB_PUB4"
+E=$LAB_DIR/etc
+mkdir -p "$E"
+token() { (umask 077; printf '%s\n' "$2" >"$E/$1.token"); }
+token weather weather-token-0123456789
+token radar radar-token-0123456789
+config()
+{
+	lab_config_base
+	lab_entry weather weather api.weather.example
+	printf 'proxy_listen = %s\nproxy_token_file = weather.token\n' \
+	    "${1:-127.0.0.1:3128}"
+	lab_entry radar radar ""
+	[ "${2:-}" = no-radar-port ] ||
+	    printf 'proxy_listen = [::1]:3129\nproxy_token_file = radar.token\n'
+}
+config | lab_config_install
+lab_egressd_start weather radar
+lab_wait_port 3128 3129
+
+# pcurl PORT [curl options] URL: curl through the proxy port.
+pcurl()
+{
+	local port=$1
+	shift
+	lab_mark
+	LAB_CURL_OUT=$LAB_DIR/curl.out
+	LAB_CURL_HDR=$LAB_DIR/curl.hdr
+	LAB_CURL_RC=0
+	LAB_CURL_STATUS=$(lab_ns_b timeout -k 5 "$(egress_wait 30)" \
+	    curl -sS -x "$port" -o "$LAB_CURL_OUT" -D "$LAB_CURL_HDR" \
+	    -w '%{http_code}' "$@" 2>"$LAB_DIR/curl.err") || LAB_CURL_RC=$?
+}
+W=http://127.0.0.1:3128
+R=http://[::1]:3129
+
+pcurl $W --proxy-user weather:weather-token-0123456789 \
+    http://api.weather.example/small
+lab_expect_curl 200
+LAB_FETCH_OUT=$LAB_CURL_OUT lab_expect_fetch_body_file "$LAB_DIR/www/small"
+lab_expect_decision weather allow - api.weather.example
+lab_expect_hits "$LAB_PUB4" 1 /small
+# The user name is not an instance name: the port decides.
+pcurl $W --proxy-user radar:weather-token-0123456789 \
+    http://api.weather.example/small
+lab_expect_curl 200
+lab_expect_decision weather allow - api.weather.example
+
+# 407 for no token, a wrong one, another instance's token.
+for cred in "" "weather:wrong-token-0123456789" \
+    "weather:radar-token-0123456789"; do
+	pcurl $W ${cred:+--proxy-user "$cred"} http://api.weather.example/small
+	lab_expect_curl 407
+	lab_expect_curl_header Proxy-Authenticate 'Basic realm="egressd"'
+	lab_expect_eq "decisions for a 407" 0 \
+	    "$(lab_count_events egress.decision)"
+	lab_wait_events egress.proxy 1
+	lab_expect_eq "egress.proxy event" "weather 407 auth" \
+	    "$(lab_events egress.proxy | jq -r '"\(.instance) \(.status) \(.error)"')"
+	! grep -q 'token-0123456789' "$LAB_BROKER_LOG" ||
+	    lab_fail "a token is in the log"
+	lab_expect_hits "$LAB_PUB4" 0
+done
+cp "$LAB_CURL_OUT" "$LAB_DIR/407.weather"
+pcurl $R http://api.weather.example/small
+lab_expect_curl 407
+cmp -s "$LAB_CURL_OUT" "$LAB_DIR/407.weather" ||
+    lab_fail "the 407 differs between instances"
+lab_ok "the 407 body names no instance"
+
+# The other instance on its own port: its own policy.
+pcurl $R --proxy-user x:radar-token-0123456789 \
+    http://api.weather.example/small
+lab_expect_curl_denied
+lab_expect_decision radar deny not-granted api.weather.example
+
+# Origin-form on a TCP port is 400; so is CONNECT's 405 after the token.
+lab_mark
+st=$(lab_ns_b curl -sS -o /dev/null -w '%{http_code}' \
+    -H 'Proxy-Authorization: Basic eDp3ZWF0aGVyLXRva2VuLTAxMjM0NTY3ODk=' \
+    http://127.0.0.1:3128/small)
+lab_expect_eq "origin-form on the port" 400 "$st"
+lab_expect_hits "$LAB_PUB4" 0
+
+# Reloads: the port moves, the other closes, a new token applies.
+token weather weather-token-new-0123456789
+config 127.0.0.1:3130 no-radar-port | lab_config_install
+lab_ns_b kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 bash -c "ip netns exec $LAB_NS_B ss -Htln | grep -q ':3130 '" ||
+    lab_fail "port 3130 not listening after the reload"
+lab_poll 10 bash -c "! ip netns exec $LAB_NS_B ss -Htln | grep -q ':3128 '" ||
+    lab_fail "port 3128 still listening after the reload"
+! lab_ns_b ss -Htln | grep -q ':3129 ' || lab_fail "port 3129 still open"
+lab_ok "ports follow the reload"
+pcurl http://127.0.0.1:3130 --proxy-user weather:weather-token-0123456789 \
+    http://api.weather.example/small
+lab_expect_curl 407
+pcurl http://127.0.0.1:3130 \
+    --proxy-user weather:weather-token-new-0123456789 \
+    http://api.weather.example/small
+lab_expect_curl 200
+lab_expect_decision weather allow - api.weather.example
+
+lab_finish

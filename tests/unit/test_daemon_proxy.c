@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for the proxy front (broker/proxy.c) and its way in on the
+ * instance socket: a client connection opened as a session
+ * (session_accept) that starts with an HTTP request line is handed to
+ * the front. Each case writes raw HTTP/1.1 and checks what the client
+ * reads back and what reached the loopback upstream the test answers by
+ * hand: allowed requests (origin-form with Host, absolute-form) relayed
+ * with hop-by-hop and Proxy-* headers dropped; keep-alive and pipelined
+ * requests answered in order; bodies with Content-Length and chunked;
+ * denials as 403 with the masked message and X-Egress-Error; a broken
+ * configuration as 403 (policy-unavailable in the log); the framing
+ * attacks (CL+TE, two Content-Lengths, obs-fold, bad chunking) as 400
+ * with nothing reaching the upstream; methods not relayed as 405.
+ */
+#include "daemon_test.h"
+
+#include <criterion/parameterized.h>
+
+#include <openssl/ssl.h>
+
+#include "broker/proxy.h"
+
+static void
+px_teardown(void)
+{
+	proxy_free_all(&dt_b);
+	dt_teardown();
+}
+
+TestSuite(proxy, .init = dt_setup, .fini = px_teardown);
+
+/* What the client read, until the broker closed or a condition held. */
+struct px_client {
+	struct dt_peer p; /* the fd; frames are not used */
+	char out[1 << 20];
+	size_t len;
+	int eof;
+};
+
+static struct px_client C;
+
+static void
+px_open(struct px_client *c, const char *instance)
+{
+	memset(c, 0, sizeof(*c));
+	dt_peer_open(&c->p, instance);
+}
+
+static void
+px_write(struct px_client *c, const char *s)
+{
+	dt_write_all(c->p.fd, s, strlen(s));
+}
+
+static void
+px_read(struct px_client *c)
+{
+	ssize_t n;
+
+	while (!c->eof && c->len < sizeof(c->out) - 1) {
+		n = read(c->p.fd, c->out + c->len,
+		    sizeof(c->out) - 1 - c->len);
+		if (n > 0) {
+			c->len += (size_t)n;
+			c->out[c->len] = '\0';
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			c->eof = 1;
+		else
+			return;
+	}
+}
+
+/* Count the status lines the client has read. */
+static int
+px_nresponses(const struct px_client *c)
+{
+	const char *s = c->out;
+	int n = 0;
+
+	/* No test body holds a status line. */
+	while ((s = strstr(s, "HTTP/1.1 ")) != NULL) {
+		n++;
+		s++;
+	}
+	return n;
+}
+
+/* Run the loop until the client holds n responses (n 0: until EOF),
+ * answering the upstream u (may be NULL) with reply each time a request
+ * head arrives there. */
+static void
+px_wait(struct px_client *c, int n, struct dt_upstream *u, const char *reply)
+{
+	int i, answered = 0;
+
+	for (i = 0; i < DT_ITERS; i++) {
+		px_read(c);
+		if (n > 0 && px_nresponses(c) >= n)
+			return;
+		if (c->eof)
+			break;
+		if (u != NULL) {
+			dt_upstream_read(u);
+			if (reply != NULL && strstr(u->req, "\r\n\r\n") &&
+			    answered < 1) {
+				dt_upstream_reply(u, reply);
+				answered++;
+			}
+		}
+		dt_step(c->p.fd);
+	}
+	if (n > 0)
+		cr_assert_fail("want %d responses, have: %s", n, c->out);
+	cr_assert(c->eof, "the broker did not close; client read: %s", c->out);
+}
+
+static const char reply_small[] =
+    "HTTP/1.1 200 OK\r\n"
+    "Content-Length: 5\r\n"
+    "Connection: keep-alive\r\n"
+    "X-Up: 1\r\n"
+    "\r\n"
+    "hello";
+
+Test(proxy, origin_form_allowed_on_the_instance_socket)
+{
+	struct dt_upstream u;
+	char req[512];
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "GET /x?y=1 HTTP/1.1\r\nHost: %s\r\nUser-Agent: t\r\n"
+	    "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n"
+	    "Proxy-Connection: keep-alive\r\nTE: trailers\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 1, &u, reply_small);
+	cr_assert(strncmp(C.out, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "\r\nX-Up: 1\r\n") != NULL, "%s", C.out);
+	cr_assert(strstr(C.out, "\r\n\r\nhello") != NULL, "%s", C.out);
+	cr_assert(strstr(u.req, "GET /x?y=1 HTTP/1.1\r\n") == u.req, "%s",
+	    u.req);
+	cr_assert(strstr(u.req, "User-Agent: t\r\n") != NULL, "%s", u.req);
+	cr_assert(strcasestr(u.req, "Proxy-") == NULL, "%s", u.req);
+	cr_assert(strcasestr(u.req, "\r\nTE:") == NULL, "%s", u.req);
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
+	cr_assert_str_eq(dt_log_last("egress.decision", "instance"), "app");
+	for (int i = 0; i < DT_ITERS && dt_log_count("egress.close") < 1; i++)
+		dt_step(-1);
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	dt_peer_close(&C.p);
+	dt_upstream_close(&u);
+}
+
+/* ---- answered by the front or the pipeline, nothing upstream ---------- */
+
+struct once_case {
+	char name[32];
+	char req[256]; /* "UP": the loopback upstream's authority */
+	int status;
+	char error[24];	   /* X-Egress-Error */
+	char reason[24];   /* the decision's reason; "" for none */
+	int broken;	   /* break the configuration first */
+	char proxy_ev[24]; /* an egress.proxy event's error, or "" */
+};
+
+ParameterizedTestParameters(proxy, once)
+{
+	static struct once_case cases[] = {
+		{ "metadata",
+		    "GET http://169.254.169.254/latest/ HTTP/1.1\r\n"
+		    "Host: 169.254.169.254\r\n\r\n",
+		    403, "denied", "metadata", 0, "" },
+		{ "not-granted", "GET http://10.0.0.9/ HTTP/1.1\r\n\r\n", 403,
+		    "denied", "not-granted", 0, "" },
+		{ "broken-configuration", "GET http://UP/ HTTP/1.1\r\n\r\n",
+		    403, "unavailable", "policy-unavailable", 1, "" },
+		{ "host-differs",
+		    "GET http://UP/ HTTP/1.1\r\n"
+		    "Host: 169.254.169.254\r\n\r\n",
+		    400, "invalid-request", "invalid-request", 0, "" },
+		{ "https-ftp-scheme", "GET ftp://UP/ HTTP/1.1\r\n\r\n", 400,
+		    "malformed", "", 0, "malformed" },
+		{ "cl-te",
+		    "POST http://UP/ HTTP/1.1\r\nContent-Length: 5\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		    400, "malformed", "", 0, "malformed" },
+		{ "two-cl",
+		    "POST http://UP/ HTTP/1.1\r\nContent-Length: 1\r\n"
+		    "Content-Length: 1\r\n\r\nab",
+		    400, "malformed", "", 0, "malformed" },
+		{ "obs-fold",
+		    "GET http://UP/ HTTP/1.1\r\nX-A: 1\r\n 2\r\n\r\n", 400,
+		    "malformed", "", 0, "malformed" },
+		{ "connect-denied",
+		    "CONNECT 169.254.169.254:443 HTTP/1.1\r\n"
+		    "\r\n",
+		    403, "denied", "metadata", 0, "" },
+		{ "connect-not-granted",
+		    "CONNECT 10.0.0.9:443 HTTP/1.1\r\n\r\n", 403, "denied",
+		    "not-granted", 0, "" },
+		{ "connect-without-port", "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n",
+		    400, "malformed", "", 0, "malformed" },
+		{ "propfind", "PROPFIND http://UP/ HTTP/1.1\r\n\r\n", 405,
+		    "method", "", 0, "method" },
+		{ "origin-without-host", "GET /x HTTP/1.1\r\n\r\n", 400,
+		    "malformed", "", 0, "malformed" },
+	};
+
+	return cr_make_param_array(struct once_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+/* Replace every "UP" in src with the upstream's authority. */
+static void
+subst_up(char *dst, size_t n, const char *src, const char *up)
+{
+	size_t o = 0;
+
+	while (*src != '\0' && o + 32 < n) {
+		if (strncmp(src, "UP", 2) == 0) {
+			o += (size_t)snprintf(dst + o, n - o, "%s", up);
+			src += 2;
+		} else
+			dst[o++] = *src++;
+	}
+	dst[o] = '\0';
+}
+
+ParameterizedTest(struct once_case *c, proxy, once)
+{
+	struct dt_upstream u;
+	char req[512], want[64];
+	int i;
+
+	dt_upstream_open(&u);
+	if (c->broken)
+		dt_break_conf();
+	subst_up(req, sizeof(req), c->req, u.authority);
+	px_open(&C, "app");
+	px_write(&C, req);
+	px_wait(&C, 1, NULL, NULL);
+	(void)snprintf(want, sizeof(want), "HTTP/1.1 %d ", c->status);
+	cr_assert(strncmp(C.out, want, strlen(want)) == 0, "%s: %s", c->name,
+	    C.out);
+	(void)snprintf(want, sizeof(want), "\r\nX-Egress-Error: %s\r\n",
+	    c->error);
+	cr_assert(strstr(C.out, want) != NULL, "%s: %s", c->name, C.out);
+	if (c->status == 403)
+		cr_assert(strstr(C.out,
+			      c->broken ?
+				  proto_code_message(PROTO_CODE_UNAVAILABLE) :
+				  PROTO_DENIED_MESSAGE) != NULL,
+		    "%s: %s", c->name, C.out);
+	cr_assert(strstr(C.out, "127.0.0.1") == NULL &&
+		strstr(C.out, "169.254") == NULL,
+	    "%s: the answer names an address: %s", c->name, C.out);
+	if (c->reason[0] != '\0') {
+		cr_assert_eq(dt_log_count("egress.decision"), 1, "%s",
+		    c->name);
+		cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
+		    c->reason, "%s", c->name);
+	} else
+		cr_assert_eq(dt_log_count("egress.decision"), 0, "%s",
+		    c->name);
+	if (c->proxy_ev[0] != '\0') {
+		cr_assert_eq(dt_log_count("egress.proxy"), 1, "%s", c->name);
+		cr_assert_str_eq(dt_log_last("egress.proxy", "error"),
+		    c->proxy_ev);
+		cr_assert_str_eq(dt_log_last("egress.proxy", "instance"),
+		    "app");
+	}
+	/* Nothing reached the upstream. */
+	for (i = 0; i < 10; i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	cr_assert_lt(u.cfd, 0, "%s: the upstream was connected", c->name);
+	dt_peer_close(&C.p);
+	dt_upstream_close(&u);
+}
+
+/* ---- exchanges --------------------------------------------------------- */
+
+Test(proxy, pipelined_requests_answered_in_order)
+{
+	struct dt_upstream u;
+	char req[1024];
+	const char *a, *b;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	/* The first answer needs the upstream, the second none: the second
+	 * must still come second. */
+	(void)snprintf(req, sizeof(req),
+	    "GET http://%s/one HTTP/1.1\r\n\r\n"
+	    "GET http://169.254.169.254/two HTTP/1.1\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 2, &u, reply_small);
+	a = strstr(C.out, "HTTP/1.1 200 OK\r\n");
+	b = strstr(C.out, "HTTP/1.1 403 Forbidden\r\n");
+	cr_assert(a != NULL && b != NULL && a < b, "%s", C.out);
+	cr_assert(strstr(a, "hello") < b, "%s", C.out);
+	cr_assert_eq(dt_log_count("egress.decision"), 2);
+	dt_peer_close(&C.p);
+	dt_upstream_close(&u);
+}
+
+Test(proxy, chunked_response_and_keep_alive)
+{
+	struct dt_upstream u;
+	char req[512];
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "POST http://%s/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "\r\n3\r\nabc\r\n0\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 1, &u,
+	    "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "4\r\nwxyz\r\n0\r\n\r\n");
+	for (int i = 0; i < DT_ITERS && strstr(C.out, "0\r\n\r\n") == NULL;
+	     i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert(strncmp(C.out, "HTTP/1.1 201 Created\r\n", 22) == 0, "%s",
+	    C.out);
+	cr_assert(strstr(C.out, "Transfer-Encoding: chunked\r\n") != NULL);
+	cr_assert(strstr(C.out, "\r\n\r\n4\r\nwxyz\r\n0\r\n\r\n") != NULL,
+	    "%s", C.out);
+	cr_assert(strstr(C.out, "Connection: close") == NULL, "%s", C.out);
+	cr_assert(!C.eof, "the connection was closed");
+	/* The body went upstream, chunked again by the broker. */
+	cr_assert(strstr(u.req, "POST /up HTTP/1.1\r\n") == u.req, "%s",
+	    u.req);
+	cr_assert(strstr(u.req, "3\r\nabc\r\n") != NULL, "%s", u.req);
+	dt_peer_close(&C.p);
+	dt_upstream_close(&u);
+}
+
+Test(proxy, connect_failure_is_502)
+{
+	struct dt_upstream u;
+	char req[512];
+
+	dt_upstream_open(&u);
+	(void)close(u.lfd); /* nothing listens on the port any more */
+	u.lfd = -1;
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "HEAD http://%s/ HTTP/1.1\r\nConnection: close\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 502 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "X-Egress-Error: connect-failed\r\n") != NULL,
+	    "%s", C.out);
+	/* HEAD: no body, whatever Content-Length says. */
+	cr_assert(strstr(C.out, "\r\n\r\n")[4] == '\0', "%s", C.out);
+}
+
+Test(proxy, bad_chunking_mid_body_is_400_and_never_completed_upstream)
+{
+	struct dt_upstream u;
+	char req[512];
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "POST http://%s/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "\r\n3\r\nabc\r\nzz\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, &u, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 400 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(u.req, "0\r\n\r\n") == NULL,
+	    "the upstream saw a complete body: %s", u.req);
+	cr_assert_eq(dt_log_count("egress.proxy"), 1);
+}
+
+/* ---- a TCP port's connection: every request needs the token ------------ */
+
+Test(proxy, port_requires_the_token)
+{
+	int sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+	    0);
+	cr_assert_eq(evutil_make_socket_nonblocking(sv[0]), 0);
+	cr_assert_eq(evutil_make_socket_nonblocking(sv[1]), 0);
+	memset(&C, 0, sizeof(C));
+	C.p.fd = sv[1];
+	/* "app" has no proxy token configured: nothing authorizes. */
+	cr_assert_eq(proxy_accept(&dt_b, sv[0], "app", NULL, PROXY_AUTH), 0);
+	px_write(&C,
+	    "GET http://169.254.169.254/ HTTP/1.1\r\n"
+	    "Proxy-Authorization: Basic dXNlcjpzZWNyZXQ=\r\n\r\n");
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 407 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out,
+		      "\r\nProxy-Authenticate: Basic "
+		      "realm=\"egressd\"\r\n") != NULL,
+	    "%s", C.out);
+	cr_assert(strstr(C.out, "app") == NULL, "%s", C.out);
+	cr_assert_eq(dt_log_count("egress.decision"), 0);
+	cr_assert_str_eq(dt_log_last("egress.proxy", "error"), "auth");
+	dt_peer_close(&C.p);
+}
+
+Test(proxy, upstream_timeout_is_504)
+{
+	struct dt_upstream u;
+	char req[512], text[1024];
+
+	/* The same configuration with a short first-byte timeout. */
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\nsignature_mode = disabled\n"
+	    "[plugins.entries.app]\nplugin = unit\nmanifest = manifest.ini\n"
+	    "permissions = http_client\negress_hosts = 127.0.0.1\n"
+	    "egress_allow_private = 127.0.0.1\n"
+	    "[broker]\ninstance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "[resolver]\nservers = 127.0.0.1:9\n"
+	    "[limits]\nfirst_byte_timeout_ms = 200\n",
+	    ct_dir, ct_dir);
+	ct_write_str("egressd.ini", text);
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "GET http://%s/slow HTTP/1.1\r\nConnection: close\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, &u, NULL); /* the upstream never answers */
+	cr_assert(strncmp(C.out, "HTTP/1.1 504 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "X-Egress-Error: timeout\r\n") != NULL, "%s",
+	    C.out);
+	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
+	dt_upstream_close(&u);
+}
+
+/* ---- CONNECT ------------------------------------------------------------ */
+
+/* A ClientHello without SNI, as an OpenSSL client sends it. */
+static size_t
+client_hello(unsigned char *buf, size_t n)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *s = SSL_new(ctx);
+	BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
+	int len;
+
+	cr_assert(ctx != NULL && s != NULL && rb != NULL && wb != NULL);
+	SSL_set_bio(s, rb, wb);
+	SSL_set_connect_state(s);
+	(void)SSL_do_handshake(s);
+	len = BIO_read(wb, buf, (int)n);
+	cr_assert_gt(len, 5);
+	SSL_free(s);
+	SSL_CTX_free(ctx);
+	return (size_t)len;
+}
+
+Test(proxy, connect_to_an_ip_literal_relays_a_hello_without_sni)
+{
+	static unsigned char hello[4096];
+	struct dt_upstream u;
+	char req[256];
+	size_t n = client_hello(hello, sizeof(hello));
+	int i;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	for (i = 0; i < DT_ITERS && strstr(C.out, "\r\n\r\n") == NULL; i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert_str_eq(C.out, "HTTP/1.1 200 Connection established\r\n\r\n");
+	dt_write_all(C.p.fd, hello, n);
+	for (i = 0; i < DT_ITERS && u.reqlen < n; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd >= 0 ? u.cfd : u.lfd);
+	}
+	cr_assert_eq(u.reqlen, n, "the upstream got %zu of %zu bytes",
+	    u.reqlen, n);
+	cr_assert(memcmp(u.req, hello, n) == 0);
+	cr_assert_str_eq(dt_log_last("egress.decision", "transport"),
+	    "tls-tunnel");
+	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
+	/* And back. */
+	dt_upstream_reply(&u, "pong");
+	for (i = 0; i < DT_ITERS && strstr(C.out, "pong") == NULL; i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert(strstr(C.out, "\r\n\r\npong") != NULL, "%s", C.out);
+	/* The client half-closes: the upstream sees the end, and its
+	 * answer still comes back. */
+	cr_assert_eq(shutdown(C.p.fd, SHUT_WR), 0);
+	for (i = 0; i < DT_ITERS && !u.eof; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd);
+	}
+	cr_assert(u.eof, "the upstream was not half-closed");
+	dt_upstream_reply(&u, "late");
+	for (i = 0; i < DT_ITERS && strstr(C.out, "late") == NULL; i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert(strstr(C.out, "pponglate") == NULL &&
+		strstr(C.out, "ponglate") != NULL,
+	    "%s", C.out);
+	/* The upstream closes: the tunnel ends, logged once. */
+	dt_upstream_close(&u);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "connected"),
+	    "127.0.0.1");
+}
+
+Test(proxy, http10_client_gets_a_body_delimited_by_close)
+{
+	struct dt_upstream u;
+	char req[256];
+	const char *body;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req), "GET http://%s/ HTTP/1.0\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, &u,
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "4\r\nwxyz\r\n0\r\n\r\n");
+	cr_assert(strncmp(C.out, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "Transfer-Encoding") == NULL, "%s", C.out);
+	cr_assert(strstr(C.out, "Connection: close\r\n") != NULL, "%s", C.out);
+	body = strstr(C.out, "\r\n\r\n");
+	cr_assert(body != NULL);
+	cr_assert_str_eq(body + 4, "wxyz");
+	dt_upstream_close(&u);
+}
+
+Test(proxy, connect_over_the_budget_is_429)
+{
+	static struct px_client held[4];
+	struct dt_upstream u;
+	char req[256];
+	size_t k;
+	int i;
+
+	/* The unit configuration allows 4 connections per instance; each
+	 * tunnel holds one from its 200 on. */
+	dt_upstream_open(&u);
+	(void)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
+	    u.authority);
+	for (k = 0; k < 4; k++) {
+		px_open(&held[k], "app");
+		px_write(&held[k], req);
+		for (i = 0;
+		     i < DT_ITERS && strstr(held[k].out, "\r\n\r\n") == NULL;
+		     i++) {
+			px_read(&held[k]);
+			dt_step(held[k].p.fd);
+		}
+		cr_assert(strncmp(held[k].out, "HTTP/1.1 200 ", 13) == 0,
+		    "tunnel %zu: %s", k, held[k].out);
+	}
+	px_open(&C, "app");
+	px_write(&C, req);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 429 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "\r\nRetry-After: 1\r\n") != NULL, "%s",
+	    C.out);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
+	    "budget-exhausted");
+	for (k = 0; k < 4; k++)
+		dt_peer_close(&held[k].p);
+	dt_upstream_close(&u);
+}

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for broker/net/http1_req.c, the proxy front's request
+ * parser: the end of the head found (CRLF and bare LF, the cap), heads
+ * parsed or refused (framing attacks, obs-fold, bare LF, control bytes,
+ * versions, target forms, bounds), and bodies decoded by Content-Length
+ * and chunked, stopping at the end of the message so a pipelined request
+ * stays unread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <egress/error.h>
+
+#include "broker/net/http1_req.h"
+
+static struct http1_req R;
+
+struct head_case {
+	char name[32];
+	char head[320];
+	int err;  /* 0, or the error expected */
+	int form; /* on success */
+	char authority[48];
+	char path[48];
+	long long length; /* content_length */
+	int chunked;
+	int keep_alive;
+};
+
+ParameterizedTestParameters(http1_req, heads)
+{
+	static struct head_case cases[] = {
+		{ "absolute",
+		    "GET http://a.example/x?y HTTP/1.1\r\n"
+		    "Host: a.example\r\n\r\n",
+		    0, HTTP1_REQ_ABSOLUTE, "a.example", "/x?y", -1, 0, 1 },
+		{ "absolute-no-path",
+		    "GET http://a.example:8080 HTTP/1.1\r\n"
+		    "\r\n",
+		    0, HTTP1_REQ_ABSOLUTE, "a.example:8080", "/", -1, 0, 1 },
+		{ "origin",
+		    "POST /p HTTP/1.1\r\nHost: a\r\n"
+		    "Content-Length: 3\r\n\r\n",
+		    0, HTTP1_REQ_ORIGIN, "", "/p", 3, 0, 1 },
+		{ "chunked",
+		    "POST /p HTTP/1.1\r\nHost: a\r\n"
+		    "Transfer-Encoding: Chunked \r\n\r\n",
+		    0, HTTP1_REQ_ORIGIN, "", "/p", -1, 1, 1 },
+		{ "connect", "CONNECT a.example:443 HTTP/1.1\r\n\r\n", 0,
+		    HTTP1_REQ_AUTHORITY, "a.example:443", "", -1, 0, 1 },
+		{ "http10", "GET http://a/ HTTP/1.0\r\n\r\n", 0,
+		    HTTP1_REQ_ABSOLUTE, "a", "/", -1, 0, 0 },
+		{ "close", "GET /x HTTP/1.1\r\nConnection: close\r\n\r\n", 0,
+		    HTTP1_REQ_ORIGIN, "", "/x", -1, 0, 0 },
+		{ "cl-te",
+		    "POST /p HTTP/1.1\r\nContent-Length: 3\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "te-cl",
+		    "POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "Content-Length: 3\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "two-cl",
+		    "POST /p HTTP/1.1\r\nContent-Length: 3\r\n"
+		    "Content-Length: 3\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "cl-list",
+		    "POST /p HTTP/1.1\r\nContent-Length: 3, 3\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "cl-sign", "POST /p HTTP/1.1\r\nContent-Length: +3\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "te-gzip",
+		    "POST /p HTTP/1.1\r\n"
+		    "Transfer-Encoding: gzip, chunked\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "two-te",
+		    "POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "obs-fold", "GET /x HTTP/1.1\r\nX-A: 1\r\n 2\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "obs-fold-tab", "GET /x HTTP/1.1\r\nX-A: 1\r\n\t2\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "bare-lf", "GET /x HTTP/1.1\nHost: a\n\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "bare-cr", "GET /x HTTP/1.1\r\nX-A: 1\r2\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "nul", "GET /x HTTP/1.1\r\nX-A: 1\0002\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "leading-crlf", "\r\nGET /x HTTP/1.1\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "lowercase-method", "get /x HTTP/1.1\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "http2", "GET /x HTTP/2.0\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "http09", "GET /x\r\n\r\n", EGRESS_ERR_INVALID_REQUEST, 0,
+		    "", "", 0, 0, 0 },
+		{ "asterisk", "OPTIONS * HTTP/1.1\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "userinfo", "GET http://u:p@a.example/ HTTP/1.1\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "no-authority", "GET http:///x HTTP/1.1\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "query-no-path", "GET http://a?x HTTP/1.1\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "relative", "GET x/y HTTP/1.1\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+		{ "space-in-name", "GET /x HTTP/1.1\r\nX A: 1\r\n\r\n",
+		    EGRESS_ERR_INVALID_REQUEST, 0, "", "", 0, 0, 0 },
+	};
+
+	return cr_make_param_array(struct head_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+static size_t
+case_len(const char *name, const char *head)
+{
+	/* The NUL case carries a NUL: measure to the final CRLF CRLF. */
+	if (strcmp(name, "nul") == 0)
+		return strlen(head) + 1 + strlen(head + strlen(head) + 1);
+	return strlen(head);
+}
+
+ParameterizedTest(struct head_case *c, http1_req, heads)
+{
+	struct http1_req_parser *p = http1_req_parser_new();
+	struct policy_err e = { { 0 } };
+	size_t n = case_len(c->name, c->head);
+	long hl;
+	int rv;
+
+	cr_assert_not_null(p);
+	hl = http1_req_head_len(c->head, n);
+	cr_assert_eq(hl, (long)n, "%s: head length %ld of %zu", c->name, hl,
+	    n);
+	rv = http1_req_parse_head(p, c->head, n, &R, &e);
+	cr_assert_eq(rv, c->err, "%s: got %d (%s)", c->name, rv, e.msg);
+	if (rv != 0) {
+		cr_assert_neq(e.msg[0], '\0', "%s: no detail", c->name);
+		http1_req_parser_free(p);
+		return;
+	}
+	cr_assert_eq(R.form, c->form, "%s", c->name);
+	cr_assert_eq(R.authority_len, strlen(c->authority), "%s", c->name);
+	cr_assert(R.authority_len == 0 ||
+	    memcmp(R.authority, c->authority, R.authority_len) == 0);
+	cr_assert_eq(R.path_len, strlen(c->path), "%s", c->name);
+	cr_assert(R.path_len == 0 || memcmp(R.path, c->path, R.path_len) == 0);
+	cr_assert_eq(R.content_length, c->length, "%s", c->name);
+	cr_assert_eq(R.chunked, c->chunked, "%s", c->name);
+	cr_assert_eq(R.keep_alive, c->keep_alive, "%s", c->name);
+	http1_req_parser_free(p);
+}
+
+Test(http1_req, head_len)
+{
+	static char big[HTTP1_HEAD_MAX + 8];
+
+	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\r\n", 16), 0);
+	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\r\n\r\nX", 19), 18);
+	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\n\nX", 17), 16);
+	memset(big, 'A', sizeof(big));
+	cr_assert_eq(http1_req_head_len(big, sizeof(big)), EGRESS_ERR_TOO_BIG);
+	cr_assert_eq(http1_req_head_len(big, HTTP1_HEAD_MAX - 1), 0);
+}
+
+Test(http1_req, too_many_headers_and_long_target)
+{
+	struct http1_req_parser *p = http1_req_parser_new();
+	static char head[HTTP1_HEAD_MAX];
+	size_t n = 0;
+	int i;
+
+	n += (size_t)sprintf(head, "GET /x HTTP/1.1\r\n");
+	for (i = 0; i <= HTTP1_REQ_HEADERS_MAX; i++)
+		n += (size_t)sprintf(head + n, "X-%d: v\r\n", i);
+	n += (size_t)sprintf(head + n, "\r\n");
+	cr_assert_eq(http1_req_parse_head(p, head, n, &R, NULL),
+	    EGRESS_ERR_TOO_BIG);
+	n = (size_t)sprintf(head, "GET /");
+	memset(head + n, 'a', HTTP1_REQ_PATH_MAX);
+	n += HTTP1_REQ_PATH_MAX;
+	n += (size_t)sprintf(head + n, " HTTP/1.1\r\n\r\n");
+	cr_assert_eq(http1_req_parse_head(p, head, n, &R, NULL),
+	    EGRESS_ERR_TOO_BIG);
+	http1_req_parser_free(p);
+}
+
+static char got[256];
+static size_t ngot;
+
+static void
+sink(void *arg, const char *p, size_t n)
+{
+	cr_assert_leq(ngot + n, sizeof(got));
+	memcpy(got + ngot, p, n);
+	ngot += n;
+}
+
+/* Parse msg (a head and a body, then what follows), the body fed in
+ * pieces of step bytes; return how many bytes of msg were used. */
+static size_t
+parse_all(const char *msg, size_t step, int *ret_err)
+{
+	struct http1_req_parser *p = http1_req_parser_new();
+	size_t n = strlen(msg), off, used, k;
+	long hl;
+
+	ngot = 0;
+	*ret_err = 0;
+	hl = http1_req_head_len(msg, n);
+	cr_assert_gt(hl, 0);
+	cr_assert_eq(http1_req_parse_head(p, msg, (size_t)hl, &R, NULL), 0);
+	off = (size_t)hl;
+	while (!http1_req_is_complete(p) && off < n) {
+		k = n - off < step ? n - off : step;
+		*ret_err = http1_req_parse_body(p, msg + off, k, sink, NULL,
+		    &used, NULL);
+		if (*ret_err != 0)
+			break;
+		off += used;
+		if (used == 0)
+			break;
+	}
+	cr_assert(*ret_err != 0 || http1_req_is_complete(p) || off == n);
+	http1_req_parser_free(p);
+	return off;
+}
+
+Test(http1_req, bodies_stop_at_the_message_end)
+{
+	static const char *cl = "POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\n"
+				"helloGET /next HTTP/1.1\r\n\r\n";
+	static const char *ch =
+	    "POST /p HTTP/1.1\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n"
+	    "3\r\nhel\r\n2;ext=1\r\nlo\r\n0\r\nT: 1\r\n\r\n"
+	    "GET /next HTTP/1.1\r\n\r\n";
+	size_t step, used;
+	int err;
+
+	for (step = 1; step <= 64; step *= 2) {
+		used = parse_all(cl, step, &err);
+		cr_assert_eq(err, 0);
+		cr_assert_eq(ngot, 5);
+		cr_assert(memcmp(got, "hello", 5) == 0);
+		cr_assert_str_eq(cl + used, "GET /next HTTP/1.1\r\n\r\n");
+		used = parse_all(ch, step, &err);
+		cr_assert_eq(err, 0);
+		cr_assert_eq(ngot, 5, "step %zu: %zu bytes", step, ngot);
+		cr_assert(memcmp(got, "hello", 5) == 0);
+		cr_assert_str_eq(ch + used, "GET /next HTTP/1.1\r\n\r\n");
+	}
+}
+
+Test(http1_req, bad_chunking_is_refused)
+{
+	static const char *bad[] = {
+		"POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"zz\r\nhello\r\n0\r\n\r\n",
+		"POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"5\r\nhelloX\r\n0\r\n\r\n",
+		"POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"-1\r\nhello\r\n0\r\n\r\n",
+		"POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"fffffffffffffffff\r\n",
+	};
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		(void)parse_all(bad[i], 4096, &err);
+		cr_assert_eq(err, EGRESS_ERR_INVALID_REQUEST, "case %zu", i);
+	}
+}
+
+Test(http1_req, reason)
+{
+	cr_assert_str_eq(http1_req_reason(403), "Forbidden");
+	cr_assert_str_eq(http1_req_reason(429), "Too Many Requests");
+	cr_assert_str_eq(http1_req_reason(599), "");
+	cr_assert_str_eq(http1_req_reason(42), "");
+}
+
+Test(http1_req, basic_password)
+{
+	static const struct {
+		const char *v;
+		int ok;
+		const char *pw;
+	} cases[] = {
+		{ "Basic dXNlcjpzZWNyZXQ=", 1, "secret" }, /* user:secret */
+		{ "basic   dXNlcjpzZWNyZXQ= ", 1,
+		    "secret" },			       /* case, spaces */
+		{ "Basic OnNlY3JldA==", 1, "secret" }, /* :secret */
+		{ "Basic dXNlcjo=", 1, "" },	       /* user: */
+		{ "Basic dXNlcjphOmI=", 1,
+		    "a:b" },		       /* the first colon splits */
+		{ "Basic dXNlcg==", 0, NULL }, /* no colon */
+		{ "Bearer dXNlcjpzZWNyZXQ=", 0, NULL },
+		{ "Basic dXNlcjpzZWNyZXQ", 0, NULL },  /* unpadded */
+		{ "Basic dXNlcjpzZW=yZXQ=", 0, NULL }, /* '=' inside */
+		{ "Basic dXNlcjpz*WNyZXQ=", 0, NULL },
+		{ "Basic", 0, NULL },
+		{ "Basic ", 0, NULL },
+		{ "", 0, NULL },
+	};
+	char buf[64];
+	const char *pw;
+	size_t i, n;
+	int rv;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rv = http1_req_basic_password(cases[i].v, strlen(cases[i].v),
+		    buf, sizeof(buf), &pw, &n);
+		cr_assert_eq(rv == 0, cases[i].ok, "%s", cases[i].v);
+		if (rv == 0) {
+			cr_assert_eq(n, strlen(cases[i].pw), "%s", cases[i].v);
+			cr_assert(memcmp(pw, cases[i].pw, n) == 0, "%s",
+			    cases[i].v);
+		}
+	}
+	/* Does not fit: refused, never truncated. */
+	cr_assert_eq(http1_req_basic_password("Basic dXNlcjpzZWNyZXQ=", 22,
+			 buf, 4, &pw, &n),
+	    EGRESS_ERR_INVALID_REQUEST);
+}
+
+Test(http1_req, head_bad_before_its_end)
+{
+	cr_assert_eq(http1_req_head_bad("GET / HTTP/1.1\r\nHo", 18), 0);
+	cr_assert_eq(http1_req_head_bad("", 0), 0);
+	cr_assert_eq(http1_req_head_bad("get /", 5), 1);
+	cr_assert_eq(http1_req_head_bad("\x16\x03\x01", 3), 1); /* TLS */
+	cr_assert_eq(http1_req_head_bad("GET /\x01", 6), 1);
+	cr_assert_eq(http1_req_head_bad("GET /\x7f", 6), 1);
+}

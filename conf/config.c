@@ -767,52 +767,6 @@ check_carve_outs(struct cfg_parse *cp, const struct conf_sec *sec,
 	}
 }
 
-/*
- * Read the proxy token of an entry from path: a regular file that only
- * its owner may read or write (no group or other bit), holding one line
- * of CONF_TOKEN_MIN to CONF_TOKEN_MAX visible ASCII characters (a final
- * newline is dropped). Return the token, or NULL with *why set.
- */
-static char *
-read_token(const char *path, const char **why)
-{
-	char buf[CONF_TOKEN_MAX + 3];
-	struct stat sb;
-	ssize_t n;
-	size_t i, len;
-	char *t = NULL;
-	int fd;
-
-	*why = "cannot be opened";
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-		return NULL;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		*why = "is not a regular file";
-		goto out;
-	}
-	if ((sb.st_mode & 077) != 0) {
-		*why = "is group- or world-accessible; chmod 600 it";
-		goto out;
-	}
-	*why = "must hold one line of 16 to 256 visible ASCII characters";
-	if ((n = read(fd, buf, sizeof(buf))) < 0)
-		goto out;
-	len = (size_t)n;
-	if (len > 0 && buf[len - 1] == '\n')
-		len--;
-	if (len < CONF_TOKEN_MIN || len > CONF_TOKEN_MAX)
-		goto out;
-	for (i = 0; i < len; i++)
-		if (buf[i] < 0x21 || buf[i] > 0x7e)
-			goto out;
-	if ((t = strndup(buf, len)) == NULL)
-		*why = "out of memory";
-out:
-	explicit_bzero(buf, sizeof(buf));
-	(void)close(fd);
-	return t;
-}
-
 /* proxy_listen and proxy_token_file of an entry. */
 static void
 build_entry_proxy(struct cfg_parse *cp, const struct conf_sec *sec,
@@ -851,7 +805,7 @@ build_entry_proxy(struct cfg_parse *cp, const struct conf_sec *sec,
 		cp->nomem = 1;
 		return;
 	}
-	if ((ci->proxy_token = read_token(path, &why)) == NULL)
+	if ((ci->proxy_token = conf_token_read(path, &why)) == NULL)
 		conf_errors_addf(cp->errs,
 		    "%s:%d: [%s] proxy_token_file: %s %s", cp->path, t->line,
 		    sec->name, path, why);

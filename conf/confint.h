@@ -215,4 +215,13 @@ int conf_owner_is_valid(const char *s);
 /* A method: 1 to CONF_METHOD_MAX upper-case letters, digits or '-'. */
 int conf_method_is_valid(const char *m);
 
+/*
+ * Read the proxy token of an entry from path (secret.c): a regular file
+ * that only its owner may read or write, holding one line of
+ * CONF_TOKEN_MIN to CONF_TOKEN_MAX visible ASCII characters (a final
+ * newline is dropped). Return the token (the caller frees it), or NULL
+ * with *why pointing at the reason, for a message.
+ */
+char *conf_token_read(const char *path, const char **why);
+
 #endif /* EGRESS_CONF_CONFINT_H */

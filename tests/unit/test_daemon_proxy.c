@@ -424,7 +424,7 @@ Test(proxy, upstream_timeout_is_504)
 	    "[plugins.security]\nsignature_mode = disabled\n"
 	    "[plugins.entries.app]\nplugin = unit\nmanifest = manifest.ini\n"
 	    "permissions = http_client\negress_hosts = 127.0.0.1\n"
-	    "egress_allow_private = 127.0.0.1\n"
+	    "egress_allow_loopback = 127.0.0.1\n"
 	    "[broker]\ninstance_socket_dir = %s/run\n"
 	    "control_socket = %s/control.sock\n"
 	    "[resolver]\nservers = 127.0.0.1:9\n"

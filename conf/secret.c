@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Secrets the configuration names by path (see confint.h): files that
+ * only their owner may read, opened without following a final symlink,
+ * checked before a byte of them is used, and wiped from the stack after.
+ */
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/confint.h"
+
+/*
+ * Read the proxy token of an entry from path: a regular file that only
+ * its owner may read or write (no group or other bit), holding one line
+ * of CONF_TOKEN_MIN to CONF_TOKEN_MAX visible ASCII characters (a final
+ * newline is dropped). Return the token, or NULL with *why set.
+ */
+char *
+conf_token_read(const char *path, const char **why)
+{
+	char buf[CONF_TOKEN_MAX + 3];
+	struct stat sb;
+	ssize_t n;
+	size_t i, len;
+	char *t = NULL;
+	int fd;
+
+	*why = "cannot be opened";
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return NULL;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		*why = "is not a regular file";
+		goto out;
+	}
+	if ((sb.st_mode & 077) != 0) {
+		*why = "is group- or world-accessible; chmod 600 it";
+		goto out;
+	}
+	*why = "must hold one line of 16 to 256 visible ASCII characters";
+	if ((n = read(fd, buf, sizeof(buf))) < 0)
+		goto out;
+	len = (size_t)n;
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len < CONF_TOKEN_MIN || len > CONF_TOKEN_MAX)
+		goto out;
+	for (i = 0; i < len; i++)
+		if (buf[i] < 0x21 || buf[i] > 0x7e)
+			goto out;
+	if ((t = strndup(buf, len)) == NULL)
+		*why = "out of memory";
+out:
+	explicit_bzero(buf, sizeof(buf));
+	(void)close(fd);
+	return t;
+}

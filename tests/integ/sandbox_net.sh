@@ -13,7 +13,10 @@
 # broker's HELLO, and a request sent that way is decided for the
 # sandbox's instance (granted host fetched; another instance's host
 # denied). When the launcher exits the broker logs the listeners closed
-# and nothing accepts on 127.0.0.1:3128 in that namespace any more. The
+# and nothing accepts on 127.0.0.1:3128 in that namespace any more. Run
+# by a uid in control_uids without root it works in a user namespace (or,
+# where the kernel allows none, refuses with exit 4); with unshare
+# refused (inside another egress-sandbox) it refuses, saying why. The
 # broker refuses attach-listener from a peer SO_PEERCRED does not allow,
 # descriptors that are not loopback TCP listeners, more than the
 # per-instance cap, and more descriptors than a line may carry.
@@ -167,6 +170,42 @@ sys.exit(1)'
 refused || lab_fail "something still accepts on 127.0.0.1:3128"
 lab_ok "after the launcher exited nothing accepts on 127.0.0.1:3128"
 keep_ns_down
+
+# ---- unprivileged: a user namespace, where the kernel allows one ----------
+# uid 64811 is in control_uids. Where unprivileged user namespaces are
+# allowed it builds the same sandbox inside one (and the worker runs as
+# itself); where they are not it refuses, saying why (exit 4).
+lab_mark
+UU=64811
+SB_RC=0
+lab_ns_b setpriv --reuid "$UU" --regid "$UU" --clear-groups \
+    timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" --instance weather \
+    --net --control "$CTL" --registry "$LAB_DIR/run/reg-$UU" -- \
+    "${W_ENV[@]}" "$PY" "$PROBE" hello 127.0.0.1 >"$LAB_DIR/unpriv.out" \
+    2>"$LAB_DIR/unpriv.err" || SB_RC=$?
+if [ "$SB_RC" = 4 ]; then
+	grep -q "not root, and no user namespace" "$LAB_DIR/unpriv.err" ||
+	    lab_fail "unprivileged refusal: $(cat "$LAB_DIR/unpriv.err")"
+	lab_ok "unprivileged, no user namespace allowed: refused (exit 4)"
+else
+	lab_expect_eq "unprivileged --net in a user namespace: HELLO" \
+	    "0 hello 1" "$SB_RC $(cat "$LAB_DIR/unpriv.out")"
+fi
+
+# No privilege to create the namespaces at all: inside the worker filter
+# of a plain egress-sandbox, unshare fails; --net refuses, saying why.
+cp "$EGRESS_SANDBOX" "$LAB_DIR/bin/"
+SB_RC=0
+lab_ns_b timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" \
+    --instance weather --control "$CTL" --user "$UU:$UU" \
+    --registry "$SB_REG" -- "$LAB_DIR/bin/$(basename "$EGRESS_SANDBOX")" \
+    --instance weather --net --control "$CTL" -- /bin/true \
+    2>"$LAB_DIR/nopriv.err" || SB_RC=$?
+lab_expect_eq "--net without the privilege: exit status" 4 "$SB_RC"
+grep -q "not root, and no user namespace to create the network namespace" \
+    "$LAB_DIR/nopriv.err" ||
+    lab_fail "--net without the privilege: $(cat "$LAB_DIR/nopriv.err")"
+lab_ok "--net without the privilege says so"
 
 # ---- the broker's checks on attach-listener ------------------------------
 lab_mark

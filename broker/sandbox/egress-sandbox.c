@@ -21,7 +21,10 @@
  * Landlock or Yama still keeps other processes out of reach. A registry
  * of running workers (one locked file per worker under
  * /run/egress-sandbox, or --registry DIR) lets it warn when two
- * instances' workers share a uid.
+ * instances' workers share a uid. With --net (sandbox_net.c) the command
+ * is an unmodified proxy client instead: it gets no connection but a
+ * network namespace whose only way out is the broker's proxy on
+ * 127.0.0.1:3128, and the filter allows the inet socket calls.
  *
  * The seccomp filter is an allow-list: anything not named in allowed[]
  * (or the argument-checked rules after it) fails with EPERM, so a new

@@ -672,48 +672,6 @@ name_ok(const char *s)
 	return strlen(s) <= CONF_NAME_MAX;
 }
 
-/*
- * Split line (len bytes) into at most CONTROL_WORDS_MAX words in buf.
- * Return the count, or -1 with *reterr_msg set.
- */
-static int
-split_words(const char *line, size_t len, char *buf, char **w,
-    const char **reterr_msg)
-{
-	size_t i, nw = 0;
-	char *p;
-
-	if (len > 0 && line[len - 1] == '\r')
-		len--;
-	*reterr_msg = "line too long";
-	if (len > CONTROL_LINE_MAX)
-		return -1;
-	*reterr_msg = "invalid byte in command";
-	for (i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)line[i];
-
-		if ((ch < 0x20 && ch != '\t') || ch >= 0x7f)
-			return -1;
-	}
-	memcpy(buf, line, len);
-	buf[len] = '\0';
-	*reterr_msg = "too many words";
-	for (p = buf; *p != '\0';) {
-		while (*p == ' ' || *p == '\t')
-			*p++ = '\0';
-		if (*p == '\0')
-			break;
-		if (nw == CONTROL_WORDS_MAX)
-			return -1;
-		w[nw++] = p;
-		while (*p != '\0' && *p != ' ' && *p != '\t')
-			p++;
-	}
-	w[nw] = NULL;
-	*reterr_msg = "empty command (try: help)";
-	return nw == 0 ? -1 : (int)nw;
-}
-
 int
 control_dispatch(const struct control_ops *ops, void *b, const char *line,
     size_t len, control_reply_fn fn, void *arg)
@@ -727,15 +685,44 @@ control_dispatch_fds(const struct control_ops *ops, void *b, const char *line,
 {
 	char buf[CONTROL_LINE_MAX + 1];
 	char *w[CONTROL_WORDS_MAX + 1];
-	const char *msg;
-	size_t nw;
-	int n;
+	const char *msg = NULL;
+	size_t i, nw = 0;
+	char *p;
 
-	if ((n = split_words(line, len, buf, w, &msg)) < 0) {
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (len > CONTROL_LINE_MAX)
+		msg = "line too long";
+	for (i = 0; msg == NULL && i < len; i++) {
+		unsigned char ch = (unsigned char)line[i];
+
+		if ((ch < 0x20 && ch != '\t') || ch >= 0x7f)
+			msg = "invalid byte in command";
+	}
+	if (msg == NULL) {
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+	}
+	for (p = buf; msg == NULL && *p != '\0';) {
+		while (*p == ' ' || *p == '\t')
+			*p++ = '\0';
+		if (*p == '\0')
+			break;
+		if (nw == CONTROL_WORDS_MAX) {
+			msg = "too many words";
+			break;
+		}
+		w[nw++] = p;
+		while (*p != '\0' && *p != ' ' && *p != '\t')
+			p++;
+	}
+	w[nw] = NULL;
+	if (msg == NULL && nw == 0)
+		msg = "empty command (try: help)";
+	if (msg != NULL) {
 		fds_close(fds, nfds);
 		return reply_error(msg, "usage", fn, arg);
 	}
-	nw = (size_t)n;
 	if (strcmp(w[0], "attach-listener") == 0 && nw == 2 && name_ok(w[1]))
 		return cmd_attach_listener(ops, b, w[1], fds, nfds, fn, arg);
 	if (nfds > 0) {
@@ -871,26 +858,40 @@ cconn_free(struct cconn *c)
 	free(c);
 }
 
+/*
+ * The reply created a hold: from now on c keeps it (ended by
+ * cconn_free()) and counts as a hold, outside CONTROL_CONNS_MAX. A
+ * connection that cannot keep it ends it at once.
+ */
+static void
+cconn_take_hold(struct cconn *c, struct control_reply *r)
+{
+	uint64_t hold = r->hold;
+
+	r->hold = 0;
+	if (hold == 0)
+		return;
+	if (c->cs == NULL || c->dead || c->hold != 0) {
+		if (c->cs != NULL)
+			c->cs->ops->detach_listener(c->cs->broker, hold);
+		return;
+	}
+	c->hold = hold;
+	c->cs->nconns--;
+	c->cs->nholds++;
+}
+
 static void
 cconn_reply(void *arg, struct control_reply *r)
 {
 	struct cconn *c = arg;
 	struct outq *q;
 
+	cconn_take_hold(c, r);
 	if (c->dead || c->nout + r->len > CONTROL_OUT_MAX ||
 	    (q = calloc(1, sizeof(*q))) == NULL) {
 		c->eof = 1; /* cannot answer: close after what is queued */
-		if (r->hold != 0 && c->cs != NULL)
-			c->cs->ops->detach_listener(c->cs->broker, r->hold);
-		r->hold = 0;
 		return;
-	}
-	if (r->hold != 0 && c->cs != NULL && c->hold == 0) {
-		/* From now on a hold, outside CONTROL_CONNS_MAX. */
-		c->hold = r->hold;
-		r->hold = 0;
-		c->cs->nconns--;
-		c->cs->nholds++;
 	}
 	q->r = *r;
 	r->text = NULL;

@@ -659,6 +659,77 @@ Test(broker_control, attach_listener_dispatch, .init = setup, .fini = teardown)
 	cr_assert_eq(F.listen_nfds, 2);
 }
 
+/* Send line with fds[0..n) by SCM_RIGHTS on fd. */
+static void
+send_with_fds(int fd, const char *line, const int *fds, size_t n)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(8 * sizeof(int))];
+	} cm;
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *h;
+
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = (void *)line;
+	iov.iov_len = strlen(line);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.b;
+	mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+	h = CMSG_FIRSTHDR(&mh);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(h), fds, n * sizeof(int));
+	cr_assert_eq(sendmsg(fd, &mh, 0), (ssize_t)strlen(line));
+}
+
+Test(broker_control, server_descriptors_belong_to_their_line, .init = setup,
+    .fini = teardown)
+{
+	struct event_base *base = event_base_new();
+	struct control_server *cs = NULL;
+	char buf[4096];
+	int sv[2], p[2], fds[5];
+	size_t i;
+
+	cr_assert_eq(control_server_new(base, &fake_ops, &F, &cs), 0);
+	if (getuid() != 0)
+		cr_skip_test("needs root (SO_PEERCRED is ours)");
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+	    0);
+	cr_assert_eq(control_server_accept(cs, sv[1]), 0);
+	/* A descriptor with `help`: refused, and the broker closes it. */
+	cr_assert_eq(pipe(p), 0);
+	send_with_fds(sv[0], "help\n", &p[1], 1);
+	(void)close(p[1]);
+	read_line(base, sv[0], buf, sizeof(buf), NULL);
+	cr_assert(strstr(buf, "descriptors sent with a command") != NULL, "%s",
+	    buf);
+	cr_assert_eq(read(p[0], buf, 1), 0, "the broker kept the pipe");
+	(void)close(p[0]);
+	/* The connection goes on; a line without one is served. */
+	cr_assert_eq(write(sv[0], "help\n", 5), 5);
+	read_line(base, sv[0], buf, sizeof(buf), NULL);
+	cr_assert(strstr(buf, "\"commands\"") != NULL, "%s", buf);
+	cr_assert_eq(F.listen_nfds, 0);
+	/* More than CONTROL_FDS_MAX at once: the connection is dropped. */
+	for (i = 0; i < 5; i++)
+		fds[i] = dup(0);
+	send_with_fds(sv[0], "attach-listener weather\n", fds, 5);
+	for (i = 0; i < 5; i++)
+		(void)close(fds[i]);
+	while (control_server_count(cs) != 0)
+		(void)event_base_loop(base, EVLOOP_ONCE);
+	cr_assert_eq(F.listen_nfds, 0);
+	(void)close(sv[0]);
+	control_server_free(cs);
+	event_base_free(base);
+}
+
 Test(broker_control, attach_listener_hold, .init = setup, .fini = teardown)
 {
 	union {

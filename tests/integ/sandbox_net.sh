@@ -6,7 +6,7 @@
 # only lo exists (ip -o link, entered from outside; /proc/net/dev from
 # inside); a name does not resolve and the lab's DNS server and public
 # address are unreachable at once (ENETUNREACH), and so is a direct
-# curl --noproxy '*'; the proxy variables are set and no_proxy is empty;
+# curl --noproxy '*', while a plain curl goes to the proxy port; the proxy variables are set and no_proxy is empty;
 # socket(AF_UNIX), raw, packet and netlink sockets, unshare and setns
 # fail with EPERM. The broker holds the sandbox's listeners: the wire
 # protocol's HELLO over TCP to 127.0.0.1:3128 and [::1]:3128 gets the
@@ -85,6 +85,17 @@ netsandboxed "$LAB_DIR/curl.out" curl -sS --max-time 20 --noproxy '*' \
     "(could not connect): $(cat "$LAB_DIR/sandbox.err")"
 lab_ok "curl --noproxy '*' http://$LAB_PUB4/: could not connect (exit 7)"
 lab_expect_hits "$LAB_PUB4" 0
+
+# curl, unmodified, follows http_proxy to the broker: it neither
+# resolves the name (exit 6) nor fails to connect (7) or times out (28).
+# (Until the broker serves HTTP there, it drops the connection: 52.)
+netsandboxed "$LAB_DIR/curl.out" curl -sS --max-time 20 \
+    http://api.weather.example/small
+case $SB_RC in
+6 | 7 | 28) lab_fail "curl through http_proxy: status $SB_RC:" \
+    "$(cat "$LAB_DIR/sandbox.err")" ;;
+esac
+lab_ok "curl http://api.weather.example/ reaches the proxy port (status $SB_RC)"
 
 # ---- the broker serves the sandbox's listeners for weather ----------------
 lab_mark

@@ -88,7 +88,7 @@ lab_expect_hits "$LAB_PUB4" 0
 
 # curl, unmodified, follows http_proxy to the broker: it neither
 # resolves the name (exit 6) nor fails to connect (7) or times out (28).
-# (Until the broker serves HTTP there, it drops the connection: 52.)
+# (A broker without the HTTP proxy front drops the connection: 52.)
 netsandboxed "$LAB_DIR/curl.out" curl -sS --max-time 20 \
     http://api.weather.example/small
 case $SB_RC in

@@ -7,8 +7,8 @@ probe ADDR...: check what the sandbox promised and print one "ok ..." or
   each ADDR fail with ENETUNREACH at once; /etc/resolv.conf names only
   192.0.2.1; the proxy variables name http://127.0.0.1:3128
   and no_proxy/NO_PROXY are unset or empty; socket(AF_UNIX), raw,
-  packet and netlink sockets, unshare(CLONE_NEWUSER/NEWNET) and setns
-  fail with EPERM; an AF_INET socket and socketpair(AF_UNIX) work.
+  packet and netlink sockets, unshare(CLONE_NEWUSER/NEWNET/NEWNS),
+  clone(CLONE_NEWUSER) and setns fail with EPERM, clone3 with ENOSYS; an AF_INET socket and socketpair(AF_UNIX) work.
 hello HOST: the wire protocol's HELLO over TCP to HOST:3128; print
   "hello N" with the version of the broker's HELLO.
 fetch HOST AUTHORITY PATH: HELLO, then one http GET of AUTHORITY PATH
@@ -89,6 +89,20 @@ def probe(addrs):
         e = ctypes.get_errno() if r != 0 else 0
         check(e == errno.EPERM,
               "unshare(%s): %s" % (name, errno.errorcode.get(e, e)))
+    nr_clone = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
+    if nr_clone is not None:
+        libc.syscall.restype = ctypes.c_long
+        r = libc.syscall(ctypes.c_long(nr_clone),
+                         ctypes.c_ulong(0x10000000 | 17), None, None, None,
+                         None)
+        if r == 0:
+            os._exit(0)  # a child: the clone was allowed
+        e = ctypes.get_errno() if r < 0 else 0
+        check(e == errno.EPERM,
+              "clone(CLONE_NEWUSER): %s" % errno.errorcode.get(e, e))
+        r = libc.syscall(ctypes.c_long(435), None, ctypes.c_size_t(0))
+        e = ctypes.get_errno() if r < 0 else 0
+        check(e == errno.ENOSYS, "clone3: %s" % errno.errorcode.get(e, e))
     fd = os.open("/proc/self/ns/net", os.O_RDONLY)
     r = libc.setns(fd, 0)
     e = ctypes.get_errno() if r != 0 else 0

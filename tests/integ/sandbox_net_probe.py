@@ -2,7 +2,9 @@
 """sandbox_net_probe: runs inside egress-sandbox --net (sandbox_net.sh).
 
 probe ADDR...: check what the sandbox promised and print one "ok ..." or
-  "FAIL ..." line per check (exit 1 on any FAIL): /proc/net/dev lists lo
+  "FAIL ..." line per check (exit 1 on any FAIL): no socket was
+  inherited (the launcher's control connection, the listeners);
+  /proc/net/dev lists lo
   only; a name does not resolve; a TCP connect and a UDP DNS query to
   each ADDR fail with ENETUNREACH at once; /etc/resolv.conf names only
   192.0.2.1; the proxy variables name http://127.0.0.1:3128
@@ -43,6 +45,16 @@ def errno_of(fn):
 
 
 def probe(addrs):
+    inherited = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        if target.startswith("socket:"):
+            inherited.append(fd)
+    check(inherited == [], "no inherited socket (control connection, "
+          "listeners)%s" % "".join(" " + f for f in inherited))
     with open("/proc/net/dev") as f:
         ifs = sorted(l.split(":")[0].strip() for l in f.readlines()[2:])
     check(ifs == ["lo"], "interfaces: %s" % " ".join(ifs))

@@ -209,7 +209,8 @@ cp "$EGRESS_SANDBOX" "$LAB_DIR/bin/"
 SB_RC=0
 lab_ns_b timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" \
     --instance weather --control "$CTL" --user "$UU:$UU" \
-    --registry "$SB_REG" -- "$LAB_DIR/bin/$(basename "$EGRESS_SANDBOX")" \
+    --registry "$SB_REG" -- "${W_ENV[@]}" \
+    "$LAB_DIR/bin/$(basename "$EGRESS_SANDBOX")" \
     --instance weather --net --control "$CTL" -- /bin/true \
     2>"$LAB_DIR/nopriv.err" || SB_RC=$?
 lab_expect_eq "--net without the privilege: exit status" 4 "$SB_RC"

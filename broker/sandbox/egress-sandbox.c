@@ -408,9 +408,10 @@ sandbox_die(int code, const char *what, const char *detail)
 	exit(code);
 }
 
-#define die sandbox_die
-
-/* As die(), from a child after fork: no stdio buffers are flushed twice. */
+/*
+ * As sandbox_die(), from a child after fork: no stdio buffers are flushed
+ * twice.
+ */
 static void
 die_child(int code, const char *what, const char *detail)
 {
@@ -432,7 +433,7 @@ control_send(int cfd, const char *req, const int *fds, size_t nfds)
 	struct cmsghdr *h;
 
 	if (nfds > 4)
-		die(EXIT_ATTACH, "too many descriptors to send", NULL);
+		sandbox_die(EXIT_ATTACH, "too many descriptors to send", NULL);
 	memset(&mh, 0, sizeof(mh));
 	memset(&cm, 0, sizeof(cm));
 	mh.msg_iov = &iov;
@@ -447,7 +448,8 @@ control_send(int cfd, const char *req, const int *fds, size_t nfds)
 		memcpy(CMSG_DATA(h), fds, nfds * sizeof(int));
 	}
 	if (sendmsg(cfd, &mh, MSG_NOSIGNAL) != (ssize_t)strlen(req))
-		die(EXIT_ATTACH, "control socket write", strerror(errno));
+		sandbox_die(EXIT_ATTACH, "control socket write",
+		    strerror(errno));
 }
 
 /*
@@ -473,7 +475,8 @@ control_read(int cfd, char *line, int *ret_got)
 		struct cmsghdr *h;
 
 		if (have == SANDBOX_REPLY_MAX)
-			die(EXIT_ATTACH, "control reply too long", NULL);
+			sandbox_die(EXIT_ATTACH, "control reply too long",
+			    NULL);
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
@@ -483,7 +486,7 @@ control_read(int cfd, char *line, int *ret_got)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			die(EXIT_ATTACH, "control socket closed",
+			sandbox_die(EXIT_ATTACH, "control socket closed",
 			    n < 0 ? strerror(errno) : "no reply");
 		for (h = CMSG_FIRSTHDR(&mh); h != NULL;
 		     h = CMSG_NXTHDR(&mh, h)) {
@@ -502,7 +505,7 @@ control_read(int cfd, char *line, int *ret_got)
 			}
 		}
 		if (mh.msg_flags & MSG_CTRUNC)
-			die(EXIT_ATTACH,
+			sandbox_die(EXIT_ATTACH,
 			    "control reply: descriptors truncated", NULL);
 		have += (size_t)n;
 	}
@@ -519,7 +522,7 @@ sandbox_control(const char *path, const char *req, const int *fds, size_t nfds,
 	json_t *doc;
 
 	if ((cfd = unixsock_connect(path)) < 0)
-		die(EXIT_ATTACH, path, strerror(errno));
+		sandbox_die(EXIT_ATTACH, path, strerror(errno));
 	control_send(cfd, req, fds, nfds);
 	control_read(cfd, line, &got);
 	doc = json_loads(line, 0, NULL);
@@ -530,7 +533,7 @@ sandbox_control(const char *path, const char *req, const int *fds, size_t nfds,
 		(void)snprintf(msg, sizeof(msg), "%.200s",
 		    json_is_string(e) ? json_string_value(e) : line);
 		json_decref(doc);
-		die(EXIT_ATTACH, "attach refused", msg);
+		sandbox_die(EXIT_ATTACH, "attach refused", msg);
 	}
 	json_decref(doc);
 	if (ret_fd != NULL)
@@ -552,10 +555,11 @@ attach(const char *path, const char *instance)
 
 	if (snprintf(req, sizeof(req), "attach %s\n", instance) >=
 	    (int)sizeof(req))
-		die(EXIT_USAGE, "instance name too long", NULL);
+		sandbox_die(EXIT_USAGE, "instance name too long", NULL);
 	(void)close(sandbox_control(path, req, NULL, 0, "attached", &got));
 	if (got < 0)
-		die(EXIT_ATTACH, "attach reply carried no descriptor", NULL);
+		sandbox_die(EXIT_ATTACH, "attach reply carried no descriptor",
+		    NULL);
 	return got;
 }
 
@@ -567,15 +571,15 @@ place_fd(int fd, int target)
 
 	if (fd != target) {
 		if (dup3(fd, target, 0) != target)
-			die(EXIT_SANDBOX, "dup3", strerror(errno));
+			sandbox_die(EXIT_SANDBOX, "dup3", strerror(errno));
 		(void)close(fd);
 	} else if ((fl = fcntl(fd, F_GETFD)) < 0 ||
 	    fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) != 0)
-		die(EXIT_SANDBOX, "fcntl", strerror(errno));
+		sandbox_die(EXIT_SANDBOX, "fcntl", strerror(errno));
 	if (target > 3 && close_range(3, (unsigned)target - 1, 0) != 0)
-		die(EXIT_SANDBOX, "close_range", strerror(errno));
+		sandbox_die(EXIT_SANDBOX, "close_range", strerror(errno));
 	if (close_range((unsigned)target + 1, ~0U, 0) != 0)
-		die(EXIT_SANDBOX, "close_range", strerror(errno));
+		sandbox_die(EXIT_SANDBOX, "close_range", strerror(errno));
 }
 
 /*
@@ -754,7 +758,8 @@ parse_fd(const char *s)
 	v = strtol(s, &end, 10);
 	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 3 ||
 	    v > SANDBOX_FD_MAX)
-		die(EXIT_USAGE, "--fd needs a number from 3 to 65535", s);
+		sandbox_die(EXIT_USAGE, "--fd needs a number from 3 to 65535",
+		    s);
 	return (int)v;
 }
 
@@ -791,7 +796,7 @@ parse_user(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
 	if ((colon != NULL ? (size_t)(colon - spec) : strlen(spec)) >=
 		sizeof(user) ||
 	    spec[0] == ':')
-		die(EXIT_USAGE, "--user needs USER[:GROUP]", spec);
+		sandbox_die(EXIT_USAGE, "--user needs USER[:GROUP]", spec);
 	(void)snprintf(user, sizeof(user), "%.*s",
 	    colon != NULL ? (int)(colon - spec) : (int)strlen(spec), spec);
 	if ((id = parse_id(user)) >= 0) {
@@ -800,18 +805,19 @@ parse_user(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
 	} else if ((pw = getpwnam(user)) != NULL)
 		uid = pw->pw_uid;
 	else
-		die(EXIT_USAGE, "--user: no such user", user);
+		sandbox_die(EXIT_USAGE, "--user: no such user", user);
 	if (colon != NULL) {
 		if ((id = parse_id(colon + 1)) >= 0)
 			gid = (gid_t)id;
 		else if ((gr = getgrnam(colon + 1)) != NULL)
 			gid = gr->gr_gid;
 		else
-			die(EXIT_USAGE, "--user: no such group", colon + 1);
+			sandbox_die(EXIT_USAGE, "--user: no such group",
+			    colon + 1);
 	} else if (pw != NULL)
 		gid = pw->pw_gid;
 	else
-		die(EXIT_USAGE,
+		sandbox_die(EXIT_USAGE,
 		    "--user: a uid without a password entry needs "
 		    ":GROUP",
 		    user);
@@ -1226,7 +1232,7 @@ worker_identity(const char *user, uid_t *ret_uid, gid_t *ret_gid)
 	if (user != NULL)
 		parse_user(user, &uid, &gid);
 	else if (root)
-		die(EXIT_USAGE,
+		sandbox_die(EXIT_USAGE,
 		    "refusing to run the worker as root: give "
 		    "--user USER[:GROUP]",
 		    NULL);
@@ -1235,13 +1241,13 @@ worker_identity(const char *user, uid_t *ret_uid, gid_t *ret_gid)
 		gid = getgid();
 	}
 	if (uid == 0 || gid == 0)
-		die(EXIT_USAGE,
+		sandbox_die(EXIT_USAGE,
 		    "refusing to run the worker as root (uid 0 or "
 		    "gid 0)",
 		    user);
 	if (!root && (uid != getuid() || gid != getgid()))
-		die(EXIT_SANDBOX, "--user other than the caller needs root",
-		    user);
+		sandbox_die(EXIT_SANDBOX,
+		    "--user other than the caller needs root", user);
 	*ret_uid = uid;
 	*ret_gid = gid;
 	return root;
@@ -1281,7 +1287,7 @@ spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid, int regfd)
 		    "egress-sandbox: no private PID "
 		    "namespace: the caller is not root\n");
 	if (pid < 0 && abi == 0 && yama_scope() < 1)
-		die(EXIT_SANDBOX,
+		sandbox_die(EXIT_SANDBOX,
 		    "refusing to start: no PID namespace, no "
 		    "Landlock and no Yama ptrace scope; other processes of "
 		    "the worker's uid would be in its reach",
@@ -1298,7 +1304,7 @@ spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid, int regfd)
 	if (pid < 0) {
 		(void)fflush(stderr);
 		if ((pid = fork()) < 0)
-			die(EXIT_SANDBOX, "fork", strerror(errno));
+			sandbox_die(EXIT_SANDBOX, "fork", strerror(errno));
 		if (pid == 0) {
 			if (regfd >= 0)
 				(void)close(regfd);
@@ -1375,14 +1381,14 @@ main(int argc, char **argv)
 		target = -1;
 	} else if (sockpath != NULL) {
 		if ((fd = unixsock_connect(sockpath)) < 0)
-			die(EXIT_ATTACH, sockpath, strerror(errno));
+			sandbox_die(EXIT_ATTACH, sockpath, strerror(errno));
 	} else
 		fd = attach(control, instance);
 	if (!net_mode) {
 		place_fd(fd, target);
 		(void)snprintf(num, sizeof(num), "%d", target);
 		if (setenv("EGRESS_FD", num, 1) != 0)
-			die(EXIT_SANDBOX, "setenv", strerror(errno));
+			sandbox_die(EXIT_SANDBOX, "setenv", strerror(errno));
 	}
 
 	(void)snprintf(key, sizeof(key), "%s%s",

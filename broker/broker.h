@@ -22,6 +22,7 @@
 struct event;
 struct event_base;
 struct listen_ctx;
+struct alisten;
 struct dial_tls;
 struct session;
 struct proxy_conn;
@@ -93,6 +94,7 @@ struct broker {
 	struct event_base *base;
 	struct confstate conf;
 	struct listen_ctx *listen;
+	struct alisten *alisten; /* listeners attached by launchers */
 
 	struct broker_dns *dns;		 /* current resolver */
 	struct dial_tls *tls;		 /* current TLS client context */

@@ -39,11 +39,12 @@ control_reply_done(struct control_reply *r)
 	r->fd = -1;
 }
 
-/* Serialise obj (consumed) as one line and deliver it with fd. */
+/* Serialise obj (consumed) as one line and deliver it with fd and hold. */
 static int
-reply_json(json_t *obj, int fd, control_reply_fn fn, void *arg)
+reply_json_hold(json_t *obj, int fd, uint64_t hold, control_reply_fn fn,
+    void *arg)
 {
-	struct control_reply r = { NULL, 0, -1 };
+	struct control_reply r = { NULL, 0, -1, 0 };
 	char *s;
 	size_t n;
 
@@ -66,9 +67,16 @@ reply_json(json_t *obj, int fd, control_reply_fn fn, void *arg)
 	r.len = n + 1;
 	free(s);
 	r.fd = fd;
+	r.hold = hold;
 	fn(arg, &r);
 	control_reply_done(&r);
 	return 0;
+}
+
+static int
+reply_json(json_t *obj, int fd, control_reply_fn fn, void *arg)
+{
+	return reply_json_hold(obj, fd, 0, fn, arg);
 }
 
 static int
@@ -454,7 +462,7 @@ static int
 cmd_metrics(const struct control_ops *ops, void *b, control_reply_fn fn,
     void *arg)
 {
-	struct control_reply r = { NULL, 0, -1 };
+	struct control_reply r = { NULL, 0, -1, 0 };
 	char *p;
 	int err;
 
@@ -527,6 +535,60 @@ cmd_attach(const struct control_ops *ops, void *b, const char *name,
 	    arg);
 }
 
+static void
+fds_close(int *fds, size_t nfds)
+{
+	size_t i;
+
+	for (i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			(void)close(fds[i]);
+}
+
+/*
+ * attach-listener: the broker serves fds for the instance; the reply
+ * carries the hold that the connection ends when it closes.
+ */
+static int
+cmd_attach_listener(const struct control_ops *ops, void *b, const char *name,
+    int *fds, size_t nfds, control_reply_fn fn, void *arg)
+{
+	const struct conf_instance *ci;
+	const char *msg = "attach-listener failed";
+	uint64_t hold = 0;
+	int rc = 0, err;
+
+	if (ops->attach_listener == NULL || ops->detach_listener == NULL) {
+		fds_close(fds, nfds);
+		return reply_error("attach-listener not served here",
+		    "unavailable", fn, arg);
+	}
+	if ((ci = find_instance(ops, b, name, fn, arg, &rc)) == NULL) {
+		fds_close(fds, nfds);
+		return rc;
+	}
+	if (nfds == 0)
+		return reply_error("attach-listener needs listening sockets "
+				   "sent with the line (SCM_RIGHTS)",
+		    "usage", fn, arg);
+	err = ops->attach_listener(b, ci->name, fds, nfds, &hold, &msg);
+	if (err == EGRESS_ERR_NOT_FOUND)
+		return reply_error("no such instance", "not-found", fn, arg);
+	if (err == EGRESS_ERR_TOO_BIG)
+		return reply_error(msg, "unavailable", fn, arg);
+	if (err == EGRESS_ERR_INVALID)
+		return reply_error(msg, "usage", fn, arg);
+	if (err != 0 || hold == 0)
+		return reply_error("attach-listener failed", "failed", fn,
+		    arg);
+	rc = reply_json_hold(json_pack("{s:s, s:I}", "attached_listener",
+				 ci->name, "listeners", (json_int_t)nfds),
+	    -1, hold, fn, arg);
+	if (rc != 0)
+		ops->detach_listener(b, hold);
+	return rc;
+}
+
 /* A check in flight. */
 struct check_ctx {
 	control_reply_fn fn;
@@ -597,11 +659,12 @@ cmd_check(const struct control_ops *ops, void *b, const char *name,
 static int
 cmd_help(control_reply_fn fn, void *arg)
 {
-	return reply_json(json_pack("{s:[s,s,s,s,s,s,s,s,s]}", "commands",
+	return reply_json(json_pack("{s:[s,s,s,s,s,s,s,s,s,s]}", "commands",
 			      "show status", "show instances",
 			      "show instance NAME", "show grants NAME",
 			      "show metrics", "check INSTANCE DESTINATION",
-			      "reload", "attach INSTANCE", "help"),
+			      "reload", "attach INSTANCE",
+			      "attach-listener INSTANCE", "help"),
 	    -1, fn, arg);
 }
 
@@ -616,39 +679,61 @@ int
 control_dispatch(const struct control_ops *ops, void *b, const char *line,
     size_t len, control_reply_fn fn, void *arg)
 {
+	return control_dispatch_fds(ops, b, line, len, NULL, 0, fn, arg);
+}
+
+int
+control_dispatch_fds(const struct control_ops *ops, void *b, const char *line,
+    size_t len, int *fds, size_t nfds, control_reply_fn fn, void *arg)
+{
 	char buf[CONTROL_LINE_MAX + 1];
 	char *w[CONTROL_WORDS_MAX + 1];
+	const char *msg = NULL;
 	size_t i, nw = 0;
 	char *p;
 
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
 	if (len > CONTROL_LINE_MAX)
-		return reply_error("line too long", "usage", fn, arg);
-	for (i = 0; i < len; i++) {
+		msg = "line too long";
+	for (i = 0; msg == NULL && i < len; i++) {
 		unsigned char ch = (unsigned char)line[i];
 
 		if ((ch < 0x20 && ch != '\t') || ch >= 0x7f)
-			return reply_error("invalid byte in command", "usage",
-			    fn, arg);
+			msg = "invalid byte in command";
 	}
-	memcpy(buf, line, len);
-	buf[len] = '\0';
-	for (p = buf; *p != '\0';) {
+	if (msg == NULL) {
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+	}
+	for (p = buf; msg == NULL && *p != '\0';) {
 		while (*p == ' ' || *p == '\t')
 			*p++ = '\0';
 		if (*p == '\0')
 			break;
-		if (nw == CONTROL_WORDS_MAX)
-			return reply_error("too many words", "usage", fn, arg);
+		if (nw == CONTROL_WORDS_MAX) {
+			msg = "too many words";
+			break;
+		}
 		w[nw++] = p;
 		while (*p != '\0' && *p != ' ' && *p != '\t')
 			p++;
 	}
 	w[nw] = NULL;
-	if (nw == 0)
-		return reply_error("empty command (try: help)", "usage", fn,
-		    arg);
+	if (msg == NULL && nw == 0)
+		msg = "empty command (try: help)";
+	if (msg != NULL) {
+		fds_close(fds, nfds);
+		return reply_error(msg, "usage", fn, arg);
+	}
+	if (strcmp(w[0], "attach-listener") == 0 && nw == 2 && name_ok(w[1]))
+		return cmd_attach_listener(ops, b, w[1], fds, nfds, fn, arg);
+	if (nfds > 0) {
+		fds_close(fds, nfds);
+		return reply_error("descriptors sent with a command that "
+				   "takes none",
+		    "usage", fn, arg);
+	}
 	if (strcmp(w[0], "show") == 0 && nw >= 2) {
 		if (strcmp(w[1], "status") == 0 && nw == 2)
 			return cmd_status(ops, b, fn, arg);
@@ -669,7 +754,8 @@ control_dispatch(const struct control_ops *ops, void *b, const char *line,
 	else if (strcmp(w[0], "help") == 0 && nw == 1)
 		return cmd_help(fn, arg);
 	if (strcmp(w[0], "show") == 0 || strcmp(w[0], "check") == 0 ||
-	    strcmp(w[0], "reload") == 0 || strcmp(w[0], "attach") == 0)
+	    strcmp(w[0], "reload") == 0 || strcmp(w[0], "attach") == 0 ||
+	    strcmp(w[0], "attach-listener") == 0)
 		return reply_error("wrong arguments (try: help)", "usage", fn,
 		    arg);
 	return reply_error("unknown command (try: help)", "unknown-command",
@@ -714,6 +800,12 @@ struct cconn {
 	int pending; /* a check in flight */
 	int dead;    /* free when the check returns */
 	int eof;     /* peer finished sending */
+	/* Descriptors received, each with the offset in in[] of the byte it
+	 * came with: it belongs to the line holding that byte. */
+	int fds[CONTROL_FDS_MAX];
+	size_t fd_off[CONTROL_FDS_MAX];
+	size_t nfds;
+	uint64_t hold; /* attached listeners this connection keeps open */
 };
 
 struct control_server {
@@ -721,7 +813,8 @@ struct control_server {
 	const struct control_ops *ops;
 	void *broker;
 	struct cconn *conns;
-	size_t nconns;
+	size_t nconns; /* counted against CONTROL_CONNS_MAX */
+	size_t nholds; /* connections that became holds (not counted) */
 };
 
 static void server_reply(void *arg, struct control_reply *r);
@@ -738,9 +831,16 @@ cconn_free(struct cconn *c)
 			c->cs->conns = c->next;
 		if (c->next != NULL)
 			c->next->prev = c->prev;
-		c->cs->nconns--;
+		if (c->hold != 0) {
+			c->cs->nholds--;
+			c->cs->ops->detach_listener(c->cs->broker, c->hold);
+			c->hold = 0;
+		} else
+			c->cs->nconns--;
 		c->cs = NULL;
 	}
+	fds_close(c->fds, c->nfds);
+	c->nfds = 0;
 	if (c->rd != NULL)
 		event_free(c->rd);
 	if (c->wr != NULL)
@@ -761,12 +861,36 @@ cconn_free(struct cconn *c)
 	free(c);
 }
 
+/*
+ * The reply created a hold: from now on c keeps it (ended by
+ * cconn_free()) and counts as a hold, outside CONTROL_CONNS_MAX. A
+ * connection that cannot keep it ends it at once.
+ */
+static void
+cconn_take_hold(struct cconn *c, struct control_reply *r)
+{
+	uint64_t hold = r->hold;
+
+	r->hold = 0;
+	if (hold == 0)
+		return;
+	if (c->cs == NULL || c->dead || c->hold != 0) {
+		if (c->cs != NULL)
+			c->cs->ops->detach_listener(c->cs->broker, hold);
+		return;
+	}
+	c->hold = hold;
+	c->cs->nconns--;
+	c->cs->nholds++;
+}
+
 static void
 cconn_reply(void *arg, struct control_reply *r)
 {
 	struct cconn *c = arg;
 	struct outq *q;
 
+	cconn_take_hold(c, r);
 	if (c->dead || c->nout + r->len > CONTROL_OUT_MAX ||
 	    (q = calloc(1, sizeof(*q))) == NULL) {
 		c->eof = 1; /* cannot answer: close after what is queued */
@@ -834,20 +958,43 @@ cconn_flush(struct cconn *c)
 	return 0;
 }
 
+/*
+ * Move the descriptors that came with the bytes in[0..n] (one line and
+ * its LF) to out; shift the offsets of the others past the line.
+ */
+static size_t
+cconn_take_fds(struct cconn *c, size_t n, int *out)
+{
+	size_t i, k = 0, nout = 0;
+
+	for (i = 0; i < c->nfds; i++) {
+		if (c->fd_off[i] <= n) {
+			out[nout++] = c->fds[i];
+			continue;
+		}
+		c->fds[k] = c->fds[i];
+		c->fd_off[k++] = c->fd_off[i] - (n + 1);
+	}
+	c->nfds = k;
+	return nout;
+}
+
 /* Run complete lines while no check is in flight; then flush. */
 static void
 cconn_pump(struct cconn *c)
 {
 	struct control_server *cs = c->cs;
+	int fds[CONTROL_FDS_MAX];
+	size_t n, nfds;
 	char *nl;
-	size_t n;
 	int rc;
 
-	while (!c->pending && !c->dead && cs != NULL &&
+	while (!c->pending && !c->dead && cs != NULL && c->hold == 0 &&
 	    (nl = memchr(c->in, '\n', c->nin)) != NULL) {
 		n = (size_t)(nl - c->in);
-		rc = control_dispatch(cs->ops, cs->broker, c->in, n,
-		    server_reply, c);
+		nfds = cconn_take_fds(c, n, fds);
+		rc = control_dispatch_fds(cs->ops, cs->broker, c->in, n, fds,
+		    nfds, server_reply, c);
 		memmove(c->in, nl + 1, c->nin - n - 1);
 		c->nin -= n + 1;
 		if (rc == 1)
@@ -855,6 +1002,8 @@ cconn_pump(struct cconn *c)
 		else if (rc < 0)
 			c->eof = 1;
 	}
+	if (c->hold != 0 && c->nin > 0)
+		c->eof = 1; /* more after attach-listener: end the hold */
 	if (!c->pending && c->nin > CONTROL_LINE_MAX) {
 		(void)reply_error("line too long", "usage", cconn_reply, c);
 		c->eof = 1;
@@ -870,11 +1019,64 @@ cconn_pump(struct cconn *c)
 		cconn_free(c);
 		return;
 	}
-	/* Read only with room and nothing in flight (one at a time). */
-	if (!c->eof && !c->pending && c->nin < sizeof(c->in))
+	/* Read only with room and nothing in flight (one at a time); a
+	 * hold reads to see it close. */
+	if (!c->eof && !c->pending && (c->nin < sizeof(c->in) || c->hold))
 		(void)event_add(c->rd, NULL);
 	else
 		(void)event_del(c->rd);
+}
+
+/*
+ * Read into in[] with the descriptors that come along (CLOEXEC), each
+ * noted with the offset of its byte. More than CONTROL_FDS_MAX waiting,
+ * or a truncated set, fails the read (-1, EMSGSIZE): all are closed.
+ */
+static ssize_t
+cconn_recv(struct cconn *c)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(CONTROL_FDS_MAX * sizeof(int))];
+	} cm;
+	struct iovec iov = { c->in + c->nin, sizeof(c->in) - c->nin };
+	struct msghdr mh;
+	struct cmsghdr *h;
+	size_t i, k;
+	ssize_t n;
+	int fd, bad = 0;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.b;
+	mh.msg_controllen = sizeof(cm.b);
+	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return n;
+	for (h = CMSG_FIRSTHDR(&mh); h != NULL; h = CMSG_NXTHDR(&mh, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			memcpy(&fd, CMSG_DATA(h) + i * sizeof(int),
+			    sizeof(int));
+			if (c->nfds == CONTROL_FDS_MAX || c->hold != 0) {
+				(void)close(fd);
+				bad = 1;
+				continue;
+			}
+			c->fds[c->nfds] = fd;
+			c->fd_off[c->nfds++] = c->nin;
+		}
+	}
+	if (bad || (mh.msg_flags & MSG_CTRUNC)) {
+		fds_close(c->fds, c->nfds);
+		c->nfds = 0;
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return n;
 }
 
 static void
@@ -883,9 +1085,14 @@ cconn_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct cconn *c = arg;
 	ssize_t n;
 
-	n = recv(fd, c->in + c->nin, sizeof(c->in) - c->nin, 0);
+	n = cconn_recv(c);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	if (n > 0 && c->hold != 0) {
+		/* A hold takes no more commands: end it. */
+		cconn_free(c);
+		return;
+	}
 	if (n <= 0) {
 		/* EOF: answer what was received, then close. */
 		c->eof = 1;

@@ -11,11 +11,18 @@
  *
  *   show status | show instances | show instance NAME | show grants NAME
  *   show metrics | check INSTANCE DESTINATION | reload | attach INSTANCE
- *   help
+ *   attach-listener INSTANCE | help
  *
  * Every failure is {"error":"MESSAGE","code":"CODE"} (codes: usage,
  * unknown-command, not-found, unavailable, failed). The reply to `attach`
- * carries one file descriptor by SCM_RIGHTS. Two layers: control_dispatch()
+ * carries one file descriptor by SCM_RIGHTS. `attach-listener` is the one
+ * command that takes descriptors: 1 to CONTROL_FDS_MAX listening TCP
+ * sockets sent by SCM_RIGHTS with the bytes of its line (descriptors
+ * that come with any other line are closed and that line refused). The
+ * broker serves them for the instance for as long as that connection
+ * stays open; from its reply on, the connection is a hold: it no longer
+ * counts against CONTROL_CONNS_MAX, and anything more sent on it ends it
+ * (and so the hold). Two layers: control_dispatch()
  * turns one line into one reply, reading the broker only through struct
  * control_ops (so it can be tested and fuzzed without a daemon), and
  * control_server serves connections on a libevent base: SO_PEERCRED
@@ -40,6 +47,7 @@ struct control_server;
 #define CONTROL_LINE_MAX  4096		    /* bytes of one command */
 #define CONTROL_CONNS_MAX 16		    /* connections at once */
 #define CONTROL_OUT_MAX	  (4 * 1024 * 1024) /* queued replies */
+#define CONTROL_FDS_MAX	  4		    /* descriptors with one line */
 
 /* Runtime facts for `show status`; every pointer borrowed for the call. */
 struct control_status {
@@ -112,13 +120,33 @@ struct control_ops {
 	 * instance), or another negative error.
 	 */
 	int (*attach)(void *broker, const char *instance, int *ret_fd);
+	/*
+	 * Optional (NULL: attach-listener is refused as unavailable). Serve
+	 * the listening sockets fds[0..nfds) for instance; takes ownership
+	 * of every fd whatever the outcome. Write a hold id (never 0) to
+	 * *ret_hold and return 0, or return EGRESS_ERR_NOT_FOUND,
+	 * EGRESS_ERR_INVALID or EGRESS_ERR_TOO_BIG with *reterr_msg (static)
+	 * saying why, or another negative error.
+	 */
+	int (*attach_listener)(void *broker, const char *instance, int *fds,
+	    size_t nfds, uint64_t *ret_hold, const char **reterr_msg);
+	/*
+	 * Optional with attach_listener. End hold (its connection closed):
+	 * close those listeners. An unknown hold is a no-op.
+	 */
+	void (*detach_listener)(void *broker, uint64_t hold);
 };
 
-/* One reply. text is malloc'd (ends with "\n"); fd is -1 or owned. */
+/*
+ * One reply. text is malloc'd (ends with "\n"); fd is -1 or owned; hold
+ * is 0 or the hold an attach-listener created, which the receiver ends
+ * with ops->detach_listener when its connection closes.
+ */
 struct control_reply {
 	char *text;
 	size_t len;
 	int fd;
+	uint64_t hold;
 };
 
 /* Free text and close fd. NULL is a no-op. */
@@ -150,6 +178,16 @@ int control_metrics_text(const struct control_ops *ops, void *broker,
  */
 int control_dispatch(const struct control_ops *ops, void *broker,
     const char *line, size_t len, control_reply_fn reply, void *arg);
+
+/*
+ * As control_dispatch(), with the descriptors fds[0..nfds) (at most
+ * CONTROL_FDS_MAX) that came with the line; takes ownership of them:
+ * attach-listener consumes them, any other line closes them and is
+ * refused (code usage).
+ */
+int control_dispatch_fds(const struct control_ops *ops, void *broker,
+    const char *line, size_t len, int *fds, size_t nfds,
+    control_reply_fn reply, void *arg);
 
 /*
  * Answer whether a peer with uid and primary gid may use the control

@@ -36,6 +36,7 @@
 
 #include <egress/error.h>
 
+#include "broker/alisten.h"
 #include "broker/broker.h"
 #include "broker/confstate.h"
 #include "broker/control.h"
@@ -516,6 +517,32 @@ ctl_attach(void *arg, const char *instance, int *ret_fd)
 	return 0;
 }
 
+static int
+ctl_attach_listener(void *arg, const char *instance, int *fds, size_t nfds,
+    uint64_t *ret_hold, const char **reterr_msg)
+{
+	struct broker *b = arg;
+	size_t i;
+
+	if (b->conf.cur == NULL ||
+	    conf_instance_find(b->conf.cur->snap, instance) == NULL ||
+	    b->alisten == NULL) {
+		for (i = 0; i < nfds; i++)
+			(void)close(fds[i]);
+		return EGRESS_ERR_NOT_FOUND;
+	}
+	return alisten_attach(b->alisten, instance, fds, nfds, ret_hold,
+	    reterr_msg);
+}
+
+static void
+ctl_detach_listener(void *arg, uint64_t hold)
+{
+	struct broker *b = arg;
+
+	alisten_detach(b->alisten, hold, "the control connection closed");
+}
+
 static const struct control_ops ctl_ops = {
 	.snapshot = ctl_snapshot,
 	.status = ctl_status,
@@ -524,6 +551,8 @@ static const struct control_ops ctl_ops = {
 	.check = ctl_check,
 	.reload = ctl_reload,
 	.attach = ctl_attach,
+	.attach_listener = ctl_attach_listener,
+	.detach_listener = ctl_detach_listener,
 };
 
 /* ---- Scrape endpoint ---------------------------------------------------- */
@@ -600,6 +629,7 @@ on_reload(void *arg, const struct conf_snapshot *s)
 	}
 	(void)listen_reconcile(b->listen, s);
 	(void)proxy_ports_apply(b, s);
+	alisten_reconcile(b->alisten, s);
 	(void)metrics_apply(b, s);
 	nat64_start(b, s);
 }
@@ -968,6 +998,8 @@ daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
 	session_free_all(b);
 	control_server_free(b->control);
 	b->control = NULL;
+	alisten_free(b->alisten);
+	b->alisten = NULL;
 	ctl_checks_cancel(); /* frees the connections they held */
 	nat64_stop(b);
 	for (i = 0; i < nsigs; i++)
@@ -1040,7 +1072,8 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (control_server_new(b->base, &ctl_ops, b, &b->control) != 0 ||
-	    listen_new(b->base, on_accept, on_control, b, &b->listen) != 0)
+	    listen_new(b->base, on_accept, on_control, b, &b->listen) != 0 ||
+	    alisten_new(b->base, on_accept, b, &b->alisten) != 0)
 		goto out;
 	listen_set_revoke_cb(b->listen, on_revoke);
 	if (listen_control_open(b->listen, s) != 0) {

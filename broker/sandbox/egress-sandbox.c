@@ -21,7 +21,10 @@
  * Landlock or Yama still keeps other processes out of reach. A registry
  * of running workers (one locked file per worker under
  * /run/egress-sandbox, or --registry DIR) lets it warn when two
- * instances' workers share a uid.
+ * instances' workers share a uid. With --net (sandbox_net.c) the command
+ * is an unmodified proxy client instead: it gets no connection but a
+ * network namespace whose only way out is the broker's proxy on
+ * 127.0.0.1:3128, and the filter allows the inet socket calls.
  *
  * The seccomp filter is an allow-list: anything not named in allowed[]
  * (or the argument-checked rules after it) fails with EPERM, so a new
@@ -67,17 +70,13 @@
 #include <seccomp.h>
 
 #include "broker/net/unixsock.h"
+#include "broker/sandbox/sandbox.h"
 
 #define SANDBOX_CONTROL_DEFAULT	 "/run/egressd/control.sock"
 #define SANDBOX_REGISTRY_DEFAULT "/run/egress-sandbox"
 #define SANDBOX_REPLY_MAX	 4096
 #define SANDBOX_FD_MAX		 65535
 #define SANDBOX_KEY_MAX		 256
-
-#define EXIT_USAGE		 2
-#define EXIT_ATTACH		 3
-#define EXIT_SANDBOX		 4
-#define EXIT_EXEC		 127
 
 /*
  * What a worker (a WebAssembly runtime, a libegress client) may call.
@@ -353,6 +352,8 @@ struct sandbox_masked {
 };
 
 static volatile sig_atomic_t forward_pid = -1;
+/* --net: the filter adds sandbox_net_rules(); Landlock leaves TCP alone. */
+static int net_mode;
 
 static void usage(FILE *f);
 
@@ -393,19 +394,24 @@ usage(FILE *f)
 	    "[--user USER[:GROUP]] [--registry DIR] -- COMMAND [ARG...]\n"
 	    "       egress-sandbox --socket PATH [--fd N] "
 	    "[--user USER[:GROUP]] [--registry DIR] -- COMMAND [ARG...]\n"
+	    "       egress-sandbox --instance NAME --net [--control PATH] "
+	    "[--user USER[:GROUP]] [--registry DIR] -- COMMAND [ARG...]\n"
 	    "       egress-sandbox --print-seccomp-profile\n"
 	    "       egress-sandbox --help | --version\n");
 }
 
-static void
-die(int code, const char *what, const char *detail)
+void
+sandbox_die(int code, const char *what, const char *detail)
 {
 	(void)fprintf(stderr, "egress-sandbox: %s%s%s\n", what,
 	    detail != NULL ? ": " : "", detail != NULL ? detail : "");
 	exit(code);
 }
 
-/* As die(), from a child after fork: no stdio buffers are flushed twice. */
+/*
+ * As sandbox_die(), from a child after fork: no stdio buffers are flushed
+ * twice.
+ */
 static void
 die_child(int code, const char *what, const char *detail)
 {
@@ -414,30 +420,54 @@ die_child(int code, const char *what, const char *detail)
 	_exit(code);
 }
 
-/*
- * Ask the control socket at path for a connection attached to instance.
- * Return the received fd (CLOEXEC) or exit with EXIT_ATTACH.
- */
-static int
-attach(const char *path, const char *instance)
+/* Send req with fds[0..nfds) by SCM_RIGHTS on cfd; exit on failure. */
+static void
+control_send(int cfd, const char *req, const int *fds, size_t nfds)
 {
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(4 * sizeof(int))];
 	} cm;
-	char line[SANDBOX_REPLY_MAX + 1], req[128];
+	struct iovec iov = { (void *)req, strlen(req) };
+	struct msghdr mh;
+	struct cmsghdr *h;
+
+	if (nfds > 4)
+		sandbox_die(EXIT_ATTACH, "too many descriptors to send", NULL);
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds > 0) {
+		mh.msg_control = cm.b;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(h), fds, nfds * sizeof(int));
+	}
+	if (sendmsg(cfd, &mh, MSG_NOSIGNAL) != (ssize_t)strlen(req))
+		sandbox_die(EXIT_ATTACH, "control socket write",
+		    strerror(errno));
+}
+
+/*
+ * Read one reply line (at most SANDBOX_REPLY_MAX bytes) from cfd into
+ * line, NUL-terminated without its LF; the first descriptor that came
+ * with it to *ret_got (-1: none; any other is closed). Exit on failure.
+ */
+static void
+control_read(int cfd, char *line, int *ret_got)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(4 * sizeof(int))];
+	} cm;
 	size_t have = 0, nfds, i;
-	int cfd, got = -1, fds[4];
-	json_t *doc;
+	int got = -1, fds[4];
 	ssize_t n;
 
-	if (snprintf(req, sizeof(req), "attach %s\n", instance) >=
-	    (int)sizeof(req))
-		die(EXIT_USAGE, "instance name too long", NULL);
-	if ((cfd = unixsock_connect(path)) < 0)
-		die(EXIT_ATTACH, path, strerror(errno));
-	if (write(cfd, req, strlen(req)) != (ssize_t)strlen(req))
-		die(EXIT_ATTACH, "control socket write", strerror(errno));
 	// cppcheck-suppress legacyUninitvar ; read only once have > 0
 	while (have == 0 || line[have - 1] != '\n') {
 		struct iovec iov = { line + have, SANDBOX_REPLY_MAX - have };
@@ -445,7 +475,8 @@ attach(const char *path, const char *instance)
 		struct cmsghdr *h;
 
 		if (have == SANDBOX_REPLY_MAX)
-			die(EXIT_ATTACH, "control reply too long", NULL);
+			sandbox_die(EXIT_ATTACH, "control reply too long",
+			    NULL);
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
@@ -455,7 +486,7 @@ attach(const char *path, const char *instance)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			die(EXIT_ATTACH, "control socket closed",
+			sandbox_die(EXIT_ATTACH, "control socket closed",
 			    n < 0 ? strerror(errno) : "no reply");
 		for (h = CMSG_FIRSTHDR(&mh); h != NULL;
 		     h = CMSG_NXTHDR(&mh, h)) {
@@ -474,25 +505,61 @@ attach(const char *path, const char *instance)
 			}
 		}
 		if (mh.msg_flags & MSG_CTRUNC)
-			die(EXIT_ATTACH,
+			sandbox_die(EXIT_ATTACH,
 			    "control reply: descriptors truncated", NULL);
 		have += (size_t)n;
 	}
-	(void)close(cfd);
 	line[have - 1] = '\0';
+	*ret_got = got;
+}
+
+int
+sandbox_control(const char *path, const char *req, const int *fds, size_t nfds,
+    const char *ok_key, int *ret_fd)
+{
+	char line[SANDBOX_REPLY_MAX + 1];
+	int cfd, got;
+	json_t *doc;
+
+	if ((cfd = unixsock_connect(path)) < 0)
+		sandbox_die(EXIT_ATTACH, path, strerror(errno));
+	control_send(cfd, req, fds, nfds);
+	control_read(cfd, line, &got);
 	doc = json_loads(line, 0, NULL);
-	if (doc == NULL || json_object_get(doc, "attached") == NULL) {
+	if (doc == NULL || json_object_get(doc, ok_key) == NULL) {
 		json_t *e = doc != NULL ? json_object_get(doc, "error") : NULL;
 		char msg[256];
 
 		(void)snprintf(msg, sizeof(msg), "%.200s",
 		    json_is_string(e) ? json_string_value(e) : line);
 		json_decref(doc);
-		die(EXIT_ATTACH, "attach refused", msg);
+		sandbox_die(EXIT_ATTACH, "attach refused", msg);
 	}
 	json_decref(doc);
+	if (ret_fd != NULL)
+		*ret_fd = got;
+	else if (got >= 0)
+		(void)close(got);
+	return cfd;
+}
+
+/*
+ * Ask the control socket at path for a connection attached to instance.
+ * Return the received fd (CLOEXEC) or exit with EXIT_ATTACH.
+ */
+static int
+attach(const char *path, const char *instance)
+{
+	char req[128];
+	int got = -1;
+
+	if (snprintf(req, sizeof(req), "attach %s\n", instance) >=
+	    (int)sizeof(req))
+		sandbox_die(EXIT_USAGE, "instance name too long", NULL);
+	(void)close(sandbox_control(path, req, NULL, 0, "attached", &got));
 	if (got < 0)
-		die(EXIT_ATTACH, "attach reply carried no descriptor", NULL);
+		sandbox_die(EXIT_ATTACH, "attach reply carried no descriptor",
+		    NULL);
 	return got;
 }
 
@@ -504,15 +571,15 @@ place_fd(int fd, int target)
 
 	if (fd != target) {
 		if (dup3(fd, target, 0) != target)
-			die(EXIT_SANDBOX, "dup3", strerror(errno));
+			sandbox_die(EXIT_SANDBOX, "dup3", strerror(errno));
 		(void)close(fd);
 	} else if ((fl = fcntl(fd, F_GETFD)) < 0 ||
 	    fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) != 0)
-		die(EXIT_SANDBOX, "fcntl", strerror(errno));
+		sandbox_die(EXIT_SANDBOX, "fcntl", strerror(errno));
 	if (target > 3 && close_range(3, (unsigned)target - 1, 0) != 0)
-		die(EXIT_SANDBOX, "close_range", strerror(errno));
+		sandbox_die(EXIT_SANDBOX, "close_range", strerror(errno));
 	if (close_range((unsigned)target + 1, ~0U, 0) != 0)
-		die(EXIT_SANDBOX, "close_range", strerror(errno));
+		sandbox_die(EXIT_SANDBOX, "close_range", strerror(errno));
 }
 
 /*
@@ -581,9 +648,11 @@ install_filter(void)
 		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0) < 0)
 			goto out;
 	}
-	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sendto), 1,
-		SCMP_A4(SCMP_CMP_EQ, 0)) < 0 ||
-	    seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+	if (net_mode ? sandbox_net_rules(ctx) != 0 :
+		       seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sendto),
+			   1, SCMP_A4(SCMP_CMP_EQ, 0)) < 0)
+		goto out;
+	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
 		SCMP_A0(SCMP_CMP_MASKED_EQ, SANDBOX_CLONE_NS, 0)) < 0 ||
 	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3),
 		0) < 0 ||
@@ -689,7 +758,8 @@ parse_fd(const char *s)
 	v = strtol(s, &end, 10);
 	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 3 ||
 	    v > SANDBOX_FD_MAX)
-		die(EXIT_USAGE, "--fd needs a number from 3 to 65535", s);
+		sandbox_die(EXIT_USAGE, "--fd needs a number from 3 to 65535",
+		    s);
 	return (int)v;
 }
 
@@ -726,7 +796,7 @@ parse_user(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
 	if ((colon != NULL ? (size_t)(colon - spec) : strlen(spec)) >=
 		sizeof(user) ||
 	    spec[0] == ':')
-		die(EXIT_USAGE, "--user needs USER[:GROUP]", spec);
+		sandbox_die(EXIT_USAGE, "--user needs USER[:GROUP]", spec);
 	(void)snprintf(user, sizeof(user), "%.*s",
 	    colon != NULL ? (int)(colon - spec) : (int)strlen(spec), spec);
 	if ((id = parse_id(user)) >= 0) {
@@ -735,18 +805,19 @@ parse_user(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
 	} else if ((pw = getpwnam(user)) != NULL)
 		uid = pw->pw_uid;
 	else
-		die(EXIT_USAGE, "--user: no such user", user);
+		sandbox_die(EXIT_USAGE, "--user: no such user", user);
 	if (colon != NULL) {
 		if ((id = parse_id(colon + 1)) >= 0)
 			gid = (gid_t)id;
 		else if ((gr = getgrnam(colon + 1)) != NULL)
 			gid = gr->gr_gid;
 		else
-			die(EXIT_USAGE, "--user: no such group", colon + 1);
+			sandbox_die(EXIT_USAGE, "--user: no such group",
+			    colon + 1);
 	} else if (pw != NULL)
 		gid = pw->pw_gid;
 	else
-		die(EXIT_USAGE,
+		sandbox_die(EXIT_USAGE,
 		    "--user: a uid without a password entry needs "
 		    ":GROUP",
 		    user);
@@ -798,7 +869,8 @@ landlock_enter(int abi)
 	memset(&a, 0, sizeof(a));
 	a.handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_CHAR |
 	    LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_BLOCK;
-	if (abi >= 4)
+	/* --net: the namespace confines TCP; the proxy needs connect. */
+	if (abi >= 4 && !net_mode)
 		a.handled_access_net = SANDBOX_LL_NET_BIND_TCP |
 		    SANDBOX_LL_NET_CONNECT_TCP;
 	if (abi >= 6)
@@ -1083,9 +1155,10 @@ static void
 run_worker(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
     int abi)
 {
+	/* target -1 (--net): no descriptor is passed. */
 	if (target > 3 && close_range(3, (unsigned)target - 1, 0) != 0)
 		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
-	if (close_range((unsigned)target + 1, ~0U, 0) != 0)
+	if (close_range(target < 0 ? 3U : (unsigned)target + 1, ~0U, 0) != 0)
 		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
 	caps_bound_drop(switch_user, -1);
 	if (switch_user)
@@ -1135,7 +1208,9 @@ run_init(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 		die_child(EXIT_SANDBOX, "fork", strerror(errno));
 	if (pid == 0)
 		run_worker(argv, target, switch_user, uid, gid, abi);
-	(void)close(target);
+	/* Nothing of the launcher's stays open here (its control link). */
+	if (close_range(3, ~0U, 0) != 0)
+		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
 	/* CAP_KILL: the worker has another uid, and signals are forwarded. */
 	caps_bound_drop(1, CAP_KILL);
 	caps_clear(CAP_KILL);
@@ -1157,7 +1232,7 @@ worker_identity(const char *user, uid_t *ret_uid, gid_t *ret_gid)
 	if (user != NULL)
 		parse_user(user, &uid, &gid);
 	else if (root)
-		die(EXIT_USAGE,
+		sandbox_die(EXIT_USAGE,
 		    "refusing to run the worker as root: give "
 		    "--user USER[:GROUP]",
 		    NULL);
@@ -1166,13 +1241,13 @@ worker_identity(const char *user, uid_t *ret_uid, gid_t *ret_gid)
 		gid = getgid();
 	}
 	if (uid == 0 || gid == 0)
-		die(EXIT_USAGE,
+		sandbox_die(EXIT_USAGE,
 		    "refusing to run the worker as root (uid 0 or "
 		    "gid 0)",
 		    user);
 	if (!root && (uid != getuid() || gid != getgid()))
-		die(EXIT_SANDBOX, "--user other than the caller needs root",
-		    user);
+		sandbox_die(EXIT_SANDBOX,
+		    "--user other than the caller needs root", user);
 	*ret_uid = uid;
 	*ret_gid = gid;
 	return root;
@@ -1212,7 +1287,7 @@ spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid, int regfd)
 		    "egress-sandbox: no private PID "
 		    "namespace: the caller is not root\n");
 	if (pid < 0 && abi == 0 && yama_scope() < 1)
-		die(EXIT_SANDBOX,
+		sandbox_die(EXIT_SANDBOX,
 		    "refusing to start: no PID namespace, no "
 		    "Landlock and no Yama ptrace scope; other processes of "
 		    "the worker's uid would be in its reach",
@@ -1229,7 +1304,7 @@ spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid, int regfd)
 	if (pid < 0) {
 		(void)fflush(stderr);
 		if ((pid = fork()) < 0)
-			die(EXIT_SANDBOX, "fork", strerror(errno));
+			sandbox_die(EXIT_SANDBOX, "fork", strerror(errno));
 		if (pid == 0) {
 			if (regfd >= 0)
 				(void)close(regfd);
@@ -1246,7 +1321,7 @@ main(int argc, char **argv)
 	const char *sockpath = NULL, *user = NULL;
 	const char *registry = SANDBOX_REGISTRY_DEFAULT;
 	char num[16], key[SANDBOX_KEY_MAX], clean[SANDBOX_KEY_MAX];
-	int ai, target = 3, fd, root, regfd, rc;
+	int ai, target = 3, fd, root, regfd, rc, fd_given = 0;
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -1268,6 +1343,10 @@ main(int argc, char **argv)
 			(void)printf("egress-sandbox %s\n", EGRESSD_VERSION);
 			return 0;
 		}
+		if (strcmp(a, "--net") == 0) {
+			net_mode = 1;
+			continue;
+		}
 		if (!option_is_known(a))
 			return usage_error("unknown option", a);
 		if (ai + 1 >= argc)
@@ -1278,9 +1357,10 @@ main(int argc, char **argv)
 			control = argv[++ai];
 		else if (strcmp(a, "--socket") == 0)
 			sockpath = argv[++ai];
-		else if (strcmp(a, "--fd") == 0)
+		else if (strcmp(a, "--fd") == 0) {
 			target = parse_fd(argv[++ai]);
-		else if (strcmp(a, "--user") == 0)
+			fd_given = 1;
+		} else if (strcmp(a, "--user") == 0)
 			user = argv[++ai];
 		else
 			registry = argv[++ai];
@@ -1290,17 +1370,26 @@ main(int argc, char **argv)
 	if ((instance == NULL) == (sockpath == NULL))
 		return usage_error("give exactly one of",
 		    "--instance or --socket");
+	if (net_mode && (sockpath != NULL || fd_given))
+		return usage_error("--net takes neither of",
+		    "--socket or --fd");
 
 	root = worker_identity(user, &uid, &gid);
-	if (sockpath != NULL) {
+	if (net_mode) {
+		/* Held open: the broker serves the listeners until it closes. */
+		fd = sandbox_net_enter(control, instance, root);
+		target = -1;
+	} else if (sockpath != NULL) {
 		if ((fd = unixsock_connect(sockpath)) < 0)
-			die(EXIT_ATTACH, sockpath, strerror(errno));
+			sandbox_die(EXIT_ATTACH, sockpath, strerror(errno));
 	} else
 		fd = attach(control, instance);
-	place_fd(fd, target);
-	(void)snprintf(num, sizeof(num), "%d", target);
-	if (setenv("EGRESS_FD", num, 1) != 0)
-		die(EXIT_SANDBOX, "setenv", strerror(errno));
+	if (!net_mode) {
+		place_fd(fd, target);
+		(void)snprintf(num, sizeof(num), "%d", target);
+		if (setenv("EGRESS_FD", num, 1) != 0)
+			sandbox_die(EXIT_SANDBOX, "setenv", strerror(errno));
+	}
 
 	(void)snprintf(key, sizeof(key), "%s%s",
 	    instance != NULL ? "instance " : "socket ",
@@ -1309,8 +1398,11 @@ main(int argc, char **argv)
 	regfd = registry_enter(registry, uid, clean);
 
 	pid = spawn_worker(argv + ai, target, root, uid, gid, regfd);
-	(void)close(target);
+	if (!net_mode)
+		(void)close(target);
 	rc = supervise(pid);
 	registry_leave(registry, uid, regfd);
+	/* --net: the broker closes the listeners now. */
+	(void)close(fd);
 	return rc;
 }

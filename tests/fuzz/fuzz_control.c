@@ -106,6 +106,8 @@ static const struct control_ops ops = {
 	f_check,
 	f_reload,
 	f_attach,
+	NULL, /* attach-listener: refused as unavailable */
+	NULL,
 };
 
 static void

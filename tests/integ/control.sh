@@ -195,7 +195,7 @@ expect_jq "attach of an unknown instance: not-found" "$r" \
 
 # ---- help, unknown ----------------------------------------------------------
 r=$(ctl "help")
-expect_jq "help lists the commands" "$r" '.commands | length == 9'
+expect_jq "help lists the commands" "$r" '.commands | length == 10'
 r=$(ctl "frobnicate")
 expect_jq "unknown command" "$r" '.code == "unknown-command"'
 

@@ -32,7 +32,9 @@ struct fake {
 	int async; /* check completes later */
 	control_check_done done;
 	void *done_arg;
-	int attach_peer; /* our end of the last attach */
+	int attach_peer;    /* our end of the last attach */
+	size_t listen_nfds; /* descriptors of the last attach-listener */
+	uint64_t detached;  /* the last hold ended */
 };
 
 static struct fake F;
@@ -134,6 +136,25 @@ f_attach(void *b, const char *instance, int *ret_fd)
 	return 0;
 }
 
+static int
+f_attach_listener(void *b, const char *instance, int *fds, size_t nfds,
+    uint64_t *ret_hold, const char **reterr_msg)
+{
+	size_t i;
+
+	((struct fake *)b)->listen_nfds = nfds;
+	for (i = 0; i < nfds; i++)
+		(void)close(fds[i]);
+	*ret_hold = 7;
+	return 0;
+}
+
+static void
+f_detach_listener(void *b, uint64_t hold)
+{
+	((struct fake *)b)->detached = hold;
+}
+
 static const struct control_ops fake_ops = {
 	f_snapshot,
 	f_status,
@@ -142,6 +163,8 @@ static const struct control_ops fake_ops = {
 	f_check,
 	f_reload,
 	f_attach,
+	f_attach_listener,
+	f_detach_listener,
 };
 
 /* Replies collected by collect(). */
@@ -591,4 +614,169 @@ Test(broker_metrics, label_cap_and_escaping)
 	cr_assert_eq(strlen(text), len);
 	free(text);
 	metrics_free(m);
+}
+
+/* Is fd closed? */
+static int
+fd_is_closed(int fd)
+{
+	return fcntl(fd, F_GETFD) < 0;
+}
+
+Test(broker_control, attach_listener_dispatch, .init = setup, .fini = teardown)
+{
+	const char *l = "attach-listener weather";
+	int fds[2];
+
+	/* Descriptors with another command: closed and refused. */
+	fds[0] = dup(0);
+	cr_assert_eq(control_dispatch_fds(&fake_ops, &F, "help", 4, fds, 1,
+			 collect, NULL),
+	    0);
+	cr_assert(strstr(got, "descriptors sent with a command") != NULL, "%s",
+	    got);
+	cr_assert(fd_is_closed(fds[0]));
+	/* attach-listener without descriptors: usage. */
+	cr_assert_eq(run(l), 0);
+	cr_assert(strstr(got, "\"code\":\"usage\"") != NULL, "%s", got);
+	/* Unknown instance: not-found, descriptors closed. */
+	ngot = 0;
+	fds[0] = dup(0);
+	cr_assert_eq(control_dispatch_fds(&fake_ops, &F,
+			 "attach-listener nosuch", 22, fds, 1, collect, NULL),
+	    0);
+	cr_assert(strstr(got, "not-found") != NULL, "%s", got);
+	cr_assert(fd_is_closed(fds[0]));
+	/* Two listeners: handed over, the reply names them. */
+	ngot = 0;
+	fds[0] = dup(0);
+	fds[1] = dup(0);
+	cr_assert_eq(control_dispatch_fds(&fake_ops, &F, l, strlen(l), fds, 2,
+			 collect, NULL),
+	    0);
+	cr_assert_str_eq(got,
+	    "{\"attached_listener\":\"weather\",\"listeners\":2}\n");
+	cr_assert_eq(F.listen_nfds, 2);
+}
+
+/* Send line with fds[0..n) by SCM_RIGHTS on fd. */
+static void
+send_with_fds(int fd, const char *line, const int *fds, size_t n)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(8 * sizeof(int))];
+	} cm;
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *h;
+
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = (void *)line;
+	iov.iov_len = strlen(line);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.b;
+	mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+	h = CMSG_FIRSTHDR(&mh);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(h), fds, n * sizeof(int));
+	cr_assert_eq(sendmsg(fd, &mh, 0), (ssize_t)strlen(line));
+}
+
+Test(broker_control, server_descriptors_belong_to_their_line, .init = setup,
+    .fini = teardown)
+{
+	struct event_base *base = event_base_new();
+	struct control_server *cs = NULL;
+	char buf[4096];
+	int sv[2], p[2], fds[5];
+	size_t i;
+
+	cr_assert_eq(control_server_new(base, &fake_ops, &F, &cs), 0);
+	if (getuid() != 0)
+		cr_skip_test("needs root (SO_PEERCRED is ours)");
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+	    0);
+	cr_assert_eq(control_server_accept(cs, sv[1]), 0);
+	/* A descriptor with `help`: refused, and the broker closes it. */
+	cr_assert_eq(pipe(p), 0);
+	send_with_fds(sv[0], "help\n", &p[1], 1);
+	(void)close(p[1]);
+	read_line(base, sv[0], buf, sizeof(buf), NULL);
+	cr_assert(strstr(buf, "descriptors sent with a command") != NULL, "%s",
+	    buf);
+	cr_assert_eq(read(p[0], buf, 1), 0, "the broker kept the pipe");
+	(void)close(p[0]);
+	/* The connection goes on; a line without one is served. */
+	cr_assert_eq(write(sv[0], "help\n", 5), 5);
+	read_line(base, sv[0], buf, sizeof(buf), NULL);
+	cr_assert(strstr(buf, "\"commands\"") != NULL, "%s", buf);
+	cr_assert_eq(F.listen_nfds, 0);
+	/* More than CONTROL_FDS_MAX at once: the connection is dropped. */
+	for (i = 0; i < 5; i++)
+		fds[i] = dup(0);
+	send_with_fds(sv[0], "attach-listener weather\n", fds, 5);
+	for (i = 0; i < 5; i++)
+		(void)close(fds[i]);
+	while (control_server_count(cs) != 0)
+		(void)event_base_loop(base, EVLOOP_ONCE);
+	cr_assert_eq(F.listen_nfds, 0);
+	(void)close(sv[0]);
+	control_server_free(cs);
+	event_base_free(base);
+}
+
+Test(broker_control, attach_listener_hold, .init = setup, .fini = teardown)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct event_base *base = event_base_new();
+	struct control_server *cs = NULL;
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *h;
+	char buf[512], line[] = "attach-listener weather\n";
+	int sv[2], lfd;
+
+	cr_assert_eq(control_server_new(base, &fake_ops, &F, &cs), 0);
+	if (getuid() != 0)
+		cr_skip_test("needs root (SO_PEERCRED is ours)");
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+	    0);
+	cr_assert_eq(control_server_accept(cs, sv[1]), 0);
+	lfd = dup(0);
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = line;
+	iov.iov_len = strlen(line);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.b;
+	mh.msg_controllen = sizeof(cm.b);
+	h = CMSG_FIRSTHDR(&mh);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &lfd, sizeof(int));
+	cr_assert_eq(sendmsg(sv[0], &mh, 0), (ssize_t)strlen(line));
+	(void)close(lfd);
+	read_line(base, sv[0], buf, sizeof(buf), NULL);
+	cr_assert(strstr(buf, "\"attached_listener\"") != NULL, "%s", buf);
+	cr_assert_eq(F.listen_nfds, 1);
+	/* A hold no longer counts against CONTROL_CONNS_MAX. */
+	cr_assert_eq(control_server_count(cs), 0);
+	cr_assert_eq(F.detached, 0);
+	/* Its launcher goes: the hold ends. */
+	(void)close(sv[0]);
+	while (F.detached == 0)
+		(void)event_base_loop(base, EVLOOP_ONCE);
+	cr_assert_eq(F.detached, 7);
+	control_server_free(cs);
+	event_base_free(base);
 }

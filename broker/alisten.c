@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Attached listeners: loopback TCP listeners a launcher opened in a
+ * network namespace of its own and handed over the control socket, each
+ * accepting into the instance it was attached for, as long as the
+ * launcher's control connection lasts. See alisten.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <jansson.h>
+
+#include <egress/error.h>
+
+#include "broker/alisten.h"
+#include "broker/log.h"
+
+#define ALISTEN_RETRY_MS 100 /* after accept() fails (EMFILE) */
+
+struct alisten_group;
+
+struct alisten_one {
+	struct alisten_group *g;
+	struct evconnlistener *lev;
+	struct event *retry;
+};
+
+struct alisten_group {
+	struct alisten_group *next;
+	uint64_t id;
+	char instance[CONF_NAME_MAX + 1];
+	struct alisten_one l[ALISTEN_PER_ATTACH];
+	size_t n;
+	struct alisten *a;
+};
+
+struct alisten {
+	struct event_base *base;
+	alisten_accept_cb cb;
+	void *arg;
+	struct alisten_group *groups;
+	size_t total;
+	uint64_t next_id;
+};
+
+int
+alisten_new(struct event_base *base, alisten_accept_cb cb, void *arg,
+    struct alisten **ret)
+{
+	struct alisten *a;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	a->base = base;
+	a->cb = cb;
+	a->arg = arg;
+	a->next_id = 1;
+	*ret = a;
+	return 0;
+}
+
+static void
+alisten_log(const char *status, const char *instance, size_t n,
+    const char *what)
+{
+	json_t *o;
+
+	o = json_pack("{s:s, s:o, s:I, s:s}", "status", status, "instance",
+	    log_bounded_string(instance, strlen(instance)), "listeners",
+	    (json_int_t)n, "what", what);
+	if (o != NULL)
+		log_event("egress.listen", o);
+}
+
+/* Is sa a loopback address (127.0.0.0/8, ::1)? */
+static int
+alisten_is_loopback(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+	if (ss->ss_family == AF_INET)
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+	return 0;
+}
+
+/* Is fd a listening TCP socket bound to a loopback address? */
+static int
+alisten_fd_ok(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(int);
+	struct stat st;
+	int v;
+
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &sl) != 0 ||
+	    v != SOCK_STREAM)
+		return 0;
+	sl = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &sl) != 0 ||
+	    v != IPPROTO_TCP)
+		return 0;
+	sl = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &sl) != 0 || v != 1)
+		return 0;
+	sl = sizeof(ss);
+	memset(&ss, 0, sizeof(ss));
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return 0;
+	return alisten_is_loopback(&ss);
+}
+
+static void
+alisten_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct alisten_one *one = arg;
+
+	(void)evconnlistener_enable(one->lev);
+}
+
+static void
+alisten_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct alisten_one *one = arg;
+	struct timeval tv = { 0, ALISTEN_RETRY_MS * 1000 };
+
+	/* Out of descriptors or memory: back off instead of spinning. */
+	alisten_log("error", one->g->instance, one->g->n,
+	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	(void)evconnlistener_disable(lev);
+	(void)event_add(one->retry, &tv);
+}
+
+static void
+alisten_accept(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct alisten_one *one = arg;
+	struct alisten *a = one->g->a;
+
+	a->cb(a->arg, fd, one->g->instance);
+}
+
+/* Close g's listeners and free it (already unlinked). */
+static void
+alisten_group_free(struct alisten_group *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		if (g->l[i].lev != NULL)
+			evconnlistener_free(g->l[i].lev);
+		if (g->l[i].retry != NULL)
+			event_free(g->l[i].retry);
+	}
+	g->a->total -= g->n;
+	free(g);
+}
+
+static void
+close_fds(int *fds, size_t from, size_t nfds)
+{
+	size_t i;
+
+	for (i = from; i < nfds; i++)
+		if (fds[i] >= 0)
+			(void)close(fds[i]);
+}
+
+int
+alisten_attach(struct alisten *a, const char *instance, int *fds, size_t nfds,
+    uint64_t *ret_id, const char **reterr_msg)
+{
+	struct alisten_group *g;
+	struct alisten_one *one;
+	size_t i;
+
+	*reterr_msg = "bad listener count";
+	if (nfds == 0 || nfds > ALISTEN_PER_ATTACH ||
+	    strlen(instance) > CONF_NAME_MAX)
+		goto invalid;
+	for (i = 0; i < nfds; i++)
+		if (!alisten_fd_ok(fds[i])) {
+			*reterr_msg = "not a listening TCP socket on loopback";
+			goto invalid;
+		}
+	if (alisten_count(a, instance) + nfds > ALISTEN_PER_INSTANCE) {
+		*reterr_msg = "too many listeners for this instance";
+		close_fds(fds, 0, nfds);
+		return EGRESS_ERR_TOO_BIG;
+	}
+	if (a->total + nfds > ALISTEN_MAX) {
+		*reterr_msg = "too many listeners";
+		close_fds(fds, 0, nfds);
+		return EGRESS_ERR_TOO_BIG;
+	}
+	*reterr_msg = "out of memory";
+	if ((g = calloc(1, sizeof(*g))) == NULL) {
+		close_fds(fds, 0, nfds);
+		return EGRESS_ERR_NOMEM;
+	}
+	g->a = a;
+	memcpy(g->instance, instance, strlen(instance) + 1);
+	for (i = 0; i < nfds; i++) {
+		one = &g->l[i];
+		one->g = g;
+		if (evutil_make_socket_nonblocking(fds[i]) != 0 ||
+		    (one->retry = evtimer_new(a->base, alisten_retry_cb,
+			 one)) == NULL ||
+		    (one->lev = evconnlistener_new(a->base, alisten_accept,
+			 one, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0,
+			 fds[i])) == NULL) {
+			g->n = i + (one->retry != NULL);
+			a->total += g->n;
+			close_fds(fds, i, nfds);
+			alisten_group_free(g);
+			return EGRESS_ERR_NOMEM;
+		}
+		evconnlistener_set_error_cb(one->lev, alisten_error_cb);
+		g->n = i + 1;
+	}
+	a->total += g->n;
+	g->id = a->next_id++;
+	g->next = a->groups;
+	a->groups = g;
+	alisten_log("attached", instance, g->n,
+	    "listeners attached by a control connection");
+	*ret_id = g->id;
+	return 0;
+invalid:
+	close_fds(fds, 0, nfds);
+	return EGRESS_ERR_INVALID;
+}
+
+void
+alisten_detach(struct alisten *a, uint64_t id, const char *why)
+{
+	struct alisten_group *g, **pp;
+
+	if (a == NULL)
+		return;
+	for (pp = &a->groups; (g = *pp) != NULL; pp = &g->next) {
+		if (g->id != id)
+			continue;
+		*pp = g->next;
+		alisten_log("closed", g->instance, g->n, why);
+		alisten_group_free(g);
+		return;
+	}
+}
+
+void
+alisten_reconcile(struct alisten *a, const struct conf_snapshot *s)
+{
+	struct alisten_group *g, **pp;
+
+	for (pp = &a->groups; (g = *pp) != NULL;) {
+		if (conf_instance_find(s, g->instance) != NULL) {
+			pp = &g->next;
+			continue;
+		}
+		*pp = g->next;
+		alisten_log("closed", g->instance, g->n,
+		    "the instance left the configuration");
+		alisten_group_free(g);
+	}
+}
+
+size_t
+alisten_count(const struct alisten *a, const char *instance)
+{
+	const struct alisten_group *g;
+	size_t n = 0;
+
+	if (instance == NULL)
+		return a->total;
+	for (g = a->groups; g != NULL; g = g->next)
+		if (strcmp(g->instance, instance) == 0)
+			n += g->n;
+	return n;
+}
+
+void
+alisten_free(struct alisten *a)
+{
+	struct alisten_group *g;
+
+	if (a == NULL)
+		return;
+	while ((g = a->groups) != NULL) {
+		a->groups = g->next;
+		alisten_group_free(g);
+	}
+	free(a);
+}

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * egress-sandbox --net: a network namespace with nothing in it but lo,
+ * so the sandboxed program can reach no address and ask no DNS server;
+ * its only way out is the broker's HTTP proxy front on
+ * 127.0.0.1:3128 and [::1]:3128, whose listening sockets are opened here,
+ * inside the namespace, and handed to the broker over the control socket
+ * (`attach-listener INSTANCE`). The broker serves them for that instance
+ * for as long as the control connection returned here stays open.
+ *
+ * DNS: /etc/resolv.conf is covered (a read-only bind mount, in a private
+ * mount namespace) by a file naming only 192.0.2.1 (TEST-NET-1): with
+ * only lo in the namespace it has no route, so a query fails at once
+ * with ENETUNREACH whatever runs inside; no loopback address is named,
+ * so nothing started inside can pose as the resolver (and glibc's
+ * default without a nameserver line, 127.0.0.1, is not left in place).
+ * The filter keeps socket(AF_UNIX) closed, so neither nscd nor
+ * systemd-resolved's varlink socket can resolve names for it either.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+
+#include "broker/sandbox/sandbox.h"
+
+#define SANDBOX_RESOLV	   "/etc/resolv.conf"
+#define SANDBOX_LISTEN_MAX 2
+
+static const char resolv_text[] =
+    "# egress-sandbox --net: no DNS in this network namespace. Names\n"
+    "# are resolved by egressd through the proxy (http_proxy); this\n"
+    "# address has no route here.\n"
+    "nameserver 192.0.2.1\n"
+    "options attempts:1 timeout:1\n";
+
+/* Write s to the file path (a /proc/self file); exit on failure. */
+static void
+write_proc(const char *path, const char *s)
+{
+	int fd;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0 ||
+	    write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		sandbox_die(EXIT_SANDBOX, path, strerror(errno));
+	(void)close(fd);
+}
+
+/*
+ * New network and mount namespaces: directly as root, else inside a new
+ * user namespace that maps only the caller's own uid and gid.
+ */
+static void
+net_unshare(int root)
+{
+	char map[64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS) == 0)
+		return;
+	if (root || (errno != EPERM && errno != EACCES))
+		sandbox_die(EXIT_SANDBOX,
+		    "--net: cannot create a network namespace (needs "
+		    "CAP_SYS_ADMIN; see docs/deployment.md)",
+		    strerror(errno));
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS) != 0)
+		sandbox_die(EXIT_SANDBOX,
+		    "--net: not root, and no user namespace to create the "
+		    "network namespace in (run as root, or see "
+		    "docs/deployment.md)",
+		    strerror(errno));
+	write_proc("/proc/self/setgroups", "deny");
+	(void)snprintf(map, sizeof(map), "%lu %lu 1", (unsigned long)uid,
+	    (unsigned long)uid);
+	write_proc("/proc/self/uid_map", map);
+	(void)snprintf(map, sizeof(map), "%lu %lu 1", (unsigned long)gid,
+	    (unsigned long)gid);
+	write_proc("/proc/self/gid_map", map);
+}
+
+/* Bring lo up (it holds 127.0.0.1, and ::1 once up). */
+static void
+net_lo_up(void)
+{
+	struct ifreq ifr;
+	int s;
+
+	memset(&ifr, 0, sizeof(ifr));
+	(void)snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    ioctl(s, SIOCGIFFLAGS, &ifr) != 0)
+		sandbox_die(EXIT_SANDBOX, "--net: lo", strerror(errno));
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0)
+		sandbox_die(EXIT_SANDBOX, "--net: bring lo up",
+		    strerror(errno));
+	(void)close(s);
+}
+
+/*
+ * Cover /etc/resolv.conf, in this (private) mount namespace, with
+ * resolv_text, read-only. The text goes to a new temporary file (in
+ * sticky /tmp, where nobody else can rename or remove it), bound through
+ * its descriptor and unlinked once mounted: no path is followed twice.
+ */
+static void
+net_resolv(void)
+{
+	char tmp[] = "/tmp/egress-sandbox-resolv.XXXXXX", src[64];
+	int fd;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		sandbox_die(EXIT_SANDBOX, "--net: private mount namespace",
+		    strerror(errno));
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+		sandbox_die(EXIT_SANDBOX, "--net: resolv.conf: mkstemp",
+		    strerror(errno));
+	if (write(fd, resolv_text, sizeof(resolv_text) - 1) !=
+		(ssize_t)(sizeof(resolv_text) - 1) ||
+	    fchmod(fd, 0444) != 0) {
+		(void)unlink(tmp);
+		sandbox_die(EXIT_SANDBOX, "--net: resolv.conf",
+		    strerror(errno));
+	}
+	(void)snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	if (mount(src, SANDBOX_RESOLV, NULL, MS_BIND, NULL) != 0) {
+		(void)unlink(tmp);
+		sandbox_die(EXIT_SANDBOX,
+		    "--net: cannot cover " SANDBOX_RESOLV
+		    " (it must exist; a symlink must lead to a file)",
+		    strerror(errno));
+	}
+	(void)unlink(tmp);
+	if (mount(NULL, SANDBOX_RESOLV, NULL,
+		MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+		    MS_NOEXEC,
+		NULL) != 0)
+		sandbox_die(EXIT_SANDBOX, "--net: read-only " SANDBOX_RESOLV,
+		    strerror(errno));
+	(void)close(fd);
+}
+
+/*
+ * A listening TCP socket on the loopback address of family af at
+ * SANDBOX_PROXY_PORT, or -1 (errno set) when that family has none.
+ */
+static int
+net_listener(int af)
+{
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+	const struct sockaddr *sa;
+	socklen_t sl;
+	int fd, one = 1, saved;
+
+	memset(&in, 0, sizeof(in));
+	memset(&in6, 0, sizeof(in6));
+	in.sin_family = AF_INET;
+	in.sin_port = htons(SANDBOX_PROXY_PORT);
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	in6.sin6_family = AF_INET6;
+	in6.sin6_port = htons(SANDBOX_PROXY_PORT);
+	in6.sin6_addr = in6addr_loopback;
+	sa = af == AF_INET ? (const struct sockaddr *)&in :
+			     (const struct sockaddr *)&in6;
+	sl = af == AF_INET ? sizeof(in) : sizeof(in6);
+	if ((fd = socket(af, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP)) < 0)
+		return -1;
+	if ((af == AF_INET6 &&
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) !=
+		    0) ||
+	    bind(fd, sa, sl) != 0 || listen(fd, SOMAXCONN) != 0) {
+		saved = errno;
+		(void)close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+int
+sandbox_net_enter(const char *control, const char *instance, int root)
+{
+	static const char *const unset[] = { "no_proxy", "NO_PROXY",
+		"EGRESS_FD" };
+	static const char *const set[] = { "http_proxy", "https_proxy",
+		"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY" };
+	int fds[SANDBOX_LISTEN_MAX], cfd;
+	char req[128];
+	size_t n = 0, i;
+
+	if (snprintf(req, sizeof(req), "attach-listener %s\n", instance) >=
+	    (int)sizeof(req))
+		sandbox_die(EXIT_USAGE, "instance name too long", NULL);
+	net_unshare(root);
+	net_lo_up();
+	net_resolv();
+	if ((fds[n] = net_listener(AF_INET)) < 0)
+		sandbox_die(EXIT_SANDBOX, "--net: listen on 127.0.0.1:3128",
+		    strerror(errno));
+	n++;
+	if ((fds[n] = net_listener(AF_INET6)) >= 0)
+		n++;
+	else
+		(void)fprintf(stderr,
+		    "egress-sandbox: no IPv6 loopback (%s): the proxy "
+		    "listens on 127.0.0.1 only\n",
+		    strerror(errno));
+	cfd = sandbox_control(control, req, fds, n, "attached_listener", NULL);
+	for (i = 0; i < n; i++)
+		(void)close(fds[i]);
+	for (i = 0; i < sizeof(unset) / sizeof(unset[0]); i++)
+		if (unsetenv(unset[i]) != 0)
+			sandbox_die(EXIT_SANDBOX, "unsetenv", strerror(errno));
+	for (i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+		if (setenv(set[i], SANDBOX_PROXY_URL, 1) != 0)
+			sandbox_die(EXIT_SANDBOX, "setenv", strerror(errno));
+	return cfd;
+}
+
+int
+sandbox_net_rules(scmp_filter_ctx ctx)
+{
+	static const int plain[] = { SCMP_SYS(connect), SCMP_SYS(bind),
+		SCMP_SYS(listen), SCMP_SYS(accept), SCMP_SYS(accept4),
+		SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(sendmmsg) };
+	static const int fams[] = { AF_INET, AF_INET6 };
+	static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+	size_t i, j;
+
+	for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, plain[i], 0) < 0)
+			return -1;
+	/*
+	 * The low 32 bits the kernel reads of the family; the type's low 4
+	 * bits (SOCK_NONBLOCK and SOCK_CLOEXEC sit above them).
+	 */
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 2; j++)
+			if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+				SCMP_SYS(socket), 2,
+				SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffU,
+				    (scmp_datum_t)fams[i]),
+				SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf,
+				    (scmp_datum_t)types[j])) < 0)
+				return -1;
+	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1,
+		SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffU, AF_UNIX)) < 0)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for broker/alisten: which descriptors are taken (listening
+ * TCP on loopback only), the caps per attach, per instance and in all, a
+ * connection accepted on an attached listener reaching the callback with
+ * the instance, and detach and reconcile closing the listeners with one
+ * logged event each.
+ */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <egress/error.h>
+#include <event2/event.h>
+
+#include "broker/alisten.h"
+#include "broker/log.h"
+#include "conf/conf.h"
+
+static struct event_base *base;
+static struct alisten *A;
+static int logfd[2] = { -1, -1 };
+static char accepted[CONF_NAME_MAX + 1];
+static int naccepted;
+
+static void
+on_accept(void *arg, int fd, const char *instance)
+{
+	(void)snprintf(accepted, sizeof(accepted), "%s", instance);
+	naccepted++;
+	(void)close(fd);
+}
+
+static void
+setup(void)
+{
+	base = event_base_new();
+	cr_assert(base != NULL);
+	cr_assert_eq(alisten_new(base, on_accept, NULL, &A), 0);
+	cr_assert_eq(pipe2(logfd, O_CLOEXEC | O_NONBLOCK), 0);
+	log_set_fd(logfd[1]);
+	naccepted = 0;
+	accepted[0] = '\0';
+}
+
+static void
+teardown(void)
+{
+	alisten_free(A);
+	event_base_free(base);
+	log_set_fd(-1);
+	(void)close(logfd[0]);
+	(void)close(logfd[1]);
+}
+
+/* Everything logged since the last call. */
+static const char *
+logged(void)
+{
+	static char buf[65536];
+	ssize_t n = read(logfd[0], buf, sizeof(buf) - 1);
+
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/* A TCP socket on addr (127.0.0.1 by default) port 0; listening or not. */
+static int
+tcp_sock(int af, int do_listen, const char *v4)
+{
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+	int fd = socket(af, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert(fd >= 0);
+	memset(&in, 0, sizeof(in));
+	memset(&in6, 0, sizeof(in6));
+	in.sin_family = AF_INET;
+	in.sin_addr.s_addr = v4 != NULL ?
+	    inet_addr(v4) :
+	    htonl(INADDR_LOOPBACK);
+	in6.sin6_family = AF_INET6;
+	in6.sin6_addr = in6addr_loopback;
+	if (af == AF_INET)
+		cr_assert_eq(bind(fd, (struct sockaddr *)&in, sizeof(in)), 0);
+	else if (bind(fd, (struct sockaddr *)&in6, sizeof(in6)) != 0) {
+		(void)close(fd);
+		return -1; /* no IPv6 here */
+	}
+	if (do_listen)
+		cr_assert_eq(listen(fd, 8), 0);
+	return fd;
+}
+
+static int
+fd_is_closed(int fd)
+{
+	return fcntl(fd, F_GETFD) < 0 && errno == EBADF;
+}
+
+Test(broker_alisten, refuses_what_is_not_a_loopback_listener, .init = setup,
+    .fini = teardown)
+{
+	const char *msg = NULL;
+	uint64_t id = 0;
+	int fds[2];
+
+	fds[0] = tcp_sock(AF_INET, 0, NULL); /* bound, not listening */
+	cr_assert_eq(alisten_attach(A, "weather", fds, 1, &id, &msg),
+	    EGRESS_ERR_INVALID);
+	cr_assert_str_eq(msg, "not a listening TCP socket on loopback");
+	cr_assert(fd_is_closed(fds[0]));
+	fds[0] = tcp_sock(AF_INET, 1, "0.0.0.0"); /* every address */
+	cr_assert_eq(alisten_attach(A, "weather", fds, 1, &id, &msg),
+	    EGRESS_ERR_INVALID);
+	fds[0] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(alisten_attach(A, "weather", fds, 1, &id, &msg),
+	    EGRESS_ERR_INVALID);
+	fds[0] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* An abstract address of its own (sa_family alone: autobind). */
+	cr_assert_eq(bind(fds[0], (struct sockaddr *)&(sa_family_t){ AF_UNIX },
+			 sizeof(sa_family_t)),
+	    0);
+	cr_assert_eq(listen(fds[0], 1), 0);
+	cr_assert_eq(alisten_attach(A, "weather", fds, 1, &id, &msg),
+	    EGRESS_ERR_INVALID);
+	/* One good, one bad: nothing is taken, both are closed. */
+	fds[0] = tcp_sock(AF_INET, 1, NULL);
+	fds[1] = dup(0);
+	cr_assert_eq(alisten_attach(A, "weather", fds, 2, &id, &msg),
+	    EGRESS_ERR_INVALID);
+	cr_assert(fd_is_closed(fds[0]) && fd_is_closed(fds[1]));
+	cr_assert_eq(alisten_attach(A, "weather", fds, 0, &id, &msg),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(alisten_count(A, NULL), 0);
+	cr_assert_eq(id, 0);
+}
+
+Test(broker_alisten, accepts_into_the_instance, .init = setup,
+    .fini = teardown)
+{
+	struct sockaddr_in in;
+	socklen_t sl = sizeof(in);
+	const char *msg = NULL;
+	uint64_t id = 0;
+	int fds[2], c;
+	size_t n = 1;
+
+	fds[0] = tcp_sock(AF_INET, 1, NULL);
+	cr_assert_eq(getsockname(fds[0], (struct sockaddr *)&in, &sl), 0);
+	if ((fds[1] = tcp_sock(AF_INET6, 1, NULL)) >= 0)
+		n = 2;
+	cr_assert_eq(alisten_attach(A, "weather", fds, n, &id, &msg), 0);
+	cr_assert_neq(id, 0);
+	cr_assert_eq(alisten_count(A, "weather"), n);
+	cr_assert(strstr(logged(), "\"status\":\"attached\"") != NULL);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(c, (struct sockaddr *)&in, sizeof(in)), 0);
+	while (naccepted == 0)
+		(void)event_base_loop(base, EVLOOP_ONCE);
+	cr_assert_str_eq(accepted, "weather");
+	(void)close(c);
+	/* Detached: logged once, and the port accepts no more. */
+	alisten_detach(A, id, "the control connection closed");
+	alisten_detach(A, id, "again: a no-op");
+	cr_assert_eq(alisten_count(A, NULL), 0);
+	cr_assert(strstr(logged(),
+		      "\"status\":\"closed\",\"instance\":\"weather\"") !=
+	    NULL);
+	cr_assert_str_eq(logged(), "");
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(c, (struct sockaddr *)&in, sizeof(in)), -1);
+	cr_assert_eq(errno, ECONNREFUSED);
+	(void)close(c);
+}
+
+Test(broker_alisten, caps, .init = setup, .fini = teardown)
+{
+	const char *msg = NULL;
+	char name[32];
+	uint64_t id;
+	int fds[ALISTEN_PER_ATTACH + 1];
+	size_t i, k;
+
+	for (i = 0; i <= ALISTEN_PER_ATTACH; i++)
+		fds[i] = tcp_sock(AF_INET, 1, NULL);
+	cr_assert_eq(alisten_attach(A, "weather", fds, ALISTEN_PER_ATTACH + 1,
+			 &id, &msg),
+	    EGRESS_ERR_INVALID);
+	/* Fill every instance up to its cap, and the total. */
+	for (k = 0; k * ALISTEN_PER_INSTANCE < ALISTEN_MAX; k++) {
+		(void)snprintf(name, sizeof(name), "inst%zu", k);
+		for (i = 0; i < ALISTEN_PER_INSTANCE / ALISTEN_PER_ATTACH;
+		     i++) {
+			size_t j;
+
+			for (j = 0; j < ALISTEN_PER_ATTACH; j++)
+				fds[j] = tcp_sock(AF_INET, 1, NULL);
+			cr_assert_eq(alisten_attach(A, name, fds,
+					 ALISTEN_PER_ATTACH, &id, &msg),
+			    0);
+		}
+		fds[0] = tcp_sock(AF_INET, 1, NULL);
+		cr_assert_eq(alisten_attach(A, name, fds, 1, &id, &msg),
+		    EGRESS_ERR_TOO_BIG);
+		cr_assert_str_eq(msg, "too many listeners for this instance");
+		cr_assert(fd_is_closed(fds[0]));
+	}
+	cr_assert_eq(alisten_count(A, NULL), ALISTEN_MAX);
+	fds[0] = tcp_sock(AF_INET, 1, NULL);
+	cr_assert_eq(alisten_attach(A, "another", fds, 1, &id, &msg),
+	    EGRESS_ERR_TOO_BIG);
+	cr_assert_str_eq(msg, "too many listeners");
+	/* One group goes: room for one attach again. */
+	alisten_detach(A, 1, "the control connection closed");
+	fds[0] = tcp_sock(AF_INET, 1, NULL);
+	cr_assert_eq(alisten_attach(A, "another", fds, 1, &id, &msg), 0);
+}
+
+Test(broker_alisten, reconcile_closes_removed_instances, .init = setup,
+    .fini = teardown)
+{
+	struct conf_errors errs = { 0, NULL };
+	struct conf_snapshot *s = NULL;
+	const char *msg = NULL;
+	uint64_t id;
+	int fd;
+
+	cr_assert_eq(conf_load(SRCDIR "/examples/egressd.ini", &s, &errs), 0);
+	fd = tcp_sock(AF_INET, 1, NULL);
+	cr_assert_eq(alisten_attach(A, "weather", &fd, 1, &id, &msg), 0);
+	fd = tcp_sock(AF_INET, 1, NULL);
+	cr_assert_eq(alisten_attach(A, "removed", &fd, 1, &id, &msg), 0);
+	(void)logged();
+	alisten_reconcile(A, s);
+	cr_assert_eq(alisten_count(A, "weather"), 1);
+	cr_assert_eq(alisten_count(A, "removed"), 0);
+	cr_assert(strstr(logged(),
+		      "\"status\":\"closed\",\"instance\":\"removed\"") !=
+	    NULL);
+	conf_snapshot_free(s);
+}

@@ -456,6 +456,8 @@ log_close_event(const struct log_close *c)
 	lb_str(c->request_id);
 	LB_LIT(",\"instance\":");
 	lb_str(c->instance);
+	LB_LIT(",\"transport\":");
+	lb_str(c->transport);
 	LB_LIT(",\"connected\":");
 	lb_addr(c->connected);
 	LB_LIT(",\"status\":");

@@ -37,11 +37,13 @@ struct request;
 
 /* Bytes of response body held per stream before upstream reads pause,
  * and the level at which they resume. */
-#define REQUEST_RESP_HIGH (256 * 1024)
-#define REQUEST_RESP_LOW  (64 * 1024)
+#define REQUEST_RESP_HIGH     (256 * 1024)
+#define REQUEST_RESP_LOW      (64 * 1024)
 /* Bytes of request body queued towards the upstream before the broker
  * stops moving guest DATA (and so stops granting window). */
-#define REQUEST_UP_HIGH	  (64 * 1024)
+#define REQUEST_UP_HIGH	      (64 * 1024)
+/* The RESPONSE status telling the guest a tcp or tls stream connected. */
+#define REQUEST_STREAM_STATUS 200
 
 /*
  * Called once when r is finished and its stream closed: the owner

@@ -31,6 +31,7 @@ struct netaddr;
 struct metrics;
 struct control_server;
 struct share;
+struct request;
 
 /*
  * The fair shares of the pools instances contend for (share.h): each
@@ -119,7 +120,9 @@ struct broker {
 
 	struct session *sessions;
 	size_t nsessions;
-	size_t nrequests; /* streams being served */
+	size_t nrequests;	   /* streams being served */
+	struct request *lingering; /* streams finishing after their
+				      connection left (request.h) */
 	uint64_t request_seq;
 	char id_prefix[12];
 	int draining;

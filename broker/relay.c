@@ -27,7 +27,7 @@
 
 struct relay {
 	struct event_base *base;
-	struct guest g;
+	const struct guest *g; /* borrowed */
 	struct proto_stream *st;
 	struct evbuffer *from_guest;
 	struct bufferevent *up;
@@ -42,6 +42,7 @@ struct relay {
 	int down_ended;	 /* ... and reached the guest */
 	int over;	 /* end was called */
 	int read_paused; /* the upstream's input is full */
+	int detached;	 /* the guest is gone: flush, then end */
 
 	uint64_t bytes_up, bytes_down;
 	uint64_t last_ms;     /* the last byte either way */
@@ -75,7 +76,7 @@ relay_over(struct relay *r, int err)
 static void
 relay_check_done(struct relay *r)
 {
-	if (r->up_shut && r->down_ended)
+	if (r->up_shut && (r->down_ended || r->detached))
 		relay_over(r, 0);
 }
 
@@ -88,14 +89,19 @@ relay_push(struct relay *r)
 	size_t len;
 	uint32_t n;
 
+	if (r->detached) {
+		/* Nobody reads it any more. */
+		(void)evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
 	while (!r->over && (len = evbuffer_get_length(in)) > 0 &&
-	    r->g.ops->can_write(r->g.ctx)) {
-		n = proto_conn_sendable(r->g.ops->proto(r->g.ctx), r->st);
+	    r->g->ops->can_write(r->g->ctx)) {
+		n = proto_conn_sendable(r->g->ops->proto(r->g->ctx), r->st);
 		if (n == 0)
 			break;
 		if (n > len)
 			n = (uint32_t)len;
-		if (r->g.ops->send_data(r->g.ctx, r->st, in, n, 0) != 0) {
+		if (r->g->ops->send_data(r->g->ctx, r->st, in, n, 0) != 0) {
 			relay_over(r, EGRESS_ERR_UNAVAILABLE);
 			return;
 		}
@@ -114,13 +120,13 @@ relay_push(struct relay *r)
 		r->read_paused = 0;
 	}
 	if (!r->up_eof || r->down_ended || evbuffer_get_length(in) > 0 ||
-	    !r->g.ops->can_write(r->g.ctx))
+	    !r->g->ops->can_write(r->g->ctx))
 		return;
 	memset(&m, 0, offsetof(struct proto_msg, headers));
 	m.type = PROTO_MSG_DATA;
 	m.flags = PROTO_FLAG_END_STREAM;
 	m.stream = r->st->id;
-	if (r->g.ops->send(r->g.ctx, r->st, &m) != 0) {
+	if (r->g->ops->send(r->g->ctx, r->st, &m) != 0) {
 		relay_over(r, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
@@ -144,7 +150,7 @@ relay_pump(struct relay *r)
 		}
 		r->bytes_up += n;
 		relay_touch(r);
-		r->g.ops->consumed(r->g.ctx, r->st, n);
+		r->g->ops->consumed(r->g->ctx, r->st, n);
 	}
 	if (!r->guest_ended || r->up_shut ||
 	    evbuffer_get_length(r->from_guest) > 0 ||
@@ -242,7 +248,7 @@ relay_start(const struct relay_params *p, struct bufferevent *bev,
 		return EGRESS_ERR_NOMEM;
 	}
 	r->base = p->base;
-	r->g = *p->g;
+	r->g = p->g;
 	r->st = p->st;
 	r->from_guest = p->from_guest;
 	r->up = bev;
@@ -275,6 +281,14 @@ relay_guest_data(struct relay *r, int end)
 	if (end)
 		r->guest_ended = 1;
 	relay_pump(r);
+}
+
+void
+relay_detach(struct relay *r)
+{
+	r->detached = 1;
+	relay_push(r);
+	relay_pump(r); /* may end it */
 }
 
 void

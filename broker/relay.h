@@ -49,7 +49,8 @@ typedef void (*relay_end_fn)(void *arg, int err);
 
 struct relay_params {
 	struct event_base *base;
-	const struct guest *g;	     /* copied; its context outlives r */
+	const struct guest *g;	     /* borrowed for r's life (the owner may
+					change its operations) */
 	struct proto_stream *st;     /* the stream (borrowed for r's life) */
 	struct evbuffer *from_guest; /* guest DATA not yet upstream
 					(borrowed for r's life) */
@@ -75,6 +76,15 @@ int relay_start(const struct relay_params *p, struct bufferevent *bev,
  * TRAILERS). May call end.
  */
 void relay_guest_data(struct relay *r, int end);
+
+/*
+ * The guest is gone after it ended its side: its bytes still go upstream,
+ * and once they did (the upstream's write side shut) the relay ends with
+ * err 0, whether or not the upstream ended its side; upstream bytes are
+ * discarded meanwhile. The guest's operations must no longer be called
+ * for anything but consumed(). May call end.
+ */
+void relay_detach(struct relay *r);
 
 /* The guest's send window or output room grew: send what is now allowed.
  * May call end. */

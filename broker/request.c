@@ -105,9 +105,11 @@ struct request {
 	int status;
 	uint64_t bytes_in, bytes_out;
 	int logged_close;
-	int decided;	    /* egress.decision logged */
-	const char *detail; /* what an invalid request got wrong
+	int decided;		       /* egress.decision logged */
+	const char *detail;	       /* what an invalid request got wrong
 					   (static) */
+	struct request *lnext, *lprev; /* in b->lingering */
+	char linger_instance[CONF_NAME_MAX + 1];
 };
 
 /* ---- Request life ------------------------------------------------------ */
@@ -1346,8 +1348,13 @@ request_relay_end(void *arg, int err)
 		return;
 	}
 	request_upstream_done(r);
-	request_log_close(r, NULL);
+	/* A guest that left before the upstream's end cancelled that
+	 * direction (its own bytes were delivered). */
+	request_log_close(r,
+	    r->st.state == PROTO_STREAM_CLOSED ? NULL : "cancelled");
 	request_release_exchange(r);
+	if (r->g.ops == &guest_gone_ops)
+		r->st.state = PROTO_STREAM_CLOSED; /* nobody to wait for */
 	request_settle(r);
 }
 
@@ -1397,4 +1404,57 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 	/* What the guest sent (and ended) before the connect: may finish
 	 * r, so it comes last. */
 	relay_guest_data(r->relay, r->body_ended);
+}
+
+/* ---- Lingering streams ------------------------------------------------- */
+
+static void
+request_linger_unlink(struct request *r)
+{
+	if (r->lprev != NULL)
+		r->lprev->lnext = r->lnext;
+	else
+		r->b->lingering = r->lnext;
+	if (r->lnext != NULL)
+		r->lnext->lprev = r->lprev;
+	r->lnext = r->lprev = NULL;
+}
+
+/* A lingering stream is over (logged): it frees itself. */
+static void
+request_linger_done(void *arg, struct request *r)
+{
+	request_linger_unlink(r);
+	request_free(r);
+}
+
+int
+request_linger(struct request *r)
+{
+	if (r->phase != PHASE_RELAY || r->relay == NULL || !r->body_ended)
+		return 0;
+	(void)snprintf(r->linger_instance, sizeof(r->linger_instance), "%s",
+	    g_instance(r));
+	r->g.ops = &guest_gone_ops;
+	r->g.ctx = r->linger_instance;
+	r->done = request_linger_done;
+	r->done_arg = NULL;
+	r->lprev = NULL;
+	r->lnext = r->b->lingering;
+	if (r->lnext != NULL)
+		r->lnext->lprev = r;
+	r->b->lingering = r;
+	relay_detach(r->relay); /* may finish and free r */
+	return 1;
+}
+
+void
+request_linger_abort_all(struct broker *b)
+{
+	struct request *r;
+
+	while ((r = b->lingering) != NULL) {
+		request_linger_unlink(r);
+		request_abort(r);
+	}
 }

@@ -110,6 +110,23 @@ void request_abort(struct request *r);
  */
 void request_discard(struct request *r);
 
+/*
+ * r's connection is going away: answer 1 when r carries on without it,
+ * else 0 (the caller aborts r with request_abort()). A tcp or tls stream
+ * whose guest ended its side carries on until every byte the guest sent
+ * before it left was written upstream and the upstream's write side shut
+ * (what the upstream still sends is discarded), so that nothing the guest
+ * sent is lost: it takes no guest operation any more, stays under its
+ * idle timeout and lifetime with its lease, logs its close (error
+ * "cancelled" when the upstream had not ended its side) and frees itself;
+ * the caller must drop r, not free it (r may already be gone).
+ */
+int request_linger(struct request *r);
+
+/* End every stream request_linger() kept (at shutdown): as
+ * request_abort(). */
+void request_linger_abort_all(struct broker *b);
+
 /* Answer whether r still has work (1) or only waits for the guest (0). */
 int request_is_active(const struct request *r);
 

@@ -265,6 +265,110 @@ Test(stream, upstream_ends_first)
 	free(p);
 }
 
+/* The guest sends until the broker holds bytes the upstream has not
+ * taken (its kernel buffers full), ends its side and leaves at once:
+ * what it sent still reaches the upstream, which then reads end of
+ * file. The close is clean when the upstream had ended its side first,
+ * else "cancelled" (the guest gave up the upstream's direction). */
+struct leave_case {
+	char name[16];
+	int upstream_ended;
+	char error[16];
+};
+
+ParameterizedTestParameters(stream, guest_leaves_after_end)
+{
+	static struct leave_case cases[] = {
+		{ "upstream-ended", 1, "null" },
+		{ "upstream-open", 0, "cancelled" },
+	};
+
+	return cr_make_param_array(struct leave_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct leave_case *c, stream, guest_leaves_after_end)
+{
+	static char big[PROTO_DATA_MAX];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	struct proto_msg m;
+	uint64_t win = PROTO_STREAM_WINDOW, conn = PROTO_CONN_WINDOW;
+	size_t n, sent = 0, got = 0;
+	char buf[65536];
+	int rcvbuf = 4096, quiet = 0, i;
+	ssize_t k = -1;
+
+	cr_assert_not_null(p);
+	memset(big, 'q', sizeof(big));
+	dt_upstream_open(&u);
+	/* A small receive buffer, so that the bytes wait in the broker. */
+	cr_assert_eq(setsockopt(u.lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+			 sizeof(rcvbuf)),
+	    0);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	for (i = 0; i < DT_ITERS && u.cfd < 0; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.lfd);
+	}
+	cr_assert_geq(u.cfd, 0);
+	if (c->upstream_ended) {
+		(void)shutdown(u.cfd, SHUT_WR);
+		st_expect_data(p, 1, "", 1);
+	}
+	/* Send within the windows until the broker stops granting more. */
+	for (i = 0; i < DT_ITERS && quiet < 40; i++) {
+		n = win < conn ? (size_t)win : (size_t)conn;
+		if (n > sizeof(big))
+			n = sizeof(big);
+		if (n > 0) {
+			dt_msg(&m, PROTO_MSG_DATA, 0, 1);
+			m.data.ptr = (const uint8_t *)big;
+			m.data.len = n;
+			dt_send(p, &m);
+			sent += n;
+			win -= n;
+			conn -= n;
+			quiet = 0;
+		} else
+			quiet++;
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (dt_take(p, &m))
+			if (m.type == PROTO_MSG_WINDOW_UPDATE) {
+				if (m.stream == 0)
+					conn += m.window_update.increment;
+				else
+					win += m.window_update.increment;
+			}
+	}
+	cr_assert_eq(quiet, 40, "the broker kept granting window");
+	dt_msg(&m, PROTO_MSG_DATA, PROTO_FLAG_END_STREAM, 1);
+	dt_send(p, &m);
+	dt_peer_close(p);
+	for (i = 0; i < 4 * DT_ITERS; i++) {
+		k = read(u.cfd, buf, sizeof(buf));
+		if (k == 0)
+			break;
+		if (k > 0)
+			got += (size_t)k;
+		dt_step(u.cfd);
+	}
+	cr_assert_eq(got, sent, "the upstream got %zu of %zu bytes", got,
+	    sent);
+	cr_assert_eq(k, 0, "no end of file upstream");
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), c->error, "%s",
+	    c->name);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	cr_assert_null(dt_b.lingering);
+	dt_upstream_close(&u);
+	free(p);
+}
+
 /* END_STREAM on the REQUEST: the upstream reads end of file at once. */
 Test(stream, request_with_end_stream)
 {

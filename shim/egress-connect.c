@@ -298,6 +298,17 @@ main(int argc, char **argv)
 		if ((rv = egress_client_step(r.c)) < 0)
 			die_err(rv, NULL);
 	}
+	/* What is queued (the last bytes, the end) reaches the broker
+	 * before the connection closes. */
+	while (egress_client_want_write(r.c)) {
+		pfd[0].fd = egress_client_fd(r.c);
+		pfd[0].events = POLLIN | POLLOUT;
+		pfd[0].revents = 0;
+		if (poll(pfd, 1, -1) < 0 && errno != EINTR)
+			die_local("poll");
+		if ((rv = egress_client_step(r.c)) < 0)
+			die_err(rv, NULL);
+	}
 	egress_request_free(r.s);
 	egress_client_free(r.c);
 	return 0;

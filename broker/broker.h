@@ -123,6 +123,7 @@ struct broker {
 	size_t nrequests;	   /* streams being served */
 	struct request *lingering; /* streams finishing after their
 				      connection left (request.h) */
+	struct request *relays;	   /* every tcp or tls stream relaying */
 	uint64_t request_seq;
 	char id_prefix[12];
 	int draining;
@@ -189,6 +190,12 @@ void broker_dns_release(struct broker_dns *d);
  * when a read fails).
  */
 const struct policy_addr *broker_local_addrs(struct broker *b, size_t *ret_n);
+
+/*
+ * Write "PREFIX-SEQ" (a request id) into buf of n bytes, NUL-terminated,
+ * truncated to fit as snprintf() would.
+ */
+void broker_format_id(char *buf, size_t n, const char *prefix, uint64_t seq);
 
 /* Return the monotonic clock in milliseconds and in microseconds. */
 uint64_t broker_now_ms(void);

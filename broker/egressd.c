@@ -50,6 +50,7 @@
 #include "broker/net/nat64disc.h"
 #include "broker/net/netaddr.h"
 #include "broker/notify.h"
+#include "broker/request.h"
 #include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -578,6 +579,7 @@ on_reload(void *arg, const struct conf_snapshot *s)
 	if (b->draining)
 		return;
 	(void)broker_apply_conf(b, s);
+	(void)request_revoke_streams(b, s);
 	if (listen_control_open(b->listen, s) != 0) {
 		const char *call;
 		json_t *o;

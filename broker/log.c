@@ -471,6 +471,10 @@ log_close_event(const struct log_close *c)
 	}
 	LB_LIT(",\"error\":");
 	lb_str(c->error);
+	if (c->reason != NULL) {
+		LB_LIT(",\"reason\":");
+		lb_str(c->reason);
+	}
 	LB_LIT(",\"bytes_in\":");
 	lb_uint(c->bytes_in);
 	LB_LIT(",\"bytes_out\":");

@@ -98,6 +98,8 @@ struct log_close {
 	const struct policy_addr *connected; /* NULL: none */
 	int status;			     /* 0: no response (JSON null) */
 	const char *error;		     /* guest-visible code, or NULL */
+	const char *reason; /* why a reload revoked it (omitted when
+			       NULL) */
 	uint64_t bytes_in;  /* response body (stream: all) bytes from
 			       the upstream */
 	uint64_t bytes_out; /* request body (stream: all) bytes to the

@@ -35,6 +35,7 @@
 #include "broker/net/pool.h"
 #include "broker/relay.h"
 #include "broker/request.h"
+#include "broker/revoke.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
@@ -109,33 +110,12 @@ struct request {
 	const char *detail;	       /* what an invalid request got wrong
 					   (static) */
 	struct request *lnext, *lprev; /* in b->lingering */
+	struct request *rnext, *rprev; /* in b->relays */
+	const char *revoked;	       /* the reason a reload closed it */
 	char linger_instance[CONF_NAME_MAX + 1];
 };
 
 /* ---- Request life ------------------------------------------------------ */
-
-/* "PREFIX-SEQ" into buf (truncated to fit, as snprintf would). */
-static void
-request_format_id(char *buf, size_t n, const char *prefix, uint64_t seq)
-{
-	char digits[20];
-	size_t len = strlen(prefix), nd = 0, take;
-
-	do {
-		digits[sizeof(digits) - 1 - nd++] = (char)('0' + seq % 10);
-		seq /= 10;
-	} while (seq != 0 && nd < sizeof(digits));
-	if (n == 0)
-		return;
-	if (len > n - 1)
-		len = n - 1;
-	memcpy(buf, prefix, len);
-	if (len < n - 1)
-		buf[len++] = '-';
-	take = nd < n - 1 - len ? nd : n - 1 - len;
-	memcpy(buf + len, digits + sizeof(digits) - nd, take);
-	buf[len + take] = '\0';
-}
 
 static void request_mem_wake(void *arg);
 
@@ -176,7 +156,7 @@ request_new(struct broker *b, const struct guest *g, uint32_t id,
 	r->start_ms = broker_now_ms();
 	r->start_us = broker_now_us();
 	b->request_seq++;
-	request_format_id(r->id, sizeof(r->id), b->id_prefix, b->request_seq);
+	broker_format_id(r->id, sizeof(r->id), b->id_prefix, b->request_seq);
 	b->nrequests++;
 	return r;
 }
@@ -206,6 +186,18 @@ request_is_active(const struct request *r)
 }
 
 static const struct timeval zero_tv = { 0, 0 };
+
+static void
+request_relays_unlink(struct request *r)
+{
+	if (r->rprev != NULL)
+		r->rprev->rnext = r->rnext;
+	else
+		r->b->relays = r->rnext;
+	if (r->rnext != NULL)
+		r->rnext->rprev = r->rprev;
+	r->rnext = r->rprev = NULL;
+}
 
 static void
 up_free_cb(evutil_socket_t fd, short what, void *arg)
@@ -248,6 +240,7 @@ request_upstream_done(struct request *r)
 		r->bytes_out = relay_bytes_up(r->relay);
 		relay_free(r->relay);
 		r->relay = NULL;
+		request_relays_unlink(r);
 	}
 	request_close_up(r);
 	lease_release(r->lease);
@@ -284,7 +277,8 @@ request_log_close(struct request *r, const char *error)
 	c.transport = policy_transport_name(r->transport);
 	c.connected = r->has_connected ? &r->connected : NULL;
 	c.status = r->status;
-	c.error = error;
+	c.error = r->revoked != NULL ? "revoked" : error;
+	c.reason = r->revoked;
 	c.bytes_in = r->bytes_in;
 	c.bytes_out = r->bytes_out;
 	c.duration_ms = broker_now_ms() - r->start_ms;
@@ -450,20 +444,19 @@ static void request_connect(struct request *r);
 static void request_begin_relay(struct request *r, struct bufferevent *bev,
     const struct policy_addr *used);
 
+/* proto/ and policy/ number the transports alike (1 http .. 4 tls). */
+_Static_assert(PROTO_TRANSPORT_TCP == (int)POLICY_TRANSPORT_TCP &&
+	PROTO_TRANSPORT_TLS == (int)POLICY_TRANSPORT_TLS &&
+	PROTO_TRANSPORT_WEBSOCKET == (int)POLICY_TRANSPORT_WEBSOCKET &&
+	PROTO_TRANSPORT_HTTP == (int)POLICY_TRANSPORT_HTTP,
+    "transport numbers differ");
+
 static enum policy_transport
 request_policy_transport(const struct request *r)
 {
-	switch (r->transport) {
-	case PROTO_TRANSPORT_TCP:
-		return POLICY_TRANSPORT_TCP;
-	case PROTO_TRANSPORT_TLS:
-		return POLICY_TRANSPORT_TLS;
-	case PROTO_TRANSPORT_WEBSOCKET:
-		return POLICY_TRANSPORT_WEBSOCKET;
-	default:
-		return POLICY_TRANSPORT_HTTP;
-	}
+	return (enum policy_transport)r->transport; /* 1..4: proto checked */
 }
+
 static void request_begin_exchange(struct request *r, struct bufferevent *bev,
     const struct policy_addr *used);
 
@@ -1401,6 +1394,10 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 		return;
 	}
 	r->status = REQUEST_STREAM_STATUS;
+	r->rnext = r->b->relays;
+	if (r->rnext != NULL)
+		r->rnext->rprev = r;
+	r->b->relays = r;
 	/* What the guest sent (and ended) before the connect: may finish
 	 * r, so it comes last. */
 	relay_guest_data(r->relay, r->body_ended);
@@ -1457,4 +1454,26 @@ request_linger_abort_all(struct broker *b)
 		request_linger_unlink(r);
 		request_abort(r);
 	}
+}
+
+/* ---- Revocation at a reload -------------------------------------------- */
+
+size_t
+request_revoke_streams(struct broker *b, const struct conf_snapshot *s)
+{
+	struct request *r, *next;
+	const char *reason;
+	size_t n = 0;
+
+	for (r = b->relays; r != NULL; r = next) {
+		next = r->rnext;
+		if (revoke_is_allowed(b, s, g_instance(r),
+			request_policy_transport(r), &r->dest, &r->connected,
+			&reason))
+			continue;
+		r->revoked = reason;
+		request_fail(r, EGRESS_ERR_DENIED); /* may free r */
+		n++;
+	}
+	return n;
 }

@@ -127,6 +127,17 @@ int request_linger(struct request *r);
  * request_abort(). */
 void request_linger_abort_all(struct broker *b);
 
+/*
+ * A reload swapped snapshot s in (borrowed for the call): decide every
+ * open tcp or tls stream again against s, through the same decide path
+ * with the address it is connected to standing for the answers (no new
+ * lookup), and close each one s no longer allows (the instance, its
+ * permission, the grant, the declaration, the address class): ERROR
+ * denied to the guest, and egress.close with error "revoked" and the
+ * policy reason. Return how many were closed.
+ */
+size_t request_revoke_streams(struct broker *b, const struct conf_snapshot *s);
+
 /* Answer whether r still has work (1) or only waits for the guest (0). */
 int request_is_active(const struct request *r);
 

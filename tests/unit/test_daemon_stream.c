@@ -10,12 +10,16 @@
  * that grants nothing), the idle timeout and the lifetime, the lease held
  * for the stream's life and freed at once by a reset, refusals answered
  * at once (no port, port 0, HTTP fields, no socket_client permission,
- * metadata, not granted), and tls against a peer that speaks no TLS.
+ * metadata, not granted), tls against a peer that speaks no TLS, a
+ * guest that leaves after ending its side, and the revocation of an
+ * open stream by a reload.
  * Every case checks the decision and close events and their transport.
  */
 #include "daemon_test.h"
 
 #include <criterion/parameterized.h>
+
+#include "broker/request.h"
 
 static const char st_manifest[] =
     "[plugin]\n"
@@ -25,15 +29,14 @@ static const char st_manifest[] =
     "[egress]\n"
     "operator_defined = true\n";
 
-/* As dt_setup(), with socket_client granted to "app" (not "webonly"), a
- * budget of 2 and a one-minute idle timeout. */
+/* Write the configuration of these tests: "app" gets perms (and
+ * 127.0.0.1 when grant_local), "webonly" http_client only; a budget of
+ * 2, a one-minute idle timeout. */
 static void
-st_setup(void)
+st_write_conf(const char *perms, int grant_local)
 {
 	char text[2048];
 
-	dt_setup();
-	ct_write_str("manifest.ini", st_manifest);
 	(void)snprintf(text, sizeof(text),
 	    "[plugins.security]\n"
 	    "signature_mode = disabled\n"
@@ -42,9 +45,9 @@ st_setup(void)
 	    "[plugins.entries.app]\n"
 	    "plugin = unit\n"
 	    "manifest = manifest.ini\n"
-	    "permissions = http_client, socket_client\n"
-	    "egress_hosts = 127.0.0.1, 169.254.169.254\n"
-	    "egress_allow_private = 127.0.0.1\n"
+	    "permissions = %s\n"
+	    "egress_hosts = %s169.254.169.254\n"
+	    "egress_allow_private = %s\n"
 	    "[plugins.entries.webonly]\n"
 	    "plugin = unit\n"
 	    "manifest = manifest.ini\n"
@@ -60,10 +63,20 @@ st_setup(void)
 	    "[limits]\n"
 	    "connect_timeout_ms = 5000\n"
 	    "stream_idle_timeout_ms = 60000\n",
-	    ct_dir, ct_dir);
+	    perms, grant_local ? "127.0.0.1, " : "",
+	    grant_local ? "127.0.0.1" : "", ct_dir, ct_dir);
 	ct_write_str("egressd.ini", text);
 	confstate_reload(&dt_b.conf);
 	cr_assert(confstate_is_valid(&dt_b.conf));
+}
+
+/* As dt_setup(), with socket_client granted to "app" (not "webonly"). */
+static void
+st_setup(void)
+{
+	dt_setup();
+	ct_write_str("manifest.ini", st_manifest);
+	st_write_conf("http_client, socket_client", 1);
 }
 
 TestSuite(stream, .init = st_setup, .fini = dt_teardown);
@@ -607,6 +620,62 @@ ParameterizedTest(struct refuse_case *c, stream, refused)
 	/* Nothing reached the upstream. */
 	dt_upstream_read(&u);
 	cr_assert_lt(u.cfd, 0, "%s: the upstream was connected", c->name);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- revocation at a reload --------------------------------------------- */
+
+struct revoke_case {
+	char name[16];
+	char perms[40];
+	int grant_local;
+	char reason[24];
+};
+
+ParameterizedTestParameters(stream, revoked_at_reload)
+{
+	static struct revoke_case cases[] = {
+		{ "permission", "http_client", 1, "no-permission" },
+		{ "grant", "http_client, socket_client", 0, "not-granted" },
+	};
+
+	return cr_make_param_array(struct revoke_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+/* A reload that still allows the stream leaves it alone; one that no
+ * longer does closes it: ERROR denied, close error "revoked" with the
+ * reason, the lease back at once. */
+ParameterizedTest(struct revoke_case *c, stream, revoked_at_reload)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+
+	st_write_conf("http_client, socket_client", 1);
+	cr_assert_eq(request_revoke_streams(&dt_b, dt_b.conf.cur->snap), 0);
+	st_send_data(p, 1, "still\n", 0);
+	st_up_read(&u, 6);
+	cr_assert_str_eq(u.req, "still\n");
+
+	st_write_conf(c->perms, c->grant_local);
+	cr_assert_eq(request_revoke_streams(&dt_b, dt_b.conf.cur->snap), 1,
+	    "%s", c->name);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	st_expect_error(p, 1, PROTO_CODE_DENIED);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "revoked");
+	cr_assert_str_eq(dt_log_last("egress.close", "reason"), c->reason);
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	dt_upstream_wait_eof(&u);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

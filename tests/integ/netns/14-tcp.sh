@@ -12,7 +12,8 @@
 # another name refused, an IP literal verified as an IP); and the one
 # budget shared with HTTP (max_connections_per_instance = 2: two open
 # streams make an HTTP request budget-exhausted, and ending one frees its
-# lease at once).
+# lease at once); a reload that revokes the permission closes an open
+# stream (egress.close error revoked).
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -229,5 +230,31 @@ lab_poll 10 lab__gone "${LAB_PID[conn2]}" ||
     lab_fail "stream 2 did not end with its stdin"
 lab_stop conn2
 lab_expect_eq "stream 2's exit status" 0 "$LAB_STOP_RC"
+
+# ---- a reload that revokes socket_client closes the open stream
+mkfifo "$LAB_DIR/tcp/in3"
+lab_spawn conn3 "$LAB_NS_B" sh -c 'exec "$@" <"$0"' "$LAB_DIR/tcp/in3" \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/sock.sock" "tcp://api.weather.example:$ECHO_PORT"
+exec {in3}>"$LAB_DIR/tcp/in3"
+printf 'three\n' >&"$in3"
+lab_poll 10 grep -qx three "$LAB_DIR/log/conn3.out" ||
+    lab_fail "stream 3 did not connect"
+lab_mark
+{
+	MAX_CONN=2 lab_config_base
+	lab_entry sock sockets "$HOSTS" mixed.weather.example http_client
+	lab_entry web weather "$HOSTS" mixed.weather.example
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[conn3]}" ||
+    lab_fail "the revoked stream stayed open"
+lab_stop conn3
+lab_expect_eq "revoked stream's exit status (denied)" 10 "$LAB_STOP_RC"
+grep -q "^egress-connect: denied: " "$LAB_DIR/log/conn3.err" ||
+    lab_fail "no denied message: $(cat "$LAB_DIR/log/conn3.err")"
+lab_expect_close error revoked
+lab_expect_close reason no-permission
+exec {in3}>&-
 
 lab_finish

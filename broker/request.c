@@ -1363,7 +1363,6 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 	struct relay_params p;
 	struct proto_msg m;
 	uint64_t t = broker_now_ms();
-	int err;
 
 	r->connected = *used;
 	r->has_connected = 1;
@@ -1379,8 +1378,7 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 	p.lifetime_ms = r->total_ms > t ? (unsigned)(r->total_ms - t) : 1;
 	p.activity = &r->b->activity;
 	/* Takes bev, also on failure. */
-	if ((err = relay_start(&p, bev, request_relay_end, r, &r->relay)) !=
-	    0) {
+	if (relay_start(&p, bev, request_relay_end, r, &r->relay) != 0) {
 		r->relay = NULL;
 		request_fail(r, EGRESS_ERR_UNAVAILABLE);
 		return;
@@ -1448,11 +1446,14 @@ request_linger(struct request *r)
 void
 request_linger_abort_all(struct broker *b)
 {
-	struct request *r;
+	struct request *r, *next;
 
-	while ((r = b->lingering) != NULL) {
-		request_linger_unlink(r);
-		request_abort(r);
+	r = b->lingering;
+	b->lingering = NULL;
+	for (; r != NULL; r = next) {
+		next = r->lnext;
+		r->lnext = r->lprev = NULL;
+		request_abort(r); /* never calls done: the list stays */
 	}
 }
 

@@ -35,6 +35,28 @@
 
 #define LOCAL_REFRESH_MS 1000 /* re-read interface addresses */
 
+void
+broker_format_id(char *buf, size_t n, const char *prefix, uint64_t seq)
+{
+	char digits[20];
+	size_t len = strlen(prefix), nd = 0, take;
+
+	do {
+		digits[sizeof(digits) - 1 - nd++] = (char)('0' + seq % 10);
+		seq /= 10;
+	} while (seq != 0 && nd < sizeof(digits));
+	if (n == 0)
+		return;
+	if (len > n - 1)
+		len = n - 1;
+	memcpy(buf, prefix, len);
+	if (len < n - 1)
+		buf[len++] = '-';
+	take = nd < n - 1 - len ? nd : n - 1 - len;
+	memcpy(buf + len, digits + sizeof(digits) - nd, take);
+	buf[len + take] = '\0';
+}
+
 uint64_t
 broker_now_ms(void)
 {

@@ -34,6 +34,7 @@ struct netaddr;
 struct metrics;
 struct control_server;
 struct share;
+struct request;
 
 /*
  * The fair shares of the pools instances contend for (share.h): each
@@ -135,6 +136,9 @@ struct broker {
 	struct proxy_port *proxy_ports; /* their TCP ports (proxy_port.h) */
 	size_t nsessions;		/* both kinds */
 	size_t nrequests;		/* streams being served */
+	struct request *lingering;	/* streams finishing after their
+					   connection left (request.h) */
+	struct request *relays;		/* every tcp or tls stream relaying */
 	uint64_t request_seq;
 	char id_prefix[12];
 	int draining;
@@ -208,6 +212,12 @@ const struct policy_addr *broker_local_addrs(struct broker *b, size_t *ret_n);
  * RLIMIT_NOFILE of nofile (see BROKER_UP_GUARANTEE).
  */
 size_t broker_upstream_max(uint64_t nofile);
+
+/*
+ * Write "PREFIX-SEQ" (a request id) into buf of n bytes, NUL-terminated,
+ * truncated to fit as snprintf() would.
+ */
+void broker_format_id(char *buf, size_t n, const char *prefix, uint64_t seq);
 
 /* Return the monotonic clock in milliseconds and in microseconds. */
 uint64_t broker_now_ms(void);

@@ -54,6 +54,7 @@
 #include "broker/notify.h"
 #include "broker/proxy.h"
 #include "broker/proxy_port.h"
+#include "broker/request.h"
 #include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -615,6 +616,7 @@ on_reload(void *arg, const struct conf_snapshot *s)
 	if (b->draining)
 		return;
 	(void)broker_apply_conf(b, s);
+	(void)request_revoke_streams(b, s);
 	if (listen_control_open(b->listen, s) != 0) {
 		const char *call;
 		json_t *o;

@@ -52,4 +52,13 @@ struct guest {
 	void *ctx;
 };
 
+/*
+ * The operations of a connection that is gone, for a request that
+ * outlives it: ctx is the instance name (a NUL-terminated copy the request
+ * keeps), which instance() returns; send, send_data and send_error fail
+ * with EGRESS_ERR_CLOSED, can_write answers 0, consumed does nothing, and
+ * proto returns a closed connection's state.
+ */
+extern const struct guest_ops guest_gone_ops;
+
 #endif /* EGRESS_BROKER_GUEST_H */

@@ -476,6 +476,8 @@ log_close_event(const struct log_close *c)
 	lb_str(c->request_id);
 	LB_LIT(",\"instance\":");
 	lb_str(c->instance);
+	LB_LIT(",\"transport\":");
+	lb_str(c->transport);
 	LB_LIT(",\"connected\":");
 	lb_addr(c->connected);
 	LB_LIT(",\"status\":");
@@ -489,6 +491,10 @@ log_close_event(const struct log_close *c)
 	}
 	LB_LIT(",\"error\":");
 	lb_str(c->error);
+	if (c->reason != NULL) {
+		LB_LIT(",\"reason\":");
+		lb_str(c->reason);
+	}
 	LB_LIT(",\"bytes_in\":");
 	lb_uint(c->bytes_in);
 	LB_LIT(",\"bytes_out\":");

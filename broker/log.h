@@ -162,11 +162,16 @@ void log_decision(const struct log_decision *d);
 struct log_close {
 	const char *request_id;
 	const char *instance;
+	const char *transport;		     /* "http", "tcp", "tls" */
 	const struct policy_addr *connected; /* NULL: none */
 	int status;			     /* 0: no response (JSON null) */
 	const char *error;		     /* guest-visible code, or NULL */
-	uint64_t bytes_in;  /* response body bytes from upstream */
-	uint64_t bytes_out; /* request body bytes to upstream */
+	const char *reason; /* why a reload revoked it (omitted when
+			       NULL) */
+	uint64_t bytes_in;  /* response body (stream: all) bytes from
+			       the upstream */
+	uint64_t bytes_out; /* request body (stream: all) bytes to the
+			       upstream */
 	uint64_t duration_ms;
 };
 

@@ -33,7 +33,9 @@
 #include "broker/net/http1.h"
 #include "broker/net/lease.h"
 #include "broker/net/pool.h"
+#include "broker/relay.h"
 #include "broker/request.h"
+#include "broker/revoke.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
@@ -44,6 +46,7 @@ enum request_phase {
 	PHASE_DIALING,
 	PHASE_EXCHANGE,
 	PHASE_FLUSHING, /* upstream done, tail waits for window */
+	PHASE_RELAY,	/* a tcp or tls stream relays bytes */
 	PHASE_DONE,	/* logged; waits for the guest to end */
 };
 
@@ -55,6 +58,7 @@ struct request {
 	struct proto_stream st;
 	enum request_phase phase;
 	char id[40];
+	uint8_t transport; /* enum proto_transport */
 
 	struct confref *conf; /* the snapshot decided with */
 	const struct conf_instance *ci;
@@ -71,6 +75,8 @@ struct request {
 	struct dial *dial;
 	struct bufferevent *up;
 	struct http1_exchange *x;
+	struct relay *relay; /* a tcp or tls stream, once connected */
+	unsigned idle_ms;    /* its idle timeout (0: none) */
 	struct lease *lease; /* held while upstream lives */
 	struct policy_addr connected;
 	int has_connected;
@@ -100,35 +106,16 @@ struct request {
 	int status;
 	uint64_t bytes_in, bytes_out;
 	int logged_close;
-	int decided;	    /* egress.decision logged */
-	const char *detail; /* what an invalid request got wrong
+	int decided;		       /* egress.decision logged */
+	const char *detail;	       /* what an invalid request got wrong
 					   (static) */
+	struct request *lnext, *lprev; /* in b->lingering */
+	struct request *rnext, *rprev; /* in b->relays */
+	const char *revoked;	       /* the reason a reload closed it */
+	char linger_instance[CONF_NAME_MAX + 1];
 };
 
 /* ---- Request life ------------------------------------------------------ */
-
-/* "PREFIX-SEQ" into buf (truncated to fit, as snprintf would). */
-static void
-request_format_id(char *buf, size_t n, const char *prefix, uint64_t seq)
-{
-	char digits[20];
-	size_t len = strlen(prefix), nd = 0, take;
-
-	do {
-		digits[sizeof(digits) - 1 - nd++] = (char)('0' + seq % 10);
-		seq /= 10;
-	} while (seq != 0 && nd < sizeof(digits));
-	if (n == 0)
-		return;
-	if (len > n - 1)
-		len = n - 1;
-	memcpy(buf, prefix, len);
-	if (len < n - 1)
-		buf[len++] = '-';
-	take = nd < n - 1 - len ? nd : n - 1 - len;
-	memcpy(buf + len, digits + sizeof(digits) - nd, take);
-	buf[len + take] = '\0';
-}
 
 static void request_mem_wake(void *arg);
 
@@ -159,6 +146,7 @@ request_new(struct broker *b, const struct guest *g, uint32_t id,
 	r->mem.wake = request_mem_wake;
 	r->mem.arg = r;
 	proto_stream_init(&r->st, id);
+	r->transport = PROTO_TRANSPORT_HTTP;
 	if ((r->body = evbuffer_new()) == NULL ||
 	    (r->resp = evbuffer_new()) == NULL) {
 		evbuffer_free(r->body);
@@ -168,7 +156,7 @@ request_new(struct broker *b, const struct guest *g, uint32_t id,
 	r->start_ms = broker_now_ms();
 	r->start_us = broker_now_us();
 	b->request_seq++;
-	request_format_id(r->id, sizeof(r->id), b->id_prefix, b->request_seq);
+	broker_format_id(r->id, sizeof(r->id), b->id_prefix, b->request_seq);
 	b->nrequests++;
 	return r;
 }
@@ -198,6 +186,18 @@ request_is_active(const struct request *r)
 }
 
 static const struct timeval zero_tv = { 0, 0 };
+
+static void
+request_relays_unlink(struct request *r)
+{
+	if (r->rprev != NULL)
+		r->rprev->rnext = r->rnext;
+	else
+		r->b->relays = r->rnext;
+	if (r->rnext != NULL)
+		r->rnext->rprev = r->rprev;
+	r->rnext = r->rprev = NULL;
+}
 
 static void
 up_free_cb(evutil_socket_t fd, short what, void *arg)
@@ -235,6 +235,13 @@ request_upstream_done(struct request *r)
 		http1_exchange_free(r->x);
 		r->x = NULL;
 	}
+	if (r->relay != NULL) {
+		r->bytes_in = relay_bytes_down(r->relay);
+		r->bytes_out = relay_bytes_up(r->relay);
+		relay_free(r->relay);
+		r->relay = NULL;
+		request_relays_unlink(r);
+	}
 	request_close_up(r);
 	lease_release(r->lease);
 	r->lease = NULL;
@@ -267,9 +274,11 @@ request_log_close(struct request *r, const char *error)
 	memset(&c, 0, sizeof(c));
 	c.request_id = r->id;
 	c.instance = g_instance(r);
+	c.transport = policy_transport_name(r->transport);
 	c.connected = r->has_connected ? &r->connected : NULL;
 	c.status = r->status;
-	c.error = error;
+	c.error = r->revoked != NULL ? "revoked" : error;
+	c.reason = r->revoked;
 	c.bytes_in = r->bytes_in;
 	c.bytes_out = r->bytes_out;
 	c.duration_ms = broker_now_ms() - r->start_ms;
@@ -396,7 +405,7 @@ request_log_decision(struct request *r, const char *host, size_t host_len,
 	d.request_id = r->id;
 	d.instance = g_instance(r);
 	d.plugin = request_plugin(r);
-	d.transport = "http";
+	d.transport = policy_transport_name(r->transport);
 	d.host = host;
 	d.host_len = host_len;
 	d.port = port;
@@ -432,6 +441,22 @@ request_invalid(struct request *r, const char *detail)
 }
 
 static void request_connect(struct request *r);
+static void request_begin_relay(struct request *r, struct bufferevent *bev,
+    const struct policy_addr *used);
+
+/* proto/ and policy/ number the transports alike (1 http .. 4 tls). */
+_Static_assert(PROTO_TRANSPORT_TCP == (int)POLICY_TRANSPORT_TCP &&
+	PROTO_TRANSPORT_TLS == (int)POLICY_TRANSPORT_TLS &&
+	PROTO_TRANSPORT_WEBSOCKET == (int)POLICY_TRANSPORT_WEBSOCKET &&
+	PROTO_TRANSPORT_HTTP == (int)POLICY_TRANSPORT_HTTP,
+    "transport numbers differ");
+
+static enum policy_transport
+request_policy_transport(const struct request *r)
+{
+	return (enum policy_transport)r->transport; /* 1..4: proto checked */
+}
+
 static void request_begin_exchange(struct request *r, struct bufferevent *bev,
     const struct policy_addr *used);
 
@@ -483,7 +508,8 @@ request_decided(struct request *r, const struct decide_result *res)
 		return;
 	}
 	s = r->conf->snap;
-	if (!r->https || r->b->tls_ok) {
+	if (r->transport == PROTO_TRANSPORT_HTTP &&
+	    (!r->https || r->b->tls_ok)) {
 		request_pool_key(r, &k);
 		bev = pool_take(r->b->pool, &k, r->verdict->addrs,
 		    r->verdict->naddrs, &r->lease, &used);
@@ -651,7 +677,8 @@ request_check_head(struct request *r, const struct proto_msg *m,
 	struct policy_err perr;
 	size_t i;
 
-	/* Only the http transport exists so far. */
+	/* http here; tcp and tls in request_check_stream(); websocket is
+	 * not served yet. */
 	if (rq->transport != PROTO_TRANSPORT_HTTP ||
 	    !(str_is(&rq->scheme, "http") || str_is(&rq->scheme, "https"))) {
 		r->dest.host.name[0] = '\0';
@@ -719,6 +746,47 @@ request_check_head(struct request *r, const struct proto_msg *m,
 	return 0;
 }
 
+/*
+ * Check a tcp or tls REQUEST: an authority HOST:PORT (port required,
+ * 1..65535; else the decision is invalid-destination) and none of HTTP's
+ * fields. Fill r->dest. Return 0, or -1 when r was refused (finished).
+ */
+static int
+request_check_stream(struct request *r, const struct proto_msg *m)
+{
+	static char detail[sizeof(((struct policy_err *)0)->msg) + 32];
+	const struct proto_request *rq = &m->request;
+	struct policy_err perr;
+
+	if (rq->method.len != 0 || rq->scheme.len != 0 || rq->path.len != 0 ||
+	    m->nheaders != 0) {
+		r->detail = "a tcp or tls request carries no method, scheme, "
+			    "path or headers";
+		request_log_decision(r, rq->authority.ptr, rq->authority.len,
+		    0, 0, "invalid-request");
+		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
+		return -1;
+	}
+	perr.msg[0] = '\0';
+	if (rq->authority.len == 0 ||
+	    policy_hostport_parse(rq->authority.ptr, rq->authority.len,
+		&r->dest, &perr) != 0) {
+		(void)snprintf(detail, sizeof(detail), "%s",
+		    perr.msg[0] ? perr.msg :
+				  "no destination: write HOST:PORT");
+		r->detail = detail;
+		request_log_decision(r, rq->authority.ptr, rq->authority.len,
+		    0, 0,
+		    policy_reason_str(POLICY_REASON_INVALID_DESTINATION));
+		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
+		return -1;
+	}
+	r->https = rq->transport == PROTO_TRANSPORT_TLS; /* dial TLS */
+	if (m->flags & PROTO_FLAG_END_STREAM)
+		r->body_ended = 1;
+	return 0;
+}
+
 void
 request_start(struct request *r, const struct proto_msg *m)
 {
@@ -728,6 +796,7 @@ request_start(struct request *r, const struct proto_msg *m)
 	struct http1_head out;
 	size_t i;
 
+	r->transport = rq->transport; /* 1..4: proto checked it */
 	/* The host as the guest wrote it, until it parses. */
 	i = rq->authority.ptr == NULL ?
 	    0 :
@@ -748,9 +817,13 @@ request_start(struct request *r, const struct proto_msg *m)
 	r->ci = conf_instance_find(s, g_instance(r));
 
 	/* 2. The head. */
-	if (request_check_head(r, m, &out) != 0)
+	if (rq->transport == PROTO_TRANSPORT_TCP ||
+	    rq->transport == PROTO_TRANSPORT_TLS) {
+		if (request_check_stream(r, m) != 0)
+			return;
+	} else if (request_check_head(r, m, &out) != 0)
 		return;
-	if (request_copy_head(r, &out) != 0) {
+	else if (request_copy_head(r, &out) != 0) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
@@ -758,11 +831,19 @@ request_start(struct request *r, const struct proto_msg *m)
 	/* Limits: the guest may lower each, never raise it. */
 	r->deadline_ms = r->start_ms +
 	    lower(s->connect_timeout_ms, rq->timeouts.connect_ms);
+	if (r->transport != PROTO_TRANSPORT_HTTP) {
+		/* A stream: between-bytes is its idle timeout, total its
+		 * lifetime, both from the broker's [limits] at most. */
+		r->idle_ms = lower(s->stream_idle_timeout_ms,
+		    rq->timeouts.between_bytes_ms);
+		r->total_ms = r->start_ms +
+		    lower(s->stream_max_lifetime_ms, rq->timeouts.total_ms);
+	}
 	r->first_byte_ms = (int)lower(s->first_byte_timeout_ms,
 	    rq->timeouts.first_byte_ms);
 	r->between_bytes_ms = (int)lower(s->between_bytes_timeout_ms,
 	    rq->timeouts.between_bytes_ms);
-	if (rq->timeouts.total_ms != 0)
+	if (rq->timeouts.total_ms != 0 && r->transport == PROTO_TRANSPORT_HTTP)
 		r->total_ms = r->start_ms + rq->timeouts.total_ms;
 
 	/* 3. The decision, around exactly one resolution. */
@@ -770,7 +851,7 @@ request_start(struct request *r, const struct proto_msg *m)
 	r->dns = broker_dns_hold(r->b);
 	lk.resolver = r->dns != NULL ? broker_dns_resolver(r->dns) : NULL;
 	lk.tag = g_instance(r); /* the resolver's fair share (broker.h) */
-	if (decide_run(&r->decide, POLICY_TRANSPORT_HTTP, &r->dest,
+	if (decide_run(&r->decide, request_policy_transport(r), &r->dest,
 		request_policy, r, &lk, request_decide_cb, r)) {
 		broker_dns_release(r->dns);
 		r->dns = NULL;
@@ -1068,6 +1149,10 @@ request_dial_cb(void *arg, int err, struct bufferevent *bev,
 		return;
 	}
 	metrics_connect(r->b->metrics, broker_now_us() - r->dial_us);
+	if (r->transport != PROTO_TRANSPORT_HTTP) {
+		request_begin_relay(r, bev, used);
+		return;
+	}
 	request_begin_exchange(r, bev, used);
 }
 
@@ -1136,6 +1221,7 @@ request_connect(struct request *r)
 	p.timeout_ms = (int)(until - t);
 	p.handshakes = r->b->tls_share; /* a fair share of handshakes */
 	p.tag = g_instance(r);
+	p.no_alpn = r->transport != PROTO_TRANSPORT_HTTP;
 	r->dial_us = broker_now_us();
 	r->tls_gen = r->b->tls_gen;
 	err = dial_start(r->b->base, r->https ? r->b->tls : NULL, &p,
@@ -1202,7 +1288,9 @@ request_push(struct request *r)
 void
 request_flush(struct request *r)
 {
-	if (r->phase == PHASE_EXCHANGE || r->phase == PHASE_FLUSHING)
+	if (r->phase == PHASE_RELAY && r->relay != NULL)
+		relay_flush(r->relay);
+	else if (r->phase == PHASE_EXCHANGE || r->phase == PHASE_FLUSHING)
 		request_push(r);
 }
 
@@ -1211,6 +1299,10 @@ request_on_body(struct request *r, size_t len, int end)
 {
 	if (end)
 		r->body_ended = 1;
+	if (r->phase == PHASE_RELAY && r->relay != NULL) {
+		relay_guest_data(r->relay, end); /* may finish r */
+		return;
+	}
 	if (r->phase == PHASE_DONE || r->phase == PHASE_FLUSHING) {
 		/* The response is over: discard, and credit it back. */
 		size_t n = evbuffer_get_length(r->body);
@@ -1226,4 +1318,156 @@ request_on_body(struct request *r, size_t len, int end)
 	if (r->phase == PHASE_EXCHANGE)
 		request_pump_body(r);
 	/* Before the exchange, body waits (uncredited) in r->body. */
+}
+
+/* ---- Streams (tcp, tls) ------------------------------------------------ */
+
+/* The relay is over: both directions ended (err 0), or it failed. */
+static void
+request_relay_end(void *arg, int err)
+{
+	struct request *r = arg;
+
+	r->b->activity++;
+	if (err != 0) {
+		request_fail(r, err);
+		return;
+	}
+	request_upstream_done(r);
+	/* A guest that left before the upstream's end cancelled that
+	 * direction (its own bytes were delivered). */
+	request_log_close(r,
+	    r->st.state == PROTO_STREAM_CLOSED ? NULL : "cancelled");
+	request_release_exchange(r);
+	if (r->g.ops == &guest_gone_ops)
+		r->st.state = PROTO_STREAM_CLOSED; /* nobody to wait for */
+	request_settle(r);
+}
+
+/*
+ * The stream's connection is up (TLS verified for tls): tell the guest
+ * with RESPONSE 200 and relay bytes until both sides ended, the idle
+ * timeout or the lifetime. The lease stays held all along.
+ */
+static void
+request_begin_relay(struct request *r, struct bufferevent *bev,
+    const struct policy_addr *used)
+{
+	struct relay_params p;
+	struct proto_msg m;
+	uint64_t t = broker_now_ms();
+
+	r->connected = *used;
+	r->has_connected = 1;
+	r->phase = PHASE_RELAY;
+	if (r->timer != NULL)
+		(void)evtimer_del(r->timer);
+	memset(&p, 0, sizeof(p));
+	p.base = r->b->base;
+	p.g = &r->g;
+	p.st = &r->st;
+	p.from_guest = r->body;
+	p.idle_ms = r->idle_ms;
+	p.lifetime_ms = r->total_ms > t ? (unsigned)(r->total_ms - t) : 1;
+	p.activity = &r->b->activity;
+	/* Takes bev, also on failure. */
+	if (relay_start(&p, bev, request_relay_end, r, &r->relay) != 0) {
+		r->relay = NULL;
+		request_fail(r, EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_RESPONSE;
+	m.stream = r->st.id;
+	m.response.status = REQUEST_STREAM_STATUS;
+	if (r->g.ops->send(r->g.ctx, &r->st, &m) != 0) {
+		request_fail(r, EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+	r->status = REQUEST_STREAM_STATUS;
+	r->rnext = r->b->relays;
+	if (r->rnext != NULL)
+		r->rnext->rprev = r;
+	r->b->relays = r;
+	/* What the guest sent (and ended) before the connect: may finish
+	 * r, so it comes last. */
+	relay_guest_data(r->relay, r->body_ended);
+}
+
+/* ---- Lingering streams ------------------------------------------------- */
+
+static void
+request_linger_unlink(struct request *r)
+{
+	if (r->lprev != NULL)
+		r->lprev->lnext = r->lnext;
+	else
+		r->b->lingering = r->lnext;
+	if (r->lnext != NULL)
+		r->lnext->lprev = r->lprev;
+	r->lnext = r->lprev = NULL;
+}
+
+/* A lingering stream is over (logged): it frees itself. */
+static void
+request_linger_done(void *arg, struct request *r)
+{
+	request_linger_unlink(r);
+	request_free(r);
+}
+
+int
+request_linger(struct request *r)
+{
+	if (r->phase != PHASE_RELAY || r->relay == NULL || !r->body_ended)
+		return 0;
+	(void)snprintf(r->linger_instance, sizeof(r->linger_instance), "%s",
+	    g_instance(r));
+	r->g.ops = &guest_gone_ops;
+	r->g.ctx = r->linger_instance;
+	r->done = request_linger_done;
+	r->done_arg = NULL;
+	r->lprev = NULL;
+	r->lnext = r->b->lingering;
+	if (r->lnext != NULL)
+		r->lnext->lprev = r;
+	r->b->lingering = r;
+	relay_detach(r->relay); /* may finish and free r */
+	return 1;
+}
+
+void
+request_linger_abort_all(struct broker *b)
+{
+	struct request *r, *next;
+
+	r = b->lingering;
+	b->lingering = NULL;
+	for (; r != NULL; r = next) {
+		next = r->lnext;
+		r->lnext = r->lprev = NULL;
+		request_abort(r); /* never calls done: the list stays */
+	}
+}
+
+/* ---- Revocation at a reload -------------------------------------------- */
+
+size_t
+request_revoke_streams(struct broker *b, const struct conf_snapshot *s)
+{
+	struct request *r, *next;
+	const char *reason;
+	size_t n = 0;
+
+	for (r = b->relays; r != NULL; r = next) {
+		next = r->rnext;
+		if (revoke_is_allowed(b, s, g_instance(r),
+			request_policy_transport(r), &r->dest, &r->connected,
+			&reason))
+			continue;
+		r->revoked = reason;
+		request_fail(r, EGRESS_ERR_DENIED); /* may free r */
+		n++;
+	}
+	return n;
 }

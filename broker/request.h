@@ -37,11 +37,13 @@ struct request;
 
 /* Bytes of response body held per stream before upstream reads pause,
  * and the level at which they resume. */
-#define REQUEST_RESP_HIGH (256 * 1024)
-#define REQUEST_RESP_LOW  (64 * 1024)
+#define REQUEST_RESP_HIGH     (256 * 1024)
+#define REQUEST_RESP_LOW      (64 * 1024)
 /* Bytes of request body queued towards the upstream before the broker
  * stops moving guest DATA (and so stops granting window). */
-#define REQUEST_UP_HIGH	  (64 * 1024)
+#define REQUEST_UP_HIGH	      (64 * 1024)
+/* The RESPONSE status telling the guest a tcp or tls stream connected. */
+#define REQUEST_STREAM_STATUS 200
 
 /*
  * Called once when r is finished and its stream closed: the owner
@@ -107,6 +109,34 @@ void request_abort(struct request *r);
  * request_start(). NULL is a no-op.
  */
 void request_discard(struct request *r);
+
+/*
+ * r's connection is going away: answer 1 when r carries on without it,
+ * else 0 (the caller aborts r with request_abort()). A tcp or tls stream
+ * whose guest ended its side carries on until every byte the guest sent
+ * before it left was written upstream and the upstream's write side shut
+ * (what the upstream still sends is discarded), so that nothing the guest
+ * sent is lost: it takes no guest operation any more, stays under its
+ * idle timeout and lifetime with its lease, logs its close (error
+ * "cancelled" when the upstream had not ended its side) and frees itself;
+ * the caller must drop r, not free it (r may already be gone).
+ */
+int request_linger(struct request *r);
+
+/* End every stream request_linger() kept (at shutdown): as
+ * request_abort(). */
+void request_linger_abort_all(struct broker *b);
+
+/*
+ * A reload swapped snapshot s in (borrowed for the call): decide every
+ * open tcp or tls stream again against s, through the same decide path
+ * with the address it is connected to standing for the answers (no new
+ * lookup), and close each one s no longer allows (the instance, its
+ * permission, the grant, the declaration, the address class): ERROR
+ * denied to the guest, and egress.close with error "revoked" and the
+ * policy reason. Return how many were closed.
+ */
+size_t request_revoke_streams(struct broker *b, const struct conf_snapshot *s);
 
 /* Answer whether r still has work (1) or only waits for the guest (0). */
 int request_is_active(const struct request *r);

@@ -787,7 +787,8 @@ session_free(struct session *s)
 
 	while ((t = s->streams) != NULL) {
 		s->streams = t->next;
-		request_abort(t->r);
+		if (!request_linger(t->r))
+			request_abort(t->r);
 		free(t);
 	}
 	if (s->prev != NULL)
@@ -993,6 +994,7 @@ session_free_all(struct broker *b)
 {
 	while (b->sessions != NULL)
 		session_free(b->sessions);
+	request_linger_abort_all(b);
 	if (refused.timer != NULL) {
 		session_refused_flush(-1, 0, NULL);
 		event_free(refused.timer);

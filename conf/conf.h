@@ -196,7 +196,9 @@ struct conf_snapshot {
 	unsigned connect_timeout_ms;
 	unsigned first_byte_timeout_ms;
 	unsigned between_bytes_timeout_ms;
-	char **extra_methods; /* request methods beyond the
+	unsigned stream_idle_timeout_ms; /* tcp/tls: no byte either way */
+	unsigned stream_max_lifetime_ms; /* tcp/tls: from connected */
+	char **extra_methods;		 /* request methods beyond the
 					   standard set (tokens) */
 	size_t nextra_methods;
 

@@ -45,6 +45,8 @@ _Static_assert(sizeof(uid_t) == sizeof(unsigned) &&
 #define DEF_CONNECT_MS	     10000
 #define DEF_FIRST_BYTE_MS    30000
 #define DEF_BETWEEN_BYTES_MS 30000
+#define DEF_STREAM_IDLE_MS   300000
+#define DEF_STREAM_LIFE_MS   3600000
 
 static const struct conf_keydef security_keys[] = {
 	{ "nat64_prefixes", 1 },
@@ -83,6 +85,8 @@ static const struct conf_keydef limits_keys[] = {
 	{ "connect_timeout_ms", 0 },
 	{ "first_byte_timeout_ms", 0 },
 	{ "between_bytes_timeout_ms", 0 },
+	{ "stream_idle_timeout_ms", 0 },
+	{ "stream_max_lifetime_ms", 0 },
 	{ "extra_methods", 1 },
 	{ NULL, 0 },
 };
@@ -735,6 +739,12 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	    &s->first_byte_timeout_ms);
 	(void)get_ms(cp, SEC_LIMITS, "between_bytes_timeout_ms",
 	    &s->between_bytes_timeout_ms);
+	s->stream_idle_timeout_ms = DEF_STREAM_IDLE_MS;
+	s->stream_max_lifetime_ms = DEF_STREAM_LIFE_MS;
+	(void)get_ms(cp, SEC_LIMITS, "stream_idle_timeout_ms",
+	    &s->stream_idle_timeout_ms);
+	(void)get_ms(cp, SEC_LIMITS, "stream_max_lifetime_ms",
+	    &s->stream_max_lifetime_ms);
 	get_methods(cp, s);
 	(void)get_path(cp, SEC_TLS, "ca_file", &s->ca_file);
 	get_metrics_listen(cp, s);

@@ -1031,105 +1031,50 @@ egress_client_error(struct egress_client *c)
 
 /* ---- Requests --------------------------------------------------------- */
 
-static int
-fill_headers(struct proto_msg *m, const struct egress_header *h, size_t n)
-{
-	size_t i, bytes = 0;
-
-	if (n > PROTO_HEADERS_MAX)
-		return EGRESS_ERR_TOO_BIG;
-	if (n > 0 && h == NULL)
-		return EGRESS_ERR_INVALID;
-	for (i = 0; i < n; i++) {
-		if (h[i].name == NULL || h[i].name_len == 0 ||
-		    (h[i].value == NULL && h[i].value_len > 0))
-			return EGRESS_ERR_INVALID;
-		if (h[i].name_len > PROTO_NAME_MAX ||
-		    h[i].value_len > PROTO_VALUE_MAX)
-			return EGRESS_ERR_TOO_BIG;
-		bytes += h[i].name_len + h[i].value_len;
-		m->headers[i].name.ptr = h[i].name;
-		m->headers[i].name.len = h[i].name_len;
-		m->headers[i].value.ptr = h[i].value;
-		m->headers[i].value.len = h[i].value_len;
-	}
-	if (bytes > PROTO_HEADER_BYTES_MAX)
-		return EGRESS_ERR_TOO_BIG;
-	m->nheaders = n;
-	return 0;
-}
-
-static int
-set_str(struct proto_str *s, const char *v, size_t max)
-{
-	size_t n;
-
-	if (v == NULL || v[0] == '\0')
-		return EGRESS_ERR_INVALID;
-	n = strlen(v);
-	if (n > max)
-		return EGRESS_ERR_TOO_BIG;
-	s->ptr = v;
-	s->len = n;
-	return 0;
-}
-
-/* Encode m (stream id 1 as a placeholder) into a new buffer. */
-static int
-encode_alloc(const struct proto_msg *m, uint8_t **ret, size_t *ret_len)
-{
-	uint8_t *p;
-	int size;
-
-	size = proto_encode_size(m, NULL);
-	if (size < 0)
-		return EGRESS_ERR_TOO_BIG;
-	p = malloc((size_t)size);
-	if (p == NULL)
-		return EGRESS_ERR_NOMEM;
-	if (proto_encode(m, p, (size_t)size, NULL) != size) {
-		free(p);
-		return EGRESS_ERR_INVALID;
-	}
-	*ret = p;
-	*ret_len = (size_t)size;
-	return 0;
-}
-
 int
 egress_request_start(struct egress_client *c,
     const struct egress_request_head *head, egress_request_cb *cb, void *arg,
     struct egress_request **ret_req)
 {
-	struct egress_request *r = NULL;
-	struct proto_msg *m = NULL;
+	struct proto_msg *m;
 	struct proto_request *q;
 	int rv;
 
 	if (c == NULL || head == NULL || ret_req == NULL)
 		return EGRESS_ERR_INVALID;
-	m = calloc(1, sizeof(*m));
-	r = calloc(1, sizeof(*r));
-	if (m == NULL || r == NULL) {
-		rv = EGRESS_ERR_NOMEM;
-		goto out;
-	}
-	m->type = PROTO_MSG_REQUEST;
-	m->stream = 1;
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return EGRESS_ERR_NOMEM;
 	q = &m->request;
 	q->transport = PROTO_TRANSPORT_HTTP;
 	q->timeouts.connect_ms = head->timeouts.connect_ms;
 	q->timeouts.first_byte_ms = head->timeouts.first_byte_ms;
 	q->timeouts.between_bytes_ms = head->timeouts.between_bytes_ms;
 	q->timeouts.total_ms = head->timeouts.total_ms;
-	if ((rv = set_str(&q->method, head->method, PROTO_METHOD_MAX)) != 0 ||
-	    (rv = set_str(&q->scheme, head->scheme, PROTO_SCHEME_MAX)) != 0 ||
-	    (rv = set_str(&q->authority, head->authority,
-		 PROTO_AUTHORITY_MAX)) != 0 ||
-	    (rv = set_str(&q->path, head->path, PROTO_PATH_MAX)) != 0 ||
-	    (rv = fill_headers(m, head->headers, head->nheaders)) != 0)
-		goto out;
-	rv = encode_alloc(m, &r->head_frame, &r->head_len);
+	if ((rv = shim_set_str(&q->method, head->method, PROTO_METHOD_MAX)) ==
+		0 &&
+	    (rv = shim_set_str(&q->scheme, head->scheme, PROTO_SCHEME_MAX)) ==
+		0 &&
+	    (rv = shim_set_str(&q->authority, head->authority,
+		 PROTO_AUTHORITY_MAX)) == 0 &&
+	    (rv = shim_set_str(&q->path, head->path, PROTO_PATH_MAX)) == 0 &&
+	    (rv = shim_fill_headers(m, head->headers, head->nheaders)) == 0)
+		rv = shim_request_open(c, m, cb, arg, ret_req);
+	free(m);
+	return rv;
+}
+
+int
+shim_request_open(struct egress_client *c, struct proto_msg *m,
+    egress_request_cb *cb, void *arg, struct egress_request **ret_req)
+{
+	struct egress_request *r;
+	int rv;
+
+	m->type = PROTO_MSG_REQUEST;
+	m->stream = 1;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	rv = shim_encode_alloc(m, &r->head_frame, &r->head_len);
 	if (rv < 0)
 		goto out;
 	r->c = c;
@@ -1137,8 +1082,8 @@ egress_request_start(struct egress_client *c,
 	r->arg = arg;
 	r->want_writable = 1;
 	r->held = 1;
-	if (head->timeouts.total_ms > 0)
-		r->deadline = shim_now_ms() + head->timeouts.total_ms;
+	if (m->request.timeouts.total_ms > 0)
+		r->deadline = shim_now_ms() + m->request.timeouts.total_ms;
 
 	(void)pthread_mutex_lock(&c->mu);
 	if (c->err != 0 || c->pc.state == PROTO_CONN_DRAINING ||
@@ -1164,7 +1109,6 @@ egress_request_start(struct egress_client *c,
 out:
 	if (r != NULL)
 		req_destroy(r);
-	free(m);
 	return rv;
 }
 
@@ -1284,9 +1228,9 @@ egress_request_finish(struct egress_request *r,
 		m->type = PROTO_MSG_TRAILERS;
 		m->flags = PROTO_FLAG_END_STREAM;
 		m->stream = 1;
-		rv = fill_headers(m, trailers, ntrailers);
+		rv = shim_fill_headers(m, trailers, ntrailers);
 		if (rv == 0)
-			rv = encode_alloc(m, &frame, &flen);
+			rv = shim_encode_alloc(m, &frame, &flen);
 		free(m);
 		if (rv < 0)
 			return rv;

@@ -7,7 +7,10 @@
 #ifndef EGRESS_SHIM_H
 #define EGRESS_SHIM_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include <egress/egress.h>
 
 #include "proto/proto.h"
 
@@ -25,6 +28,42 @@
 
 /* Return the monotonic clock in milliseconds. */
 uint64_t shim_now_ms(void);
+
+struct egress_client;
+struct egress_header;
+struct egress_request;
+
+/*
+ * Open a stream on c for the REQUEST m (transport, timeouts and fields
+ * filled, borrowed for the call; its type and stream id are set here):
+ * encode it, link a new request and queue the frame, as
+ * egress_request_start() documents (m's total timeout is also the local
+ * deadline). Return 0 and write *ret_req, or as egress_request_start().
+ */
+int shim_request_open(struct egress_client *c, struct proto_msg *m,
+    egress_request_cb *cb, void *arg, struct egress_request **ret_req);
+
+/*
+ * Point s at the NUL-terminated v (borrowed). Return 0, EGRESS_ERR_INVALID
+ * when v is NULL or empty, or EGRESS_ERR_TOO_BIG over max bytes.
+ */
+int shim_set_str(struct proto_str *s, const char *v, size_t max);
+
+/*
+ * Fill m's header list from the n headers h (borrowed). Return 0,
+ * EGRESS_ERR_INVALID (a NULL or empty name, a NULL value with a length)
+ * or EGRESS_ERR_TOO_BIG (over the protocol's bounds).
+ */
+int shim_fill_headers(struct proto_msg *m, const struct egress_header *h,
+    size_t n);
+
+/*
+ * Encode m (stream id 1 as a placeholder) into a new buffer: *ret (the
+ * caller frees it) of *ret_len bytes. Return 0, EGRESS_ERR_TOO_BIG (m does
+ * not encode), EGRESS_ERR_NOMEM or EGRESS_ERR_INVALID.
+ */
+int shim_encode_alloc(const struct proto_msg *m, uint8_t **ret,
+    size_t *ret_len);
 
 /*
  * gcc 12's -fanalyzer loses a block stored through a pointer it loaded

@@ -58,6 +58,7 @@ struct dial {
 	int in_cb;
 	struct share *handshakes; /* fair share of TLS handshakes */
 	int handshaking;	  /* holds a unit of it */
+	int no_alpn;
 	char tag[DIAL_TAG_MAX + 1];
 };
 
@@ -311,6 +312,10 @@ dial_won(struct dial *d, struct dial_attempt *a)
 	}
 	if ((ssl = SSL_new(d->ctx)) == NULL)
 		goto nomem;
+	/* A byte stream offers no application protocol (NULL clears the
+	 * context's "http/1.1"). */
+	if (d->no_alpn && SSL_set_alpn_protos(ssl, NULL, 0) != 0)
+		goto nomem;
 	/* Names only from DNS SANs: a certificate without one is never
 	 * matched on its subject CN. */
 	SSL_set_hostflags(ssl,
@@ -396,6 +401,7 @@ dial_start(struct event_base *base, struct dial_tls *tls,
 	}
 	d->cb = cb;
 	d->arg = arg;
+	d->no_alpn = p->no_alpn;
 	if (p->tag != NULL) {
 		d->handshakes = p->handshakes;
 		memcpy(d->tag, p->tag, strlen(p->tag) + 1);
@@ -429,4 +435,22 @@ dial_cancel(struct dial *d)
 	if (d == NULL || d->in_cb)
 		return;
 	dial_free(d);
+}
+
+int
+dial_shutdown_write(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	evutil_socket_t fd = bufferevent_getfd(bev);
+
+	if (ssl != NULL) {
+		/* 0: close_notify sent, the peer's not yet received. */
+		if (SSL_shutdown(ssl) < 0) {
+			ERR_clear_error();
+			return EGRESS_ERR_IO;
+		}
+	}
+	if (fd < 0 || shutdown(fd, SHUT_WR) != 0)
+		return EGRESS_ERR_IO;
+	return 0;
 }

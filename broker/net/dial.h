@@ -54,6 +54,8 @@ struct dial_params {
 					   while in progress (refused:
 					   EGRESS_ERR_BUDGET_EXHAUSTED) */
 	const char *tag;		 /* the instance; NULL: no share */
+	int no_alpn;			 /* TLS: offer no ALPN (a byte stream,
+					   not HTTP) */
 };
 
 /*
@@ -86,5 +88,15 @@ int dial_start(struct event_base *base, struct dial_tls *tls,
 /* Abort a dial whose callback has not run: close every socket, no
  * callback. NULL is a no-op. */
 void dial_cancel(struct dial *d);
+
+/*
+ * End the write direction of bev, a connection dial_start() made, once
+ * its output buffer is empty (the caller waits for that): for TLS, send
+ * the close_notify alert (reading goes on: the peer may keep sending
+ * until its own close_notify); then shutdown(SHUT_WR), so the peer reads
+ * end of file. Return 0, or EGRESS_ERR_IO when the socket refused (the
+ * connection is then broken: close it).
+ */
+int dial_shutdown_write(struct bufferevent *bev);
 
 #endif /* EGRESS_BROKER_DIAL_H */

@@ -298,6 +298,75 @@ const char *egress_request_message(struct egress_request *req);
  */
 void egress_request_free(struct egress_request *req);
 
+/* ---- Byte streams (tcp, tls) ------------------------------------------ */
+
+/* Transports of egress_stream_open() (the wire protocol's numbers). */
+#define EGRESS_STREAM_TCP 3 /* needs the socket_client permission */
+#define EGRESS_STREAM_TLS 4 /* the same; TLS by the broker */
+
+/*
+ * Open a byte stream on c to authority ("host:port", "[v6]:port": the
+ * port is required) over transport (EGRESS_STREAM_TCP, or
+ * EGRESS_STREAM_TLS: the broker does TLS with SNI and certificate
+ * verification for the host, and the stream carries the plaintext). The
+ * broker decides it as it decides an HTTP request (permission, grant,
+ * address classes, one budget) and holds a connection lease for the
+ * stream's whole life. timeouts (NULL: all defaults): connect_ms bounds
+ * resolution, connect and TLS; between_bytes_ms is the idle timeout (no
+ * byte either way); total_ms the stream's lifetime (also enforced
+ * locally, as for a request); first_byte_ms is not used. Each is capped
+ * by the broker's limits. The stream is an egress_request: cb and arg
+ * receive its events (EGRESS_EV_RESPONSE once connected, READABLE,
+ * WRITABLE, and DONE when the destination ended its side or the stream
+ * failed; writing stays possible after the destination's end until
+ * egress_stream_shutdown()); free it with egress_request_free() (which
+ * resets it when still open), cancel it with egress_request_cancel().
+ * Nothing blocks here. Return 0 and write *ret_stream, or
+ * EGRESS_ERR_INVALID (a bad transport, a missing authority),
+ * EGRESS_ERR_TOO_BIG, EGRESS_ERR_UNAVAILABLE or EGRESS_ERR_NOMEM as
+ * egress_request_start().
+ */
+int egress_stream_open(struct egress_client *c, int transport,
+    const char *authority, const struct egress_timeouts *timeouts,
+    egress_request_cb *cb, void *arg, struct egress_request **ret_stream);
+
+/*
+ * Wait until s is connected. Blocking (flags 0) until then or until it
+ * fails; EGRESS_NONBLOCK: EGRESS_ERR_AGAIN while it is connecting. Return
+ * 0 once connected, or the stream's error (EGRESS_ERR_DENIED,
+ * _CONNECT_FAILED, _TLS_FAILED, ... as egress_response_wait()).
+ */
+int egress_stream_wait(struct egress_request *s, int flags);
+
+/*
+ * Write len bytes of buf to the destination, as egress_request_write()
+ * (blocking: every byte queued; EGRESS_NONBLOCK: what fits now, or
+ * EGRESS_ERR_AGAIN). Bytes written before the stream connected are sent
+ * once it did. Return the count, EGRESS_ERR_CLOSED after
+ * egress_stream_shutdown(), or the stream's error.
+ */
+int egress_stream_write(struct egress_request *s, const void *buf, size_t len,
+    int flags);
+
+/*
+ * Read up to len bytes from the destination into buf, as
+ * egress_response_read() (blocking reads wait for the connection first).
+ * Return the count (> 0), 0 once the destination ended its side (its end
+ * of file, or for tls its close_notify), or an error (EGRESS_ERR_AGAIN
+ * under EGRESS_NONBLOCK; EGRESS_ERR_TIMEOUT at the idle timeout or the
+ * lifetime; EGRESS_ERR_UPSTREAM_PROTOCOL when the connection failed).
+ */
+int egress_stream_read(struct egress_request *s, void *buf, size_t len,
+    int flags);
+
+/*
+ * End the write side of s (the destination reads end of file, after the
+ * close_notify for tls); reading goes on until the destination ends its
+ * side. Never blocks. Return 0, EGRESS_ERR_CLOSED when already shut, or
+ * the stream's error.
+ */
+int egress_stream_shutdown(struct egress_request *s);
+
 /* ---- One-call convenience --------------------------------------------- */
 
 /* A whole response, owned by the caller: free with egress_response_free(). */

@@ -4,7 +4,8 @@
 # docs/egressctl.md and the SYNOPSIS of docs/egressctl.8 are exactly the
 # lines `egressctl --help` prints, in order; every `egressctl COMMAND
 # --help` line is among them; the egress-fetch synopsis in docs/shim.md
-# and docs/egress-fetch.1 is what `egress-fetch --help` prints; and every
+# and docs/egress-fetch.1 is what `egress-fetch --help` prints, and the
+# same for egress-connect (built beside egress-fetch); and every
 # sample output in docs/operators.md is what scripts/gen-operators-doc
 # produces with this egressctl.
 set -uo pipefail
@@ -59,9 +60,23 @@ sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$src/docs/egress-fetch.1" | sed -n '/^\.nf/
 diff -u "$work/fman" "$work/fhelp" >"$work/d4" && ok ||
     { bad "docs/egress-fetch.1 SYNOPSIS differs from egress-fetch --help"; sed 's/^/  | /' "$work/d4"; }
 
+# egress-connect, built beside egress-fetch: the same three agree.
+connect=$(dirname "$fetch")/egress-connect
+"${EGRESS_WRAP_CMD[@]}" "$connect" --help | sed -n '1,/--version$/p' |
+    sed -e 's/^usage: //' -e 's/^       //' | tr -s ' ' >"$work/chelp"
+[ -s "$work/chelp" ] && ok || bad "egress-connect --help printed nothing on stdout"
+awk '/^## egress-connect$/ { s = 1; next } s == 1 && /^```$/ { s = 2; next }
+    s == 2 && /^```$/ { exit } s == 2 { print }' "$src/docs/shim.md" | tr -s ' ' >"$work/cmd"
+diff -u "$work/cmd" "$work/chelp" >"$work/d6" && ok ||
+    { bad "docs/shim.md egress-connect synopsis differs from egress-connect --help"; sed 's/^/  | /' "$work/d6"; }
+sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$src/docs/egress-connect.1" | sed -n '/^\.nf/,/^\.fi/p' | sed '1d;$d' |
+    sed -e 's/\\fB//g' -e 's/\\fR//g' -e 's/\\-/-/g' | tr -s ' ' >"$work/cman"
+diff -u "$work/cman" "$work/chelp" >"$work/d7" && ok ||
+    { bad "docs/egress-connect.1 SYNOPSIS differs from egress-connect --help"; sed 's/^/  | /' "$work/d7"; }
+
 # Man pages the package installs (broker/meson.build), for lintian's
 # no-manual-page.
-for m in egressctl.8 egress-fetch.1; do
+for m in egressctl.8 egress-fetch.1 egress-connect.1; do
 	[ -s "$src/docs/$m" ] && ok || bad "docs/$m is missing"
 	if command -v man >/dev/null; then
 		w=$(MANWIDTH=80 man --warnings -l "$src/docs/$m" 2>&1 >/dev/null)

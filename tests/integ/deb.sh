@@ -61,7 +61,8 @@ deb=$(ls "$work"/egressd_*.deb)
 mkdir "$work/x"
 dpkg -x "$deb" "$work/x"
 for f in usr/sbin/egressd usr/bin/egressctl usr/bin/egress-sandbox \
-	usr/bin/egress-fetch lib/systemd/system/egressd.service \
+	usr/bin/egress-fetch usr/bin/egress-connect \
+	usr/share/man/man1/egress-connect.1.gz lib/systemd/system/egressd.service \
 	etc/egressd/egressd.ini usr/share/egressd/seccomp-egress-worker.json \
 	usr/share/doc/egressd/deployment.md.gz usr/share/man/man8/egressd.8.gz \
 	usr/share/man/man1/egress-sandbox.1.gz; do

@@ -29,7 +29,7 @@ DESTDIR="$dest" meson install -C "$build" --no-rebuild --quiet >/dev/null
 prefix=$(meson introspect "$build" --buildoptions |
 	python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
 root="$dest$prefix"
-for f in sbin/egressd bin/egressctl bin/egress-sandbox bin/egress-fetch \
+for f in sbin/egressd bin/egressctl bin/egress-sandbox bin/egress-fetch bin/egress-connect \
 	include/egress/egress.h include/egress/error.h \
 	share/egressd/seccomp-egress-worker.json \
 	share/doc/egressd/examples/egressd.ini; do

@@ -59,6 +59,8 @@ Test(conf_config, empty_file_gives_every_default)
 	cr_expect_eq(s->connect_timeout_ms, 10000);
 	cr_expect_eq(s->first_byte_timeout_ms, 30000);
 	cr_expect_eq(s->between_bytes_timeout_ms, 30000);
+	cr_expect_eq(s->stream_idle_timeout_ms, 300000);
+	cr_expect_eq(s->stream_max_lifetime_ms, 3600000);
 	cr_expect_null(s->ca_file);
 	cr_expect_eq(s->ninstances, 0);
 	cr_expect_null(conf_instance_find(s, "weather"));
@@ -375,6 +377,9 @@ ParameterizedTestParameters(conf_config, errors)
 		{ "[limits]\nfirst_byte_timeout_ms = +5\n",
 		    "/nonexistent/c.ini:2: [limits] first_byte_timeout_ms: '+5' "
 		    "is not a duration; " },
+		{ "[limits]\nstream_idle_timeout_ms = 0\n",
+		    "/nonexistent/c.ini:2: [limits] stream_idle_timeout_ms: "
+		    "'0' is not a duration; " },
 		{ "[limits]\nbetween_bytes_timeout_ms = 0x10\n",
 		    "/nonexistent/c.ini:2: [limits] between_bytes_timeout_ms: "
 		    "'0x10' is not a duration; " },

@@ -251,6 +251,7 @@ Test(log, close_fields)
 	memset(&c, 0, sizeof(c));
 	c.request_id = "abcd-2";
 	c.instance = "radar";
+	c.transport = "tcp";
 	c.connected = &a;
 	c.status = 200;
 	c.bytes_in = 52428800;
@@ -260,6 +261,8 @@ Test(log, close_fields)
 	o = parse_one(text);
 	cr_assert_str_eq(json_string_value(json_object_get(o, "event")),
 	    "egress.close");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "transport")),
+	    "tcp");
 	cr_assert_str_eq(json_string_value(json_object_get(o, "connected")),
 	    "10.0.0.7");
 	cr_assert_eq(json_integer_value(json_object_get(o, "status")), 200);

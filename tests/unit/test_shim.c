@@ -10,7 +10,8 @@
  * ERROR frames mapped to egress_strerror() codes with their masked
  * messages, a body cut short, cancellation, local timeouts, GOAWAY, PING,
  * a dead or misbehaving broker, several threads sharing one client, the
- * non-blocking step API with callbacks, argument checks, EGRESS_FD, and
+ * non-blocking step API with callbacks, argument checks, EGRESS_FD, tcp
+ * and tls byte streams (their REQUEST, half-close both ways), and
  * the RFC 3986 resolution of egress-fetch -L. Failures inside the fake
  * broker are recorded and asserted by the test thread after it joins.
  */
@@ -370,6 +371,99 @@ Test(shim, fetch_simple)
 	/* The broker is gone now. */
 	cr_expect_eq(egress_client_step(c), EGRESS_ERR_UNAVAILABLE);
 	cr_expect_eq(egress_client_error(c), EGRESS_ERR_UNAVAILABLE);
+	egress_client_free(c);
+}
+
+/* ---- A tcp byte stream ------------------------------------------------- */
+
+/* The destination speaks first and ends its side; the guest still sends,
+ * then shuts its side down. */
+static void
+script_stream(struct fb *fb)
+{
+	const struct proto_request *q;
+
+	FB_CHECK(fb, fb_hello(fb) == 0);
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_REQUEST) == 0);
+	q = &fb->m.request;
+	FB_CHECK(fb, fb->m.stream == 1);
+	FB_CHECK(fb, (fb->m.flags & PROTO_FLAG_END_STREAM) == 0);
+	FB_CHECK(fb, q->transport == PROTO_TRANSPORT_TLS);
+	FB_CHECK(fb, str_is(&q->authority, "db.example:5432"));
+	FB_CHECK(fb, q->method.len == 0 && q->scheme.len == 0);
+	FB_CHECK(fb, q->path.len == 0 && fb->m.nheaders == 0);
+	FB_CHECK(fb, q->timeouts.between_bytes_ms == 700);
+	FB_CHECK(fb, fb_response(fb, 1, 200, NULL, NULL, 0) == 0);
+	FB_CHECK(fb, fb_data(fb, 1, "banner", 6, 1) == 0);
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_DATA) == 0);
+	FB_CHECK(fb, fb->m.data.len == 4);
+	FB_CHECK(fb, memcmp(fb->m.data.ptr, "ping", 4) == 0);
+	FB_CHECK(fb, (fb->m.flags & PROTO_FLAG_END_STREAM) == 0);
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_DATA) == 0);
+	FB_CHECK(fb, fb->m.data.len == 0);
+	FB_CHECK(fb, fb->m.flags & PROTO_FLAG_END_STREAM);
+	FB_CHECK(fb, fb->st[1].state == PROTO_STREAM_CLOSED);
+}
+
+Test(shim, stream_half_close)
+{
+	struct egress_timeouts t = { 0, 0, 700, 0 };
+	struct egress_request *s = NULL;
+	struct egress_client *c;
+	char buf[16];
+	struct fb *fb;
+	int fd;
+
+	fb = fb_start(script_stream, NULL, &fd);
+	c = client_for(fd);
+	cr_assert_eq(egress_stream_open(c, 5, "db.example:5432", &t, NULL,
+			 NULL, &s),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(egress_stream_open(c, EGRESS_STREAM_TCP, "", &t, NULL,
+			 NULL, &s),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(egress_stream_open(c, EGRESS_STREAM_TLS,
+			 "db.example:5432", &t, NULL, NULL, &s),
+	    0);
+	cr_assert_eq(egress_stream_wait(s, 0), 0);
+	cr_assert_eq(egress_stream_read(s, buf, sizeof(buf), 0), 6);
+	cr_assert_eq(memcmp(buf, "banner", 6), 0);
+	cr_assert_eq(egress_stream_read(s, buf, sizeof(buf), 0), 0);
+	/* The destination's end leaves the guest's side open. */
+	cr_assert_eq(egress_stream_write(s, "ping", 4, 0), 4);
+	cr_assert_eq(egress_stream_shutdown(s), 0);
+	cr_assert_eq(egress_stream_shutdown(s), EGRESS_ERR_CLOSED);
+	cr_assert_eq(egress_stream_write(s, "x", 1, 0), EGRESS_ERR_CLOSED);
+	fb_finish(fb);
+	egress_request_free(s);
+	egress_client_free(c);
+}
+
+/* A status other than 200 is not a connected stream. */
+static void
+script_stream_status(struct fb *fb)
+{
+	FB_CHECK(fb, fb_hello(fb) == 0);
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_REQUEST) == 0);
+	FB_CHECK(fb, fb->m.request.transport == PROTO_TRANSPORT_TCP);
+	FB_CHECK(fb, fb_response(fb, 1, 302, "Location", "/x", 1) == 0);
+}
+
+Test(shim, stream_status_not_200)
+{
+	struct egress_request *s = NULL;
+	struct egress_client *c;
+	struct fb *fb;
+	int fd;
+
+	fb = fb_start(script_stream_status, NULL, &fd);
+	c = client_for(fd);
+	cr_assert_eq(egress_stream_open(c, EGRESS_STREAM_TCP, "a.example:1",
+			 NULL, NULL, NULL, &s),
+	    0);
+	cr_assert_eq(egress_stream_wait(s, 0), EGRESS_ERR_PROTOCOL);
+	fb_finish(fb);
+	egress_request_free(s);
 	egress_client_free(c);
 }
 

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The byte relay of an established tcp or tls stream (see relay.h).
+ * Upstream bytes move from the bufferevent's input straight into the
+ * guest's output as DATA frames (whole chains change hands, no copy);
+ * guest bytes move from the owner's buffer into the bufferevent's output
+ * the same way. The bufferevent's input is the only buffering towards
+ * the guest: when the guest's window is shut, the input fills to
+ * RELAY_DOWN_HIGH and reading stops until the guest takes some, which is
+ * the back-pressure the upstream sees.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include <egress/error.h>
+
+#include "broker/broker.h"
+#include "broker/guest.h"
+#include "broker/net/dial.h"
+#include "broker/relay.h"
+#include "proto/proto.h"
+
+struct relay {
+	struct event_base *base;
+	const struct guest *g; /* borrowed */
+	struct proto_stream *st;
+	struct evbuffer *from_guest;
+	struct bufferevent *up;
+	struct event *timer;
+	relay_end_fn end;
+	void *arg;
+	unsigned long *activity;
+
+	int guest_ended; /* the guest's END_STREAM arrived */
+	int up_shut;	 /* ... and reached the upstream */
+	int up_eof;	 /* the upstream's end of file arrived */
+	int down_ended;	 /* ... and reached the guest */
+	int over;	 /* end was called */
+	int read_paused; /* the upstream's input is full */
+	int detached;	 /* the guest is gone: flush, then end */
+
+	uint64_t bytes_up, bytes_down;
+	uint64_t last_ms;     /* the last byte either way */
+	uint64_t idle_ms;     /* 0: none */
+	uint64_t deadline_ms; /* the lifetime's end; 0: none */
+};
+
+static const struct timeval zero_tv = { 0, 0 };
+
+static void
+relay_touch(struct relay *r)
+{
+	r->last_ms = broker_now_ms();
+	if (r->activity != NULL)
+		(*r->activity)++;
+}
+
+/* Stop every callback and report the end, once. */
+static void
+relay_over(struct relay *r, int err)
+{
+	if (r->over)
+		return;
+	r->over = 1;
+	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
+	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+	(void)evtimer_del(r->timer);
+	r->end(r->arg, err);
+}
+
+static void
+relay_check_done(struct relay *r)
+{
+	if (r->up_shut && (r->down_ended || r->detached))
+		relay_over(r, 0);
+}
+
+/* Upstream input to the guest within the windows; then its end. */
+static void
+relay_push(struct relay *r)
+{
+	struct evbuffer *in = bufferevent_get_input(r->up);
+	struct proto_msg m;
+	size_t len;
+	uint32_t n;
+
+	if (r->detached) {
+		/* Nobody reads it any more. */
+		(void)evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	while (!r->over && (len = evbuffer_get_length(in)) > 0 &&
+	    r->g->ops->can_write(r->g->ctx)) {
+		n = proto_conn_sendable(r->g->ops->proto(r->g->ctx), r->st);
+		if (n == 0)
+			break;
+		if (n > len)
+			n = (uint32_t)len;
+		if (r->g->ops->send_data(r->g->ctx, r->st, in, n, 0) != 0) {
+			relay_over(r, EGRESS_ERR_UNAVAILABLE);
+			return;
+		}
+		r->bytes_down += n;
+		relay_touch(r);
+	}
+	if (r->over)
+		return;
+	/* Read only while the guest takes what was read. */
+	len = evbuffer_get_length(in);
+	if (!r->up_eof && len >= RELAY_DOWN_HIGH && !r->read_paused) {
+		(void)bufferevent_disable(r->up, EV_READ);
+		r->read_paused = 1;
+	} else if (!r->up_eof && len < RELAY_DOWN_HIGH && r->read_paused) {
+		(void)bufferevent_enable(r->up, EV_READ);
+		r->read_paused = 0;
+	}
+	if (!r->up_eof || r->down_ended || evbuffer_get_length(in) > 0 ||
+	    !r->g->ops->can_write(r->g->ctx))
+		return;
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_DATA;
+	m.flags = PROTO_FLAG_END_STREAM;
+	m.stream = r->st->id;
+	if (r->g->ops->send(r->g->ctx, r->st, &m) != 0) {
+		relay_over(r, EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
+	r->down_ended = 1;
+	relay_check_done(r);
+}
+
+/* Guest bytes to the upstream under RELAY_UP_HIGH; then its end. */
+static void
+relay_pump(struct relay *r)
+{
+	struct evbuffer *out = bufferevent_get_output(r->up);
+	size_t n = evbuffer_get_length(r->from_guest);
+
+	if (r->over)
+		return;
+	if (n > 0 && evbuffer_get_length(out) < RELAY_UP_HIGH) {
+		if (evbuffer_add_buffer(out, r->from_guest) != 0) {
+			relay_over(r, EGRESS_ERR_UNAVAILABLE);
+			return;
+		}
+		r->bytes_up += n;
+		relay_touch(r);
+		r->g->ops->consumed(r->g->ctx, r->st, n);
+	}
+	if (!r->guest_ended || r->up_shut ||
+	    evbuffer_get_length(r->from_guest) > 0 ||
+	    evbuffer_get_length(out) > 0)
+		return;
+	if (dial_shutdown_write(r->up) != 0) {
+		relay_over(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
+		return;
+	}
+	r->up_shut = 1;
+	relay_check_done(r);
+}
+
+static void
+relay_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct relay *r = arg;
+
+	relay_touch(r);
+	relay_push(r);
+}
+
+static void
+relay_write_cb(struct bufferevent *bev, void *arg)
+{
+	relay_pump(arg);
+}
+
+static void
+relay_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct relay *r = arg;
+
+	relay_touch(r);
+	if (what & BEV_EVENT_ERROR) {
+		/* A reset, a write to a closed peer, or TLS that ended
+		 * without close_notify (a truncation is never an end). */
+		relay_over(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
+		return;
+	}
+	if (what & BEV_EVENT_EOF) {
+		r->up_eof = 1;
+		(void)bufferevent_disable(bev, EV_READ);
+		relay_push(r);
+	}
+}
+
+static int
+relay_arm(struct relay *r)
+{
+	uint64_t now = broker_now_ms(), at = 0, d;
+	struct timeval tv;
+
+	if (r->idle_ms != 0)
+		at = r->last_ms + r->idle_ms;
+	if (r->deadline_ms != 0 && (at == 0 || r->deadline_ms < at))
+		at = r->deadline_ms;
+	if (at == 0)
+		return 0;
+	d = at > now ? at - now : 0;
+	tv.tv_sec = (time_t)(d / 1000);
+	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
+	return evtimer_add(r->timer, &tv) == 0 ? 0 : EGRESS_ERR_NOMEM;
+}
+
+/* The idle timeout or the lifetime may have passed; else wait again. */
+static void
+relay_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct relay *r = arg;
+	uint64_t now = broker_now_ms();
+
+	if ((r->deadline_ms != 0 && now >= r->deadline_ms) ||
+	    (r->idle_ms != 0 && now - r->last_ms >= r->idle_ms)) {
+		relay_over(r, EGRESS_ERR_TIMEOUT);
+		return;
+	}
+	if (relay_arm(r) != 0)
+		relay_over(r, EGRESS_ERR_UNAVAILABLE);
+}
+
+int
+relay_start(const struct relay_params *p, struct bufferevent *bev,
+    relay_end_fn end, void *arg, struct relay **ret)
+{
+	struct relay *r;
+
+	if (p == NULL || p->base == NULL || p->g == NULL || p->st == NULL ||
+	    p->from_guest == NULL || end == NULL || ret == NULL) {
+		bufferevent_free(bev);
+		return EGRESS_ERR_INVALID;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		bufferevent_free(bev);
+		return EGRESS_ERR_NOMEM;
+	}
+	r->base = p->base;
+	r->g = p->g;
+	r->st = p->st;
+	r->from_guest = p->from_guest;
+	r->up = bev;
+	r->end = end;
+	r->arg = arg;
+	r->activity = p->activity;
+	r->idle_ms = p->idle_ms;
+	r->last_ms = broker_now_ms();
+	if (p->lifetime_ms != 0)
+		r->deadline_ms = r->last_ms + p->lifetime_ms;
+	if ((r->timer = evtimer_new(p->base, relay_timer_cb, r)) == NULL ||
+	    relay_arm(r) != 0) {
+		relay_free(r);
+		return EGRESS_ERR_NOMEM;
+	}
+	bufferevent_setcb(bev, relay_read_cb, relay_write_cb, relay_event_cb,
+	    r);
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	if (bufferevent_enable(bev, EV_READ | EV_WRITE) != 0) {
+		relay_free(r);
+		return EGRESS_ERR_NOMEM;
+	}
+	*ret = r;
+	return 0;
+}
+
+void
+relay_guest_data(struct relay *r, int end)
+{
+	if (end)
+		r->guest_ended = 1;
+	relay_pump(r);
+}
+
+void
+relay_detach(struct relay *r)
+{
+	r->detached = 1;
+	relay_push(r);
+	relay_pump(r); /* may end it */
+}
+
+void
+relay_flush(struct relay *r)
+{
+	relay_push(r);
+}
+
+uint64_t
+relay_bytes_up(const struct relay *r)
+{
+	return r->bytes_up;
+}
+
+uint64_t
+relay_bytes_down(const struct relay *r)
+{
+	return r->bytes_down;
+}
+
+static void
+relay_up_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	bufferevent_free(arg);
+}
+
+void
+relay_free(struct relay *r)
+{
+	if (r == NULL)
+		return;
+	/* Possibly inside one of its callbacks: free it from the loop. */
+	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
+	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+	if (event_base_once(r->base, -1, EV_TIMEOUT, relay_up_free_cb, r->up,
+		&zero_tv) != 0)
+		bufferevent_free(r->up);
+	if (r->timer != NULL)
+		event_free(r->timer);
+	free(r);
+}

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * egress-connect: an nc-like client of egressd over libegress. It opens
+ * one tcp or tls stream (URL tcp://HOST:PORT or tls://HOST:PORT) through
+ * an instance socket (--socket PATH, or the inherited connection named by
+ * EGRESS_FD), relays stdin to the destination and the destination to
+ * stdout, half-closes the stream when stdin ends, and exits once both
+ * directions ended. One thread, one poll(2) loop over stdin and the
+ * broker connection, driven by egress_client_step(). Exit status as
+ * egress-fetch's: 0 when both directions ended cleanly, 10..19 for the
+ * guest-visible error codes (docs/shim.md), 2 for usage errors, 1 for any
+ * other local failure; errors print "egress-connect: CODE: message".
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <egress/egress.h>
+
+#include "proto/proto.h"
+
+#define EXIT_LOCAL 1
+#define EXIT_USAGE 2
+#define CHUNK	   (64 * 1024)
+
+static void
+print_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: egress-connect --socket PATH URL\n"
+	    "       egress-connect --help | --version\n"
+	    "       (URL is tcp://HOST:PORT or tls://HOST:PORT; "
+	    "EGRESS_FD=N may replace --socket)\n");
+}
+
+static void
+die_usage(const char *what, const char *arg)
+{
+	fprintf(stderr, "egress-connect: %s%s%s\n", what, arg ? ": " : "",
+	    arg ? arg : "");
+	exit(EXIT_USAGE);
+}
+
+/* The exit status of an error value (egress-fetch's table). */
+static int
+exit_code(int err)
+{
+	switch (err) {
+	case EGRESS_ERR_DENIED:
+		return 10;
+	case EGRESS_ERR_BUDGET_EXHAUSTED:
+		return 11;
+	case EGRESS_ERR_DNS_FAILED:
+		return 12;
+	case EGRESS_ERR_CONNECT_FAILED:
+		return 13;
+	case EGRESS_ERR_TLS_FAILED:
+		return 14;
+	case EGRESS_ERR_TIMEOUT:
+		return 15;
+	case EGRESS_ERR_UPSTREAM_PROTOCOL:
+		return 16;
+	case EGRESS_ERR_INVALID_REQUEST:
+		return 17;
+	case EGRESS_ERR_UNAVAILABLE:
+		return 18;
+	case EGRESS_ERR_CANCELLED:
+		return 19;
+	default:
+		return EXIT_LOCAL;
+	}
+}
+
+/* Print "egress-connect: CODE: message" and exit with the code's status. */
+static void
+die_err(int err, const char *msg)
+{
+	const char *code = egress_err_code(err);
+
+	if (code == NULL)
+		code = err == EGRESS_ERR_PROTOCOL ? "protocol-error" : "error";
+	if (msg == NULL || msg[0] == '\0')
+		msg = egress_err_code(err) != NULL ||
+			err == EGRESS_ERR_PROTOCOL ?
+		    proto_code_message(proto_err_to_wire(err)) :
+		    egress_strerror(err);
+	fprintf(stderr, "egress-connect: %s: %s\n", code, msg);
+	exit(exit_code(err));
+}
+
+static void
+die_stream(struct egress_request *s, int err)
+{
+	die_err(err, egress_request_message(s));
+}
+
+static void
+die_local(const char *what)
+{
+	fprintf(stderr, "egress-connect: error: %s: %s\n", what,
+	    strerror(errno));
+	exit(EXIT_LOCAL);
+}
+
+/* Split URL into its transport and authority (borrowed from url). */
+static void
+parse_url(const char *url, int *ret_transport, const char **ret_authority)
+{
+	const char *a;
+
+	if (strncmp(url, "tcp://", 6) == 0)
+		*ret_transport = EGRESS_STREAM_TCP;
+	else if (strncmp(url, "tls://", 6) == 0)
+		*ret_transport = EGRESS_STREAM_TLS;
+	else
+		die_usage("URL must be tcp://HOST:PORT or tls://HOST:PORT",
+		    url);
+	a = url + 6;
+	if (*a == '\0' || strpbrk(a, "/?#@") != NULL)
+		die_usage("URL must be tcp://HOST:PORT or tls://HOST:PORT",
+		    url);
+	*ret_authority = a;
+}
+
+static struct egress_client *
+open_client(const char *path)
+{
+	struct egress_client *c = NULL;
+	struct stat st;
+	int rv;
+
+	if (path != NULL) {
+		if (stat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+			fprintf(stderr,
+			    "egress-connect: unavailable: %s: not a socket\n",
+			    path);
+			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
+		}
+		rv = egress_client_connect(path, &c);
+	} else
+		rv = egress_client_from_env(&c);
+	if (rv < 0)
+		die_err(rv == EGRESS_ERR_INVALID ||
+			    rv == EGRESS_ERR_NOT_FOUND ?
+			EGRESS_ERR_UNAVAILABLE :
+			rv,
+		    NULL);
+	return c;
+}
+
+static void
+write_all(int fd, const char *buf, size_t n)
+{
+	ssize_t k;
+
+	while (n > 0) {
+		k = write(fd, buf, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			die_local("stdout");
+		buf += k;
+		n -= (size_t)k;
+	}
+}
+
+/* The relay state of main's loop. */
+struct relay {
+	struct egress_client *c;
+	struct egress_request *s;
+	char in[CHUNK]; /* read from stdin, not yet written */
+	size_t off, len;
+	int in_eof;  /* stdin ended */
+	int shut;    /* ... and the stream's write side with it */
+	int out_eof; /* the destination ended its side */
+	char out[CHUNK];
+};
+
+/* Move what can move without blocking; return 1 once both ended. */
+static int
+relay_step(struct relay *r)
+{
+	int n;
+
+	while (r->len > 0) {
+		n = egress_stream_write(r->s, r->in + r->off, r->len,
+		    EGRESS_NONBLOCK);
+		if (n == EGRESS_ERR_AGAIN)
+			break;
+		if (n < 0)
+			die_stream(r->s, n);
+		r->off += (size_t)n;
+		r->len -= (size_t)n;
+	}
+	if (r->in_eof && r->len == 0 && !r->shut) {
+		if ((n = egress_stream_shutdown(r->s)) < 0)
+			die_stream(r->s, n);
+		r->shut = 1;
+	}
+	while (!r->out_eof) {
+		n = egress_stream_read(r->s, r->out, sizeof(r->out),
+		    EGRESS_NONBLOCK);
+		if (n == EGRESS_ERR_AGAIN)
+			break;
+		if (n < 0)
+			die_stream(r->s, n);
+		if (n == 0)
+			r->out_eof = 1;
+		else
+			write_all(STDOUT_FILENO, r->out, (size_t)n);
+	}
+	return r->shut && r->out_eof;
+}
+
+static void
+relay_stdin(struct relay *r)
+{
+	ssize_t k = read(STDIN_FILENO, r->in, sizeof(r->in));
+
+	if (k < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (k < 0)
+		die_local("stdin");
+	if (k == 0)
+		r->in_eof = 1;
+	r->off = 0;
+	r->len = (size_t)k;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct relay r;
+	const char *path = NULL, *authority;
+	struct pollfd pfd[2];
+	int ch, transport, rv, timeout;
+	nfds_t n;
+
+	while ((ch = getopt_long(argc, argv, "V", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			path = optarg;
+			break;
+		case 'h':
+			print_usage(stdout);
+			return 0;
+		case 'V':
+			printf("egress-connect %s\n", EGRESS_SHIM_VERSION);
+			return 0;
+		default:
+			print_usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		print_usage(stderr);
+		return EXIT_USAGE;
+	}
+	parse_url(argv[optind], &transport, &authority);
+	(void)signal(SIGPIPE, SIG_IGN); /* a closed stdout is EPIPE */
+	r.c = open_client(path);
+	rv = egress_stream_open(r.c, transport, authority, NULL, NULL, NULL,
+	    &r.s);
+	if (rv < 0)
+		die_err(rv == EGRESS_ERR_INVALID || rv == EGRESS_ERR_TOO_BIG ?
+			EGRESS_ERR_INVALID_REQUEST :
+			rv,
+		    NULL);
+	if ((rv = egress_stream_wait(r.s, 0)) < 0)
+		die_stream(r.s, rv);
+	while (!relay_step(&r)) {
+		pfd[0].fd = egress_client_fd(r.c);
+		pfd[0].events = POLLIN |
+		    (egress_client_want_write(r.c) ? POLLOUT : 0);
+		pfd[1].fd = STDIN_FILENO;
+		pfd[1].events = POLLIN;
+		pfd[0].revents = pfd[1].revents = 0;
+		/* stdin only when the last chunk went out. */
+		n = !r.in_eof && r.len == 0 ? 2 : 1;
+		timeout = egress_client_timeout_ms(r.c);
+		if (poll(pfd, n, timeout) < 0 && errno != EINTR)
+			die_local("poll");
+		if (n == 2 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			relay_stdin(&r);
+		if ((rv = egress_client_step(r.c)) < 0)
+			die_err(rv, NULL);
+	}
+	/* What is queued (the last bytes, the end) reaches the broker
+	 * before the connection closes. */
+	while (egress_client_want_write(r.c)) {
+		pfd[0].fd = egress_client_fd(r.c);
+		pfd[0].events = POLLIN | POLLOUT;
+		pfd[0].revents = 0;
+		if (poll(pfd, 1, -1) < 0 && errno != EINTR)
+			die_local("poll");
+		if ((rv = egress_client_step(r.c)) < 0)
+			die_err(rv, NULL);
+	}
+	egress_request_free(r.s);
+	egress_client_free(r.c);
+	return 0;
+}

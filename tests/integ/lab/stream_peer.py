@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""Byte-stream upstreams for the tcp and tls scenarios of the netns lab.
+
+    stream_peer.py echo ADDR PORT [CERT KEY [SNILOG]]
+        Echo every byte back (TLS with CERT and KEY when given; the SNI
+        name of each handshake, or "-" for none, is appended to SNILOG).
+        At the client's end of stream (TCP FIN, or TLS close_notify) it
+        ends its own side (close_notify for TLS, then FIN) once everything
+        was echoed: the client sees its half-close come back as an end.
+    stream_peer.py banner ADDR PORT OUTDIR
+        Send a banner line and end its own side at once (shutdown
+        SHUT_WR), then read everything the client still sends until its
+        end, and write the SHA-256 of it (hex) to OUTDIR/banner.N.sha256.
+    stream_peer.py blackhole ADDR PORT
+        Listen with a backlog of 0 and fill it with one connection of its
+        own that is never accepted, so that later SYNs are dropped: a
+        connect to it times out.
+
+Every mode prints "ready" on stdout once it listens. Stdlib only.
+"""
+import hashlib
+import os
+import socket
+import ssl
+import sys
+import threading
+
+
+def listener(addr, port, backlog=64):
+    s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(backlog)
+    return s
+
+
+def echo_conn(c, tls):
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            c.sendall(b)
+        if tls is not None:
+            c = c.unwrap()  # close_notify back
+        c.shutdown(socket.SHUT_WR)
+    except (OSError, ssl.SSLError):
+        pass
+    finally:
+        c.close()
+
+
+def serve_echo(s, cert, key, snilog):
+    ctx = None
+    if cert is not None:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        if snilog is not None:
+            def sni(sock, name, c):
+                with open(snilog, "a") as f:
+                    f.write((name or "-") + "\n")
+            ctx.sni_callback = sni
+    while True:
+        c, _ = s.accept()
+        if ctx is not None:
+            try:
+                c = ctx.wrap_socket(c, server_side=True)
+            except (OSError, ssl.SSLError):
+                c.close()
+                continue
+        threading.Thread(target=echo_conn, args=(c, ctx), daemon=True).start()
+
+
+def banner_conn(c, outdir, n):
+    h = hashlib.sha256()
+    try:
+        c.sendall(b"220 banner from the upstream\n")
+        c.shutdown(socket.SHUT_WR)
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            h.update(b)
+    except OSError:
+        return
+    finally:
+        c.close()
+    tmp = os.path.join(outdir, "banner.%d.tmp" % n)
+    with open(tmp, "w") as f:
+        f.write(h.hexdigest() + "\n")
+    os.rename(tmp, os.path.join(outdir, "banner.%d.sha256" % n))
+
+
+def serve_banner(s, outdir):
+    n = 0
+    while True:
+        c, _ = s.accept()
+        n += 1
+        threading.Thread(target=banner_conn, args=(c, outdir, n),
+                         daemon=True).start()
+
+
+def main():
+    mode, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    if mode == "blackhole":
+        s = listener(addr, port, 0)
+        filler = socket.create_connection((addr, port))
+        print("ready", flush=True)
+        threading.Event().wait()
+        filler.close()
+        return
+    s = listener(addr, port)
+    print("ready", flush=True)
+    if mode == "echo":
+        cert = sys.argv[4] if len(sys.argv) > 5 else None
+        key = sys.argv[5] if len(sys.argv) > 5 else None
+        snilog = sys.argv[6] if len(sys.argv) > 6 else None
+        serve_echo(s, cert, key, snilog)
+    elif mode == "banner":
+        serve_banner(s, sys.argv[4])
+    else:
+        sys.exit("stream_peer.py: unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()

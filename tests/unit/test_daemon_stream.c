@@ -1,0 +1,712 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for the tcp and tls transports (broker/request.c's stream
+ * path and broker/relay.c), driven through a real session by a fake guest
+ * on a socketpair, against loopback upstreams the test answers by hand:
+ * RESPONSE 200 once connected, bytes both ways, half-close both ways (the
+ * guest's END_STREAM reaches the upstream as end of file while the
+ * upstream still sends, and the reverse), an END_STREAM on the REQUEST
+ * itself, flow control (no more than the stream window reaches a guest
+ * that grants nothing), the idle timeout and the lifetime, the lease held
+ * for the stream's life and freed at once by a reset, refusals answered
+ * at once (no port, port 0, HTTP fields, no socket_client permission,
+ * metadata, not granted), tls against a peer that speaks no TLS, a
+ * guest that leaves after ending its side, and the revocation of an
+ * open stream by a reload.
+ * Every case checks the decision and close events and their transport.
+ */
+#include "daemon_test.h"
+
+#include <criterion/parameterized.h>
+
+#include "broker/request.h"
+
+static const char st_manifest[] =
+    "[plugin]\n"
+    "name = unit\n"
+    "version = 1.0.0\n"
+    "permissions = http_client, socket_client\n"
+    "[egress]\n"
+    "operator_defined = true\n";
+
+/* Write the configuration of these tests: "app" gets perms (and
+ * 127.0.0.1 when grant_local), "webonly" http_client only; a budget of
+ * 2, a one-minute idle timeout. */
+static void
+st_write_conf(const char *perms, int grant_local)
+{
+	char text[2048];
+
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\n"
+	    "signature_mode = disabled\n"
+	    "[plugins.limits]\n"
+	    "max_connections_per_instance = 2\n"
+	    "[plugins.entries.app]\n"
+	    "plugin = unit\n"
+	    "manifest = manifest.ini\n"
+	    "permissions = %s\n"
+	    "egress_hosts = %s169.254.169.254\n"
+	    "egress_allow_private = %s\n"
+	    "[plugins.entries.webonly]\n"
+	    "plugin = unit\n"
+	    "manifest = manifest.ini\n"
+	    "permissions = http_client\n"
+	    "egress_hosts = 127.0.0.1\n"
+	    "egress_allow_private = 127.0.0.1\n"
+	    "[broker]\n"
+	    "instance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "[resolver]\n"
+	    "servers = 127.0.0.1:9\n"
+	    "timeout_ms = 1000\n"
+	    "[limits]\n"
+	    "connect_timeout_ms = 5000\n"
+	    "stream_idle_timeout_ms = 60000\n",
+	    perms, grant_local ? "127.0.0.1, " : "",
+	    grant_local ? "127.0.0.1" : "", ct_dir, ct_dir);
+	ct_write_str("egressd.ini", text);
+	confstate_reload(&dt_b.conf);
+	cr_assert(confstate_is_valid(&dt_b.conf));
+}
+
+/* As dt_setup(), with socket_client granted to "app" (not "webonly"). */
+static void
+st_setup(void)
+{
+	dt_setup();
+	ct_write_str("manifest.ini", st_manifest);
+	st_write_conf("http_client, socket_client", 1);
+}
+
+TestSuite(stream, .init = st_setup, .fini = dt_teardown);
+
+static struct proto_msg M;
+
+/* A tcp (or tls) REQUEST on stream for authority, with timeouts. */
+static void
+st_request(struct proto_msg *m, uint32_t stream, uint8_t transport,
+    uint8_t flags, const char *authority)
+{
+	dt_msg(m, PROTO_MSG_REQUEST, flags, stream);
+	m->request.transport = transport;
+	dt_str(&m->request.authority, authority);
+}
+
+static void
+st_send_data(struct dt_peer *p, uint32_t stream, const char *s, uint8_t flags)
+{
+	struct proto_msg m;
+
+	dt_msg(&m, PROTO_MSG_DATA, flags, stream);
+	m.data.ptr = (const uint8_t *)s;
+	m.data.len = strlen(s);
+	dt_send(p, &m);
+}
+
+static void
+st_send_window(struct dt_peer *p, uint32_t stream, uint32_t inc)
+{
+	struct proto_msg m;
+
+	dt_msg(&m, PROTO_MSG_WINDOW_UPDATE, 0, stream);
+	m.window_update.increment = inc;
+	dt_send(p, &m);
+}
+
+/* The next frame that is not a WINDOW_UPDATE (1), or none (0). */
+static int
+st_next(struct dt_peer *p, struct proto_msg *m)
+{
+	int rv;
+
+	while ((rv = dt_recv(p, m)) == 1 && m->type == PROTO_MSG_WINDOW_UPDATE)
+		;
+	return rv;
+}
+
+/* Expect DATA frames on stream carrying exactly want, the last one
+ * with END_STREAM when end is set. */
+static void
+st_expect_data(struct dt_peer *p, uint32_t stream, const char *want, int end)
+{
+	char got[4096];
+	size_t n = 0;
+
+	for (;;) {
+		cr_assert_eq(st_next(p, &M), 1, "no DATA (got '%.*s')", (int)n,
+		    got);
+		cr_assert_eq(M.type, PROTO_MSG_DATA, "got %s (code %u)",
+		    proto_type_name(M.type), M.error.code);
+		cr_assert_eq(M.stream, stream);
+		cr_assert_leq(n + M.data.len, sizeof(got));
+		memcpy(got + n, M.data.ptr, M.data.len);
+		n += M.data.len;
+		if (n >= strlen(want) &&
+		    (!end || M.flags & PROTO_FLAG_END_STREAM))
+			break;
+		cr_assert_eq(M.flags & PROTO_FLAG_END_STREAM, 0,
+		    "END_STREAM after '%.*s'", (int)n, got);
+	}
+	cr_assert_eq(n, strlen(want));
+	cr_assert_eq(memcmp(got, want, n), 0, "got '%.*s'", (int)n, got);
+}
+
+static void
+st_expect_response(struct dt_peer *p, uint32_t stream)
+{
+	cr_assert_eq(st_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_RESPONSE, "got %s (code %u)",
+	    proto_type_name(M.type), M.error.code);
+	cr_assert_eq(M.stream, stream);
+	cr_assert_eq(M.response.status, 200);
+	cr_assert_eq(M.flags & PROTO_FLAG_END_STREAM, 0);
+}
+
+static void
+st_expect_error(struct dt_peer *p, uint32_t stream, uint32_t code)
+{
+	cr_assert_eq(st_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_ERROR, "got %s",
+	    proto_type_name(M.type));
+	cr_assert_eq(M.stream, stream);
+	cr_assert_eq(M.error.code, code, "code %u, want %u", M.error.code,
+	    code);
+}
+
+/* Run the loop until the upstream accepted and read at least n bytes. */
+static void
+st_up_read(struct dt_upstream *u, size_t n)
+{
+	int i;
+
+	for (i = 0; i < DT_ITERS && u->reqlen < n && !u->eof; i++) {
+		dt_upstream_read(u);
+		if (u->reqlen < n)
+			dt_step(u->cfd >= 0 ? u->cfd : u->lfd);
+	}
+	cr_assert_geq(u->reqlen, n, "the upstream read %zu bytes", u->reqlen);
+}
+
+/* Run the loop until the close event was logged. */
+static void
+st_wait_close(void)
+{
+	int i;
+
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+}
+
+/* ---- relaying ---------------------------------------------------------- */
+
+/* Bytes both ways; the guest ends first and the upstream still sends. */
+Test(stream, echo_guest_ends_first)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
+	cr_assert_str_eq(dt_log_last("egress.decision", "transport"), "tcp");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 1);
+
+	st_send_data(p, 1, "hello\n", 0);
+	st_up_read(&u, 6);
+	cr_assert_str_eq(u.req, "hello\n");
+	dt_upstream_reply(&u, "world\n");
+	st_expect_data(p, 1, "world\n", 0);
+
+	/* The guest's end reaches the upstream as end of file... */
+	st_send_data(p, 1, "bye", PROTO_FLAG_END_STREAM);
+	dt_upstream_wait_eof(&u);
+	cr_assert_str_eq(u.req, "hello\nbye");
+	/* ... and the upstream may still answer, then end its side. */
+	dt_upstream_reply(&u, "late");
+	(void)shutdown(u.cfd, SHUT_WR);
+	st_expect_data(p, 1, "late", 1);
+	st_wait_close();
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	cr_assert_str_eq(dt_log_last("egress.close", "transport"), "tcp");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	cr_assert_str_eq(dt_log_last("egress.close", "status"), "200");
+	cr_assert_str_eq(dt_log_last("egress.close", "bytes_out"), "9");
+	cr_assert_str_eq(dt_log_last("egress.close", "bytes_in"), "10");
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* The upstream ends first; the guest still sends, then ends. */
+Test(stream, upstream_ends_first)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	for (int i = 0; i < DT_ITERS && u.cfd < 0; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.lfd);
+	}
+	cr_assert_geq(u.cfd, 0);
+	dt_upstream_reply(&u, "banner");
+	(void)shutdown(u.cfd, SHUT_WR);
+	st_expect_data(p, 1, "banner", 1);
+	cr_assert_eq(dt_log_count("egress.close"), 0, "closed half-way");
+	st_send_data(p, 1, "after", 0);
+	st_up_read(&u, 5);
+	cr_assert_str_eq(u.req, "after");
+	st_send_data(p, 1, "", PROTO_FLAG_END_STREAM);
+	dt_upstream_wait_eof(&u);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* The guest sends until the broker holds bytes the upstream has not
+ * taken (its kernel buffers full), ends its side and leaves at once:
+ * what it sent still reaches the upstream, which then reads end of
+ * file. The close is clean when the upstream had ended its side first,
+ * else "cancelled" (the guest gave up the upstream's direction). */
+struct leave_case {
+	char name[16];
+	int upstream_ended;
+	char error[16];
+};
+
+ParameterizedTestParameters(stream, guest_leaves_after_end)
+{
+	static struct leave_case cases[] = {
+		{ "upstream-ended", 1, "null" },
+		{ "upstream-open", 0, "cancelled" },
+	};
+
+	return cr_make_param_array(struct leave_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct leave_case *c, stream, guest_leaves_after_end)
+{
+	static char big[PROTO_DATA_MAX];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	struct proto_msg m;
+	uint64_t win = PROTO_STREAM_WINDOW, conn = PROTO_CONN_WINDOW;
+	size_t n, sent = 0, got = 0;
+	char buf[65536];
+	int rcvbuf = 4096, quiet = 0, i;
+	ssize_t k = -1;
+
+	cr_assert_not_null(p);
+	memset(big, 'q', sizeof(big));
+	dt_upstream_open(&u);
+	/* A small receive buffer, so that the bytes wait in the broker. */
+	cr_assert_eq(setsockopt(u.lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+			 sizeof(rcvbuf)),
+	    0);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	for (i = 0; i < DT_ITERS && u.cfd < 0; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.lfd);
+	}
+	cr_assert_geq(u.cfd, 0);
+	if (c->upstream_ended) {
+		(void)shutdown(u.cfd, SHUT_WR);
+		st_expect_data(p, 1, "", 1);
+	}
+	/* Send within the windows until the broker stops granting more. */
+	for (i = 0; i < DT_ITERS && quiet < 40; i++) {
+		n = win < conn ? (size_t)win : (size_t)conn;
+		if (n > sizeof(big))
+			n = sizeof(big);
+		if (n > 0) {
+			dt_msg(&m, PROTO_MSG_DATA, 0, 1);
+			m.data.ptr = (const uint8_t *)big;
+			m.data.len = n;
+			dt_send(p, &m);
+			sent += n;
+			win -= n;
+			conn -= n;
+			quiet = 0;
+		} else
+			quiet++;
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (dt_take(p, &m))
+			if (m.type == PROTO_MSG_WINDOW_UPDATE) {
+				if (m.stream == 0)
+					conn += m.window_update.increment;
+				else
+					win += m.window_update.increment;
+			}
+	}
+	cr_assert_eq(quiet, 40, "the broker kept granting window");
+	dt_msg(&m, PROTO_MSG_DATA, PROTO_FLAG_END_STREAM, 1);
+	dt_send(p, &m);
+	dt_peer_close(p);
+	for (i = 0; i < 4 * DT_ITERS; i++) {
+		k = read(u.cfd, buf, sizeof(buf));
+		if (k == 0)
+			break;
+		if (k > 0)
+			got += (size_t)k;
+		dt_step(u.cfd);
+	}
+	cr_assert_eq(got, sent, "the upstream got %zu of %zu bytes", got,
+	    sent);
+	cr_assert_eq(k, 0, "no end of file upstream");
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), c->error, "%s",
+	    c->name);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	cr_assert_null(dt_b.lingering);
+	dt_upstream_close(&u);
+	free(p);
+}
+
+/* END_STREAM on the REQUEST: the upstream reads end of file at once. */
+Test(stream, request_with_end_stream)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, PROTO_FLAG_END_STREAM,
+	    u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	dt_upstream_wait_eof(&u);
+	cr_assert_eq(u.reqlen, 0);
+	dt_upstream_reply(&u, "x");
+	(void)close(u.cfd);
+	u.cfd = -1;
+	st_expect_data(p, 1, "x", 1);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* A guest that grants nothing gets the stream window and no more; a
+ * WINDOW_UPDATE lets exactly that much more through. */
+Test(stream, flow_control)
+{
+	static char chunk[16384];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	size_t got = 0, sent = 0, want = PROTO_STREAM_WINDOW;
+	ssize_t k;
+	int i;
+
+	cr_assert_not_null(p);
+	memset(chunk, 'z', sizeof(chunk));
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	for (i = 0; i < DT_ITERS && u.cfd < 0; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.lfd);
+	}
+	cr_assert_geq(u.cfd, 0);
+	/* The upstream offers 1 MiB; the guest reads what arrives. */
+	for (i = 0; i < DT_ITERS && got < want; i++) {
+		while (sent < 1024 * 1024 &&
+		    (k = write(u.cfd, chunk, sizeof(chunk))) > 0)
+			sent += (size_t)k;
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			if (M.type == PROTO_MSG_DATA)
+				got += M.data.len;
+	}
+	cr_assert_eq(got, want, "got %zu", got);
+	/* Nothing more without credit, however long the loop runs. */
+	for (i = 0; i < 50; i++) {
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			cr_assert_neq(M.type, PROTO_MSG_DATA,
+			    "DATA beyond the window");
+	}
+	st_send_window(p, 1, 65536);
+	want += 65536;
+	for (i = 0; i < DT_ITERS && got < want; i++) {
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			if (M.type == PROTO_MSG_DATA)
+				got += M.data.len;
+	}
+	cr_assert_eq(got, want, "got %zu", got);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- limits ------------------------------------------------------------ */
+
+struct timeout_case {
+	char name[16];
+	uint32_t between_bytes_ms; /* the guest's idle timeout */
+	uint32_t total_ms;	   /* the guest's lifetime */
+};
+
+ParameterizedTestParameters(stream, timeouts)
+{
+	static struct timeout_case cases[] = {
+		{ "idle", 200, 0 },
+		{ "lifetime", 0, 300 },
+	};
+
+	return cr_make_param_array(struct timeout_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct timeout_case *c, stream, timeouts)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	uint64_t t0;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	M.request.timeouts.between_bytes_ms = c->between_bytes_ms;
+	M.request.timeouts.total_ms = c->total_ms;
+	t0 = broker_now_ms();
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	st_expect_error(p, 1, PROTO_CODE_TIMEOUT);
+	cr_assert_geq(broker_now_ms() - t0, 200, "%s: too early", c->name);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Two streams hold the budget of 2: a third request (any transport) is
+ * refused; a reset frees its lease at once. */
+Test(stream, budget_shared)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	st_request(&M, 3, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 3);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 2);
+	dt_request(&M, 5, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
+	    "/", NULL);
+	dt_send(p, &M);
+	st_expect_error(p, 5, PROTO_CODE_BUDGET_EXHAUSTED);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
+	    "budget-exhausted");
+	cr_assert_str_eq(dt_log_last("egress.decision", "transport"), "http");
+
+	dt_msg(&M, PROTO_MSG_RESET, 0, 1);
+	M.reset.code = PROTO_CODE_CANCELLED;
+	dt_send(p, &M);
+	for (int i = 0; i < DT_ITERS && lease_count(dt_b.leases, "app") != 1;
+	     i++)
+		dt_step(-1);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	st_request(&M, 7, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 7);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- refused at once --------------------------------------------------- */
+
+struct refuse_case {
+	char name[24];
+	char instance[16];
+	uint8_t transport;
+	char authority[48]; /* "UP": the loopback upstream */
+	char method[8];	    /* a field of HTTP a stream must not carry */
+	uint32_t code;
+	char reason[24];
+};
+
+ParameterizedTestParameters(stream, refused)
+{
+	static struct refuse_case cases[] = {
+		{ "no-port", "app", PROTO_TRANSPORT_TCP, "127.0.0.1", "",
+		    PROTO_CODE_INVALID_REQUEST, "invalid-destination" },
+		{ "port-0", "app", PROTO_TRANSPORT_TCP, "127.0.0.1:0", "",
+		    PROTO_CODE_INVALID_REQUEST, "invalid-destination" },
+		{ "port-65536", "app", PROTO_TRANSPORT_TLS, "127.0.0.1:65536",
+		    "", PROTO_CODE_INVALID_REQUEST, "invalid-destination" },
+		{ "empty", "app", PROTO_TRANSPORT_TCP, "", "",
+		    PROTO_CODE_INVALID_REQUEST, "invalid-destination" },
+		{ "tls-no-port", "app", PROTO_TRANSPORT_TLS, "127.0.0.1", "",
+		    PROTO_CODE_INVALID_REQUEST, "invalid-destination" },
+		{ "http-method", "app", PROTO_TRANSPORT_TCP, "UP", "GET",
+		    PROTO_CODE_INVALID_REQUEST, "invalid-request" },
+		{ "no-permission", "webonly", PROTO_TRANSPORT_TCP, "UP", "",
+		    PROTO_CODE_DENIED, "no-permission" },
+		{ "tls-no-permission", "webonly", PROTO_TRANSPORT_TLS, "UP",
+		    "", PROTO_CODE_DENIED, "no-permission" },
+		{ "metadata", "app", PROTO_TRANSPORT_TCP, "169.254.169.254:80",
+		    "", PROTO_CODE_DENIED, "metadata" },
+		{ "not-granted", "app", PROTO_TRANSPORT_TCP, "10.0.0.9:5432",
+		    "", PROTO_CODE_DENIED, "not-granted" },
+		{ "unknown-instance", "nobody", PROTO_TRANSPORT_TCP, "UP", "",
+		    PROTO_CODE_DENIED, "unknown-instance" },
+	};
+
+	return cr_make_param_array(struct refuse_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct refuse_case *c, stream, refused)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, c->instance);
+	st_request(&M, 1, c->transport, PROTO_FLAG_END_STREAM,
+	    strcmp(c->authority, "UP") == 0 ? u.authority : c->authority);
+	if (c->method[0] != '\0')
+		dt_str(&M.request.method, c->method);
+	dt_send(p, &M);
+	st_expect_error(p, 1, c->code);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "deny",
+	    "%s", c->name);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"), c->reason,
+	    "%s: reason %s", c->name,
+	    dt_log_last("egress.decision", "reason"));
+	cr_assert_str_eq(dt_log_last("egress.decision", "transport"),
+	    c->transport == PROTO_TRANSPORT_TLS ? "tls" : "tcp");
+	cr_assert_eq(lease_count(dt_b.leases, c->instance), 0);
+	/* Nothing reached the upstream. */
+	dt_upstream_read(&u);
+	cr_assert_lt(u.cfd, 0, "%s: the upstream was connected", c->name);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- revocation at a reload --------------------------------------------- */
+
+struct revoke_case {
+	char name[16];
+	char perms[40];
+	int grant_local;
+	char reason[24];
+};
+
+ParameterizedTestParameters(stream, revoked_at_reload)
+{
+	static struct revoke_case cases[] = {
+		{ "permission", "http_client", 1, "no-permission" },
+		{ "grant", "http_client, socket_client", 0, "not-granted" },
+	};
+
+	return cr_make_param_array(struct revoke_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+/* A reload that still allows the stream leaves it alone; one that no
+ * longer does closes it: ERROR denied, close error "revoked" with the
+ * reason, the lease back at once. */
+ParameterizedTest(struct revoke_case *c, stream, revoked_at_reload)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+
+	st_write_conf("http_client, socket_client", 1);
+	cr_assert_eq(request_revoke_streams(&dt_b, dt_b.conf.cur->snap), 0);
+	st_send_data(p, 1, "still\n", 0);
+	st_up_read(&u, 6);
+	cr_assert_str_eq(u.req, "still\n");
+
+	st_write_conf(c->perms, c->grant_local);
+	cr_assert_eq(request_revoke_streams(&dt_b, dt_b.conf.cur->snap), 1,
+	    "%s", c->name);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	st_expect_error(p, 1, PROTO_CODE_DENIED);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "revoked");
+	cr_assert_str_eq(dt_log_last("egress.close", "reason"), c->reason);
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	dt_upstream_wait_eof(&u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* tls to a peer that closes without a handshake: tls-failed, and the
+ * guest never saw a RESPONSE. */
+Test(stream, tls_handshake_fails)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	int i;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TLS, 0, u.authority);
+	dt_send(p, &M);
+	for (i = 0; i < DT_ITERS && u.cfd < 0; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.lfd);
+	}
+	cr_assert_geq(u.cfd, 0);
+	dt_upstream_reply(&u, "220 not tls\r\n");
+	(void)close(u.cfd);
+	u.cfd = -1;
+	st_expect_error(p, 1, PROTO_CODE_TLS_FAILED);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "transport"), "tls");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}

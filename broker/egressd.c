@@ -295,7 +295,7 @@ ctl_status(void *arg, struct control_status *st)
 	st->connections = b->nsessions;
 	st->requests = b->nrequests;
 	st->leases = lease_total(b->leases);
-	st->local = broker_local_addrs(b, &st->nlocal);
+	st->local = netaddr_addrs(b->netaddr, &st->nlocal);
 	st->local_generation = netaddr_generation(b->netaddr);
 	if (b->nat64.nundeclared > 0) {
 		st->nat64_warning = b->nat64.warning;
@@ -387,8 +387,7 @@ ctl_check_policy(void *arg, int answers, struct decide_policy *ret)
 	ci = conf_instance_find(c->conf->snap, c->instance);
 	ret->instance = ci != NULL ? &ci->policy : NULL;
 	ret->nat64 = &c->conf->snap->nat64;
-	ret->local = broker_local_addrs(c->b, &ret->nlocal);
-	return 0;
+	return broker_own_addrs(c->b, ret);
 }
 
 static void
@@ -918,21 +917,45 @@ events_add(struct broker *b, struct event **evs, size_t n)
 	return 0;
 }
 
-/* This host's addresses from netlink, or (abnormal: logged) read with
- * getifaddrs() when asked. */
+/* The own-address set became unknown, or known again: say so. */
+static void
+host_addresses_changed(void *arg, const struct netaddr *na)
+{
+	json_t *o;
+
+	if (netaddr_is_stale(na))
+		o = json_pack("{s:s, s:s, s:I}", "status", "error", "what",
+		    "this host's addresses could not be re-read; every "
+		    "decision is policy-unavailable until they are",
+		    "errors", (json_int_t)netaddr_errors(na));
+	else
+		o = json_pack("{s:s, s:I, s:I}", "status", "ok", "generation",
+		    (json_int_t)netaddr_generation(na), "local_routes",
+		    (json_int_t)netaddr_nets_count(na));
+	if (o != NULL)
+		log_event("egress.netaddr", o);
+}
+
+/*
+ * Every address this host delivers locally, from netlink. Without it the
+ * set is unknown and every decision is policy-unavailable: said loudly
+ * here, once, with the cause.
+ */
 static void
 host_addresses_start(struct broker *b)
 {
 	int err;
 
-	err = netaddr_new(b->base, NULL, NULL, &b->netaddr);
+	err = netaddr_new(b->base, host_addresses_changed, b, &b->netaddr);
 	if (err != 0) {
-		/* Abnormal: fall back to reading getifaddrs() per request. */
-		json_t *o = json_pack("{s:s, s:s, s:s}", "status", "warning",
-		    "what",
-		    "netlink unavailable, reading interface addresses "
-		    "with getifaddrs",
-		    "error", egress_strerror(err));
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "status",
+		    "error", "what",
+		    "cannot read this host's addresses and local routes "
+		    "(netlink NETLINK_ROUTE unavailable); every decision is "
+		    "policy-unavailable",
+		    "error", egress_strerror(err), "fix",
+		    "allow AF_NETLINK (systemd RestrictAddressFamilies=) and "
+		    "restart egressd");
 
 		b->netaddr = NULL;
 		if (o != NULL)

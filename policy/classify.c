@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * Address classification. Every address falls in one class (public,
- * private, loopback, reserved, metadata) by the tables below; this host's
- * own addresses are loopback unless they are reserved or metadata. An
+ * private, loopback, reserved, metadata) by the tables below; every
+ * address this host delivers locally (its own addresses and its local
+ * routes, from the context) is loopback unless it is reserved or metadata. An
  * address that embeds an IPv4 address (IPv4-mapped, IPv4-compatible,
  * 6to4, Teredo) is checked for the metadata addresses first, and a NAT64
  * address is classified by every IPv4 address it translates to (nat64.c),
@@ -151,13 +152,78 @@ v4_is_metadata(const uint8_t b[4])
 	return v4_in(v4_metadata, NELEM(v4_metadata), b);
 }
 
+int
+policy_net_cmp(const void *a, const void *b)
+{
+	const struct policy_net *x = a, *y = b;
+
+	if (x->addr.family != y->addr.family)
+		return x->addr.family < y->addr.family ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return memcmp(x->addr.bytes, y->addr.bytes, sizeof(x->addr.bytes));
+}
+
+/* Answer whether the sorted nets hold key (exact family, length, bytes). */
+static int
+nets_find(const struct policy_net *v, size_t n, const struct policy_net *key)
+{
+	size_t lo = 0, hi = n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (mid >= n) /* never: lo < hi <= n; bounds the read */
+			return 0;
+		c = policy_net_cmp(key, &v[mid]);
+		if (c == 0)
+			return 1;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return 0;
+}
+
+/*
+ * Answer whether a local net of family (4 or 6) holds b: one search per
+ * prefix length, with b cut to that length, so the cost does not grow
+ * with the number of nets beyond a logarithm.
+ */
+static int
+in_local_nets(const struct policy_classify_ctx *ctx, int family,
+    const uint8_t *b)
+{
+	struct policy_net key;
+	unsigned len, max = family == 4 ? 32 : 128, i;
+
+	if (ctx == NULL || ctx->nets == NULL || ctx->nnets == 0)
+		return 0;
+	for (len = 0; len <= max; len++) {
+		memset(&key, 0, sizeof(key));
+		key.addr.family = family;
+		key.len = len;
+		for (i = 0; i < len / 8; i++)
+			key.addr.bytes[i] = b[i];
+		if (len % 8 != 0)
+			key.addr.bytes[len / 8] = (uint8_t)(b[len / 8] &
+			    (0xff << (8 - len % 8)));
+		if (nets_find(ctx->nets, ctx->nnets, &key))
+			return 1;
+	}
+	return 0;
+}
+
 /* Answer whether the IPv4 address b is one of this host's addresses, given
- * as IPv4 or as IPv4-mapped IPv6. */
+ * as IPv4 or as IPv4-mapped IPv6, or inside a prefix it delivers locally. */
 static int
 v4_is_local(const struct policy_classify_ctx *ctx, const uint8_t b[4])
 {
 	size_t i;
 
+	if (in_local_nets(ctx, 4, b))
+		return 1;
 	if (ctx == NULL || ctx->local == NULL)
 		return 0;
 	for (i = 0; i < ctx->nlocal; i++) {
@@ -177,6 +243,8 @@ v6_is_local(const struct policy_classify_ctx *ctx, const uint8_t b[16])
 {
 	size_t i;
 
+	if (in_local_nets(ctx, 6, b))
+		return 1;
 	if (ctx == NULL || ctx->local == NULL)
 		return 0;
 	for (i = 0; i < ctx->nlocal; i++)

@@ -70,6 +70,8 @@ decide_answers(struct decide *d, const struct decide_policy *pol)
 	ctx.nat64 = pol->nat64;
 	ctx.local = pol->local;
 	ctx.nlocal = pol->nlocal;
+	ctx.nets = pol->nets;
+	ctx.nnets = pol->nnets;
 	if (policy_check_answers(pol->instance, d->dest, d->answers,
 		d->res.nanswers, &ctx, &d->verdict) != 0) {
 		/* More answers than considered: no verdict, no reach. */

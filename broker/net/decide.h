@@ -32,6 +32,8 @@ struct decide_policy {
 	const struct policy_nat64_list *nat64;
 	const struct policy_addr *local; /* this host's addresses */
 	size_t nlocal;
+	const struct policy_net *nets; /* and its local routes (sorted) */
+	size_t nnets;
 };
 
 /*

@@ -54,9 +54,10 @@ print_state(const struct netaddr *na)
 			(void)strcpy(buf, "?");
 		printf("%s%s", i ? "," : "", buf);
 	}
-	ctx.nat64 = NULL;
-	ctx.local = v;
-	ctx.nlocal = n;
+	memset(&ctx, 0, sizeof(ctx));
+	if (netaddr_own(na, &ctx) != 0)
+		printf(" unknown");
+	printf(" nets=%zu", ctx.nnets);
 	for (k = 0; k < probe_argc; k++) {
 		if (policy_addr_parse(probe_argv[k], &a) != 0) {
 			printf(" %s=invalid", probe_argv[k]);

@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/policy.h"
@@ -431,6 +432,91 @@ ParameterizedTest(struct local_case *c, addr, local)
 	ctx.nlocal = 0;
 	cr_expect_eq(policy_addr_classify(&ctx, &a),
 	    policy_addr_classify(NULL, &a), "%s", c->addr);
+}
+
+/*
+ * Prefixes this host delivers locally (a prefix on lo, an AnyIP route:
+ * `ip route add local 9.9.9.0/24 dev lo`) are in the loopback class, not
+ * only the interface addresses: an answer of 9.9.9.9 reached a listener
+ * on the broker host while only interface addresses counted.
+ */
+struct net_case {
+	char addr[48];
+	unsigned cls;
+};
+
+static struct net_case net_cases[] = {
+	{ "9.9.9.9", LPB }, { "9.9.9.0", LPB }, { "9.9.9.255", LPB },
+	{ "9.9.8.255", PUB }, { "9.9.10.0", PUB }, { "172.31.5.77", LPB },
+	{ "172.31.6.1", PRV }, { "::ffff:9.9.9.9", LPB },
+	{ "2a00:1450::77", LPB }, { "2a00:1450::ffff:ffff:ffff:ffff", LPB },
+	{ "2a00:1450:0:1::1", PUB }, { "1.2.3.4", LPB }, /* 1.2.3.4/32 */
+	{ "1.2.3.5", PUB }, { "8.15.0.1", LPB },	 /* 8.8.0.0/13 */
+	{ "8.16.0.1", PUB }, { "8.7.255.255", PUB },
+	{ "2606:4700::1", LPB }, /* 2606:4700::/33 */
+	{ "2606:4700:8000::1", PUB },
+	{ "198.51.100.7", RSV }, /* reserved stays reserved */
+	{ "169.254.169.254", MET },
+	{ "64:ff9b::909:909", LPB }, /* NAT64 to 9.9.9.9 */
+};
+
+ParameterizedTestParameters(addr, local_route)
+{
+	return cr_make_param_array(struct net_case, net_cases,
+	    NELEM(net_cases));
+}
+
+static struct policy_net
+must_net(const char *text, unsigned len)
+{
+	struct policy_net n;
+
+	memset(&n, 0, sizeof(n));
+	n.addr = must_parse(text);
+	n.len = len;
+	return n;
+}
+
+ParameterizedTest(struct net_case *c, addr, local_route)
+{
+	struct policy_net nets[] = {
+		must_net("9.9.9.0", 24), must_net("172.31.5.0", 24),
+		must_net("1.2.3.4", 32), must_net("8.8.0.0", 13),
+		must_net("198.51.100.0", 24), must_net("169.254.0.0", 16),
+		must_net("2a00:1450::", 64), must_net("2606:4700::", 33),
+		must_net("::", 129), /* beyond IPv6: ignored */
+	};
+	struct policy_addr a = must_parse(c->addr);
+	struct policy_classify_ctx ctx;
+
+	qsort(nets, NELEM(nets), sizeof(nets[0]), policy_net_cmp);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.nets = nets;
+	ctx.nnets = NELEM(nets);
+	cr_expect_eq(policy_addr_classify(&ctx, &a), c->cls, "%s: %#x",
+	    c->addr, policy_addr_classify(&ctx, &a));
+	/* nnets 0 ignores the array. */
+	ctx.nnets = 0;
+	cr_expect_eq(policy_addr_classify(&ctx, &a),
+	    policy_addr_classify(NULL, &a), "%s", c->addr);
+}
+
+/* A catch-all local route (0.0.0.0/0, ::/0) puts every address there. */
+Test(addr, local_route_default)
+{
+	struct policy_net nets[2];
+	struct policy_addr a = must_parse("8.8.8.8"),
+			   b = must_parse("2606::1");
+	struct policy_classify_ctx ctx;
+
+	memset(nets, 0, sizeof(nets));
+	nets[0].addr.family = 4;
+	nets[1].addr.family = 6;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.nets = nets;
+	ctx.nnets = 2;
+	cr_expect_eq(policy_addr_classify(&ctx, &a), LPB);
+	cr_expect_eq(policy_addr_classify(&ctx, &b), LPB);
 }
 
 Test(addr, classify_fails_closed)

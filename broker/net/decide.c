@@ -158,6 +158,22 @@ decide_run(struct decide *d, enum policy_transport transport,
 		decide_answers(d, &pol);
 		return 1;
 	}
+	/*
+	 * A localhost name is answered here, never asked (RFC 6761 6.3): no
+	 * DNS server decides where "localhost" is. Given answers do not
+	 * stand for it either.
+	 */
+	if (policy_host_is_loopback_name(h)) {
+		memset(d->answers, 0, 2 * sizeof(d->answers[0]));
+		d->answers[0].family = 4;
+		d->answers[0].bytes[0] = 127;
+		d->answers[0].bytes[3] = 1;
+		d->answers[1].family = 6;
+		d->answers[1].bytes[15] = 1;
+		d->res.nanswers = 2;
+		decide_answers(d, &pol);
+		return 1;
+	}
 	if (lookup->answers != NULL) {
 		if (decide_take(d, lookup->answers, lookup->nanswers) != 0)
 			decide_deny_reason(d, POLICY_REASON_UNRESOLVABLE);

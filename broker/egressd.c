@@ -134,6 +134,12 @@ check_refused(const struct conf_snapshot *s)
 	return n;
 }
 
+static void
+check_warn(void *arg, const char *msg)
+{
+	(void)fprintf(stderr, "%s\n", msg);
+}
+
 /*
  * Validate the configuration and every manifest, by the daemon's rule: a
  * configuration error (printed as FILE:LINE: ...) fails, a refused
@@ -166,6 +172,7 @@ check_config(const char *path, int strict)
 	}
 	conf_errors_done(&errs);
 	warn = check_refused(s);
+	warn += confstate_carve_warnings(s, check_warn, NULL);
 	if (dial_tls_new(s->ca_file, &t) != 0) {
 		(void)fprintf(stderr,
 		    "%s: [tls] ca_file: '%s' cannot be "
@@ -866,13 +873,15 @@ control_open_failed(const struct broker *b, const struct conf_snapshot *s)
 	    s->control_socket, s->path, call, strerror(e));
 }
 
-/* egress.start, with the instances whose manifest is refused. */
+/* egress.start, with the instances whose manifest is refused and the
+ * configuration's warnings (none: no field). */
 static void
 log_start(const struct conf_snapshot *s)
 {
-	json_t *o = json_pack("{s:s, s:s, s:I, s:o*}", "status", "started",
-	    "version", EGRESSD_VERSION, "instances", (json_int_t)s->ninstances,
-	    "refused", confstate_refused_json(s));
+	json_t *o = json_pack("{s:s, s:s, s:I, s:o*, s:o*}", "status",
+	    "started", "version", EGRESSD_VERSION, "instances",
+	    (json_int_t)s->ninstances, "refused", confstate_refused_json(s),
+	    "warnings", confstate_warnings_json(s));
 
 	if (o != NULL)
 		log_event("egress.start", o);

@@ -6,7 +6,8 @@
 # refuses. In the broker's namespace: a prefix on lo (172.31.5.1/24 makes
 # the local route 172.31.5.0/24), AnyIP routes (local 9.9.9.0/24 and
 # 2a00:1450::/64 on lo) and a local route in another table (9.9.8.0/24,
-# table 100), with listeners on 9.9.9.9:80 and 172.31.5.77:80. Names
+# table 100), 4200 addresses on lo (more than any cap ever kept), with
+# listeners on 9.9.9.9:80, 172.31.5.77:80 and 172.29.16.200:80. Names
 # granted (and carved out only in egress_allow_private) that answer
 # inside them are denied loopback-address and no listener sees a
 # connection; a local route added while egressd runs counts as soon as
@@ -53,20 +54,29 @@ lab_ns_b ip addr add 172.31.5.1/24 dev lo
 lab_ns_b ip route add local 9.9.9.0/24 dev lo
 lab_ns_b ip -6 route add local 2a00:1450::/64 dev lo
 lab_ns_b ip route add local 9.9.8.0/24 dev lo table 100
+# More own addresses than the old cap of 4096: the last still counts.
+python3 -c '
+for i in range(4200):
+    print("addr add 172.29.%d.%d/32 dev lo" % (i // 250, i % 250 + 1))' \
+    >"$LAB_DIR/many.batch"
+lab_ns_b ip -batch "$LAB_DIR/many.batch"
 lo_listen anyip 9.9.9.9
 lo_listen lopfx 172.31.5.77
+lo_listen many 172.29.16.200
 
 lab_dns_set anyip.weather.example=9.9.9.9 \
     lopfx.weather.example=172.31.5.77 \
     anyip6.weather.example=2a00:1450::77 \
     tbl.weather.example=9.9.8.1 \
     live.weather.example=9.9.7.7 \
+    many.weather.example=172.29.16.200 \
     pub.weather.example="$LAB_PUB4"
 NAMES="anyip.weather.example lopfx.weather.example anyip6.weather.example"
-NAMES="$NAMES tbl.weather.example"
+NAMES="$NAMES tbl.weather.example many.weather.example"
 HOSTS="anyip.weather.example, lopfx.weather.example"
 HOSTS="$HOSTS, anyip6.weather.example, tbl.weather.example"
 HOSTS="$HOSTS, live.weather.example, pub.weather.example"
+HOSTS="$HOSTS, many.weather.example"
 
 # Granted, and only privately carved out: every locally delivered answer
 # is refused.
@@ -83,6 +93,8 @@ done
 lab_expect_eq "requests on 9.9.9.9:80 (AnyIP)" 0 "$(lo_hits anyip)"
 lab_expect_eq "requests on 172.31.5.77:80 (prefix on lo)" 0 \
     "$(lo_hits lopfx)"
+lab_expect_eq "requests on 172.29.16.200:80 (own address 4200)" 0 \
+    "$(lo_hits many)"
 
 # A local route added now counts once netlink has reported it.
 n=$(lab_count_events egress.netaddr)

@@ -14,8 +14,8 @@
 # netlink reported it; egress_allow_loopback re-opens them. Then egressd
 # runs without AF_NETLINK (as under systemd RestrictAddressFamilies=
 # without it): it says so at start, every decision is policy-unavailable
-# (even a plain public name, which reaches nothing), and `egressctl
-# check` agrees.
+# (even a plain public name, which reaches nothing), and the control
+# check and `egressctl check` agree.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -137,6 +137,12 @@ for name in pub.weather.example anyip.weather.example; do
 done
 lab_expect_hits "$LAB_PUB4" 0
 lab_expect_eq "requests on 9.9.9.9:80 (no netlink)" 1 "$(lo_hits anyip)"
+# The control check agrees.
+r=$(printf 'check weather http://pub.weather.example/\n' |
+    timeout "$(egress_wait 10)" socat -t "$(egress_wait 5)" - \
+    "UNIX-CONNECT:$LAB_DIR/run/control.sock")
+lab_expect_eq "control check without netlink" "deny policy-unavailable" \
+    "$(jq -r '[.verdict, .reason] | join(" ")' <<<"$r")"
 rc=0
 out=$(lab_ns_b "$EGRESS_NONETLINK" "$EGRESSCTL" -c "$LAB_CONF" check \
     --resolve "pub.weather.example=$LAB_PUB4" weather \

@@ -686,7 +686,7 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 	for (i = 0; i < s->ninstances; i++)
 		diagnose_instance(ctx, &f, s, &s->instances[i]);
 	if (nden > 0)
-		(void)ctl_own_read("diagnose's advice", &own);
+		(void)ctl_own_read("diagnose's findings", &own);
 	for (i = 0; i < nden; i++)
 		diagnose_denial(ctx, &f, s, own, &den[i]);
 	/* NAT64 through the broker's configured resolver only (unless

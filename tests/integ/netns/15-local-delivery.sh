@@ -153,4 +153,23 @@ grep -q "cannot read this host's addresses" "$LAB_DIR/check.err" ||
     lab_fail "egressctl check did not say why: $(cat "$LAB_DIR/check.err")"
 lab_ok "egressctl check says why"
 
+# egressctl reads the own addresses as check does: 172.31.5.1 (on lo,
+# a private-range address) is loopback to plugin grant and diagnose.
+rc=0
+lab_ns_b "$EGRESSCTL" -c "$LAB_CONF" plugin grant weather --private \
+    172.31.5.1 >/dev/null 2>"$LAB_DIR/grant.err" || rc=$?
+lab_expect_eq "plugin grant --private of an own address" 2 "$rc"
+grep -q "carve it out with --loopback" "$LAB_DIR/grant.err" ||
+    lab_fail "plugin grant did not name --loopback: $(cat "$LAB_DIR/grant.err")"
+lab_ok "plugin grant names --loopback for an own address"
+printf '%s\n' '{"ts":"2026-08-21T10:00:00.000Z","event":"egress.decision","request_id":1,"instance":"weather","plugin":"weather","transport":"http","host":"172.31.5.1","port":80,"verdict":"deny","reason":"private-address","addresses":[]}' \
+    >"$LAB_DIR/denials.log"
+out=$(lab_ns_b "$EGRESSCTL" -c "$LAB_CONF" diagnose --no-nat64 \
+    --log "$LAB_DIR/denials.log" 2>&1) || true
+grep -q -- "--loopback 172.31.5.1" <<<"$out" ||
+    lab_fail "diagnose did not advise --loopback for an own address: $out"
+! grep -q -- "--private 172.31.5.1" <<<"$out" ||
+    lab_fail "diagnose advised --private for an own address: $out"
+lab_ok "diagnose advises --loopback for an own address"
+
 lab_finish

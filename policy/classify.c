@@ -164,53 +164,64 @@ policy_net_cmp(const void *a, const void *b)
 	return memcmp(x->addr.bytes, y->addr.bytes, sizeof(x->addr.bytes));
 }
 
-/* Answer whether the sorted nets hold key (exact family, length, bytes). */
-static int
-nets_find(const struct policy_net *v, size_t n, const struct policy_net *key)
+/* Return the index of the first of the n sorted nets not below key. */
+static size_t
+nets_lower_bound(const struct policy_net *v, size_t n,
+    const struct policy_net *key)
 {
 	size_t lo = 0, hi = n, mid;
-	int c;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (mid >= n) /* never: lo < hi <= n; bounds the read */
-			return 0;
-		c = policy_net_cmp(key, &v[mid]);
-		if (c == 0)
-			return 1;
-		if (c < 0)
-			hi = mid;
-		else
+			break;
+		if (policy_net_cmp(&v[mid], key) < 0)
 			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return 0;
+	return lo;
 }
 
 /*
- * Answer whether a local net of family (4 or 6) holds b: one search per
- * prefix length, with b cut to that length, so the cost does not grow
- * with the number of nets beyond a logarithm.
+ * Answer whether a local net of family (4 or 6) holds b. The nets of one
+ * length sit together in the sorted array: for each length present, b
+ * cut to it is searched among them, so the cost is a few searches (one
+ * per length present), not one comparison per net.
  */
 static int
 in_local_nets(const struct policy_classify_ctx *ctx, int family,
     const uint8_t *b)
 {
 	struct policy_net key;
-	unsigned len, max = family == 4 ? 32 : 128, i;
+	unsigned len, max = family == 4 ? 32 : 128, k;
+	size_t i, end, at;
 
 	if (ctx == NULL || ctx->nets == NULL || ctx->nnets == 0)
 		return 0;
-	for (len = 0; len <= max; len++) {
+	memset(&key, 0, sizeof(key));
+	key.addr.family = family;
+	i = nets_lower_bound(ctx->nets, ctx->nnets, &key);
+	while (i < ctx->nnets && ctx->nets[i].addr.family == family &&
+	    ctx->nets[i].len <= max) {
+		len = ctx->nets[i].len;
+		/* The group of this length ends where length + 1 starts. */
 		memset(&key, 0, sizeof(key));
 		key.addr.family = family;
+		key.len = len + 1;
+		end = nets_lower_bound(ctx->nets, ctx->nnets, &key);
+		if (end <= i) /* unsorted input: stop rather than loop */
+			return 0;
 		key.len = len;
-		for (i = 0; i < len / 8; i++)
-			key.addr.bytes[i] = b[i];
+		for (k = 0; k < len / 8; k++)
+			key.addr.bytes[k] = b[k];
 		if (len % 8 != 0)
 			key.addr.bytes[len / 8] = (uint8_t)(b[len / 8] &
 			    (0xff << (8 - len % 8)));
-		if (nets_find(ctx->nets, ctx->nnets, &key))
+		at = i + nets_lower_bound(ctx->nets + i, end - i, &key);
+		if (at < end && policy_net_cmp(&ctx->nets[at], &key) == 0)
 			return 1;
+		i = end;
 	}
 	return 0;
 }

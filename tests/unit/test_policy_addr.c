@@ -501,6 +501,74 @@ ParameterizedTest(struct net_case *c, addr, local_route)
 	    policy_addr_classify(NULL, &a), "%s", c->addr);
 }
 
+/* The search over nets agrees with a plain scan, for random IPv4 nets of
+ * every length and random addresses (a fixed seed: the same every run). */
+static uint32_t
+lcg(uint32_t *st)
+{
+	*st = *st * 1103515245u + 12345u;
+	return *st;
+}
+
+static int
+v4_in_net(const struct policy_net *n, uint32_t a)
+{
+	uint32_t net = ((uint32_t)n->addr.bytes[0] << 24) |
+	    ((uint32_t)n->addr.bytes[1] << 16) |
+	    ((uint32_t)n->addr.bytes[2] << 8) | n->addr.bytes[3];
+	uint32_t mask = n->len == 0 ? 0 : ~(uint32_t)0 << (32 - n->len);
+
+	return (a & mask) == net;
+}
+
+Test(addr, local_route_search_matches_scan)
+{
+	static struct policy_net nets[400];
+	struct policy_classify_ctx ctx;
+	struct policy_addr a;
+	uint32_t st = 7, w, mask;
+	size_t n = 0, i, j, k, nin = 0;
+	unsigned base, want;
+	int in;
+
+	for (i = 0; i < 400; i++) {
+		memset(&nets[n], 0, sizeof(nets[n]));
+		nets[n].addr.family = 4;
+		nets[n].len = 16 + lcg(&st) % 17; /* 16 to 32 */
+		mask = ~(uint32_t)0 << (32 - nets[n].len);
+		/* Clustered, so that addresses fall inside some of them. */
+		w = ((lcg(&st) >> 8) & 0x00ffffffu) | (9u << 24);
+		w &= mask;
+		for (k = 0; k < 4; k++)
+			nets[n].addr.bytes[k] = (uint8_t)(w >> (24 - 8 * k));
+		n++;
+	}
+	qsort(nets, n, sizeof(nets[0]), policy_net_cmp);
+	for (i = 1, j = 1; i < n; i++)
+		if (policy_net_cmp(&nets[i], &nets[j - 1]) != 0)
+			nets[j++] = nets[i];
+	n = j;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.nets = nets;
+	ctx.nnets = n;
+	for (i = 0; i < 20000; i++) {
+		w = ((lcg(&st) >> 8) & 0x00ffffffu) | (9u << 24);
+		memset(&a, 0, sizeof(a));
+		a.family = 4;
+		for (k = 0; k < 4; k++)
+			a.bytes[k] = (uint8_t)(w >> (24 - 8 * k));
+		for (k = 0, in = 0; k < n && !in; k++)
+			in = v4_in_net(&nets[k], w);
+		nin += (size_t)in;
+		base = policy_addr_classify(NULL, &a);
+		want = in && (base == PUB || base == PRV) ? LPB : base;
+		cr_assert_eq(policy_addr_classify(&ctx, &a), want,
+		    "9.x address %u.%u.%u.%u: inside %d", a.bytes[0],
+		    a.bytes[1], a.bytes[2], a.bytes[3], in);
+	}
+	cr_assert(nin > 1000 && nin < 19000, "%zu of 20000 inside", nin);
+}
+
 /* A catch-all local route (0.0.0.0/0, ::/0) puts every address there. */
 Test(addr, local_route_default)
 {

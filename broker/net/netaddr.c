@@ -75,6 +75,7 @@ struct netaddr_rwalk {
 	struct policy_net *v;
 	size_t n, cap;
 	int nomem;
+	int bad; /* a route message that could not be read */
 };
 
 static int
@@ -149,15 +150,21 @@ netaddr_route_cb(struct nl_msg *msg, void *arg)
 	struct nlattr *tb[RTA_MAX + 1];
 	struct rtmsg *rtm;
 	struct policy_net net;
-	size_t alen;
+	size_t alen, i;
 
-	if (nlh->nlmsg_type != RTM_NEWROUTE || w->nomem ||
-	    nlmsg_parse(nlh, sizeof(*rtm), tb, RTA_MAX, NULL) < 0)
+	if (nlh->nlmsg_type != RTM_NEWROUTE || w->nomem || w->bad)
+		return NL_SKIP;
+	/* A route we cannot read could be a local one: the whole read
+	 * fails (the set is then unknown), nothing is skipped. */
+	w->bad = 1;
+	if (nlmsg_parse(nlh, sizeof(*rtm), tb, RTA_MAX, NULL) < 0)
 		return NL_SKIP;
 	rtm = nlmsg_data(nlh);
 	/* The kernel may not filter (no strict checking): filter here. */
-	if (rtm->rtm_type != RTN_LOCAL && rtm->rtm_type != RTN_ANYCAST)
+	if (rtm->rtm_type != RTN_LOCAL && rtm->rtm_type != RTN_ANYCAST) {
+		w->bad = 0;
 		return NL_SKIP;
+	}
 	memset(&net, 0, sizeof(net));
 	if (rtm->rtm_family == AF_INET && rtm->rtm_dst_len <= 32) {
 		net.addr.family = 4;
@@ -174,13 +181,10 @@ netaddr_route_cb(struct nl_msg *msg, void *arg)
 		memcpy(net.addr.bytes, nla_data(tb[RTA_DST]), alen);
 	} else if (net.len != 0)
 		return NL_SKIP;
+	w->bad = 0;
 	/* Clear the host bits: the key policy_classify_ctx searches for. */
-	if (net.len % 8 != 0)
-		net.addr.bytes[net.len / 8] &= (uint8_t)(0xff
-		    << (8 - net.len % 8));
-	if (net.len / 8 + (net.len % 8 != 0) < 16)
-		memset(net.addr.bytes + net.len / 8 + (net.len % 8 != 0), 0,
-		    16 - (net.len / 8 + (net.len % 8 != 0)));
+	for (i = net.len; i < 8 * sizeof(net.addr.bytes); i++)
+		net.addr.bytes[i / 8] &= (uint8_t) ~(0x80u >> (i % 8));
 	if (w->n == w->cap) {
 		size_t ncap = w->cap != 0 ? w->cap * 2 : 16;
 		struct policy_net *nv;
@@ -220,6 +224,8 @@ netaddr_dump_routes(struct nl_sock *sk, int family, int type,
 	nl_cb_put(cb);
 	if (err >= 0 && w->nomem)
 		err = -NLE_NOMEM;
+	if (err >= 0 && w->bad)
+		err = -NLE_PARSE_ERR;
 	return err < 0 ? err : 0;
 }
 
@@ -259,7 +265,7 @@ static int
 netaddr_rebuild(struct netaddr *na)
 {
 	struct netaddr_walk w = { NULL, 0, 0, 0 };
-	struct netaddr_rwalk rw = { NULL, 0, 0, 0 };
+	struct netaddr_rwalk rw = { NULL, 0, 0, 0, 0 };
 	int err;
 
 	nl_cache_foreach(na->cache, netaddr_walk_cb, &w)

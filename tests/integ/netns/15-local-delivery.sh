@@ -106,13 +106,19 @@ lab_expect_fetch_error denied
 lab_expect_decision weather deny loopback-address live.weather.example
 lab_egressd_stop
 
-# The loopback carve-out re-opens the class: the listener is reached.
+# The loopback carve-out re-opens the class: the listener is reached. A
+# private carve-out of localhost (kept from before loopback was its own
+# class) opens nothing: egress.start warns, naming egress_allow_loopback.
 {
 	lab_config_base
-	lab_entry weather weather "$HOSTS" "" http_client \
+	lab_entry weather weather "$HOSTS, localhost" "localhost" http_client \
 	    "anyip.weather.example"
 } | lab_config_install
 lab_egressd_start weather
+lab_expect_eq "egress.start warning for egress_allow_private = localhost" 1 \
+    "$(jq -cR 'fromjson? | select(.event == "egress.start")' \
+    "$LAB_BROKER_LOG" | tail -n 1 | jq '[.warnings[]? |
+    select(test("egress_allow_private: localhost is loopback.*egress_allow_loopback"))] | length')"
 lab_fetch weather http://anyip.weather.example/small
 lab_expect_fetch_ok
 lab_expect_decision weather allow - anyip.weather.example

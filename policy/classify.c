@@ -164,12 +164,15 @@ policy_net_cmp(const void *a, const void *b)
 	return memcmp(x->addr.bytes, y->addr.bytes, sizeof(x->addr.bytes));
 }
 
-/* Return the index of the first of the n sorted nets not below key. */
+/*
+ * Return the index of the first net not below key within [lo, hi) of the
+ * n sorted nets v (hi when none is).
+ */
 static size_t
-nets_lower_bound(const struct policy_net *v, size_t n,
+nets_lower_bound(const struct policy_net *v, size_t n, size_t lo, size_t hi,
     const struct policy_net *key)
 {
-	size_t lo = 0, hi = n, mid;
+	size_t mid;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
@@ -201,7 +204,7 @@ in_local_nets(const struct policy_classify_ctx *ctx, int family,
 		return 0;
 	memset(&key, 0, sizeof(key));
 	key.addr.family = family;
-	i = nets_lower_bound(ctx->nets, ctx->nnets, &key);
+	i = nets_lower_bound(ctx->nets, ctx->nnets, 0, ctx->nnets, &key);
 	while (i < ctx->nnets && ctx->nets[i].addr.family == family &&
 	    ctx->nets[i].len <= max) {
 		len = ctx->nets[i].len;
@@ -209,8 +212,9 @@ in_local_nets(const struct policy_classify_ctx *ctx, int family,
 		memset(&key, 0, sizeof(key));
 		key.addr.family = family;
 		key.len = len + 1;
-		end = nets_lower_bound(ctx->nets, ctx->nnets, &key);
-		if (end <= i) /* unsorted input: stop rather than loop */
+		end = nets_lower_bound(ctx->nets, ctx->nnets, i, ctx->nnets,
+		    &key);
+		if (end <= i || end > ctx->nnets) /* unsorted: stop */
 			return 0;
 		key.len = len;
 		for (k = 0; k < len / 8; k++)
@@ -218,8 +222,9 @@ in_local_nets(const struct policy_classify_ctx *ctx, int family,
 		if (len % 8 != 0)
 			key.addr.bytes[len / 8] = (uint8_t)(b[len / 8] &
 			    (0xff << (8 - len % 8)));
-		at = i + nets_lower_bound(ctx->nets + i, end - i, &key);
-		if (at < end && policy_net_cmp(&ctx->nets[at], &key) == 0)
+		at = nets_lower_bound(ctx->nets, ctx->nnets, i, end, &key);
+		if (at < end && at < ctx->nnets &&
+		    policy_net_cmp(&ctx->nets[at], &key) == 0)
 			return 1;
 		i = end;
 	}

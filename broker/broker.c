@@ -20,10 +20,10 @@
 
 #include "broker/broker.h"
 #include "broker/log.h"
+#include "broker/net/decide.h"
 #include "broker/net/dial.h"
 #include "broker/net/dns.h"
 #include "broker/net/lease.h"
-#include "broker/net/decide.h"
 #include "broker/net/netaddr.h"
 #include "broker/net/pool.h"
 #include "broker/net/share.h"

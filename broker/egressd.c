@@ -926,17 +926,20 @@ events_add(struct broker *b, struct event **evs, size_t n)
 	return 0;
 }
 
-/* The own-address set became unknown, or known again: say so. */
+/* The own-address set changed, became unknown (with the cause), or is
+ * known again: say so. */
 static void
 host_addresses_changed(void *arg, const struct netaddr *na)
 {
 	json_t *o;
 
 	if (netaddr_is_stale(na))
-		o = json_pack("{s:s, s:s, s:I}", "status", "error", "what",
+		o = json_pack("{s:s, s:s, s:s, s:I}", "status", "error",
+		    "what",
 		    "this host's addresses could not be re-read; every "
 		    "decision is policy-unavailable until they are",
-		    "errors", (json_int_t)netaddr_errors(na));
+		    "error", egress_strerror(netaddr_last_error(na)), "errors",
+		    (json_int_t)netaddr_errors(na));
 	else
 		o = json_pack("{s:s, s:I, s:I}", "status", "ok", "generation",
 		    (json_int_t)netaddr_generation(na), "local_routes",

@@ -56,7 +56,8 @@ struct netaddr {
 	size_t n;
 	struct policy_net *nets; /* sorted by policy_net_cmp, unique */
 	size_t nnets;
-	int stale; /* the last re-read failed: the set is unknown */
+	int stale;    /* the last re-read failed: the set is unknown */
+	int last_err; /* its error */
 	uint64_t generation;
 	uint64_t errors;
 	uint64_t overruns;
@@ -316,6 +317,7 @@ netaddr_refresh(struct netaddr *na)
 		 * a re-read succeeds. */
 		na->errors++;
 		na->stale = 1;
+		na->last_err = err;
 		if (na->retry != NULL) {
 			struct timeval tv = { NETADDR_RETRY_MS / 1000,
 				(NETADDR_RETRY_MS % 1000) * 1000 };
@@ -556,6 +558,12 @@ int
 netaddr_is_stale(const struct netaddr *na)
 {
 	return na == NULL || na->stale;
+}
+
+int
+netaddr_last_error(const struct netaddr *na)
+{
+	return na != NULL ? na->last_err : 0;
 }
 
 size_t

@@ -75,6 +75,9 @@ int netaddr_own(const struct netaddr *na, struct policy_classify_ctx *ctx);
 /* Answer whether the set is unknown (NULL na, or a failed re-read). */
 int netaddr_is_stale(const struct netaddr *na);
 
+/* Return the error of the last failed re-read (0: none failed). */
+int netaddr_last_error(const struct netaddr *na);
+
 /* Return how many local-route prefixes the set holds. */
 size_t netaddr_nets_count(const struct netaddr *na);
 

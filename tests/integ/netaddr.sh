@@ -91,4 +91,18 @@ wait_for " $any4=public $any6=public $tbl4=public\$"
 awk '{ g = substr($1, 5) + 0; $1 = ""
 	if (NR > 1 && (g <= pg || $0 == prev)) { print "line " NR; exit 1 }
 	pg = g; prev = $0 }' "$out" || fail "a generation moved without a change"
-echo "ok: netaddr followed $v4 and $v6 on lo, and local routes"
+
+# A re-read that fails leaves the set unknown, never the old one: with
+# every netlink request refused after the first read, the next change
+# makes the probe report "unknown".
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null || true
+NETADDR_PROBE_NOSEND=1 "${EGRESS_WRAP_CMD[@]}" "$probe" "$v4" >"$out" 2>&1 &
+pid=$!
+wait_for "^gen=1 .* nets=[0-9]+ $v4=public\$"
+if tail -n 1 "$out" | grep -q " unknown"; then fail "unknown at start"; fi
+ip addr add "$v4/32" dev lo
+wait_for " unknown nets=0 $v4=public\$"
+ip addr del "$v4/32" dev lo
+
+echo "ok: netaddr followed $v4 and $v6 on lo, and local routes; a failed re-read is unknown"

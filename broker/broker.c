@@ -22,18 +22,16 @@
 
 #include "broker/broker.h"
 #include "broker/log.h"
+#include "broker/net/decide.h"
 #include "broker/net/dial.h"
 #include "broker/net/dns.h"
 #include "broker/net/lease.h"
-#include "broker/net/localaddr.h"
 #include "broker/net/netaddr.h"
 #include "broker/net/pool.h"
 #include "broker/net/share.h"
 #include "broker/session.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
-
-#define LOCAL_REFRESH_MS 1000 /* re-read interface addresses */
 
 void
 broker_format_id(char *buf, size_t n, const char *prefix, uint64_t seq)
@@ -498,28 +496,20 @@ broker_release(struct broker *b)
 	if (b->mem_wake_ev != NULL)
 		event_free(b->mem_wake_ev);
 	b->mem_wake_ev = NULL;
-	free(b->local);
-	b->local = NULL;
-	b->nlocal = 0;
 }
 
-const struct policy_addr *
-broker_local_addrs(struct broker *b, size_t *ret_n)
+int
+broker_own_addrs(struct broker *b, struct decide_policy *ret)
 {
-	struct policy_addr *a = NULL;
-	size_t n = 0;
-	uint64_t t = broker_now_ms();
+	struct policy_classify_ctx ctx;
+	int err;
 
-	if (b->netaddr != NULL)
-		return netaddr_addrs(b->netaddr, ret_n);
-	if ((b->local_read_ms == 0 ||
-		t - b->local_read_ms >= LOCAL_REFRESH_MS) &&
-	    localaddr_read(&a, &n) == 0) {
-		free(b->local);
-		b->local = a;
-		b->nlocal = n;
-		b->local_read_ms = t;
-	}
-	*ret_n = b->nlocal;
-	return b->local;
+	memset(&ctx, 0, sizeof(ctx));
+	if ((err = netaddr_own(b->netaddr, &ctx)) != 0)
+		return err;
+	ret->local = ctx.local;
+	ret->nlocal = ctx.nlocal;
+	ret->nets = ctx.nets;
+	ret->nnets = ctx.nnets;
+	return 0;
 }

@@ -31,6 +31,7 @@ struct lease_table;
 struct pool;
 struct dns_resolver;
 struct netaddr;
+struct decide_policy;
 struct metrics;
 struct control_server;
 struct share;
@@ -108,11 +109,9 @@ struct broker {
 	struct pool *pool;	    /* idle keep-alive upstreams; NULL:
 					   no reuse (Connection: close) */
 
-	struct policy_addr *local; /* own interface addresses, when */
-	size_t nlocal;		   /* netaddr is NULL (no netlink) */
-	uint64_t local_read_ms;	   /* monotonic time of last read */
-	struct netaddr *netaddr;   /* host addresses from netlink */
-	struct metrics *metrics;   /* counters for `show metrics` */
+	struct netaddr *netaddr; /* own addresses from netlink; NULL:
+				    unknown (every decision refuses) */
+	struct metrics *metrics; /* counters for `show metrics` */
 	struct control_server *control;
 	struct nat64disc *nat64q;      /* discovery in flight, or NULL */
 	struct nat64disc_result nat64; /* the last discovery's outcome */
@@ -200,12 +199,14 @@ struct dns_resolver *broker_dns_resolver(const struct broker_dns *d);
 void broker_dns_release(struct broker_dns *d);
 
 /*
- * Return this host's own addresses (borrowed until the loop runs again)
- * and their count in *ret_n: netlink's current set, or, without netlink,
- * a getifaddrs() read at most one second old (the previous list is kept
- * when a read fails).
+ * Fill the own-address fields of ret (local, nlocal, nets, nnets: every
+ * address this host delivers locally, borrowed until the loop runs again)
+ * from netlink's current set. Return 0, or EGRESS_ERR_UNAVAILABLE while
+ * the set is unknown (no netlink since the start, or the last re-read
+ * failed): the decision is then the deny "policy-unavailable", never a
+ * classification without this host's addresses.
  */
-const struct policy_addr *broker_local_addrs(struct broker *b, size_t *ret_n);
+int broker_own_addrs(struct broker *b, struct decide_policy *ret);
 
 /*
  * Return the capacity of the upstream-connection share for a soft

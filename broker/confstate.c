@@ -142,15 +142,80 @@ confstate_refused_json(const struct conf_snapshot *s)
 	return a;
 }
 
+/* Answer whether entry opens nothing in egress_allow_private: its hosts
+ * are in the loopback class whatever DNS says. */
+static int
+carve_is_loopback(const struct policy_entry *en)
+{
+	struct policy_addr a;
+
+	if (policy_host_is_loopback_name(&en->host))
+		return 1;
+	if (en->host.kind == POLICY_HOST_NAME ||
+	    policy_addr_parse(en->host.name, &a) != 0)
+		return 0;
+	return (policy_addr_classify(NULL, &a) & POLICY_CLASS_LOOPBACK) != 0;
+}
+
+size_t
+confstate_carve_warnings(const struct conf_snapshot *s,
+    void (*fn)(void *arg, const char *msg), void *arg)
+{
+	const struct conf_instance *ci;
+	const struct policy_entry *en;
+	char t[POLICY_NAME_MAX + 8], *msg;
+	size_t i, j, n = 0;
+
+	for (i = 0; i < s->ninstances; i++) {
+		ci = &s->instances[i];
+		for (j = 0; j < policy_grant_count(ci->allow_private); j++) {
+			en = policy_grant_entry(ci->allow_private, j);
+			if (en == NULL || !carve_is_loopback(en) ||
+			    policy_entry_format(en, t, sizeof(t)) < 0)
+				continue;
+			if (asprintf(&msg,
+				"%s:%d: warning: [plugins.entries.%s] "
+				"egress_allow_private: %s is loopback, which "
+				"egress_allow_private does not open: list it "
+				"in egress_allow_loopback",
+				s->path, ci->line, ci->name, t) < 0)
+				continue;
+			fn(arg, msg);
+			free(msg);
+			n++;
+		}
+	}
+	return n;
+}
+
+static void
+warn_json(void *arg, const char *msg)
+{
+	(void)json_array_append_new(arg, log_bounded_string(msg, strlen(msg)));
+}
+
+json_t *
+confstate_warnings_json(const struct conf_snapshot *s)
+{
+	json_t *a = json_array();
+
+	if (a == NULL || confstate_carve_warnings(s, warn_json, a) == 0) {
+		json_decref(a);
+		return NULL;
+	}
+	return a;
+}
+
 static void
 confstate_log_loaded(const struct confstate *cs)
 {
 	const struct conf_snapshot *s = cs->cur->snap;
 	json_t *o;
 
-	o = json_pack("{s:s, s:I, s:I, s:o*}", "status", "loaded",
+	o = json_pack("{s:s, s:I, s:I, s:o*, s:o*}", "status", "loaded",
 	    "generation", (json_int_t)s->generation, "instances",
-	    (json_int_t)s->ninstances, "refused", confstate_refused_json(s));
+	    (json_int_t)s->ninstances, "refused", confstate_refused_json(s),
+	    "warnings", confstate_warnings_json(s));
 	if (o != NULL)
 		log_event("egress.config", o);
 }

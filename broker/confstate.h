@@ -129,6 +129,21 @@ int confstate_is_valid(const struct confstate *cs);
  */
 json_t *confstate_refused_json(const struct conf_snapshot *s);
 
+/*
+ * Call fn once per egress_allow_private entry of s that only
+ * egress_allow_loopback can open (a loopback literal, a localhost name or
+ * *.localhost), with the warning "FILE:LINE: warning: ..." naming the key
+ * to use (borrowed for the call). Return how many.
+ */
+size_t confstate_carve_warnings(const struct conf_snapshot *s,
+    void (*fn)(void *arg, const char *msg), void *arg);
+
+/*
+ * Return a new JSON array of those warnings, or NULL when there is none
+ * (or on out-of-memory).
+ */
+json_t *confstate_warnings_json(const struct conf_snapshot *s);
+
 /* Take another reference; NULL is passed through. */
 struct confref *confref_ref(struct confref *r);
 

@@ -139,6 +139,12 @@ check_refused(const struct conf_snapshot *s)
 	return n;
 }
 
+static void
+check_warn(void *arg, const char *msg)
+{
+	(void)fprintf(stderr, "%s\n", msg);
+}
+
 /*
  * Validate the configuration and every manifest, by the daemon's rule: a
  * configuration error (printed as FILE:LINE: ...) fails, a refused
@@ -171,6 +177,7 @@ check_config(const char *path, int strict)
 	}
 	conf_errors_done(&errs);
 	warn = check_refused(s);
+	warn += confstate_carve_warnings(s, check_warn, NULL);
 	if (dial_tls_new(s->ca_file, &t) != 0) {
 		(void)fprintf(stderr,
 		    "%s: [tls] ca_file: '%s' cannot be "
@@ -305,7 +312,7 @@ ctl_status(void *arg, struct control_status *st)
 	    0;
 	st->log_queued = log_queued(NULL);
 	st->log_backlogs = log_backlogs();
-	st->local = broker_local_addrs(b, &st->nlocal);
+	st->local = netaddr_addrs(b->netaddr, &st->nlocal);
 	st->local_generation = netaddr_generation(b->netaddr);
 	if (b->nat64.nundeclared > 0) {
 		st->nat64_warning = b->nat64.warning;
@@ -397,8 +404,7 @@ ctl_check_policy(void *arg, int answers, struct decide_policy *ret)
 	ci = conf_instance_find(c->conf->snap, c->instance);
 	ret->instance = ci != NULL ? &ci->policy : NULL;
 	ret->nat64 = &c->conf->snap->nat64;
-	ret->local = broker_local_addrs(c->b, &ret->nlocal);
-	return 0;
+	return broker_own_addrs(c->b, ret);
 }
 
 static void
@@ -912,13 +918,15 @@ control_open_failed(const struct broker *b, const struct conf_snapshot *s)
 	    s->control_socket, s->path, call, strerror(e));
 }
 
-/* egress.start, with the instances whose manifest is refused. */
+/* egress.start, with the instances whose manifest is refused and the
+ * configuration's warnings (none: no field). */
 static void
 log_start(const struct conf_snapshot *s)
 {
-	json_t *o = json_pack("{s:s, s:s, s:I, s:o*}", "status", "started",
-	    "version", EGRESSD_VERSION, "instances", (json_int_t)s->ninstances,
-	    "refused", confstate_refused_json(s));
+	json_t *o = json_pack("{s:s, s:s, s:I, s:o*, s:o*}", "status",
+	    "started", "version", EGRESSD_VERSION, "instances",
+	    (json_int_t)s->ninstances, "refused", confstate_refused_json(s),
+	    "warnings", confstate_warnings_json(s));
 
 	if (o != NULL)
 		log_event("egress.start", o);
@@ -963,21 +971,48 @@ events_add(struct broker *b, struct event **evs, size_t n)
 	return 0;
 }
 
-/* This host's addresses from netlink, or (abnormal: logged) read with
- * getifaddrs() when asked. */
+/* The own-address set changed, became unknown (with the cause), or is
+ * known again: say so. */
+static void
+host_addresses_changed(void *arg, const struct netaddr *na)
+{
+	json_t *o;
+
+	if (netaddr_is_stale(na))
+		o = json_pack("{s:s, s:s, s:s, s:I}", "status", "error",
+		    "what",
+		    "this host's addresses could not be re-read; every "
+		    "decision is policy-unavailable until they are",
+		    "error", egress_strerror(netaddr_last_error(na)), "errors",
+		    (json_int_t)netaddr_errors(na));
+	else
+		o = json_pack("{s:s, s:I, s:I}", "status", "ok", "generation",
+		    (json_int_t)netaddr_generation(na), "local_routes",
+		    (json_int_t)netaddr_nets_count(na));
+	if (o != NULL)
+		log_event("egress.netaddr", o);
+}
+
+/*
+ * Every address this host delivers locally, from netlink. Without it the
+ * set is unknown and every decision is policy-unavailable: said loudly
+ * here, once, with the cause.
+ */
 static void
 host_addresses_start(struct broker *b)
 {
 	int err;
 
-	err = netaddr_new(b->base, NULL, NULL, &b->netaddr);
+	err = netaddr_new(b->base, host_addresses_changed, b, &b->netaddr);
 	if (err != 0) {
-		/* Abnormal: fall back to reading getifaddrs() per request. */
-		json_t *o = json_pack("{s:s, s:s, s:s}", "status", "warning",
-		    "what",
-		    "netlink unavailable, reading interface addresses "
-		    "with getifaddrs",
-		    "error", egress_strerror(err));
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "status",
+		    "error", "what",
+		    "cannot read this host's addresses and local routes "
+		    "(netlink NETLINK_ROUTE unavailable); every decision is "
+		    "policy-unavailable",
+		    "error", egress_strerror(err), "fix",
+		    "allow AF_NETLINK (systemd RestrictAddressFamilies=) and "
+		    "restart egressd");
 
 		b->netaddr = NULL;
 		if (o != NULL)

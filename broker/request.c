@@ -541,7 +541,7 @@ request_decided(struct request *r, const struct decide_result *res)
 
 /*
  * The policy the decision reads: the snapshot in force, and this host's
- * addresses now. At the start that is the snapshot the request just
+ * addresses now (none while they are unknown: policy-unavailable). At the start that is the snapshot the request just
  * took; when the answers arrive it is taken again, so that a
  * configuration that broke, or an instance removed or a grant revoked
  * while the lookup was out, decides (a broken file: policy-unavailable).
@@ -562,8 +562,7 @@ request_policy(void *arg, int answers, struct decide_policy *ret)
 	}
 	ret->instance = r->ci != NULL ? &r->ci->policy : NULL;
 	ret->nat64 = &r->conf->snap->nat64;
-	ret->local = broker_local_addrs(r->b, &ret->nlocal);
-	return 0;
+	return broker_own_addrs(r->b, ret);
 }
 
 static void

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * Address classification. Every address falls in one class (public,
- * private, loopback, reserved, metadata) by the tables below; this host's
- * own addresses are loopback unless they are reserved or metadata. An
+ * private, loopback, reserved, metadata) by the tables below; every
+ * address this host delivers locally (its own addresses and its local
+ * routes, from the context) is loopback unless it is reserved or metadata. An
  * address that embeds an IPv4 address (IPv4-mapped, IPv4-compatible,
  * 6to4, Teredo) is checked for the metadata addresses first, and a NAT64
  * address is classified by every IPv4 address it translates to (nat64.c),
@@ -151,13 +152,94 @@ v4_is_metadata(const uint8_t b[4])
 	return v4_in(v4_metadata, NELEM(v4_metadata), b);
 }
 
+int
+policy_net_cmp(const void *a, const void *b)
+{
+	const struct policy_net *x = a, *y = b;
+
+	if (x->addr.family != y->addr.family)
+		return x->addr.family < y->addr.family ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return memcmp(x->addr.bytes, y->addr.bytes, sizeof(x->addr.bytes));
+}
+
+/*
+ * Return the index of the first net not below key within [lo, hi) of the
+ * n sorted nets v (hi when none is).
+ */
+static size_t
+nets_lower_bound(const struct policy_net *v, size_t n, size_t lo, size_t hi,
+    const struct policy_net *key)
+{
+	size_t mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (mid >= n) /* never: lo < hi <= n; bounds the read */
+			break;
+		if (policy_net_cmp(&v[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Answer whether a local net of family (4 or 6) holds b. The nets of one
+ * length sit together in the sorted array: for each length present, b
+ * cut to it is searched among them, so the cost is a few searches (one
+ * per length present), not one comparison per net.
+ */
+static int
+in_local_nets(const struct policy_classify_ctx *ctx, int family,
+    const uint8_t *b)
+{
+	struct policy_net key;
+	unsigned len, max = family == 4 ? 32 : 128, k;
+	size_t i, end, at;
+
+	if (ctx == NULL || ctx->nets == NULL || ctx->nnets == 0)
+		return 0;
+	memset(&key, 0, sizeof(key));
+	key.addr.family = family;
+	i = nets_lower_bound(ctx->nets, ctx->nnets, 0, ctx->nnets, &key);
+	while (i < ctx->nnets && ctx->nets[i].addr.family == family &&
+	    ctx->nets[i].len <= max) {
+		len = ctx->nets[i].len;
+		/* The group of this length ends where length + 1 starts. */
+		memset(&key, 0, sizeof(key));
+		key.addr.family = family;
+		key.len = len + 1;
+		end = nets_lower_bound(ctx->nets, ctx->nnets, i, ctx->nnets,
+		    &key);
+		if (end <= i || end > ctx->nnets) /* unsorted: stop */
+			return 0;
+		key.len = len;
+		for (k = 0; k < len / 8; k++)
+			key.addr.bytes[k] = b[k];
+		if (len % 8 != 0)
+			key.addr.bytes[len / 8] = (uint8_t)(b[len / 8] &
+			    (0xff << (8 - len % 8)));
+		at = nets_lower_bound(ctx->nets, ctx->nnets, i, end, &key);
+		if (at < end && at < ctx->nnets &&
+		    policy_net_cmp(&ctx->nets[at], &key) == 0)
+			return 1;
+		i = end;
+	}
+	return 0;
+}
+
 /* Answer whether the IPv4 address b is one of this host's addresses, given
- * as IPv4 or as IPv4-mapped IPv6. */
+ * as IPv4 or as IPv4-mapped IPv6, or inside a prefix it delivers locally. */
 static int
 v4_is_local(const struct policy_classify_ctx *ctx, const uint8_t b[4])
 {
 	size_t i;
 
+	if (in_local_nets(ctx, 4, b))
+		return 1;
 	if (ctx == NULL || ctx->local == NULL)
 		return 0;
 	for (i = 0; i < ctx->nlocal; i++) {
@@ -177,6 +259,8 @@ v6_is_local(const struct policy_classify_ctx *ctx, const uint8_t b[16])
 {
 	size_t i;
 
+	if (in_local_nets(ctx, 6, b))
+		return 1;
 	if (ctx == NULL || ctx->local == NULL)
 		return 0;
 	for (i = 0; i < ctx->nlocal; i++)

@@ -246,7 +246,8 @@ struct policy_addr {
 #define POLICY_CLASS_PRIVATE  (1u << 1)
 #define POLICY_CLASS_RESERVED (1u << 2)
 #define POLICY_CLASS_METADATA (1u << 3)
-/* 127.0.0.0/8, ::1 and this host's own addresses (policy_classify_ctx). */
+/* 127.0.0.0/8, ::1 and every address this host delivers locally
+ * (policy_classify_ctx). */
 #define POLICY_CLASS_LOOPBACK (1u << 4)
 
 struct policy_nat64_prefix {
@@ -269,12 +270,35 @@ struct policy_nat64_list {
 int policy_nat64_parse_list(const char *const *items, size_t n,
     struct policy_nat64_list *ret_list, struct policy_err *reterr);
 
-/* Inputs to classification; all borrowed. local lists this host's own
- * interface addresses (in the loopback class). Either may be empty/NULL. */
+/*
+ * A prefix: addr with len leading bits (0 to 32 for IPv4, 0 to 128 for
+ * IPv6); the bits beyond len are zero.
+ */
+struct policy_net {
+	struct policy_addr addr;
+	unsigned len;
+};
+
+/*
+ * Order nets by family, then length, then bytes (qsort()-compatible; both
+ * arguments point to struct policy_net). The order policy_classify_ctx
+ * wants for nets.
+ */
+int policy_net_cmp(const void *a, const void *b);
+
+/*
+ * Inputs to classification; all borrowed. local lists this host's own
+ * interface addresses and nets the prefixes it delivers locally (its local
+ * routes), sorted by policy_net_cmp() without duplicates; an address in
+ * either is in the loopback class. A net of a length beyond its family's
+ * is ignored; unsorted nets may be missed. Any may be empty/NULL.
+ */
 struct policy_classify_ctx {
 	const struct policy_nat64_list *nat64;
 	const struct policy_addr *local;
 	size_t nlocal;
+	const struct policy_net *nets;
+	size_t nnets;
 };
 
 /*

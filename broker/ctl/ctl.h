@@ -24,6 +24,8 @@ struct json_t;
 #define CTL_EXIT_ERROR CTL_EXIT_SYSTEM
 
 struct conf_snapshot;
+struct netaddr;
+struct policy_addr;
 
 struct ctl_ctx {
 	const char *config_path; /* resolved: -c, $EGRESSD_CONFIG, default */
@@ -86,6 +88,19 @@ void ctl_bad_subcommand(const char *cmd, int argc, char **argv);
  * reason in reterr_msg (of size errn). */
 const char *ctl_key_fingerprint(const char *path, char *buf, size_t n,
     char *reterr_msg, size_t errn);
+
+/*
+ * Read this host's own-address set (its addresses and local routes, as
+ * `check` reads them) into *ret, for classifying addresses. On failure
+ * write NULL, say on stderr that what (e.g. "plugin grant's warnings")
+ * classifies without them, and return the error.
+ */
+int ctl_own_read(const char *what, struct netaddr **ret);
+
+/* Return the class mask of a with the snapshot's NAT64 prefixes (s NULL:
+ * none) and the own-address set own (NULL: none known). */
+unsigned ctl_classify(const struct conf_snapshot *s, const struct netaddr *own,
+    const struct policy_addr *a);
 
 /* Print v as indented JSON and a newline on stdout. Return 0, or -1 when
  * it could not be formatted (out of memory; nothing printed). */

@@ -19,7 +19,7 @@
 #include "broker/ctl/ctl.h"
 #include "broker/net/decide.h"
 #include "broker/net/dns.h"
-#include "broker/net/localaddr.h"
+#include "broker/net/netaddr.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 
@@ -121,19 +121,26 @@ check_addrs_str(const struct policy_addr *v, size_t n, char *buf, size_t len)
 struct check_policy {
 	const struct policy_instance *instance;
 	const struct policy_nat64_list *nat64;
-	struct policy_addr *local;
-	size_t nlocal;
+	struct netaddr *own; /* NULL: unknown (the decision refuses) */
 };
 
+/* As the broker's: no own-address set, no policy (policy-unavailable). */
 static int
 check_policy(void *arg, int answers, struct decide_policy *ret)
 {
 	const struct check_policy *p = arg;
+	struct policy_classify_ctx ctx;
+	int err;
 
+	memset(&ctx, 0, sizeof(ctx));
+	if ((err = netaddr_own(p->own, &ctx)) != 0)
+		return err;
 	ret->instance = p->instance;
 	ret->nat64 = p->nat64;
-	ret->local = p->local;
-	ret->nlocal = p->nlocal;
+	ret->local = ctx.local;
+	ret->nlocal = ctx.nlocal;
+	ret->nets = ctx.nets;
+	ret->nnets = ctx.nnets;
 	return 0;
 }
 
@@ -318,12 +325,12 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 		    "egressctl: instance %s: manifest refused: "
 		    "%s\n",
 		    instance, ci->manifest_error);
-	if (localaddr_read(&pol.local, &pol.nlocal) != 0) {
+	if ((r = netaddr_read(&pol.own)) != 0)
 		fprintf(stderr,
-		    "egressctl: cannot read this host's "
-		    "addresses; refusing to guess\n");
-		goto out;
-	}
+		    "egressctl: cannot read this host's addresses and local "
+		    "routes (netlink: %s); the decision is "
+		    "policy-unavailable\n",
+		    egress_strerror(r));
 	pol.instance = ci != NULL ? &ci->policy : NULL;
 	pol.nat64 = &snap->nat64;
 
@@ -356,7 +363,7 @@ ctl_check_main(struct ctl_ctx *ctx, int argc, char **argv)
 out:
 	conf_errors_done(&errs);
 	conf_snapshot_free(snap);
-	free(pol.local);
+	netaddr_free(pol.own);
 	free(resolves);
 	free(d);
 	return rc;

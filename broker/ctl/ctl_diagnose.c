@@ -29,6 +29,7 @@
 
 #include "broker/ctl/ctl.h"
 #include "broker/net/nat64disc.h"
+#include "broker/net/netaddr.h"
 #include "broker/ctl/pkg.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -348,16 +349,16 @@ check_cmd(const char *c, const char *qinst, const struct denial *d)
 /* The class bits of an entry's host: an IP literal's class, loopback for
  * a name loopback by nature (localhost), 0 for any other name. */
 static unsigned
-entry_class(const struct conf_snapshot *s, const struct policy_entry *en)
+entry_class(const struct conf_snapshot *s, const struct netaddr *own,
+    const struct policy_entry *en)
 {
-	struct policy_classify_ctx cc = { &s->nat64, NULL, 0 };
 	struct policy_addr a;
 
 	if (policy_host_is_loopback_name(&en->host))
 		return POLICY_CLASS_LOOPBACK;
 	if (policy_addr_parse(en->host.name, &a) != 0)
 		return 0;
-	return policy_addr_classify(&cc, &a);
+	return ctl_classify(s, own, &a);
 }
 
 /*
@@ -401,6 +402,37 @@ advise_carve(const char *c, const char *q, const char *h, int loopback,
 }
 
 /*
+ * The advice for a private- or loopback-address denial. A name local by
+ * nature other than localhost was refused before any lookup: its class is
+ * what it resolves to, which was never asked, so no carve-out is named.
+ */
+static void
+advise_address(const char *c, const char *q, const char *h, const char *r,
+    unsigned cls, const struct policy_entry *en, int granted, int carved,
+    int carved_lo, const char **kind, const char **why, char **cmd)
+{
+	int lo;
+
+	if (strcmp(r, "private-address") == 0 &&
+	    en->host.kind == POLICY_HOST_NAME &&
+	    policy_host_is_local_name(&en->host) &&
+	    !policy_host_is_loopback_name(&en->host)) {
+		*why = "refused before any lookup (a name local by nature: "
+		       ".local, .internal, .home.arpa): its addresses, and "
+		       "so the carve-out it would need, are not known; look "
+		       "the name up on this host and check an address it "
+		       "has with the command below before carving anything "
+		       "out";
+		*cmd = fmt("%s check %s http://ADDRESS/", c, q);
+		return;
+	}
+	lo = strcmp(r, "loopback-address") == 0 ||
+	    (cls & POLICY_CLASS_LOOPBACK) != 0;
+	advise_carve(c, q, h, lo, granted, lo ? carved_lo : carved, kind, why,
+	    cmd);
+}
+
+/*
  * One (instance, host, reason) of the log. Every suggestion is checked
  * against the configuration as it is now: a grant the file already holds
  * is a note, and nothing is proposed that the address rules would refuse
@@ -411,7 +443,8 @@ advise_carve(const char *c, const char *q, const char *h, int loopback,
  */
 static void
 diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
-    const struct conf_snapshot *s, const struct denial *d)
+    const struct conf_snapshot *s, const struct netaddr *own,
+    const struct denial *d)
 {
 	const struct conf_instance *ci = conf_instance_find(s, d->instance);
 	const struct conf_manifest *m = ci ? ci->manifest : NULL;
@@ -426,7 +459,7 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 
 	entry_ok = policy_entry_parse(d->host, strlen(d->host),
 		       conf_psl_is_public_suffix, NULL, &en, &pe) == 0;
-	cls = entry_ok ? entry_class(s, &en) : 0;
+	cls = entry_ok ? entry_class(s, own, &en) : 0;
 	ctl_shq(d->instance, q, sizeof(q));
 	ctl_shq(d->host, h, sizeof(h));
 	if (ci != NULL && entry_ok) {
@@ -543,10 +576,8 @@ diagnose_denial(const struct ctl_ctx *ctx, struct finding *f,
 	} else if ((strcmp(r, "private-address") == 0 ||
 		       strcmp(r, "loopback-address") == 0) &&
 	    entry_ok) {
-		lo = strcmp(r, "loopback-address") == 0 ||
-		    (cls & POLICY_CLASS_LOOPBACK) != 0;
-		advise_carve(c, q, h, lo, granted, lo ? carved_lo : carved,
-		    &kind, &why, &cmd);
+		advise_address(c, q, h, r, cls, &en, granted, carved,
+		    carved_lo, &kind, &why, &cmd);
 	} else if (!entry_ok) {
 		why = "the logged host is not a valid grant entry";
 	} else
@@ -583,6 +614,7 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 	struct conf_snapshot *s = NULL;
 	struct finding f = { NULL, 0, 0 };
 	struct denial *den = NULL;
+	struct netaddr *own = NULL;
 	const char *logpath = NULL;
 	size_t i, nden = 0;
 	int ch, rc = CTL_EXIT_ERROR;
@@ -653,8 +685,10 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	for (i = 0; i < s->ninstances; i++)
 		diagnose_instance(ctx, &f, s, &s->instances[i]);
+	if (nden > 0)
+		(void)ctl_own_read("diagnose's findings", &own);
 	for (i = 0; i < nden; i++)
-		diagnose_denial(ctx, &f, s, &den[i]);
+		diagnose_denial(ctx, &f, s, own, &den[i]);
 	/* NAT64 through the broker's configured resolver only (unless
 	 * asked): a diagnose sends no query the broker would not. */
 	if (nat64 == -1)
@@ -677,6 +711,7 @@ ctl_diagnose_main(struct ctl_ctx *ctx, int argc, char **argv)
 out:
 	json_decref(f.items);
 	free(den);
+	netaddr_free(own);
 	conf_snapshot_free(s);
 	return rc;
 }

@@ -28,6 +28,7 @@
 #include "broker/ctl/ctl_edit.h"
 #include "broker/ctl/iniedit.h"
 #include "broker/ctl/pkg.h"
+#include "broker/net/netaddr.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 
@@ -843,10 +844,11 @@ literal_warn_carve(const struct ctl_ctx *ctx, const struct conf_instance *ci,
 	if ((int)c == carve || policy_grant_covers(g, en))
 		return;
 	fprintf(stderr,
-	    "warning: %s is a %s address: the address rules refuse it "
+	    "warning: %s is a %s %s: the address rules refuse it "
 	    "unless it is also carved out in %s; if it is meant to be %s, "
 	    "run:\n  %s plugin grant %s %s %s\n",
 	    en->host.name, c == CARVE_LOOPBACK ? "loopback" : "private",
+	    en->host.kind == POLICY_HOST_NAME ? "name" : "address",
 	    carve_keys[c],
 	    c == CARVE_LOOPBACK ? "a service on this very host" :
 				  "on your network",
@@ -862,18 +864,23 @@ literal_warn_carve(const struct ctl_ctx *ctx, const struct conf_instance *ci,
  */
 static void
 literal_warn(const struct ctl_ctx *ctx, const struct conf_snapshot *s,
-    const struct conf_instance *ci, const struct policy_entry *en, int carve)
+    const struct netaddr *own, const struct conf_instance *ci,
+    const struct policy_entry *en, int carve)
 {
 	const int private = carve != CARVE_NONE;
-	struct policy_classify_ctx cc = { &s->nat64, NULL, 0 };
 	struct policy_addr a;
 	unsigned cls;
 
+	if (policy_host_is_loopback_name(&en->host)) {
+		/* localhost names: loopback by nature, before any lookup. */
+		literal_warn_carve(ctx, ci, en, carve, CARVE_LOOPBACK);
+		return;
+	}
 	if (en->kind != POLICY_ENTRY_EXACT ||
 	    en->host.kind == POLICY_HOST_NAME ||
 	    policy_addr_parse(en->host.name, &a) != 0)
 		return;
-	cls = policy_addr_classify(&cc, &a);
+	cls = ctl_classify(s, own, &a);
 	if (cls & POLICY_CLASS_METADATA)
 		fprintf(stderr,
 		    "warning: %s is a cloud metadata address: the "
@@ -891,6 +898,50 @@ literal_warn(const struct ctl_ctx *ctx, const struct conf_snapshot *s,
 		literal_warn_carve(ctx, ci, en, carve, CARVE_LOOPBACK);
 	else if (cls & POLICY_CLASS_PRIVATE)
 		literal_warn_carve(ctx, ci, en, carve, CARVE_PRIVATE);
+}
+
+/* Answer whether entry en is in the loopback class whatever DNS says: a
+ * localhost name, or a literal that classifies as loopback (with this
+ * host's own addresses when own is known). */
+static int
+carve_is_loopback(const struct policy_entry *en, const struct netaddr *own)
+{
+	struct policy_addr a;
+
+	if (policy_host_is_loopback_name(&en->host))
+		return 1;
+	if (en->kind != POLICY_ENTRY_EXACT ||
+	    en->host.kind == POLICY_HOST_NAME ||
+	    policy_addr_parse(en->host.name, &a) != 0)
+		return 0;
+	return (ctl_classify(NULL, own, &a) & POLICY_CLASS_LOOPBACK) != 0;
+}
+
+/*
+ * egress_allow_private never opens the loopback class: an entry of that
+ * class would be written and never work. Say so for each; return 1 when
+ * any is.
+ */
+static int
+private_refuse_loopback(const struct policy_entry *ents, size_t n,
+    const struct netaddr *own)
+{
+	size_t i;
+	int bad = 0;
+
+	for (i = 0; i < n; i++)
+		if (carve_is_loopback(&ents[i], own)) {
+			fprintf(stderr,
+			    "egressctl: %s is %s: egress_allow_private "
+			    "never opens it; carve it out with --loopback "
+			    "(egress_allow_loopback)\n",
+			    ents[i].host.name,
+			    ents[i].host.kind == POLICY_HOST_NAME ?
+				"a loopback name (localhost)" :
+				"a loopback address (or this host's own)");
+			bad = 1;
+		}
+	return bad;
 }
 
 /* Drop from a carve-out list every item the grant ng no longer covers:
@@ -918,6 +969,24 @@ carve_prune(const char *inst, const struct policy_grant *ng,
 	return 0;
 }
 
+/* Add the permission named by --permission's arg to *perms; 0, or -1
+ * (said on stderr) for an unknown name. */
+static int
+permission_opt(const char *arg, unsigned *perms)
+{
+	int bit = policy_permission_parse(arg, strlen(arg));
+
+	if (bit < 0) {
+		fprintf(stderr,
+		    "egressctl: --permission '%s': expected http_client, "
+		    "websocket_client or socket_client\n",
+		    arg);
+		return -1;
+	}
+	*perms |= (unsigned)bit;
+	return 0;
+}
+
 static int
 cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 {
@@ -939,12 +1008,11 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	int ch, carve = CARVE_NONE, rc = CTL_EXIT_ERROR, hosts_changed = 0;
 	int carve_changed[2] = { 0, 0 }, bad = 0, have_edit = 0, private;
 	const char *key;
+	struct netaddr *own = NULL;
 	struct edit e;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		int bit;
-
 		switch (ch) {
 		case 'p':
 		case 'l':
@@ -957,16 +1025,8 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 			carve = ch == 'p' ? CARVE_PRIVATE : CARVE_LOOPBACK;
 			break;
 		case 'P':
-			bit = policy_permission_parse(optarg, strlen(optarg));
-			if (bit < 0) {
-				fprintf(stderr,
-				    "egressctl: --permission '%s': "
-				    "expected http_client, websocket_client or "
-				    "socket_client\n",
-				    optarg);
+			if (permission_opt(optarg, &perms) != 0)
 				return CTL_EXIT_USAGE;
-			}
-			perms |= (unsigned)bit;
 			break;
 		default:
 			plugin_usage(stderr);
@@ -1003,6 +1063,11 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 			bad = 1;
 		}
 	}
+	if (!bad && !revoke && nents > 0) {
+		(void)ctl_own_read("plugin grant's warnings", &own);
+		bad = carve == CARVE_PRIVATE &&
+		    private_refuse_loopback(ents, nents, own);
+	}
 	if (bad) {
 		rc = CTL_EXIT_USAGE;
 		goto out;
@@ -1021,7 +1086,7 @@ cmd_grant(struct ctl_ctx *ctx, int argc, char **argv, int revoke)
 	m = ci->manifest;
 	ctl_shq(inst, q, sizeof(q));
 	for (i = 0; !revoke && i < nents; i++)
-		literal_warn(ctx, e.snap, ci, &ents[i], carve);
+		literal_warn(ctx, e.snap, own, ci, &ents[i], carve);
 	if (strv_from_grant(&hosts, ci->hosts) != 0 ||
 	    strv_from_grant(&carves[0], ci->allow_private) != 0 ||
 	    strv_from_grant(&carves[1], ci->allow_loopback) != 0 ||
@@ -1186,6 +1251,7 @@ out:
 	pkg_strv_done(&done);
 	free(sec);
 	free(ents);
+	netaddr_free(own);
 	if (have_edit)
 		ctl_edit_end(&e);
 	return rc;

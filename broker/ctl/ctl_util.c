@@ -2,8 +2,8 @@
 /*
  * Small helpers shared by the egressctl subcommands: shell quoting and the
  * command prefix of printed commands, loading the configuration with
- * errors that say what is wrong with the path, and the message of a bad
- * subcommand.
+ * errors that say what is wrong with the path, the message of a bad
+ * subcommand, and classifying an address with this host's own addresses.
  */
 #include <sys/stat.h>
 
@@ -15,7 +15,9 @@
 #include <jansson.h>
 
 #include "broker/ctl/ctl.h"
+#include "broker/net/netaddr.h"
 #include "conf/conf.h"
+#include "policy/policy.h"
 
 const char *
 ctl_shq(const char *s, char *buf, size_t n)
@@ -97,4 +99,33 @@ ctl_print_json(const struct json_t *v)
 	printf("%s\n", out);
 	free(out);
 	return 0;
+}
+
+int
+ctl_own_read(const char *what, struct netaddr **ret)
+{
+	int err;
+
+	*ret = NULL;
+	if ((err = netaddr_read(ret)) != 0) {
+		*ret = NULL;
+		fprintf(stderr,
+		    "egressctl: cannot read this host's addresses and local "
+		    "routes (netlink: %s); %s do not know them: an address "
+		    "of this host is taken for what its range says\n",
+		    egress_strerror(err), what);
+	}
+	return err;
+}
+
+unsigned
+ctl_classify(const struct conf_snapshot *s, const struct netaddr *own,
+    const struct policy_addr *a)
+{
+	struct policy_classify_ctx cc;
+
+	memset(&cc, 0, sizeof(cc));
+	cc.nat64 = s != NULL ? &s->nat64 : NULL;
+	(void)netaddr_own(own, &cc); /* unknown: classified without */
+	return policy_addr_classify(&cc, a);
 }

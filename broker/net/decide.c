@@ -70,6 +70,8 @@ decide_answers(struct decide *d, const struct decide_policy *pol)
 	ctx.nat64 = pol->nat64;
 	ctx.local = pol->local;
 	ctx.nlocal = pol->nlocal;
+	ctx.nets = pol->nets;
+	ctx.nnets = pol->nnets;
 	if (policy_check_answers(pol->instance, d->dest, d->answers,
 		d->res.nanswers, &ctx, &d->verdict) != 0) {
 		/* More answers than considered: no verdict, no reach. */
@@ -205,6 +207,22 @@ decide_run(struct decide *d, enum policy_transport transport,
 	 * lookup. */
 	if (!d->verdict.need_resolve) {
 		decide_literal(d, &pol);
+		return 1;
+	}
+	/*
+	 * A localhost name is answered here, never asked (RFC 6761 6.3): no
+	 * DNS server decides where "localhost" is. Given answers do not
+	 * stand for it either.
+	 */
+	if (policy_host_is_loopback_name(h)) {
+		memset(d->answers, 0, 2 * sizeof(d->answers[0]));
+		d->answers[0].family = 4;
+		d->answers[0].bytes[0] = 127;
+		d->answers[0].bytes[3] = 1;
+		d->answers[1].family = 6;
+		d->answers[1].bytes[15] = 1;
+		d->res.nanswers = 2;
+		decide_answers(d, &pol);
 		return 1;
 	}
 	if (lookup->answers != NULL) {

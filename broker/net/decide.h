@@ -32,6 +32,8 @@ struct decide_policy {
 	const struct policy_nat64_list *nat64;
 	const struct policy_addr *local; /* this host's addresses */
 	size_t nlocal;
+	const struct policy_net *nets; /* and its local routes (sorted) */
+	size_t nnets;
 };
 
 /*
@@ -99,7 +101,8 @@ struct decide {
  * Decide whether the instance that policy_fn describes may reach dest
  * (borrowed until the decision is over) over transport. Return 1 when
  * the decision is made at once (deny before any lookup, an IP literal,
- * given answers): read it with decide_result(). Return 0 when a lookup
+ * a localhost name, which is 127.0.0.1 and ::1 without a lookup (RFC
+ * 6761), given answers): read it with decide_result(). Return 0 when a lookup
  * is pending: cb is called once, from the event loop, unless
  * decide_cancel() comes first. d needs no initialisation; a zeroed
  * struct decide that never ran may be cancelled.

@@ -133,14 +133,23 @@ expect revoke-back 0 -- -c egressd.ini plugin revoke localdev 169.254.169.254 19
 # Loopback is its own class: the literal needs --loopback, and the private
 # carve-out does not stand for it.
 expect grant-loopback 0 --err "egressctl -c egressd.ini plugin grant localdev --loopback 127.0.0.1" -- -c egressd.ini plugin grant localdev 127.0.0.1
-expect grant-private-loopback 0 --err "egressctl -c egressd.ini plugin grant localdev --loopback 127.0.0.1" -- -c egressd.ini plugin grant localdev --private 127.0.0.1
+# --private for a loopback literal or a localhost name would write a
+# carve-out that never works: a usage error naming --loopback, nothing
+# written.
+expect grant-private-loopback 2 --err "egress_allow_private never opens it; carve it out with --loopback" -- -c egressd.ini plugin grant localdev --private 127.0.0.2
+expect grant-private-localhost 2 --err "is a loopback name (localhost): egress_allow_private never opens it" -- -c egressd.ini plugin grant localdev --private localhost
+grep -q '^egress_allow_private = .*127' egressd.ini && bad "grant --private 127.0.0.2 wrote a dead carve-out: $(cat egressd.ini)" || ok
+# A localhost name granted without --loopback: written, with the warning
+# that it needs the loopback carve-out.
+expect grant-localhost-warns 0 --err "warning: localhost is a loopback name: the address rules refuse it unless it is also carved out in egress_allow_loopback" -- -c egressd.ini plugin grant localdev localhost
+expect revoke-localhost 0 -- -c egressd.ini plugin revoke localdev localhost
 expect grant-both-carves 2 --err "--private and --loopback: one at a time" -- -c egressd.ini plugin grant localdev --private --loopback 127.0.0.1
 expect grant-loopback-carve 0 --no-err --out "instance localdev: granted 127.0.0.1 (egress_allow_loopback)" -- -c egressd.ini plugin grant localdev --loopback 127.0.0.1
 grep -qx 'egress_allow_loopback = 127.0.0.1' egressd.ini && ok || bad "grant --loopback did not write egress_allow_loopback: $(cat egressd.ini)"
 expect list-loopback 0 --out "loopback carve-outs:    127.0.0.1" -- -c egressd.ini plugin list
 expect revoke-loopback-host 0 --out "instance localdev: 127.0.0.1 also leaves egress_allow_loopback" -- -c egressd.ini plugin revoke localdev 127.0.0.1
 grep -q 'egress_allow_loopback = *$' egressd.ini && ok || bad "revoke left the loopback carve-out: $(cat egressd.ini)"
-grep -q 'egress_allow_private = *$' egressd.ini && ok || bad "revoke left the private carve-out: $(cat egressd.ini)"
+grep -q '^egress_allow_private = .*127' egressd.ini && bad "a private carve-out of 127.0.0.x: $(cat egressd.ini)" || ok
 
 # ---- diagnose -----------------------------------------------------------
 # quiet was installed with --egress none: a note, and nothing to act on.
@@ -153,8 +162,12 @@ if [ -n "${UPDATE_GOLDEN:-}" ]; then
 fi
 diff -u "$data/golden/diagnose-log.out" <(printf '%s\n' "$got") >"$work/diff" && ok ||
     { bad "diagnose --log differs from golden/diagnose-log.out"; sed 's/^/  | /' "$work/diff"; }
+# A name local by nature was refused before any lookup: no carve-out is
+# named for it, the advice is to check an address it has.
+grep -q "printer.internal: 1 denial in the log (private-address): refused before any lookup" <<<"$out" && ok ||
+    bad "diagnose printer.internal: $out"
 # Never a grant the address rules would refuse, never one already there.
-if grep -E 'plugin grant localdev (169\.254\.169\.254|192\.0\.2\.1|api\.example\.com)$|--private (127\.0\.0\.1|localhost|dev\.localhost)$' <<<"$out"; then
+if grep -E 'plugin grant localdev (169\.254\.169\.254|192\.0\.2\.1|api\.example\.com)$|--private (127\.0\.0\.1|localhost|dev\.localhost|printer\.internal)$' <<<"$out"; then
 	bad "diagnose proposed a useless grant"
 else
 	ok

@@ -456,6 +456,18 @@ eq "--check-config exit status on a broken file" 1 "$rc"
 grep -q 'bad\.ini:[0-9]' "$T/check.err" ||
     fail "--check-config did not print file:line: $(cat "$T/check.err")"
 ok "--check-config prints file:line"
+# A private carve-out of a loopback literal or a localhost name opens
+# nothing since loopback is its own class: one warning per entry, naming
+# the key to use; still valid.
+config "$GRANT" | sed -e 's/^egress_hosts =$/egress_hosts = 127.0.0.1, localhost/' \
+    -e 's/^egress_allow_private =$/egress_allow_private = 127.0.0.1, localhost/' \
+    >"$T/etc/lo.ini"
+rc=0; "${EGRESS_WRAP_CMD[@]}" "$EGRESSD" -c "$T/etc/lo.ini" --check-config 2>"$T/check.err" || rc=$?
+eq "--check-config exit status with loopback in egress_allow_private" 0 "$rc"
+eq "--check-config warnings naming egress_allow_loopback" 2 \
+    "$(grep -c 'lo\.ini:[0-9]*: warning: \[plugins.entries.other\] egress_allow_private: .* is loopback, which egress_allow_private does not open: list it in egress_allow_loopback' "$T/check.err")"
+grep -q '(2 warnings)' "$T/check.err" || fail "--check-config count: $(cat "$T/check.err")"
+ok "--check-config counts them"
 
 # ---- start ------------------------------------------------------------------
 "${EGRESS_WRAP_CMD[@]}" "$EGRESSD" -c "$C" --foreground 2>"$T/egressd.err" &
@@ -478,6 +490,9 @@ mark() { LOGMARK=$(wc -l <"$T/egressd.log"); }
 events() { tail -n "+$((LOGMARK + 1))" "$T/egressd.log" | jq -c --arg e "$1" 'select(.event == $e)'; }
 last() { events "$1" | tail -n 1; }
 waitev() { for _ in $(seq $((50 * EGRESS_WAIT_SCALE))); do [ "$(events "$1" | wc -l)" -ge "$2" ] && return 0; sleep 0.1; done; fail "want $2 $1 events"; }
+
+eq "egress.start carries no warnings field when there is none" false \
+    "$(jq -c 'select(.event == "egress.start")' "$T/egressd.log" | head -n 1 | jq 'has("warnings")')"
 
 # ---- allow --------------------------------------------------------------------
 mark

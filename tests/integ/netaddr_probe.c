@@ -6,8 +6,14 @@
  *   gen=N n=K addrs=A,B,... ADDR=CLASS ...
  * where each ADDR given on the command line is classified with
  * policy_addr_classify() against the current set (loopback, public, ...).
- * It runs until SIGTERM or SIGINT. Used by tests/integ/netaddr.sh.
+ * followed by " unknown" when the set is unknown (netaddr_own() refuses)
+ * and " nets=N". With NETADDR_PROBE_NOSEND=1 in the environment, every
+ * sendto()/sendmsg() fails with EPERM once the first set is read, so the
+ * next re-read fails (as a netlink error would make it). It runs until
+ * SIGTERM or SIGINT. Used by tests/integ/netaddr.sh.
  */
+#include <errno.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,9 +60,10 @@ print_state(const struct netaddr *na)
 			(void)strcpy(buf, "?");
 		printf("%s%s", i ? "," : "", buf);
 	}
-	ctx.nat64 = NULL;
-	ctx.local = v;
-	ctx.nlocal = n;
+	memset(&ctx, 0, sizeof(ctx));
+	if (netaddr_own(na, &ctx) != 0)
+		printf(" unknown");
+	printf(" nets=%zu", ctx.nnets);
 	for (k = 0; k < probe_argc; k++) {
 		if (policy_addr_parse(probe_argv[k], &a) != 0) {
 			printf(" %s=invalid", probe_argv[k]);
@@ -79,6 +86,24 @@ static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	(void)event_base_loopexit(arg, NULL);
+}
+
+/* Make every later netlink request fail: the re-reads send one. */
+static int
+deny_sends(void)
+{
+	scmp_filter_ctx c = seccomp_init(SCMP_ACT_ALLOW);
+	int rc = -1;
+
+	if (c != NULL &&
+	    seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sendto), 0) ==
+		0 &&
+	    seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sendmsg), 0) ==
+		0 &&
+	    seccomp_load(c) == 0)
+		rc = 0;
+	seccomp_release(c);
+	return rc;
 }
 
 int
@@ -104,6 +129,10 @@ main(int argc, char **argv)
 	    evsignal_add(sint, NULL) != 0)
 		return 2;
 	print_state(na);
+	if (getenv("NETADDR_PROBE_NOSEND") != NULL && deny_sends() != 0) {
+		fprintf(stderr, "netaddr_probe: cannot install the filter\n");
+		return 2;
+	}
 	(void)event_base_dispatch(base);
 	netaddr_free(na);
 	event_free(sterm);

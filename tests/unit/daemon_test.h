@@ -38,6 +38,7 @@
 #include "broker/log.h"
 #include "broker/metrics.h"
 #include "broker/net/lease.h"
+#include "broker/net/netaddr.h"
 #include "broker/session.h"
 #include "conf_test.h"
 #include "proto/proto.h"
@@ -115,6 +116,7 @@ dt_setup(void)
 	b->metrics = metrics_new();
 	b->base = event_base_new();
 	cr_assert(b->leases != NULL && b->metrics != NULL && b->base != NULL);
+	cr_assert_eq(netaddr_new(b->base, NULL, NULL, &b->netaddr), 0);
 	cr_assert_eq(broker_apply_conf(b, b->conf.cur->snap), 0);
 }
 
@@ -124,6 +126,8 @@ dt_teardown(void)
 	struct broker *b = &dt_b;
 
 	session_free_all(b);
+	netaddr_free(b->netaddr);
+	b->netaddr = NULL;
 	broker_release(b);
 	if (b->base != NULL) {
 		(void)event_base_loop(b->base, EVLOOP_NONBLOCK);

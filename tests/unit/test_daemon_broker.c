@@ -9,6 +9,7 @@
  */
 #include "tests/unit/daemon_test.h"
 
+#include "broker/net/decide.h"
 #include "broker/net/share.h"
 
 TestSuite(daemon_broker, .init = dt_setup, .fini = dt_teardown);
@@ -124,18 +125,20 @@ Test(daemon_broker, resolver_holder_is_counted)
 	(void)event_base_loop(b->base, EVLOOP_NONBLOCK);
 }
 
-Test(daemon_broker, host_addresses_without_netlink)
+/* Without netlink the own-address set is unknown: no decision classifies
+ * without it (it used to classify with none, allowing them). */
+Test(daemon_broker, own_addresses_unknown_without_netlink_refuse)
 {
 	struct broker *b = &dt_b;
-	const struct policy_addr *a;
-	size_t n = 0, i;
-	int lo = 0;
+	struct decide_policy pol;
 
-	cr_assert_null(b->netaddr);
-	a = broker_local_addrs(b, &n);
-	cr_assert_gt(n, 0, "no address read, not even loopback");
-	for (i = 0; i < n; i++)
-		if (a[i].family == 4 && a[i].bytes[0] == 127)
-			lo = 1;
-	cr_assert(lo, "127.0.0.1 is not among this host's addresses");
+	memset(&pol, 0, sizeof(pol));
+	cr_assert_eq(broker_own_addrs(b, &pol), 0);
+	cr_assert_gt(pol.nlocal, 0, "not even loopback was read");
+	netaddr_free(b->netaddr); /* as when netlink is unavailable */
+	b->netaddr = NULL;
+	memset(&pol, 0, sizeof(pol));
+	cr_assert_eq(broker_own_addrs(b, &pol), EGRESS_ERR_UNAVAILABLE);
+	cr_assert_null(pol.local);
+	cr_assert_null(pol.nets);
 }

@@ -34,8 +34,9 @@
 #define FIXTURES SRCDIR "/tests/data/unit"
 
 /* The instances: "app" may reach api.test, svc.test (both carve-outs),
- * lan.test (the private one), 127.0.0.1 (the loopback one), 10.0.0.5 and
- * 169.254.169.254; "noperm" has no permission. The revoked variant no
+ * lan.test (the private one), 127.0.0.1, localhost and dev.localhost (the
+ * loopback one), 10.0.0.5 and 169.254.169.254; "noperm" has no
+ * permission. The revoked variant no
  * longer grants api.test. */
 #define CONF_HEAD \
 	"[plugins.security]\n" \
@@ -50,13 +51,16 @@
 	"manifest = plugin/manifest.ini\n" \
 	"permissions = http_client\n" \
 	"egress_allow_private = svc.test, lan.test\n" \
-	"egress_allow_loopback = svc.test, 127.0.0.1\n"
+	"egress_allow_loopback = svc.test, 127.0.0.1, localhost, " \
+	"dev.localhost\n"
 
 static const char conf_granted[] = CONF_HEAD
     "egress_hosts = api.test, svc.test, lan.test, 127.0.0.1, 10.0.0.5\n"
+    "    localhost, dev.localhost\n"
     "    169.254.169.254\n";
 static const char conf_revoked[] = CONF_HEAD
     "egress_hosts = svc.test, lan.test, 127.0.0.1, 10.0.0.5\n"
+    "    localhost, dev.localhost\n"
     "    169.254.169.254\n";
 
 static struct conf_snapshot *
@@ -203,6 +207,12 @@ ParameterizedTestParameters(decide, at_once)
 		    "unresolvable", EGRESS_ERR_DNS_FAILED, { "" } },
 		{ "answers-too-many", "app", "http://api.test/", MANY_ANSWERS,
 		    { "" }, 0, "unresolvable", EGRESS_ERR_DNS_FAILED, { "" } },
+		/* A localhost name is answered without a query (no
+		 * resolver here), whatever answers are given. */
+		{ "localhost-no-query", "app", "http://localhost:8080/",
+		    NO_ANSWERS, { "" }, 1, "", 0, { "127.0.0.1", "::1" } },
+		{ "localhost-answers-ignored", "app", "http://dev.localhost/",
+		    1, { "93.184.216.34" }, 1, "", 0, { "127.0.0.1", "::1" } },
 		/* A name, no answers and no resolver. */
 		{ "no-resolver", "app", "http://api.test/", NO_ANSWERS, { "" },
 		    0, "unresolvable", EGRESS_ERR_DNS_FAILED, { "" } },

@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/policy.h"
@@ -431,6 +432,159 @@ ParameterizedTest(struct local_case *c, addr, local)
 	ctx.nlocal = 0;
 	cr_expect_eq(policy_addr_classify(&ctx, &a),
 	    policy_addr_classify(NULL, &a), "%s", c->addr);
+}
+
+/*
+ * Prefixes this host delivers locally (a prefix on lo, an AnyIP route:
+ * `ip route add local 9.9.9.0/24 dev lo`) are in the loopback class, not
+ * only the interface addresses: an answer of 9.9.9.9 reached a listener
+ * on the broker host while only interface addresses counted.
+ */
+struct net_case {
+	char addr[48];
+	unsigned cls;
+};
+
+static struct net_case net_cases[] = {
+	{ "9.9.9.9", LPB }, { "9.9.9.0", LPB }, { "9.9.9.255", LPB },
+	{ "9.9.8.255", PUB }, { "9.9.10.0", PUB }, { "172.31.5.77", LPB },
+	{ "172.31.6.1", PRV }, { "::ffff:9.9.9.9", LPB },
+	{ "2a00:1450::77", LPB }, { "2a00:1450::ffff:ffff:ffff:ffff", LPB },
+	{ "2a00:1450:0:1::1", PUB }, { "1.2.3.4", LPB }, /* 1.2.3.4/32 */
+	{ "1.2.3.5", PUB }, { "8.15.0.1", LPB },	 /* 8.8.0.0/13 */
+	{ "8.16.0.1", PUB }, { "8.7.255.255", PUB },
+	{ "2606:4700::1", LPB }, /* 2606:4700::/33 */
+	{ "2606:4700:8000::1", PUB },
+	{ "198.51.100.7", RSV }, /* reserved stays reserved */
+	{ "169.254.169.254", MET },
+	{ "64:ff9b::909:909", LPB }, /* NAT64 to 9.9.9.9 */
+};
+
+ParameterizedTestParameters(addr, local_route)
+{
+	return cr_make_param_array(struct net_case, net_cases,
+	    NELEM(net_cases));
+}
+
+static struct policy_net
+must_net(const char *text, unsigned len)
+{
+	struct policy_net n;
+
+	memset(&n, 0, sizeof(n));
+	n.addr = must_parse(text);
+	n.len = len;
+	return n;
+}
+
+ParameterizedTest(struct net_case *c, addr, local_route)
+{
+	struct policy_net nets[] = {
+		must_net("9.9.9.0", 24), must_net("172.31.5.0", 24),
+		must_net("1.2.3.4", 32), must_net("8.8.0.0", 13),
+		must_net("198.51.100.0", 24), must_net("169.254.0.0", 16),
+		must_net("2a00:1450::", 64), must_net("2606:4700::", 33),
+		must_net("::", 129), /* beyond IPv6: ignored */
+	};
+	struct policy_addr a = must_parse(c->addr);
+	struct policy_classify_ctx ctx;
+
+	qsort(nets, NELEM(nets), sizeof(nets[0]), policy_net_cmp);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.nets = nets;
+	ctx.nnets = NELEM(nets);
+	cr_expect_eq(policy_addr_classify(&ctx, &a), c->cls, "%s: %#x",
+	    c->addr, policy_addr_classify(&ctx, &a));
+	/* nnets 0 ignores the array. */
+	ctx.nnets = 0;
+	cr_expect_eq(policy_addr_classify(&ctx, &a),
+	    policy_addr_classify(NULL, &a), "%s", c->addr);
+}
+
+/* The search over nets agrees with a plain scan, for random IPv4 nets of
+ * every length and random addresses (a fixed seed: the same every run). */
+static uint32_t
+lcg(uint32_t *st)
+{
+	*st = *st * 1103515245u + 12345u;
+	return *st;
+}
+
+static int
+v4_in_net(const struct policy_net *n, uint32_t a)
+{
+	uint32_t net = ((uint32_t)n->addr.bytes[0] << 24) |
+	    ((uint32_t)n->addr.bytes[1] << 16) |
+	    ((uint32_t)n->addr.bytes[2] << 8) | n->addr.bytes[3];
+	uint32_t mask = n->len == 0 ? 0 : ~(uint32_t)0 << (32 - n->len);
+
+	return (a & mask) == net;
+}
+
+Test(addr, local_route_search_matches_scan)
+{
+	static struct policy_net nets[400];
+	struct policy_classify_ctx ctx;
+	struct policy_addr a;
+	uint32_t st = 7, w, mask;
+	size_t n = 0, i, j, k, nin = 0;
+	unsigned base, want;
+	int in;
+
+	for (i = 0; i < 400; i++) {
+		memset(&nets[n], 0, sizeof(nets[n]));
+		nets[n].addr.family = 4;
+		nets[n].len = 16 + lcg(&st) % 17; /* 16 to 32 */
+		mask = ~(uint32_t)0 << (32 - nets[n].len);
+		/* Clustered, so that addresses fall inside some of them. */
+		w = ((lcg(&st) >> 8) & 0x00ffffffu) | (9u << 24);
+		w &= mask;
+		for (k = 0; k < 4; k++)
+			nets[n].addr.bytes[k] = (uint8_t)(w >> (24 - 8 * k));
+		n++;
+	}
+	qsort(nets, n, sizeof(nets[0]), policy_net_cmp);
+	for (i = 1, j = 1; i < n; i++)
+		if (policy_net_cmp(&nets[i], &nets[j - 1]) != 0)
+			nets[j++] = nets[i];
+	n = j;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.nets = nets;
+	ctx.nnets = n;
+	for (i = 0; i < 20000; i++) {
+		w = ((lcg(&st) >> 8) & 0x00ffffffu) | (9u << 24);
+		memset(&a, 0, sizeof(a));
+		a.family = 4;
+		for (k = 0; k < 4; k++)
+			a.bytes[k] = (uint8_t)(w >> (24 - 8 * k));
+		for (k = 0, in = 0; k < n && !in; k++)
+			in = v4_in_net(&nets[k], w);
+		nin += (size_t)in;
+		base = policy_addr_classify(NULL, &a);
+		want = in && (base == PUB || base == PRV) ? LPB : base;
+		cr_assert_eq(policy_addr_classify(&ctx, &a), want,
+		    "9.x address %u.%u.%u.%u: inside %d", a.bytes[0],
+		    a.bytes[1], a.bytes[2], a.bytes[3], in);
+	}
+	cr_assert(nin > 1000 && nin < 19000, "%zu of 20000 inside", nin);
+}
+
+/* A catch-all local route (0.0.0.0/0, ::/0) puts every address there. */
+Test(addr, local_route_default)
+{
+	struct policy_net nets[2];
+	struct policy_addr a = must_parse("8.8.8.8"),
+			   b = must_parse("2606::1");
+	struct policy_classify_ctx ctx;
+
+	memset(nets, 0, sizeof(nets));
+	nets[0].addr.family = 4;
+	nets[1].addr.family = 6;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.nets = nets;
+	ctx.nnets = 2;
+	cr_expect_eq(policy_addr_classify(&ctx, &a), LPB);
+	cr_expect_eq(policy_addr_classify(&ctx, &b), LPB);
 }
 
 Test(addr, classify_fails_closed)

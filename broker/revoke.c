@@ -25,8 +25,7 @@ revoke_policy(void *arg, int answers, struct decide_policy *ret)
 
 	ret->instance = ci != NULL ? &ci->policy : NULL;
 	ret->nat64 = &p->s->nat64;
-	ret->local = broker_local_addrs(p->b, &ret->nlocal);
-	return 0;
+	return broker_own_addrs(p->b, ret);
 }
 
 int

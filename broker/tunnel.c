@@ -490,8 +490,7 @@ tunnel_policy(void *arg, int answers, struct decide_policy *ret)
 	ci = conf_instance_find(t->conf->snap, t->instance);
 	ret->instance = ci != NULL ? &ci->policy : NULL;
 	ret->nat64 = &t->conf->snap->nat64;
-	ret->local = broker_local_addrs(t->b, &ret->nlocal);
-	return 0;
+	return broker_own_addrs(t->b, ret);
 }
 
 static void

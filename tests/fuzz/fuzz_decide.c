@@ -80,6 +80,8 @@ fz_policy(void *arg, int answers, struct decide_policy *ret)
 	ret->nat64 = &c->nat64;
 	ret->local = NULL;
 	ret->nlocal = 0;
+	ret->nets = NULL;
+	ret->nnets = 0;
 	return 0;
 }
 
@@ -164,7 +166,7 @@ fz_reference(const struct fz_pol *p, enum policy_transport t,
     const struct policy_dest *dest, const struct policy_addr *answers,
     size_t n, const struct fz_ctx *c, struct policy_verdict *v)
 {
-	struct policy_classify_ctx cx = { &c->nat64, NULL, 0 };
+	struct policy_classify_ctx cx = { &c->nat64, NULL, 0, NULL, 0 };
 	struct policy_addr lit;
 
 	if (p == NULL || policy_check_destination(&p->inst, t, dest, v) != 0 ||

@@ -14,8 +14,9 @@
 # a name, a DNS lookup (no query reaches the lab's server), a CONNECT whose
 # SNI differs from its host, a ClientHello with Encrypted Client Hello, a
 # CONNECT sent inside an allowed tunnel (nginx answers it, nothing else is
-# reached), numeric-alias hosts (2130706433, [::ffff:169.254.169.254]) and
-# a Host header that differs from the absolute-form URL.
+# reached), numeric-alias and IPv6-literal hosts (2130706433,
+# [::ffff:169.254.169.254], [fd00:ec2::254]) and a Host header that
+# differs from the absolute-form URL.
 # Needs root (skips with 77 otherwise).
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
@@ -35,13 +36,14 @@ done
 lab_up
 
 WU=64810
-CA=$LAB_DIR/pki/ca.crt
 CTL=$LAB_DIR/run/control.sock
 W=$LAB_DIR/work
+# What the sandboxed uid reads: the clients, a DNS client, the lab CA.
 mkdir -m 0755 "$LAB_DIR/bin"
 install -m 0644 "$(dirname "$0")/20-sandbox-clients.py" "$LAB_DIR/bin/c.py"
-chmod 0755 "$LAB_DIR/pki"
-chmod 0644 "$CA"
+install -m 0644 "$LAB_SRC_DIR/dnsq.py" "$LAB_DIR/bin/dnsq.py"
+install -m 0644 "$LAB_DIR/pki/ca.crt" "$LAB_DIR/bin/ca.crt"
+CA=$LAB_DIR/bin/ca.crt
 install -d -m 0700 -o "$WU" -g "$WU" "$W"
 
 lab_dns_set api.weather.example="$LAB_PUB4" \
@@ -259,6 +261,12 @@ lab_expect_eq "DNS queries that reached the lab's server" 0 \
 sb_fails "getent hosts $A" 2 "" getent getent hosts "$A"
 lab_expect_eq "DNS queries that reached the lab's server" 0 \
     "$(lab_dns_count "$A" A)"
+# The broker's resolver address is the broker's loopback, not the
+# sandbox's: a query sent there by hand gets no answer.
+sb_fails "a query to $LAB_DNS_ADDR:$LAB_DNS_PORT by hand" 1 "" dnsq "$PY" \
+    "$LAB_DIR/bin/dnsq.py" "$A" A "$LAB_DNS_ADDR" "$LAB_DNS_PORT"
+lab_expect_eq "DNS queries that reached the lab's server" 0 \
+    "$(lab_dns_count "$A" A)"
 
 sb_fails "curl --connect-to (SNI $A, CONNECT other.weather.example)" 35 "" \
     curl curl -sS --max-time 20 --cacert "$CA" \
@@ -279,6 +287,7 @@ sb relay "$PY" "$LAB_DIR/bin/c.py" relay "$A" "$CA" "$LAB_META4:80"
 lab_expect_eq "CONNECT inside an allowed tunnel" \
     "HTTP/1.1 200 Connection established, inside: HTTP/1.1 400 Bad Request" \
     "$(cat "$LAB_DIR/relay.out")"
+lab_expect_decision weather allow - "$A"
 lab_expect_hits "$LAB_PUB4" 1
 lab_expect_eq "what nginx saw" "CONNECT $LAB_META4:80 HTTP/1.1" \
     "$(tail -n 1 "$LAB_DIR/nginx/access.log" | cut -d'"' -f6)"
@@ -287,7 +296,8 @@ lab_expect_eq "what nginx saw" "CONNECT $LAB_META4:80 HTTP/1.1" \
 # denied that); the hand-made request gives the broker the alias itself,
 # a non-canonical number it refuses to parse as a host (400).
 for u in "http://2130706433/small 127.0.0.1 400 invalid-request" \
-    "http://[::ffff:169.254.169.254]/small ::ffff:169.254.169.254 403 not-granted"; do
+    "http://[::ffff:169.254.169.254]/small ::ffff:169.254.169.254 403 not-granted" \
+    "http://[$LAB_META6]/small $LAB_META6 403 not-granted"; do
 	read -r url host status reason <<<"$u"
 	sb_fails "curl $url" 22 "error: 403" curl curl -sSf --max-time 20 "$url"
 	lab_expect_decision weather deny not-granted "$host"

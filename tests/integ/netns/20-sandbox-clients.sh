@@ -11,8 +11,9 @@
 # instance is not granted fails with the tool's normal proxy error, with
 # nothing reaching nginx. Then the bypasses reported on other sandboxes,
 # each reaching nothing: curl --noproxy '*' to the public address and to
-# a name, a DNS lookup (no query reaches the lab's server), a CONNECT whose
-# SNI differs from its host, a ClientHello with Encrypted Client Hello, a
+# a name, wget --no-proxy, a DNS lookup (no query reaches the lab's
+# server), a CONNECT whose SNI differs from its host (curl --connect-to,
+# openssl s_client -proxy), a ClientHello with Encrypted Client Hello, a
 # CONNECT sent inside an allowed tunnel (nginx answers it, nothing else is
 # reached), numeric-alias and IPv6-literal hosts (2130706433,
 # [::ffff:169.254.169.254], [fd00:ec2::254]) and a Host header that
@@ -246,6 +247,9 @@ sb_fails "curl --noproxy '*' http://$LAB_PUB4/small" 7 "" curl curl -sS \
     --max-time 20 --noproxy '*' "http://$LAB_PUB4/small"
 lab_expect_hits "$LAB_PUB4" 0
 
+sb_fails "wget --no-proxy http://$LAB_PUB4/small" 4 "Network is unreachable" \
+    wget wget --no-proxy -T 20 -t 1 -O - "http://$LAB_PUB4/small"
+lab_expect_hits "$LAB_PUB4" 0
 sb_fails "curl --noproxy '*' https://$A/small" 6 \
     "Could not resolve host: $A" curl curl -sS --max-time 20 --noproxy '*' \
     --cacert "$CA" "https://$A/small"
@@ -271,6 +275,18 @@ lab_expect_eq "DNS queries that reached the lab's server" 0 \
 sb_fails "curl --connect-to (SNI $A, CONNECT other.weather.example)" 35 "" \
     curl curl -sS --max-time 20 --cacert "$CA" \
     --connect-to "$A:443:other.weather.example:443" "https://$A/small"
+lab_expect_decision weather deny sni-mismatch other.weather.example
+lab_expect_hits "$LAB_PUB4" 0
+
+# The same with openssl s_client, its CONNECT through -proxy.
+lab_mark
+# shellcheck disable=SC2016 # expanded by the inner shell
+sb sclient sh -c 'openssl s_client -proxy 127.0.0.1:3128 -connect "$1" \
+    -servername "$2" -CAfile "$3" </dev/null' sh "other.weather.example:443" \
+    "$A" "$CA"
+[ "$SB_RC" != 0 ] || lab_fail "openssl s_client: the tunnel was relayed"
+lab_ok "openssl s_client (SNI $A, CONNECT other.weather.example): failed" \
+    "(status $SB_RC)"
 lab_expect_decision weather deny sni-mismatch other.weather.example
 lab_expect_hits "$LAB_PUB4" 0
 

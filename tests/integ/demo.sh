@@ -6,8 +6,11 @@
 # first line; the second run builds nothing new and does not say it. Each
 # run exits 0 and shows the verdicts, the broker's requests, its
 # decisions in `egressctl metrics` (allowed localdev, denied weather, as
-# the requests before them were decided) and the JSON reply to
-# `show instance localdev` sent by hand with socat.
+# the requests before them were decided), curl inside egress-sandbox --net
+# (as root: the granted service's body and 200, the masked message and
+# 403 for a host the instance was not granted; where no network
+# namespace can be made, the line saying that part is skipped) and the JSON reply to `show instance localdev`
+# sent by hand with socat.
 set -eu
 
 src=$1
@@ -25,6 +28,24 @@ check_run() {
 		"$out" || fail "metrics: no allowed decision for localdev"
 	grep -E '^egressd_decisions_total\{instance="weather",[^}]*\} [1-9]' \
 		"$out" | grep -qv allow || fail "metrics: no denied decision for weather"
+	# curl inside egress-sandbox --net: the granted service answers, the
+	# ungranted host is the proxy's 403; where no network namespace can
+	# be made (not root, or unshare refused): said to be skipped.
+	if [ "$(id -u)" = 0 ] && unshare --net true 2>/dev/null; then
+		[ "$(awk '/^# the granted local service, through the proxy$/ {
+		    getline; getline; getline; print; getline; print; exit }' \
+		    "$out" | paste -sd ' ')" = \
+		    "hello from a service on 127.0.0.1, through egressd (HTTP 200)" ] ||
+			fail "curl in egress-sandbox --net: no 200 from the service"
+		[ "$(awk '/^# a host this instance was not granted/ {
+		    getline; getline; getline; print; getline; print; exit }' \
+		    "$out" | paste -sd ' ')" = \
+		    "egress policy: destination not permitted for this instance (HTTP 403)" ] ||
+			fail "curl in egress-sandbox --net: no 403 for the ungranted host"
+	else
+		grep -q '^(skipped: .*network namespace' "$out" ||
+			fail "no network namespace: the sandbox part does not say it is skipped"
+	fi
 	reply=$(awk '/^\$ printf .show instance localdev/ { getline; print; exit }' "$out")
 	jq -e . <<<"$reply" >/dev/null ||
 		fail "the control socket's reply is not JSON: $reply"

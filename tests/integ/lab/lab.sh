@@ -445,6 +445,11 @@ lab__nginx_conf()
 	        location = /host { default_type text/plain;
 	            return 200 "host=\$host sni=\$ssl_server_name\n"; }
 	        location = /missing { return 404; }
+	        # Static trees a scenario may fill: a dumb-HTTP git
+	        # repository and a simple package index with its files.
+	        location /git/ { }
+	        location /simple/ { index index.html; }
+	        location /packages/ { }
 	        location = /headers { default_type text/plain;
 	            return 200 "host=\$host te=[\$http_te] upgrade=[\$http_upgrade] pa=[\$http_proxy_authorization] ka=[\$http_keep_alive] foo=[\$http_x_foo] keep=[\$http_x_keep]\n"; }
 	        location / { default_type text/plain;

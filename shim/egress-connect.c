@@ -24,11 +24,9 @@
 
 #include <egress/egress.h>
 
-#include "proto/proto.h"
+#include "shim/tool.h"
 
-#define EXIT_LOCAL 1
-#define EXIT_USAGE 2
-#define CHUNK	   (64 * 1024)
+#define CHUNK (64 * 1024)
 
 static void
 print_usage(FILE *f)
@@ -45,54 +43,16 @@ die_usage(const char *what, const char *arg)
 {
 	fprintf(stderr, "egress-connect: %s%s%s\n", what, arg ? ": " : "",
 	    arg ? arg : "");
-	exit(EXIT_USAGE);
+	exit(TOOL_EXIT_USAGE);
 }
 
-/* The exit status of an error value (egress-fetch's table). */
-static int
-exit_code(int err)
-{
-	switch (err) {
-	case EGRESS_ERR_DENIED:
-		return 10;
-	case EGRESS_ERR_BUDGET_EXHAUSTED:
-		return 11;
-	case EGRESS_ERR_DNS_FAILED:
-		return 12;
-	case EGRESS_ERR_CONNECT_FAILED:
-		return 13;
-	case EGRESS_ERR_TLS_FAILED:
-		return 14;
-	case EGRESS_ERR_TIMEOUT:
-		return 15;
-	case EGRESS_ERR_UPSTREAM_PROTOCOL:
-		return 16;
-	case EGRESS_ERR_INVALID_REQUEST:
-		return 17;
-	case EGRESS_ERR_UNAVAILABLE:
-		return 18;
-	case EGRESS_ERR_CANCELLED:
-		return 19;
-	default:
-		return EXIT_LOCAL;
-	}
-}
-
-/* Print "egress-connect: CODE: message" and exit with the code's status. */
 static void
 die_err(int err, const char *msg)
 {
-	const char *code = egress_err_code(err);
+	const char *code = tool_err_text(err, msg, &msg);
 
-	if (code == NULL)
-		code = err == EGRESS_ERR_PROTOCOL ? "protocol-error" : "error";
-	if (msg == NULL || msg[0] == '\0')
-		msg = egress_err_code(err) != NULL ||
-			err == EGRESS_ERR_PROTOCOL ?
-		    proto_code_message(proto_err_to_wire(err)) :
-		    egress_strerror(err);
 	fprintf(stderr, "egress-connect: %s: %s\n", code, msg);
-	exit(exit_code(err));
+	exit(tool_exit_code(err));
 }
 
 static void
@@ -106,7 +66,7 @@ die_local(const char *what)
 {
 	fprintf(stderr, "egress-connect: error: %s: %s\n", what,
 	    strerror(errno));
-	exit(EXIT_LOCAL);
+	exit(TOOL_EXIT_LOCAL);
 }
 
 /* Split URL into its transport and authority (borrowed from url). */
@@ -141,7 +101,7 @@ open_client(const char *path)
 			fprintf(stderr,
 			    "egress-connect: unavailable: %s: not a socket\n",
 			    path);
-			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
+			exit(tool_exit_code(EGRESS_ERR_UNAVAILABLE));
 		}
 		rv = egress_client_connect(path, &c);
 	} else
@@ -262,12 +222,12 @@ main(int argc, char **argv)
 			return 0;
 		default:
 			print_usage(stderr);
-			return EXIT_USAGE;
+			return TOOL_EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
 		print_usage(stderr);
-		return EXIT_USAGE;
+		return TOOL_EXIT_USAGE;
 	}
 	parse_url(argv[optind], &transport, &authority);
 	(void)signal(SIGPIPE, SIG_IGN); /* a closed stdout is EPIPE */

@@ -26,12 +26,10 @@
 
 #include <egress/egress.h>
 
-#include "proto/proto.h"
+#include "shim/tool.h"
 #include "shim/shim.h"
 #include "shim/url.h"
 
-#define EXIT_LOCAL     1
-#define EXIT_USAGE     2
 #define EXIT_HTTP_FAIL 22 /* curl's: -f and a status of 400 or more */
 #define BODY_MAX       (256UL * 1024 * 1024) /* request body in memory */
 #define DRAIN_MAX      (64 * 1024)	     /* redirect body read, at most */
@@ -75,7 +73,7 @@ static void
 usage(void)
 {
 	print_usage(stderr);
-	exit(EXIT_USAGE);
+	exit(TOOL_EXIT_USAGE);
 }
 
 static void
@@ -83,55 +81,17 @@ die_usage(const char *what, const char *arg)
 {
 	fprintf(stderr, "egress-fetch: %s%s%s\n", what, arg ? ": " : "",
 	    arg ? arg : "");
-	exit(EXIT_USAGE);
+	exit(TOOL_EXIT_USAGE);
 }
 
-/* The exit status of an error value. */
-static int
-exit_code(int err)
-{
-	switch (err) {
-	case EGRESS_ERR_DENIED:
-		return 10;
-	case EGRESS_ERR_BUDGET_EXHAUSTED:
-		return 11;
-	case EGRESS_ERR_DNS_FAILED:
-		return 12;
-	case EGRESS_ERR_CONNECT_FAILED:
-		return 13;
-	case EGRESS_ERR_TLS_FAILED:
-		return 14;
-	case EGRESS_ERR_TIMEOUT:
-		return 15;
-	case EGRESS_ERR_UPSTREAM_PROTOCOL:
-		return 16;
-	case EGRESS_ERR_INVALID_REQUEST:
-		return 17;
-	case EGRESS_ERR_UNAVAILABLE:
-		return 18;
-	case EGRESS_ERR_CANCELLED:
-		return 19;
-	default:
-		return EXIT_LOCAL;
-	}
-}
-
-/* Print "egress-fetch: CODE: message" and exit with the code's status. */
 static void
 die_err(int err, const char *msg)
 {
-	const char *code = egress_err_code(err);
+	const char *code = tool_err_text(err, msg, &msg);
 
-	if (code == NULL)
-		code = err == EGRESS_ERR_PROTOCOL ? "protocol-error" : "error";
-	if (msg == NULL || msg[0] == '\0')
-		msg = egress_err_code(err) != NULL ||
-			err == EGRESS_ERR_PROTOCOL ?
-		    proto_code_message(proto_err_to_wire(err)) :
-		    egress_strerror(err);
 	if (!quiet)
 		fprintf(stderr, "egress-fetch: %s: %s\n", code, msg);
-	exit(exit_code(err));
+	exit(tool_exit_code(err));
 }
 
 static void
@@ -140,7 +100,7 @@ die_local(const char *what, const char *detail)
 	if (!quiet)
 		fprintf(stderr, "egress-fetch: error: %s%s%s\n", what,
 		    detail ? ": " : "", detail ? detail : "");
-	exit(EXIT_LOCAL);
+	exit(TOOL_EXIT_LOCAL);
 }
 
 static void
@@ -618,7 +578,7 @@ connect_broker(const struct opts *o)
 				    "running, and is the instance in its "
 				    "configuration?)\n",
 				    o->socket);
-			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
+			exit(tool_exit_code(EGRESS_ERR_UNAVAILABLE));
 		}
 		if (stat(o->socket, &st) == 0 && !S_ISSOCK(st.st_mode)) {
 			if (!quiet)
@@ -626,7 +586,7 @@ connect_broker(const struct opts *o)
 				    "egress-fetch: unavailable: %s: "
 				    "not a socket\n",
 				    o->socket);
-			exit(exit_code(EGRESS_ERR_UNAVAILABLE));
+			exit(tool_exit_code(EGRESS_ERR_UNAVAILABLE));
 		}
 		rv = egress_client_connect(o->socket, &c);
 	} else
@@ -775,7 +735,7 @@ main(int argc, char **argv)
 				    "egress-fetch: error: maximum "
 				    "(%ld) redirects followed\n",
 				    o.max_redirs);
-			exit(EXIT_LOCAL);
+			exit(TOOL_EXIT_LOCAL);
 		}
 		redirs++;
 		if (url_resolve(h.url, loc, &next) != 0)

@@ -766,3 +766,109 @@ Test(proxy, unauthenticated_refusals_are_aggregated)
 	    4);
 	json_decref(ev);
 }
+
+/* ---- CONNECT: one idle timer for both ways ------------------------------ */
+
+/* The unit configuration with a [limits] section of text. */
+static void
+px_conf_limits(const char *limits)
+{
+	char text[1024];
+
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\nsignature_mode = disabled\n"
+	    "[plugins.entries.app]\nplugin = unit\nmanifest = manifest.ini\n"
+	    "permissions = http_client\negress_hosts = 127.0.0.1\n"
+	    "egress_allow_loopback = 127.0.0.1\n"
+	    "[broker]\ninstance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "[resolver]\nservers = 127.0.0.1:9\n"
+	    "[limits]\n%s",
+	    ct_dir, ct_dir, limits);
+	ct_write_str("egressd.ini", text);
+}
+
+/* CONNECT to u and wait for the 200. */
+static void
+px_tunnel_open(struct dt_upstream *u)
+{
+	char req[256];
+	int i;
+
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
+	    u->authority);
+	px_write(&C, req);
+	for (i = 0; i < DT_ITERS && strstr(C.out, "\r\n\r\n") == NULL; i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert_str_eq(C.out, "HTTP/1.1 200 Connection established\r\n\r\n");
+}
+
+static uint64_t
+px_now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The upstream streams to a client that sends nothing: the tunnel stays
+ * up for many idle periods, and ends only once neither way moved a byte
+ * for one. */
+Test(proxy, tunnel_stays_while_only_the_upstream_sends)
+{
+	static unsigned char hello[4096];
+	struct dt_upstream u;
+	size_t n = client_hello(hello, sizeof(hello)), got;
+	uint64_t t0, next;
+	int i;
+
+	px_conf_limits("between_bytes_timeout_ms = 300\n");
+	dt_upstream_open(&u);
+	px_tunnel_open(&u);
+	dt_write_all(C.p.fd, hello, n);
+	for (i = 0; i < DT_ITERS && u.reqlen < n; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd >= 0 ? u.cfd : u.lfd);
+	}
+	cr_assert_eq(u.reqlen, n);
+	got = C.len;
+	/* Five idle periods of upstream bytes, one every 50 ms. */
+	t0 = px_now_ms();
+	for (next = t0; px_now_ms() - t0 < 1500 && !C.eof;) {
+		if (px_now_ms() >= next) {
+			dt_upstream_reply(&u, "x");
+			next += 50;
+		}
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert(!C.eof, "the tunnel ended while the upstream sent: %s",
+	    C.out + got);
+	cr_assert_gt(C.len - got, 0);
+	/* Now quiet both ways: it ends, logged as a timeout. */
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	dt_upstream_close(&u);
+}
+
+/* A tunnel allowed at its 200 whose client never sends a first byte ends
+ * at the connect deadline: one decision (deny, timeout), one close. */
+Test(proxy, tunnel_without_first_bytes_is_a_timeout)
+{
+	struct dt_upstream u;
+
+	px_conf_limits("connect_timeout_ms = 200\n");
+	dt_upstream_open(&u);
+	px_tunnel_open(&u);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"), "timeout");
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
+	dt_upstream_close(&u);
+}

@@ -1206,3 +1206,28 @@ Test(conf_token, one_address_per_entry)
 	    "%s", ct_errors(&e));
 	conf_errors_done(&e);
 }
+
+/* A FIFO named as the token file is refused at once (never opened for a
+ * blocking read that would hang the reload). */
+Test(conf_token, a_fifo_is_refused_without_blocking, .timeout = 10)
+{
+	const char *why = NULL;
+
+	cr_assert_eq(mkfifo(ct_path("fifo"), 0600), 0);
+	cr_assert_null(conf_token_read(ct_path("fifo"), &why));
+	cr_assert_str_eq(why, "is not a regular file");
+}
+
+/* The same for the files the configuration reads whole (manifests,
+ * signatures, keys, the configuration itself). */
+Test(conf_token, a_fifo_is_not_read_as_a_config_file, .timeout = 10)
+{
+	struct conf_file_id id = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(mkfifo(ct_path("fifo"), 0600), 0);
+	cr_assert_eq(conf_read_file(ct_path("fifo"), 4096, &buf, &len, &id),
+	    EGRESS_ERR_IO);
+	cr_assert_null(buf);
+}

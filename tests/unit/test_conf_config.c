@@ -1231,3 +1231,20 @@ Test(conf_token, a_fifo_is_not_read_as_a_config_file, .timeout = 10)
 	    EGRESS_ERR_IO);
 	cr_assert_null(buf);
 }
+
+/* A rotated token file makes the snapshot stale, as an edit of the
+ * configuration does: the next request reloads and sees the new token. */
+Test(conf_token, rewriting_the_token_file_makes_the_snapshot_stale)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+
+	cr_assert_eq(load_token_conf("0123456789abcdef\n", 0600, &s, &e), 0,
+	    "%s", ct_errors(&e));
+	cr_assert_not(conf_snapshot_is_stale(s));
+	ct_write_str("t", "fedcba9876543210-rotated\n");
+	cr_assert_eq(chmod(ct_path("t"), 0600), 0);
+	cr_assert(conf_snapshot_is_stale(s));
+	cr_assert(conf_snapshot_is_stale_for(s, "x"));
+	conf_snapshot_free(s);
+}

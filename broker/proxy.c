@@ -870,6 +870,10 @@ proxy_read_head(struct proxy_conn *c)
 	}
 	perr.msg[0] = '\0';
 	err = http1_req_parse_head(c->parser, p, (size_t)hl, q, &perr);
+	if (err == EGRESS_ERR_DENIED) {
+		proxy_refuse(c, 405, "method", perr.msg);
+		return 0;
+	}
 	if (err != 0) {
 		proxy_refuse(c, err == EGRESS_ERR_TOO_BIG ? 431 : 400,
 		    "malformed", perr.msg[0] ? perr.msg : "bad head");

@@ -389,6 +389,12 @@ http1_req_parse_head(struct http1_req_parser *p, const char *buf, size_t len,
 	p->req = NULL; /* ret is the caller's from here on */
 	if (p->overflow)
 		return fail(reterr, EGRESS_ERR_TOO_BIG, "too many headers");
+	if (HTTP_PARSER_ERRNO(&p->p) == HPE_INVALID_METHOD &&
+	    (sp = memchr(buf, ' ', len)) != NULL && sp > buf &&
+	    (size_t)(sp - buf) <= HTTP1_METHOD_MAX &&
+	    is_token(buf, (size_t)(sp - buf)))
+		return fail(reterr, EGRESS_ERR_DENIED,
+		    "a method http-parser does not know");
 	if (HTTP_PARSER_ERRNO(&p->p) != HPE_OK &&
 	    HTTP_PARSER_ERRNO(&p->p) != HPE_PAUSED)
 		return fail(reterr, EGRESS_ERR_INVALID_REQUEST,

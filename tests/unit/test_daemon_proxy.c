@@ -872,3 +872,15 @@ Test(proxy, tunnel_without_first_bytes_is_a_timeout)
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
 	dt_upstream_close(&u);
 }
+
+/* A method http-parser does not know is 405 (with Allow), as every other
+ * method not relayed, not 400. */
+Test(proxy, unknown_method_is_405)
+{
+	px_open(&C, "app");
+	px_write(&C, "BREW http://127.0.0.1/pot HTTP/1.1\r\n\r\n");
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 405 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "\r\nAllow: ") != NULL, "%s", C.out);
+	cr_assert_str_eq(dt_log_last("egress.proxy", "error"), "method");
+}

@@ -286,6 +286,23 @@ Test(http1_req, trailers_never_touch_the_head)
 	http1_req_parser_free(p);
 }
 
+/* A method token http-parser does not know is told apart from a head
+ * that is not HTTP: the front answers it 405, not 400. */
+Test(http1_req, unknown_method_token_is_denied_not_malformed)
+{
+	static const char brew[] = "BREW /pot HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char bad[] = "BR(W /pot HTTP/1.1\r\nHost: a\r\n\r\n";
+	static struct http1_req q;
+	struct http1_req_parser *p = http1_req_parser_new();
+
+	cr_assert(p != NULL);
+	cr_assert_eq(http1_req_parse_head(p, brew, strlen(brew), &q, NULL),
+	    EGRESS_ERR_DENIED);
+	cr_assert_eq(http1_req_parse_head(p, bad, strlen(bad), &q, NULL),
+	    EGRESS_ERR_INVALID_REQUEST);
+	http1_req_parser_free(p);
+}
+
 Test(http1_req, bad_chunking_is_refused)
 {
 	static const char *bad[] = {

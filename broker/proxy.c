@@ -85,6 +85,7 @@ struct proxy_conn {
 	enum proxy_framing framing;
 	int close_after; /* close once the output is flushed */
 	int closing;	 /* no more requests, no more input */
+	int eof;	 /* the client half-closed: what it sent is served */
 
 	struct http1_req q; /* the head parsed last */
 };
@@ -977,6 +978,8 @@ proxy_step(struct proxy_conn *c)
 		proxy_free(c);
 		return;
 	}
+	if (c->eof && c->r == NULL && c->tun == NULL && c->state == PX_HEAD)
+		c->closing = 1; /* every complete request was served */
 	if (c->closing)
 		proxy_step(c);
 }
@@ -1041,8 +1044,9 @@ proxy_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
 	    c->r != NULL && c->body_done) {
-		/* Half-closed after its request: answer it, then close. */
-		c->closing = c->close_after = 1;
+		/* Half-closed after its request: answer it and the complete
+		 * requests sent after it, in order, then close. */
+		c->eof = 1;
 		return;
 	}
 	proxy_free(c);

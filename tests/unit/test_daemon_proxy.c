@@ -884,3 +884,29 @@ Test(proxy, unknown_method_is_405)
 	cr_assert(strstr(C.out, "\r\nAllow: ") != NULL, "%s", C.out);
 	cr_assert_str_eq(dt_log_last("egress.proxy", "error"), "method");
 }
+
+/* Requests pipelined before the client half-closed are all answered, in
+ * order, then the connection closes. */
+Test(proxy, pipelined_requests_after_a_half_close_are_answered)
+{
+	struct dt_upstream u;
+	char req[1024];
+	const char *a, *b, *c;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "GET http://%s/one HTTP/1.1\r\n\r\n"
+	    "GET http://169.254.169.254/two HTTP/1.1\r\n\r\n"
+	    "GET http://169.254.169.254/three HTTP/1.1\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	cr_assert_eq(shutdown(C.p.fd, SHUT_WR), 0);
+	px_wait(&C, 0, &u, reply_small); /* to the end */
+	a = strstr(C.out, "HTTP/1.1 200 OK\r\n");
+	b = strstr(C.out, "HTTP/1.1 403 Forbidden\r\n");
+	c = b != NULL ? strstr(b + 1, "HTTP/1.1 403 Forbidden\r\n") : NULL;
+	cr_assert(a != NULL && b != NULL && c != NULL && a < b, "%s", C.out);
+	cr_assert_eq(dt_log_count("egress.decision"), 3);
+	dt_upstream_close(&u);
+}

@@ -1155,8 +1155,10 @@ proxy_accept(struct broker *b, int fd, const char *instance,
 		goto out;
 	if (!shared && (flags & PROXY_AUTH)) {
 		/* No share before the token: a few such per port. */
-		if (proxy_preauth_count(b, instance) >= PROXY_PREAUTH_MAX)
+		if (proxy_preauth_count(b, instance) >= PROXY_PREAUTH_MAX) {
+			session_log_refused(b, instance, "proxy_preauth_max");
 			goto out;
+		}
 	} else if (!shared && b->session_share != NULL) {
 		if (proxy_take_share(b, instance) != 0)
 			goto out;

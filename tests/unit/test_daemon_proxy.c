@@ -621,6 +621,8 @@ Test(proxy, idle_port_connections_do_not_lock_out_the_instance)
 		if (px_port_open(&idle[k], "app") == 0)
 			open++;
 	cr_assert_eq(open, PROXY_PREAUTH_MAX);
+	cr_assert_str_eq(dt_log_last("egress.session", "cap"),
+	    "proxy_preauth_max");
 	dt_upstream_open(&u);
 	px_open(&C, "app");
 	(void)snprintf(req, sizeof(req),

@@ -134,6 +134,7 @@ struct broker {
 	struct proxy_conn *proxies;	/* proxy front clients (proxy.h) */
 	struct proxy_port *proxy_ports; /* their TCP ports (proxy_port.h) */
 	size_t nsessions;		/* both kinds */
+	unsigned proxy_head_ms;		/* 0: PROXY_HEAD_MS (proxy.h) */
 	size_t nrequests;		/* streams being served */
 	struct request *lingering;	/* streams finishing after their
 					   connection left (request.h) */

@@ -63,13 +63,15 @@ struct proxy_conn {
 	char instance[CONF_NAME_MAX + 1];
 	unsigned flags;
 	int shared;
+	int preauth; /* a port's, no request authorized yet: no share */
 	struct broker_mem mem; /* credit for queued output */
 	struct proto_conn pc;
 	uint32_t last_id;
 	struct guest guest;
 	struct http1_req_parser *parser;
-	struct evbuffer *body; /* decoded body of one parse step */
-	struct event *defer;   /* go on from the loop */
+	struct evbuffer *body;	  /* decoded body of one parse step */
+	struct event *defer;	  /* go on from the loop */
+	struct event *head_timer; /* the head being read is due */
 	enum proxy_state state;
 	struct request *r;  /* the request being served */
 	struct tunnel *tun; /* after CONNECT */
@@ -83,10 +85,15 @@ struct proxy_conn {
 	enum proxy_framing framing;
 	int close_after; /* close once the output is flushed */
 	int closing;	 /* no more requests, no more input */
+	int eof;	 /* the client half-closed: what it sent is served */
+
+	struct http1_req q; /* the head parsed last */
 };
 
 static void proxy_free(struct proxy_conn *c);
 static void proxy_schedule(struct proxy_conn *c);
+static void proxy_head_arm(struct proxy_conn *c);
+static int proxy_take_share(struct broker *b, const char *instance);
 static void proxy_read_cb(struct bufferevent *bev, void *arg);
 static void proxy_write_cb(struct bufferevent *bev, void *arg);
 static void proxy_event_cb(struct bufferevent *bev, short what, void *arg);
@@ -164,18 +171,94 @@ proxy_reply(struct proxy_conn *c, unsigned status, const char *error,
 	c->resp_done = 1;
 }
 
+static void
+proxy_refusal_event(const char *instance, unsigned status, const char *error,
+    const char *detail, unsigned long long n)
+{
+	json_t *o;
+
+	o = json_pack("{s:s?, s:i, s:s?, s:o, s:I}", "instance", instance,
+	    "status", (int)status, "error", error, "detail",
+	    detail != NULL ? log_bounded_string(detail, strlen(detail)) :
+			     json_null(),
+	    "refused", (json_int_t)n);
+	if (o != NULL)
+		log_event("egress.proxy", o);
+}
+
+/*
+ * Refusals of callers not (yet) authenticated on a port: the first of a
+ * burst is logged at once; the ones that follow within a second are
+ * counted and logged together a second later (instance, error and detail
+ * null where they were not all the same), so that a flood without the
+ * token costs one event per second and none goes unreported.
+ */
+static struct {
+	struct event *timer;
+	unsigned long long pending;
+	char instance[CONF_NAME_MAX + 1];
+	unsigned status;
+	const char *error;
+	char detail[128];
+	int mixed;
+} unauth;
+
+static void
+proxy_unauth_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (unauth.pending == 0)
+		return;
+	proxy_refusal_event(unauth.mixed ? NULL : unauth.instance,
+	    unauth.status, unauth.mixed ? NULL : unauth.error,
+	    unauth.mixed ? NULL : unauth.detail, unauth.pending);
+	unauth.pending = 0;
+	unauth.mixed = 0;
+}
+
+static void
+proxy_log_unauth(struct proxy_conn *c, unsigned status, const char *error,
+    const char *detail)
+{
+	const struct timeval one = { 1, 0 };
+
+	if (unauth.timer == NULL &&
+	    (unauth.timer = evtimer_new(c->b->base, proxy_unauth_flush,
+		 NULL)) == NULL) {
+		proxy_refusal_event(c->instance, status, error, detail, 1);
+		return;
+	}
+	if (evtimer_pending(unauth.timer, NULL)) {
+		if (unauth.pending == 0) {
+			(void)snprintf(unauth.instance,
+			    sizeof(unauth.instance), "%s", c->instance);
+			unauth.status = status;
+			unauth.error = error;
+			(void)snprintf(unauth.detail, sizeof(unauth.detail),
+			    "%s", detail);
+		} else if (strcmp(unauth.instance, c->instance) != 0 ||
+		    unauth.status != status || unauth.error != error ||
+		    strncmp(unauth.detail, detail,
+			sizeof(unauth.detail) - 1) != 0)
+			unauth.mixed = 1;
+		unauth.pending++;
+		return;
+	}
+	proxy_refusal_event(c->instance, status, error, detail, 1);
+	(void)evtimer_add(unauth.timer, &one);
+}
+
 /* Log a refusal the front made itself (no request reached the pipeline). */
 static void
 proxy_log_refusal(struct proxy_conn *c, unsigned status, const char *error,
     const char *detail)
 {
-	json_t *o;
-
-	o = json_pack("{s:s, s:i, s:s, s:o}", "instance", c->instance,
-	    "status", (int)status, "error", error, "detail",
-	    log_bounded_string(detail, strlen(detail)));
-	if (o != NULL)
-		log_event("egress.proxy", o);
+	if (c->preauth)
+		proxy_log_unauth(c, status, error, detail);
+	else
+		proxy_refusal_event(c->instance, status, error, detail, 1);
 }
 
 /* Refuse the request being read: reply, log, and close after. */
@@ -665,8 +748,9 @@ same_secret(const char *a, size_t na, const char *b, size_t nb)
 
 /*
  * Check q's Proxy-Authorization against the instance's token in the
- * snapshot in force. Return 0 (authorized), 407, or 403 when no
- * snapshot can be read (nothing can be authorized then).
+ * snapshot in force. Return 0 (authorized) or 407, also when no
+ * snapshot can be read (nothing can be authorized then, and a caller
+ * without the token learns nothing of the configuration's state).
  */
 static unsigned
 proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
@@ -695,7 +779,7 @@ proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
 	}
 	if ((ref = confstate_get_for(&c->b->conf, c->instance)) == NULL) {
 		*ret_detail = "policy-unavailable";
-		return 403;
+		return 407;
 	}
 	ci = conf_instance_find(ref->snap, c->instance);
 	*ret_detail = "wrong credentials";
@@ -751,7 +835,7 @@ proxy_connect(struct proxy_conn *c, const struct http1_req *q, size_t hl)
 static int
 proxy_read_head(struct proxy_conn *c)
 {
-	static struct http1_req q;
+	struct http1_req *q = &c->q;
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	struct policy_err perr;
 	size_t n = evbuffer_get_length(in);
@@ -763,6 +847,8 @@ proxy_read_head(struct proxy_conn *c)
 
 	if (n == 0)
 		return 0;
+	if (!evtimer_pending(c->head_timer, NULL))
+		proxy_head_arm(c); /* from its first byte, once */
 	if (n > HTTP1_HEAD_MAX)
 		n = HTTP1_HEAD_MAX;
 	if ((p = (char *)evbuffer_pullup(in, (ssize_t)n)) == NULL)
@@ -778,38 +864,74 @@ proxy_read_head(struct proxy_conn *c)
 	}
 	if (hl == 0)
 		return 0;
+	(void)evtimer_del(c->head_timer);
 	if (hl < 0) {
 		proxy_refuse(c, 431, "malformed", "request head too large");
 		return 0;
 	}
 	perr.msg[0] = '\0';
-	err = http1_req_parse_head(c->parser, p, (size_t)hl, &q, &perr);
+	err = http1_req_parse_head(c->parser, p, (size_t)hl, q, &perr);
+	if (err == EGRESS_ERR_DENIED) {
+		proxy_refuse(c, 405, "method", perr.msg);
+		return 0;
+	}
 	if (err != 0) {
 		proxy_refuse(c, err == EGRESS_ERR_TOO_BIG ? 431 : 400,
 		    "malformed", perr.msg[0] ? perr.msg : "bad head");
 		return 0;
 	}
-	c->minor = q.minor;
+	c->minor = q->minor;
 	if ((c->flags & PROXY_AUTH) &&
-	    (status = proxy_check_auth(c, &q, &detail)) != 0) {
+	    (status = proxy_check_auth(c, q, &detail)) != 0) {
 		/* The same answer whichever instance, token or none. */
-		proxy_log_refusal(c, status,
-		    status == 407 ? "auth" : "unavailable", detail);
+		proxy_log_refusal(c, status, "auth", detail);
 		c->body_done = 0;
-		proxy_reply(c, status, status == 407 ? "auth" : "unavailable",
-		    status == 407 ?
-			"proxy authentication required" :
-			proto_code_message(PROTO_CODE_UNAVAILABLE));
+		proxy_reply(c, status, "auth",
+		    "proxy authentication required");
 		c->closing = 1;
 		proxy_schedule(c);
 		return 0;
 	}
-	if (q.form == HTTP1_REQ_AUTHORITY)
-		return proxy_connect(c, &q, (size_t)hl);
-	if (proxy_begin(c, &q) != 0)
+	if (c->preauth) {
+		/* Authorized: from now on one of the instance's sessions. */
+		if (proxy_take_share(c->b, c->instance) != 0) {
+			proxy_log_refusal(c, 503, "sessions",
+			    "the instance's sessions are all in use");
+			c->body_done = 0;
+			proxy_reply(c, 503, "sessions",
+			    "too many sessions of this instance");
+			c->closing = 1;
+			proxy_schedule(c);
+			return 0;
+		}
+		c->preauth = 0;
+		c->shared = c->b->session_share != NULL;
+	}
+	if (q->form == HTTP1_REQ_AUTHORITY)
+		return proxy_connect(c, q, (size_t)hl);
+	if (proxy_begin(c, q) != 0)
 		return c->closing ? 0 : -1;
 	(void)evbuffer_drain(in, (size_t)hl); /* q is no longer read */
 	return 1;
+}
+
+/* No complete head in time: answer 408 and close, if nothing else is
+ * going on (a response being written is the idle timeout's). */
+static void
+proxy_head_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if (c->closing || c->r != NULL || c->tun != NULL ||
+	    c->state != PX_HEAD)
+		return;
+	proxy_log_refusal(c, 408, "timeout",
+	    "no complete request head in time");
+	c->body_done = 0;
+	proxy_reply(c, 408, "timeout", "request head not complete in time");
+	c->closing = 1;
+	(void)bufferevent_disable(c->bev, EV_READ);
+	proxy_schedule(c);
 }
 
 /* Move on with what the input holds. Return -1 to drop the client. */
@@ -856,6 +978,8 @@ proxy_step(struct proxy_conn *c)
 		proxy_free(c);
 		return;
 	}
+	if (c->eof && c->r == NULL && c->tun == NULL && c->state == PX_HEAD)
+		c->closing = 1; /* every complete request was served */
 	if (c->closing)
 		proxy_step(c);
 }
@@ -920,8 +1044,9 @@ proxy_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
 	    c->r != NULL && c->body_done) {
-		/* Half-closed after its request: answer it, then close. */
-		c->closing = c->close_after = 1;
+		/* Half-closed after its request: answer it and the complete
+		 * requests sent after it, in order, then close. */
+		c->eof = 1;
 		return;
 	}
 	proxy_free(c);
@@ -952,6 +1077,8 @@ proxy_free(struct proxy_conn *c)
 	broker_mem_trim(b, c->instance, &c->mem, 0, 1);
 	if (c->defer != NULL)
 		event_free(c->defer);
+	if (c->head_timer != NULL)
+		event_free(c->head_timer);
 	if (c->bev != NULL)
 		bufferevent_free(c->bev); /* closes the socket */
 	if (c->body != NULL)
@@ -960,6 +1087,30 @@ proxy_free(struct proxy_conn *c)
 	free(c);
 	if (b->draining && b->nsessions == 0)
 		(void)event_base_loopexit(b->base, NULL);
+}
+
+/* Count the connections of instance not yet authenticated. */
+static size_t
+proxy_preauth_count(struct broker *b, const char *instance)
+{
+	struct proxy_conn *c;
+	size_t n = 0;
+
+	for (c = b->proxies; c != NULL; c = c->next)
+		if (c->preauth && strcmp(c->instance, instance) == 0)
+			n++;
+	return n;
+}
+
+static void
+proxy_head_arm(struct proxy_conn *c)
+{
+	unsigned ms = c->b->proxy_head_ms != 0 ?
+	    c->b->proxy_head_ms :
+	    PROXY_HEAD_MS;
+	struct timeval tv = { ms / 1000, (suseconds_t)(ms % 1000) * 1000 };
+
+	(void)evtimer_add(c->head_timer, &tv);
 }
 
 /* Take a unit of the instance's session share, as session_accept does. */
@@ -1002,7 +1153,13 @@ proxy_accept(struct broker *b, int fd, const char *instance,
 	if (b->draining || strlen(instance) > CONF_NAME_MAX ||
 	    b->nsessions >= SESSIONS_MAX)
 		goto out;
-	if (!shared && b->session_share != NULL) {
+	if (!shared && (flags & PROXY_AUTH)) {
+		/* No share before the token: a few such per port. */
+		if (proxy_preauth_count(b, instance) >= PROXY_PREAUTH_MAX) {
+			session_log_refused(b, instance, "proxy_preauth_max");
+			goto out;
+		}
+	} else if (!shared && b->session_share != NULL) {
 		if (proxy_take_share(b, instance) != 0)
 			goto out;
 		shared = 1;
@@ -1014,6 +1171,7 @@ proxy_accept(struct broker *b, int fd, const char *instance,
 	c->b = b;
 	c->flags = flags;
 	c->shared = shared && b->session_share != NULL;
+	c->preauth = !shared && (flags & PROXY_AUTH);
 	shared = 0; /* c holds it now */
 	memcpy(c->instance, instance, strlen(instance) + 1);
 	c->guest.ops = &proxy_guest_ops;
@@ -1035,12 +1193,13 @@ proxy_accept(struct broker *b, int fd, const char *instance,
 	c->parser = http1_req_parser_new();
 	c->body = evbuffer_new();
 	c->defer = event_new(b->base, -1, 0, proxy_defer_cb, c);
+	c->head_timer = evtimer_new(b->base, proxy_head_timeout, c);
 	c->bev = bufferevent_socket_new(b->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev != NULL)
 		fd = -1;
 	if (c->pc.state != PROTO_CONN_OPEN || c->parser == NULL ||
-	    c->body == NULL || c->defer == NULL || c->bev == NULL ||
-	    proxy_take_input(c, in) != 0) {
+	    c->body == NULL || c->defer == NULL || c->head_timer == NULL ||
+	    c->bev == NULL || proxy_take_input(c, in) != 0) {
 		proxy_free(c);
 		err = EGRESS_ERR_NOMEM;
 		c = NULL;
@@ -1057,6 +1216,7 @@ proxy_accept(struct broker *b, int fd, const char *instance,
 		c = NULL;
 		goto out;
 	}
+	proxy_head_arm(c); /* the first head is due from the accept */
 	if (in != NULL && evbuffer_get_length(bufferevent_get_input(c->bev)))
 		proxy_schedule(c);
 	err = 0;

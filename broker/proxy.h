@@ -35,9 +35,13 @@
 struct broker;
 struct evbuffer;
 
-#define PROXY_OUT_HIGH	  (256 * 1024) /* queued to the client */
-#define PROXY_OUT_LOW	  (64 * 1024)
-#define PROXY_IDLE_MS	  60000 /* no byte from, or taken by, the client */
+#define PROXY_OUT_HIGH (256 * 1024) /* queued to the client */
+#define PROXY_OUT_LOW  (64 * 1024)
+#define PROXY_IDLE_MS  60000 /* no byte from, or taken by, the client */
+#define PROXY_HEAD_MS \
+	10000		    /* a request head, from its first byte
+				   (the first one: from the accept) */
+#define PROXY_PREAUTH_MAX 8 /* a port's connections not yet authenticated */
 
 /* proxy_accept() flags. */
 #define PROXY_ORIGIN_FORM 0x1 /* serve origin-form as http:// + Host */
@@ -51,7 +55,13 @@ struct evbuffer;
  * of fd and of in (bytes already read from fd, or NULL). The connection
  * counts as a session (b->nsessions, SESSIONS_MAX); with PROXY_SHARED it
  * takes over one unit of b->session_share that the caller held for
- * instance. Return 0, or a negative error with fd closed and in freed.
+ * instance. With PROXY_AUTH (and no PROXY_SHARED) it takes no unit until
+ * its first request carried the token: until then it counts against
+ * PROXY_PREAUTH_MAX connections of instance, over which it is refused
+ * (closed). Every request head must be complete within PROXY_HEAD_MS of
+ * its first byte (the first request's: of the accept), whatever arrives
+ * meanwhile, or the connection is answered 408 and closed. Return 0, or
+ * a negative error with fd closed and in freed.
  */
 int proxy_accept(struct broker *b, int fd, const char *instance,
     struct evbuffer *in, unsigned flags);

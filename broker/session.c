@@ -866,7 +866,7 @@ session_refused_flush(evutil_socket_t fd, short what, void *arg)
 	refused.mixed = 0;
 }
 
-static void
+void
 session_log_refused(struct broker *b, const char *instance, const char *cap)
 {
 	const struct timeval one = { 1, 0 };

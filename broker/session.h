@@ -55,6 +55,14 @@ struct broker;
 int session_accept(struct broker *b, int fd, const char *instance);
 
 /*
+ * Log a connection of instance closed at cap (a string literal) as an
+ * egress.session refused event: the first of a burst at once, the rest
+ * of that second counted in one event a second later.
+ */
+void session_log_refused(struct broker *b, const char *instance,
+    const char *cap);
+
+/*
  * Begin draining every session: send GOAWAY, close sessions without
  * active requests once their output is flushed. Return the number of
  * sessions still open.

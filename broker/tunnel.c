@@ -51,6 +51,7 @@ struct tunnel {
 	unsigned perms;
 	unsigned between_ms;
 	uint64_t deadline_ms;
+	uint64_t last_ms; /* a byte last moved, either way (relay) */
 
 	struct confref *conf;
 	struct broker_dns *dns;
@@ -250,6 +251,7 @@ tunnel_cl_read(struct bufferevent *bev, void *arg)
 	struct tunnel *t = arg;
 
 	t->b->activity++;
+	t->last_ms = now_ms();
 	if (t->up != NULL)
 		t->bytes_out += tunnel_move(t->cl, t->up);
 }
@@ -260,6 +262,7 @@ tunnel_up_read(struct bufferevent *bev, void *arg)
 	struct tunnel *t = arg;
 
 	t->b->activity++;
+	t->last_ms = now_ms();
 	t->bytes_in += tunnel_move(t->up, t->cl);
 }
 
@@ -268,6 +271,7 @@ tunnel_cl_write(struct bufferevent *bev, void *arg)
 {
 	struct tunnel *t = arg;
 
+	t->last_ms = now_ms(); /* the client took bytes */
 	if (t->up != NULL && !t->ending)
 		(void)bufferevent_enable(t->up, EV_READ);
 	if (t->ending && t->up == NULL &&
@@ -280,6 +284,7 @@ tunnel_up_write(struct bufferevent *bev, void *arg)
 {
 	struct tunnel *t = arg;
 
+	t->last_ms = now_ms(); /* the upstream took bytes */
 	if (!t->ending && !t->cl_eof)
 		(void)bufferevent_enable(t->cl, EV_READ);
 	tunnel_up_shut(t);
@@ -326,12 +331,20 @@ tunnel_up_event(struct bufferevent *bev, short what, void *arg)
 }
 
 static void
+tunnel_idle_arm(struct tunnel *t, uint64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000),
+		(suseconds_t)(ms % 1000) * 1000 };
+
+	if (t->between_ms != 0)
+		(void)evtimer_add(t->timer, &tv);
+}
+
+static void
 tunnel_dial_cb(void *arg, int err, struct bufferevent *bev,
     const struct policy_addr *used)
 {
 	struct tunnel *t = arg;
-	struct timeval tv = { t->between_ms / 1000,
-		(suseconds_t)(t->between_ms % 1000) * 1000 };
 
 	t->b->activity++;
 	t->dial = NULL;
@@ -354,10 +367,12 @@ tunnel_dial_cb(void *arg, int err, struct bufferevent *bev,
 	    tunnel_cl_event, t);
 	bufferevent_setwatermark(t->up, EV_WRITE, TUNNEL_LOW, 0);
 	bufferevent_setwatermark(t->cl, EV_WRITE, TUNNEL_LOW, 0);
-	if (t->between_ms != 0) {
-		(void)bufferevent_set_timeouts(t->up, &tv, NULL);
-		(void)bufferevent_set_timeouts(t->cl, &tv, NULL);
-	}
+	/* One idle timer for both ways: a quiet side is no reason to end
+	 * while the other still sends. */
+	(void)bufferevent_set_timeouts(t->up, NULL, NULL);
+	(void)bufferevent_set_timeouts(t->cl, NULL, NULL);
+	t->last_ms = now_ms();
+	tunnel_idle_arm(t, t->between_ms);
 	/* The bytes peeked at go first. */
 	t->bytes_out += tunnel_move(t->cl, t->up);
 	(void)bufferevent_enable(t->up, EV_READ | EV_WRITE);
@@ -546,12 +561,27 @@ static void
 tunnel_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tunnel *t = arg;
+	uint64_t n = now_ms();
 
+	if (t->state == T_RELAY) {
+		/* Idle: no byte either way for between_ms. */
+		if (n - t->last_ms < t->between_ms) {
+			tunnel_idle_arm(t, t->last_ms + t->between_ms - n);
+			return;
+		}
+		tunnel_finish(t, "timeout");
+		return;
+	}
 	if (t->state == T_DECIDING) {
 		t->verdict = NULL;
 		tunnel_log_decision(t, 0,
 		    policy_reason_str(POLICY_REASON_UNRESOLVABLE));
 		tunnel_answer(t, PROTO_CODE_TIMEOUT);
+	} else if (t->state == T_PEEKING) {
+		/* Allowed, but no first bytes came to say what it is. */
+		(void)snprintf(t->detail, sizeof(t->detail),
+		    "no first bytes in time");
+		tunnel_log_decision(t, 0, "timeout");
 	}
 	tunnel_finish(t, "timeout"); /* no ClientHello in time */
 }

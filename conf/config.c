@@ -777,10 +777,44 @@ check_carve_outs(struct cfg_parse *cp, const struct conf_sec *sec,
 	}
 }
 
+static int files_push(struct conf_snapshot *s, struct conf_file_id *id,
+    int shared, size_t *idx);
+
+/*
+ * Record the token file at path among s's files, its identity taken
+ * before its token is read (a rewrite in between only makes the
+ * snapshot stale at once), so that rewriting it applies at the next
+ * request like any other edit. Return 0, or EGRESS_ERR_NOMEM.
+ */
+static int
+track_token_file(struct conf_snapshot *s, const char *path)
+{
+	struct conf_file_id id = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+
+	if ((id.path = strdup(path)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	if (conf_read_file(path, CONF_TOKEN_MAX + 2, &buf, &len, &id) != 0) {
+		/* Unreadable: conf_token_read() says why; the identity is
+		 * the stat one, or none (changed at the next check). */
+		(void)conf_file_id_stat(path, &id);
+	}
+	if (buf != NULL) {
+		explicit_bzero(buf, len);
+		free(buf);
+	}
+	if (id.path == NULL || files_push(s, &id, 1, NULL) != 0) {
+		free(id.path);
+		return EGRESS_ERR_NOMEM;
+	}
+	return 0;
+}
+
 /* proxy_listen and proxy_token_file of an entry. */
 static void
-build_entry_proxy(struct cfg_parse *cp, const struct conf_sec *sec,
-    struct conf_instance *ci)
+build_entry_proxy(struct cfg_parse *cp, struct conf_snapshot *s,
+    const struct conf_sec *sec, struct conf_instance *ci)
 {
 	const struct conf_val *l = conf_sec_cval(sec, "proxy_listen");
 	const struct conf_val *t = conf_sec_cval(sec, "proxy_token_file");
@@ -815,7 +849,9 @@ build_entry_proxy(struct cfg_parse *cp, const struct conf_sec *sec,
 		cp->nomem = 1;
 		return;
 	}
-	if ((ci->proxy_token = conf_token_read(path, &why)) == NULL)
+	if (track_token_file(s, path) != 0)
+		cp->nomem = 1;
+	else if ((ci->proxy_token = conf_token_read(path, &why)) == NULL)
 		conf_errors_addf(cp->errs,
 		    "%s:%d: [%s] proxy_token_file: %s %s", cp->path, t->line,
 		    sec->name, path, why);
@@ -928,7 +964,7 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 	else if (v->str != NULL && (ci->socket_group = strdup(v->str)) == NULL)
 		cp->nomem = 1;
 
-	build_entry_proxy(cp, sec, ci);
+	build_entry_proxy(cp, s, sec, ci);
 
 	/* DIR/NAME.sock must fit a Unix socket address. */
 	if (s->instance_socket_dir != NULL &&

@@ -836,7 +836,10 @@ conf_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
 
 	memset(id, 0, sizeof(*id));
 	id->path = idpath;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+	/* Non-blocking: a FIFO or device there must not stall the open
+	 * (only a regular file is read, where the flag changes nothing). */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) <
+	    0)
 		return errno == ENOENT || errno == ENOTDIR ?
 		    EGRESS_ERR_NOT_FOUND :
 		    EGRESS_ERR_IO;

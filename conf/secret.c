@@ -30,7 +30,10 @@ conf_token_read(const char *path, const char **why)
 	int fd;
 
 	*why = "cannot be opened";
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+	/* Non-blocking: a FIFO or device there must not stall the open. */
+	if ((fd = open(path,
+		 O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)) <
+	    0)
 		return NULL;
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
 		*why = "is not a regular file";

@@ -18,7 +18,9 @@
 
 struct http1_req_parser {
 	http_parser p;
-	struct http1_req *req; /* being filled by the head callbacks */
+	struct http1_req *req; /* being filled by the head callbacks,
+				* NULL in the body (its trailers are
+				* skipped, never stored) */
 	int in_value;	       /* the last callback was a header value */
 	int overflow;	       /* more than HTTP1_REQ_HEADERS_MAX */
 	int complete;	       /* the message ended */
@@ -155,6 +157,8 @@ on_header_field(http_parser *hp, const char *at, size_t n)
 	struct http1_req *r = p->req;
 	struct http1_header *h;
 
+	if (r == NULL)
+		return 0; /* a trailer: not relayed */
 	if (r->nheaders > 0 && !p->in_value) {
 		h = &r->headers[r->nheaders - 1];
 		if (h->name + h->name_len != at)
@@ -181,6 +185,8 @@ on_header_value(http_parser *hp, const char *at, size_t n)
 	struct http1_req_parser *p = hp->data;
 	struct http1_header *h;
 
+	if (p->req == NULL)
+		return 0; /* a trailer: not relayed */
 	if (p->req->nheaders == 0)
 		return -1;
 	h = &p->req->headers[p->req->nheaders - 1];
@@ -380,8 +386,15 @@ http1_req_parse_head(struct http1_req_parser *p, const char *buf, size_t len,
 	p->fn = NULL;
 	p->arg = NULL;
 	used = http_parser_execute(&p->p, &req_settings, buf, len);
+	p->req = NULL; /* ret is the caller's from here on */
 	if (p->overflow)
 		return fail(reterr, EGRESS_ERR_TOO_BIG, "too many headers");
+	if (HTTP_PARSER_ERRNO(&p->p) == HPE_INVALID_METHOD &&
+	    (sp = memchr(buf, ' ', len)) != NULL && sp > buf &&
+	    (size_t)(sp - buf) <= HTTP1_METHOD_MAX &&
+	    is_token(buf, (size_t)(sp - buf)))
+		return fail(reterr, EGRESS_ERR_DENIED,
+		    "a method http-parser does not know");
 	if (HTTP_PARSER_ERRNO(&p->p) != HPE_OK &&
 	    HTTP_PARSER_ERRNO(&p->p) != HPE_PAUSED)
 		return fail(reterr, EGRESS_ERR_INVALID_REQUEST,

@@ -91,7 +91,9 @@ int http1_req_head_bad(const char *buf, size_t n);
  * it) with p, reset for a new message. On success write *ret (pointing
  * into buf) and return 0; p then expects the body. Return
  * EGRESS_ERR_INVALID_REQUEST with reterr (if not NULL) naming the first
- * problem, or EGRESS_ERR_TOO_BIG when the target is over its bound.
+ * problem, EGRESS_ERR_TOO_BIG when the target is over its bound, or
+ * EGRESS_ERR_DENIED when the method is a well-formed token http-parser
+ * does not know (it cannot be parsed, so cannot be relayed: 405).
  */
 int http1_req_parse_head(struct http1_req_parser *p, const char *buf,
     size_t len, struct http1_req *ret, struct policy_err *reterr);

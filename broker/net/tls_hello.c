@@ -16,7 +16,13 @@
 #include "broker/net/tls_hello.h"
 
 #define EXT_SERVER_NAME 0x0000
-#define EXT_ECH		0xfe0d
+
+/* Encrypted Client Hello (RFC 9849: 0xfe0d), its drafts 8 to 12
+ * (0xfe08..0xfe0c), and the ESNI drafts (0xffce): each hides the name
+ * the client really asks for. */
+static const unsigned ech_types[] = { 0xfe0d, 0xfe08, 0xfe09, 0xfe0a, 0xfe0b,
+	0xfe0c, 0xffce };
+#define NECH_TYPES (sizeof(ech_types) / sizeof(ech_types[0]))
 
 struct peek {
 	struct tls_hello *h;
@@ -55,7 +61,7 @@ hello_cb(SSL *s, int *al, void *arg)
 {
 	struct peek *pk = SSL_get_ex_data(s, peek_index);
 	const unsigned char *p;
-	size_t n;
+	size_t n, i;
 
 	(void)arg;
 	if (pk == NULL)
@@ -64,8 +70,9 @@ hello_cb(SSL *s, int *al, void *arg)
 	if (SSL_client_hello_get0_ext(s, EXT_SERVER_NAME, &p, &n) == 1 &&
 	    read_sni(p, n, pk->h) != 0)
 		pk->bad = 1;
-	if (SSL_client_hello_get0_ext(s, EXT_ECH, &p, &n) == 1)
-		pk->h->has_ech = 1;
+	for (i = 0; i < NECH_TYPES; i++)
+		if (SSL_client_hello_get0_ext(s, ech_types[i], &p, &n) == 1)
+			pk->h->has_ech = 1;
 	*al = SSL_AD_HANDSHAKE_FAILURE;
 	return SSL_CLIENT_HELLO_ERROR; /* nothing more: stop here */
 }
@@ -83,6 +90,8 @@ ech_parse_cb(SSL *s, unsigned int type, unsigned int context,
 static int
 peek_init(void)
 {
+	size_t i;
+
 	if (peek_ctx != NULL)
 		return 0;
 	if (peek_index < 0 &&
@@ -92,12 +101,14 @@ peek_init(void)
 		return -1;
 	/* Every version the library parses: the hello is only read. */
 	(void)SSL_CTX_set_min_proto_version(peek_ctx, 0);
-	if (SSL_CTX_add_custom_ext(peek_ctx, EXT_ECH, SSL_EXT_CLIENT_HELLO,
-		NULL, NULL, NULL, ech_parse_cb, NULL) != 1) {
-		SSL_CTX_free(peek_ctx);
-		peek_ctx = NULL;
-		return -1;
-	}
+	for (i = 0; i < NECH_TYPES; i++)
+		if (SSL_CTX_add_custom_ext(peek_ctx, ech_types[i],
+			SSL_EXT_CLIENT_HELLO, NULL, NULL, NULL, ech_parse_cb,
+			NULL) != 1) {
+			SSL_CTX_free(peek_ctx);
+			peek_ctx = NULL;
+			return -1;
+		}
 	SSL_CTX_set_client_hello_cb(peek_ctx, hello_cb, NULL);
 	return 0;
 }

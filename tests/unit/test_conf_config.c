@@ -1211,3 +1211,45 @@ Test(conf_token, one_address_per_entry)
 	    "%s", ct_errors(&e));
 	conf_errors_done(&e);
 }
+
+/* A FIFO named as the token file is refused at once (never opened for a
+ * blocking read that would hang the reload). */
+Test(conf_token, a_fifo_is_refused_without_blocking, .timeout = 10)
+{
+	const char *why = NULL;
+
+	cr_assert_eq(mkfifo(ct_path("fifo"), 0600), 0);
+	cr_assert_null(conf_token_read(ct_path("fifo"), &why));
+	cr_assert_str_eq(why, "is not a regular file");
+}
+
+/* The same for the files the configuration reads whole (manifests,
+ * signatures, keys, the configuration itself). */
+Test(conf_token, a_fifo_is_not_read_as_a_config_file, .timeout = 10)
+{
+	struct conf_file_id id = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(mkfifo(ct_path("fifo"), 0600), 0);
+	cr_assert_eq(conf_read_file(ct_path("fifo"), 4096, &buf, &len, &id),
+	    EGRESS_ERR_IO);
+	cr_assert_null(buf);
+}
+
+/* A rotated token file makes the snapshot stale, as an edit of the
+ * configuration does: the next request reloads and sees the new token. */
+Test(conf_token, rewriting_the_token_file_makes_the_snapshot_stale)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+
+	cr_assert_eq(load_token_conf("0123456789abcdef\n", 0600, &s, &e), 0,
+	    "%s", ct_errors(&e));
+	cr_assert_not(conf_snapshot_is_stale(s));
+	ct_write_str("t", "fedcba9876543210-rotated\n");
+	cr_assert_eq(chmod(ct_path("t"), 0600), 0);
+	cr_assert(conf_snapshot_is_stale(s));
+	cr_assert(conf_snapshot_is_stale_for(s, "x"));
+	conf_snapshot_free(s);
+}

@@ -19,6 +19,7 @@
 
 #include <openssl/ssl.h>
 
+#include "broker/net/http1_req.h"
 #include "broker/proxy.h"
 
 static void
@@ -585,5 +586,329 @@ Test(proxy, connect_over_the_budget_is_429)
 	    "budget-exhausted");
 	for (k = 0; k < 4; k++)
 		dt_peer_close(&held[k].p);
+	dt_upstream_close(&u);
+}
+
+/* ---- isolation: what a caller without the token can hold ---------------- */
+
+/* Open a port connection of instance (PROXY_AUTH), as proxy_port.c does.
+ * Return proxy_accept()'s answer; c->p.fd is the client's end. */
+static int
+px_port_open(struct px_client *c, const char *instance)
+{
+	int sv[2];
+
+	memset(c, 0, sizeof(*c));
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+	    0);
+	cr_assert_eq(evutil_make_socket_nonblocking(sv[0]), 0);
+	cr_assert_eq(evutil_make_socket_nonblocking(sv[1]), 0);
+	c->p.fd = sv[1];
+	return proxy_accept(&dt_b, sv[0], instance, NULL, PROXY_AUTH);
+}
+
+/* Idle port connections without the token take none of the instance's
+ * sessions: past a few they are refused, and the instance's own socket
+ * keeps serving. */
+Test(proxy, idle_port_connections_do_not_lock_out_the_instance)
+{
+	static struct px_client idle[SESSIONS_PER_INSTANCE + 2];
+	struct dt_upstream u;
+	char req[256];
+	size_t k, open = 0;
+
+	for (k = 0; k < sizeof(idle) / sizeof(idle[0]); k++)
+		if (px_port_open(&idle[k], "app") == 0)
+			open++;
+	cr_assert_eq(open, PROXY_PREAUTH_MAX);
+	cr_assert_str_eq(dt_log_last("egress.session", "cap"),
+	    "proxy_preauth_max");
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "GET http://%s/ HTTP/1.1\r\nConnection: close\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	px_wait(&C, 0, &u, reply_small);
+	cr_assert(strncmp(C.out, "HTTP/1.1 200 ", 13) == 0, "%s", C.out);
+	for (k = 0; k < sizeof(idle) / sizeof(idle[0]); k++)
+		dt_peer_close(&idle[k].p);
+	dt_upstream_close(&u);
+}
+
+/* A head sent a byte at a time never completes: the connection is
+ * answered 408 and closed at the head deadline, however often a byte
+ * arrives (on a port and on the instance socket alike). */
+Test(proxy, slow_head_is_cut_at_its_deadline)
+{
+	static const char slow[] = "GET http://127.0.0.1/ HTTP/1.1\r\nX-A: ";
+	size_t way, k;
+	int i;
+
+	dt_b.proxy_head_ms = 200;
+	for (way = 0; way < 2; way++) {
+		if (way == 0)
+			cr_assert_eq(px_port_open(&C, "app"), 0);
+		else
+			px_open(&C, "app");
+		px_write(&C, slow);
+		for (i = 0, k = 0; i < DT_ITERS && !C.eof; i++, k++) {
+			if (k % 4 == 0)
+				(void)write(C.p.fd, "a", 1); /* a byte */
+			px_read(&C);
+			dt_step(C.p.fd);
+		}
+		cr_assert(C.eof, "way %zu: still open: %s", way, C.out);
+		cr_assert(strncmp(C.out, "HTTP/1.1 408 ", 13) == 0,
+		    "way %zu: %s", way, C.out);
+		cr_assert_str_eq(dt_log_last("egress.proxy", "error"),
+		    "timeout");
+		dt_peer_close(&C.p);
+	}
+}
+
+/* A request's trailers are its own: another connection's head, parsed
+ * while its body is open, does not change how its trailers parse. */
+Test(proxy, trailers_do_not_share_state_across_connections)
+{
+	static struct px_client a;
+	struct dt_upstream u;
+	char req[512], big[4096];
+	size_t off;
+	int i;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "POST http://%s/b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "Connection: close\r\n\r\n3\r\nabc\r\n",
+	    u.authority);
+	px_write(&C, req);
+	for (i = 0; i < DT_ITERS && strstr(u.req, "abc") == NULL; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd >= 0 ? u.cfd : u.lfd);
+	}
+	cr_assert(strstr(u.req, "abc") != NULL, "%s", u.req);
+	/* Another connection's head with the most headers allowed. */
+	off = (size_t)snprintf(big, sizeof(big),
+	    "GET http://127.0.0.1:9/ HTTP/1.1\r\n");
+	for (i = 0; i < HTTP1_REQ_HEADERS_MAX; i++)
+		off += (size_t)snprintf(big + off, sizeof(big) - off,
+		    "X-%d: 1\r\n", i);
+	(void)snprintf(big + off, sizeof(big) - off, "\r\n");
+	px_open(&a, "app");
+	px_write(&a, big);
+	px_wait(&a, 1, NULL, NULL);
+	/* The first request's trailers now. */
+	px_write(&C, "0\r\nX-Trailer: 1\r\n\r\n");
+	for (i = 0;
+	     i < DT_ITERS && strstr(u.req, "0\r\n\r\n") == NULL && !C.eof;
+	     i++) {
+		dt_upstream_read(&u);
+		px_read(&C);
+		dt_step(u.cfd);
+	}
+	cr_assert(strstr(u.req, "0\r\n\r\n") != NULL,
+	    "the body did not end upstream: %s; client: %s", u.req, C.out);
+	dt_upstream_reply(&u, reply_small);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 200 ", 13) == 0, "%s", C.out);
+	dt_peer_close(&a.p);
+	dt_upstream_close(&u);
+}
+
+/* With the configuration broken, a port answers a caller with any
+ * Proxy-Authorization exactly as one without: 407, nothing revealed. */
+Test(proxy, broken_configuration_is_not_revealed_before_auth)
+{
+	static const char *reqs[] = {
+		"GET http://127.0.0.1/ HTTP/1.1\r\n\r\n",
+		"GET http://127.0.0.1/ HTTP/1.1\r\n"
+		"Proxy-Authorization: Basic dXNlcjpzZWNyZXQ=\r\n\r\n",
+	};
+	static char first[sizeof(C.out)];
+	size_t k;
+
+	dt_break_conf();
+	for (k = 0; k < 2; k++) {
+		cr_assert_eq(px_port_open(&C, "app"), 0);
+		px_write(&C, reqs[k]);
+		px_wait(&C, 0, NULL, NULL);
+		cr_assert(strncmp(C.out, "HTTP/1.1 407 ", 13) == 0, "%s",
+		    C.out);
+		if (k == 0)
+			memcpy(first, C.out, C.len + 1);
+		else
+			cr_assert_str_eq(C.out, first);
+		dt_peer_close(&C.p);
+	}
+}
+
+/* A flood of callers without the token is logged at once for the first,
+ * then as one event counting the rest. */
+Test(proxy, unauthenticated_refusals_are_aggregated)
+{
+	json_t *ev;
+	size_t k;
+	int i;
+
+	for (k = 0; k < 5; k++) {
+		cr_assert_eq(px_port_open(&C, "app"), 0);
+		px_write(&C, "GET http://127.0.0.1/ HTTP/1.1\r\n\r\n");
+		px_wait(&C, 0, NULL, NULL);
+		dt_peer_close(&C.p);
+	}
+	cr_assert_eq(dt_log_count("egress.proxy"), 1);
+	for (i = 0; i < 2 * DT_ITERS && dt_log_count("egress.proxy") < 2; i++)
+		dt_step(-1);
+	cr_assert_eq(dt_log_count("egress.proxy"), 2);
+	ev = dt_log_events("egress.proxy");
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(ev, 1),
+			 "refused")),
+	    4);
+	json_decref(ev);
+}
+
+/* ---- CONNECT: one idle timer for both ways ------------------------------ */
+
+/* The unit configuration with a [limits] section of text. */
+static void
+px_conf_limits(const char *limits)
+{
+	char text[1024];
+
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\nsignature_mode = disabled\n"
+	    "[plugins.entries.app]\nplugin = unit\nmanifest = manifest.ini\n"
+	    "permissions = http_client\negress_hosts = 127.0.0.1\n"
+	    "egress_allow_loopback = 127.0.0.1\n"
+	    "[broker]\ninstance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "[resolver]\nservers = 127.0.0.1:9\n"
+	    "[limits]\n%s",
+	    ct_dir, ct_dir, limits);
+	ct_write_str("egressd.ini", text);
+}
+
+/* CONNECT to u and wait for the 200. */
+static void
+px_tunnel_open(struct dt_upstream *u)
+{
+	char req[256];
+	int i;
+
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
+	    u->authority);
+	px_write(&C, req);
+	for (i = 0; i < DT_ITERS && strstr(C.out, "\r\n\r\n") == NULL; i++) {
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert_str_eq(C.out, "HTTP/1.1 200 Connection established\r\n\r\n");
+}
+
+static uint64_t
+px_now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The upstream streams to a client that sends nothing: the tunnel stays
+ * up for many idle periods, and ends only once neither way moved a byte
+ * for one. */
+Test(proxy, tunnel_stays_while_only_the_upstream_sends)
+{
+	static unsigned char hello[4096];
+	struct dt_upstream u;
+	size_t n = client_hello(hello, sizeof(hello)), got;
+	uint64_t t0, next;
+	int i;
+
+	px_conf_limits("between_bytes_timeout_ms = 300\n");
+	dt_upstream_open(&u);
+	px_tunnel_open(&u);
+	dt_write_all(C.p.fd, hello, n);
+	for (i = 0; i < DT_ITERS && u.reqlen < n; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd >= 0 ? u.cfd : u.lfd);
+	}
+	cr_assert_eq(u.reqlen, n);
+	got = C.len;
+	/* Five idle periods of upstream bytes, one every 50 ms. */
+	t0 = px_now_ms();
+	for (next = t0; px_now_ms() - t0 < 1500 && !C.eof;) {
+		if (px_now_ms() >= next) {
+			dt_upstream_reply(&u, "x");
+			next += 50;
+		}
+		px_read(&C);
+		dt_step(C.p.fd);
+	}
+	cr_assert(!C.eof, "the tunnel ended while the upstream sent: %s",
+	    C.out + got);
+	cr_assert_gt(C.len - got, 0);
+	/* Now quiet both ways: it ends, logged as a timeout. */
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	dt_upstream_close(&u);
+}
+
+/* A tunnel allowed at its 200 whose client never sends a first byte ends
+ * at the connect deadline: one decision (deny, timeout), one close. */
+Test(proxy, tunnel_without_first_bytes_is_a_timeout)
+{
+	struct dt_upstream u;
+
+	px_conf_limits("connect_timeout_ms = 200\n");
+	dt_upstream_open(&u);
+	px_tunnel_open(&u);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"), "timeout");
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
+	dt_upstream_close(&u);
+}
+
+/* A method http-parser does not know is 405 (with Allow), as every other
+ * method not relayed, not 400. */
+Test(proxy, unknown_method_is_405)
+{
+	px_open(&C, "app");
+	px_write(&C, "BREW http://127.0.0.1/pot HTTP/1.1\r\n\r\n");
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 405 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "\r\nAllow: ") != NULL, "%s", C.out);
+	cr_assert_str_eq(dt_log_last("egress.proxy", "error"), "method");
+}
+
+/* Requests pipelined before the client half-closed are all answered, in
+ * order, then the connection closes. */
+Test(proxy, pipelined_requests_after_a_half_close_are_answered)
+{
+	struct dt_upstream u;
+	char req[1024];
+	const char *a, *b, *c;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req),
+	    "GET http://%s/one HTTP/1.1\r\n\r\n"
+	    "GET http://169.254.169.254/two HTTP/1.1\r\n\r\n"
+	    "GET http://169.254.169.254/three HTTP/1.1\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	cr_assert_eq(shutdown(C.p.fd, SHUT_WR), 0);
+	px_wait(&C, 0, &u, reply_small); /* to the end */
+	a = strstr(C.out, "HTTP/1.1 200 OK\r\n");
+	b = strstr(C.out, "HTTP/1.1 403 Forbidden\r\n");
+	c = b != NULL ? strstr(b + 1, "HTTP/1.1 403 Forbidden\r\n") : NULL;
+	cr_assert(a != NULL && b != NULL && c != NULL && a < b, "%s", C.out);
+	cr_assert_eq(dt_log_count("egress.decision"), 3);
 	dt_upstream_close(&u);
 }

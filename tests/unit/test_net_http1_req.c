@@ -258,6 +258,51 @@ Test(http1_req, bodies_stop_at_the_message_end)
 	}
 }
 
+/* Request trailers are skipped: the head's struct, which the caller may
+ * reuse for another request meanwhile, is never written in the body. */
+Test(http1_req, trailers_never_touch_the_head)
+{
+	static const char head[] = "POST /p HTTP/1.1\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n";
+	static const char body[] = "3\r\nabc\r\n0\r\nX-Trailer: 1\r\n"
+				   "Y-Trailer: 2\r\n\r\n";
+	static struct http1_req q;
+	struct http1_req_parser *p = http1_req_parser_new();
+	struct policy_err perr;
+	size_t used;
+
+	cr_assert(p != NULL);
+	cr_assert_eq(http1_req_parse_head(p, head, strlen(head), &q, &perr),
+	    0);
+	/* The struct now holds someone else's full head. */
+	q.nheaders = HTTP1_REQ_HEADERS_MAX;
+	ngot = 0;
+	cr_assert_eq(http1_req_parse_body(p, body, strlen(body), sink, NULL,
+			 &used, &perr),
+	    0, "%s", perr.msg);
+	cr_assert_eq(used, strlen(body));
+	cr_assert(http1_req_is_complete(p));
+	cr_assert_eq(q.nheaders, HTTP1_REQ_HEADERS_MAX);
+	http1_req_parser_free(p);
+}
+
+/* A method token http-parser does not know is told apart from a head
+ * that is not HTTP: the front answers it 405, not 400. */
+Test(http1_req, unknown_method_token_is_denied_not_malformed)
+{
+	static const char brew[] = "BREW /pot HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char bad[] = "BR(W /pot HTTP/1.1\r\nHost: a\r\n\r\n";
+	static struct http1_req q;
+	struct http1_req_parser *p = http1_req_parser_new();
+
+	cr_assert(p != NULL);
+	cr_assert_eq(http1_req_parse_head(p, brew, strlen(brew), &q, NULL),
+	    EGRESS_ERR_DENIED);
+	cr_assert_eq(http1_req_parse_head(p, bad, strlen(bad), &q, NULL),
+	    EGRESS_ERR_INVALID_REQUEST);
+	http1_req_parser_free(p);
+}
+
 Test(http1_req, bad_chunking_is_refused)
 {
 	static const char *bad[] = {

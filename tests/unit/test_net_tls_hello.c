@@ -29,9 +29,11 @@ add_ech(SSL *s, unsigned int type, unsigned int context,
 	return 1;
 }
 
-/* A ClientHello from an OpenSSL client for sni (NULL: none). */
+/* A ClientHello from an OpenSSL client for sni (NULL: none), with an
+ * extension of type ech (0: none). */
 static size_t
-make_hello(const char *sni, int ech, int tls12, unsigned char *buf, size_t n)
+make_hello(const char *sni, unsigned ech, int tls12, unsigned char *buf,
+    size_t n)
 {
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 	SSL *s;
@@ -40,7 +42,7 @@ make_hello(const char *sni, int ech, int tls12, unsigned char *buf, size_t n)
 
 	cr_assert_not_null(ctx);
 	if (ech)
-		cr_assert_eq(SSL_CTX_add_custom_ext(ctx, 0xfe0d,
+		cr_assert_eq(SSL_CTX_add_custom_ext(ctx, ech,
 				 SSL_EXT_CLIENT_HELLO, add_ech, NULL, NULL,
 				 NULL, NULL),
 		    1);
@@ -93,11 +95,32 @@ Test(tls_hello, no_sni_tls12_and_ech)
 	n = make_hello("a.example", 0, 1, H, sizeof(H));
 	cr_assert_eq(tls_hello_peek(H, n, &h), TLS_HELLO_OK);
 	cr_assert_str_eq(h.sni, "a.example");
-	n = make_hello("cover.example", 1, 0, H, sizeof(H));
+	n = make_hello("cover.example", 0xfe0d, 0, H, sizeof(H));
 	memset(&h, 0, sizeof(h));
 	cr_assert_eq(tls_hello_peek(H, n, &h), TLS_HELLO_OK);
 	cr_assert(h.has_ech, "the ECH extension was not seen");
 	cr_assert_str_eq(h.sni, "cover.example");
+}
+
+/* The ECH drafts' and ESNI's code points hide the name as well; a
+ * neighbouring unassigned one is just an extension. */
+Test(tls_hello, ech_drafts_and_esni_are_seen)
+{
+	static const unsigned types[] = { 0xfe08, 0xfe09, 0xfe0a, 0xfe0b,
+		0xfe0c, 0xffce };
+	struct tls_hello h;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		n = make_hello("cover.example", types[i], 0, H, sizeof(H));
+		memset(&h, 0, sizeof(h));
+		cr_assert_eq(tls_hello_peek(H, n, &h), TLS_HELLO_OK);
+		cr_assert(h.has_ech, "0x%04x was not seen", types[i]);
+	}
+	n = make_hello("cover.example", 0xfe07, 0, H, sizeof(H));
+	memset(&h, 0, sizeof(h));
+	cr_assert_eq(tls_hello_peek(H, n, &h), TLS_HELLO_OK);
+	cr_assert_eq(h.has_ech, 0);
 }
 
 Test(tls_hello, not_tls_and_bad)

@@ -8,7 +8,8 @@
 # same answer each time, logged, nothing reaching the upstream), 400 for
 # an origin-form request, denials as on the socket; the ports follow
 # reloads (a moved port, a removed one, a new token applies at the next
-# request).
+# request), and so does a rotated token file without a reload; idle
+# connections without the token cannot use up the instance's sessions.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 . "$(dirname "$0")/../lab/curl.sh"
@@ -118,5 +119,62 @@ pcurl http://127.0.0.1:3130 \
     http://api.weather.example/small
 lab_expect_curl 200
 lab_expect_decision weather allow - api.weather.example
+
+# A rotated token file applies at the next request, with no signal.
+token weather weather-token-rot-0123456789
+pcurl http://127.0.0.1:3130 \
+    --proxy-user weather:weather-token-new-0123456789 \
+    http://api.weather.example/small
+lab_expect_curl 407
+pcurl http://127.0.0.1:3130 \
+    --proxy-user weather:weather-token-rot-0123456789 \
+    http://api.weather.example/small
+lab_expect_curl 200
+
+# 130 idle connections to the port without the token hold none of the
+# instance's sessions: at most 8 stay open, and the instance's own
+# socket still serves.
+lab_mark
+lab_ns_b timeout -k 5 "$(egress_wait 60)" python3 - \
+    "$LAB_SOCK_DIR/weather.sock" >"$LAB_DIR/idle.out" <<'PY'
+import socket, sys, time
+held = [socket.create_connection(('127.0.0.1', 3130)) for i in range(130)]
+def alive():
+    n = 0
+    for s in held:
+        s.setblocking(False)
+        try:
+            if s.recv(1) != b'':
+                n += 1
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
+end = time.monotonic() + 10
+while alive() > 8 and time.monotonic() < end:
+    time.sleep(0.1)
+out = b''
+try:
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    u.connect(sys.argv[1])
+    u.sendall(b'GET /small HTTP/1.1\r\nHost: api.weather.example\r\n'
+              b'Connection: close\r\n\r\n')
+    u.settimeout(10)
+    while True:
+        b = u.recv(65536)
+        if not b:
+            break
+        out += b
+except OSError as e:
+    out += ('refused: %s' % e).encode()
+print(out.split(b'\r\n')[0].decode(errors='replace'))
+print(alive())
+PY
+lab_expect_eq "the instance socket with 130 idle port connections" \
+    "HTTP/1.1 200 OK" "$(sed -n 1p "$LAB_DIR/idle.out")"
+[ "$(sed -n 2p "$LAB_DIR/idle.out")" -le 8 ] ||
+    lab_fail "$(sed -n 2p "$LAB_DIR/idle.out") unauthenticated connections open"
+lab_ok "at most 8 unauthenticated connections held"
 
 lab_finish

@@ -679,7 +679,11 @@ send_with_fds(int fd, const char *line, const int *fds, size_t n)
 	mh.msg_iovlen = 1;
 	mh.msg_control = cm.b;
 	mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
-	h = CMSG_FIRSTHDR(&mh);
+	if ((h = CMSG_FIRSTHDR(&mh)) == NULL) {
+		cr_assert_fail("no room for a control message (n = %zu)",
+		    (size_t)n);
+		return;
+	}
 	h->cmsg_level = SOL_SOCKET;
 	h->cmsg_type = SCM_RIGHTS;
 	h->cmsg_len = CMSG_LEN(n * sizeof(int));

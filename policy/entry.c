@@ -51,15 +51,26 @@ is_space(int c)
 	    c == '\f';
 }
 
-static const char *
-last_label(const char *s, size_t len, size_t *ret_len)
+/* Return the index where the last label of s[0..len) starts. */
+static size_t
+last_label_start(const char *s, size_t len)
 {
 	size_t i = len;
 
 	while (i > 0 && s[i - 1] != '.')
 		i--;
-	*ret_len = len - i;
-	return s + i;
+	return i;
+}
+
+/* Return the index of the first byte c in s[from..to), or to. */
+static size_t
+span_find(const char *s, size_t from, size_t to, char c)
+{
+	size_t i;
+
+	for (i = from; i < to && s[i] != c; i++)
+		;
+	return i;
 }
 
 /* Parse an IPv6 text exactly as written (no brackets) into e. */
@@ -67,26 +78,28 @@ static int
 entry_v6(const char *c, size_t n, struct policy_entry *e,
     struct policy_err *reterr)
 {
-	char text[POLICY_INET6_TEXT + 2], canon[POLICY_INET6_TEXT];
+	/* canon keeps a zero byte after the longest text formatted into it. */
+	char canon[POLICY_INET6_TEXT + 1] = { 0 };
 	uint8_t addr[16];
 	struct policy_host h;
+	int r;
 
 	if (n >= POLICY_INET6_TEXT)
 		return entry_fail(reterr, "invalid IPv6 address");
-	memcpy(text, c, n);
-	text[n] = '\0';
-	if (policy_inet6_parse(text, strlen(text), addr) != 1)
+	if (policy_inet6_parse(c, n, addr) != 1)
 		return entry_fail(reterr, "invalid IPv6 address");
-	if (policy_inet6_format(addr, canon, sizeof(canon)) < 0)
+	r = policy_inet6_format(addr, canon, POLICY_INET6_TEXT);
+	if (r < 0)
 		return entry_fail(reterr, "invalid IPv6 address");
-	if (strcmp(canon, text) != 0)
+	if ((size_t)r != n || memcmp(canon, c, n) != 0)
 		return entry_fail_write(reterr,
 		    "IPv6 entries must be in canonical form", canon);
-	text[0] = '[';
-	memcpy(text + 1, canon, n);
-	text[n + 1] = ']';
-	if (policy_host_parse(text, n + 2, &h, reterr) != 0)
-		return EGRESS_ERR_INVALID;
+	/* The host policy_host_parse() makes of "[canon]": canon is already
+	 * its lowercase spelling, and addr what it parses to. */
+	memset(&h, 0, sizeof(h));
+	h.kind = POLICY_HOST_IPV6;
+	memcpy(h.name, canon, n);
+	memcpy(h.addr, addr, sizeof(h.addr));
 	e->kind = POLICY_ENTRY_EXACT;
 	e->host = h;
 	return 0;
@@ -102,10 +115,10 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 {
 	struct policy_entry e;
 	struct policy_host h;
-	const char *p;
-	size_t pn;
+	size_t pn, k;
 
 	memset(&e, 0, sizeof(e));
+	memset(&h, 0, sizeof(h)); /* its name ends in a NUL whatever happens */
 	if (n == 1 && c[0] == '*')
 		return entry_fail(reterr,
 		    "a bare '*' is not allowed: there is "
@@ -124,8 +137,7 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 		if (c[0] == '[' || memchr(c, ':', n) != NULL)
 			return entry_fail(reterr,
 			    "a wildcard cannot cover an IP literal");
-		p = last_label(c, n, &pn);
-		if (chars_label_is_numeric(p, pn)) {
+		if (chars_label_is_numeric_at(c, last_label_start(c, n), n)) {
 			if (policy_host_parse(c, n, &h, NULL) == 0 &&
 			    h.kind == POLICY_HOST_IPV4)
 				return entry_fail(reterr,
@@ -169,15 +181,14 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 		    "a '*' is allowed only as one "
 		    "leading '*.' (as in '*.example.com')");
 	if (c[0] == '[') {
-		const char *close = memchr(c, ']', n);
-
-		if (close == NULL)
+		k = span_find(c, 1, n, ']'); /* c[0] is the '[' */
+		if (k >= n)
 			return entry_fail(reterr, "unbalanced '[' in entry");
-		pn = (size_t)(close - c) - 1;
-		if ((size_t)(close - c) + 1 != n) {
-			char inner[POLICY_INET6_TEXT];
+		pn = k - 1;
+		if (k + 1 != n) {
+			char inner[POLICY_INET6_TEXT + 1] = { 0 };
 
-			if (close[1] == ':' && pn < sizeof(inner)) {
+			if (c[k + 1] == ':' && pn < POLICY_INET6_TEXT) {
 				memcpy(inner, c + 1, pn);
 				inner[pn] = '\0';
 				return entry_fail_write(reterr,
@@ -207,15 +218,15 @@ entry_strict(const char *c, size_t n, policy_psl_fn psl, void *psl_ctx,
 		*ret_entry = e;
 		return 0;
 	}
-	if ((p = memchr(c, ':', n)) != NULL) {
-		size_t hn = (size_t)(p - c), i;
-		int portish = memchr(p + 1, ':', n - hn - 1) == NULL;
+	if ((k = span_find(c, 0, n, ':')) < n) {
+		size_t hn = k, i;
+		int portish = span_find(c, hn + 1, n, ':') >= n;
 
 		for (i = hn + 1; portish && i < n; i++)
 			if (!chars_is_digit((unsigned char)c[i]))
 				portish = 0;
 		if (portish) {
-			char host[POLICY_NAME_MAX + 1];
+			char host[POLICY_NAME_MAX + 1] = { 0 };
 
 			if (hn > 0 && hn <= POLICY_NAME_MAX &&
 			    policy_host_parse(c, hn, &h, NULL) == 0 &&
@@ -252,10 +263,10 @@ int
 policy_entry_parse(const char *s, size_t len, policy_psl_fn psl, void *psl_ctx,
     struct policy_entry *ret_entry, struct policy_err *reterr)
 {
-	char cand[ENTRY_TEXT_MAX + 1];
+	char cand[ENTRY_TEXT_MAX + 1] = { 0 };
 	struct policy_entry e;
 	struct policy_err sub;
-	size_t a, b, i, n;
+	size_t a, b, i, k, n;
 
 	if (psl == NULL)
 		return entry_fail(reterr,
@@ -308,35 +319,39 @@ policy_entry_parse(const char *s, size_t len, policy_psl_fn psl, void *psl_ctx,
 		if (is_space((unsigned char)s[i]))
 			return entry_fail(reterr,
 			    "whitespace inside an entry");
-	if (a == b)
+	/* Indices are compared with <, never ==, so that their bounds
+	 * follow from the comparison (docs/reliability.md). */
+	if (b <= a)
 		return entry_fail(reterr, "empty entry");
-	if (s[a] != '*' && s[a] != '[' && memchr(s + a, ':', b - a) == NULL)
+	if (s[a] != '*' && s[a] != '[' && span_find(s, a, b, ':') >= b)
 		while (a < b && s[a] == '.')
 			a++;
 	/* Keep "*." whole so that it is named as the error it is. */
 	if (s[b - 1] != ']')
 		while (b > a && s[b - 1] == '.' &&
-		    !(b - a >= 2 && s[b - 2] == '*'))
+		    !(b >= a + 2 && s[b - 2] == '*'))
 			b--;
-	if (a == b)
+	if (b <= a)
 		return entry_fail(reterr, "empty entry");
 	n = b - a;
 	if (n > ENTRY_TEXT_MAX)
 		return entry_fail(reterr, "entry longer than 253 bytes");
-	for (i = 0; i < n; i++) {
-		int c = (unsigned char)s[a + i];
+	/* k < ENTRY_TEXT_MAX always holds here (n is at most that). */
+	for (i = a, k = 0; i < b && k < ENTRY_TEXT_MAX; i++, k++) {
+		int c = (unsigned char)s[i];
 
-		cand[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+		cand[k] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
 	}
-	cand[n] = '\0';
+	cand[k] = '\0';
 
+	memset(&e, 0, sizeof(e));
 	if (entry_strict(cand, n, psl, psl_ctx, &e, &sub) != 0) {
 		if (reterr != NULL)
 			*reterr = sub;
 		return EGRESS_ERR_INVALID;
 	}
 	if (n != len || memcmp(cand, s, len) != 0) {
-		char canon[ENTRY_TEXT_MAX + 1];
+		char canon[ENTRY_TEXT_MAX + 1] = { 0 };
 
 		if (policy_entry_format(&e, canon, sizeof(canon)) < 0)
 			return entry_fail(reterr, "entry is not canonical");
@@ -353,28 +368,37 @@ int
 policy_entry_format(const struct policy_entry *entry, char *buf, size_t n)
 {
 	const char *pre;
-	size_t len;
-	int r;
+	size_t plen, len, i, k;
 
 	if (entry == NULL || buf == NULL)
 		return EGRESS_ERR_INVALID;
 	switch (entry->kind) {
 	case POLICY_ENTRY_EXACT:
 		pre = "";
+		plen = 0;
 		break;
 	case POLICY_ENTRY_SUFFIX:
 		pre = "*.";
+		plen = 2;
 		break;
 	default:
 		return EGRESS_ERR_INVALID;
 	}
 	len = strnlen(entry->host.name, sizeof(entry->host.name));
-	if (len == sizeof(entry->host.name))
+	if (len >= sizeof(entry->host.name))
 		return EGRESS_ERR_INVALID;
-	r = snprintf(buf, n, "%s%s", pre, entry->host.name);
-	if (r < 0 || (size_t)r >= n)
+	/* As snprintf(): what fits, cut and NUL-terminated, each byte
+	 * written at an index checked against n. */
+	k = 0;
+	for (i = 0; i < plen && k + 1 < n; i++)
+		buf[k++] = pre[i];
+	for (i = 0; i < len && k + 1 < n; i++)
+		buf[k++] = entry->host.name[i];
+	if (k < n)
+		buf[k] = '\0';
+	if (plen + len >= n)
 		return EGRESS_ERR_TOO_BIG;
-	return r;
+	return (int)(plen + len);
 }
 
 /* ---- Permissions and transports -------------------------------------- */

@@ -92,6 +92,8 @@ typedef int (*policy_psl_fn)(void *ctx, const char *domain);
  * [egress] hosts. The text must already be canonical; a non-canonical
  * spelling is rejected with a message that shows the spelling to write.
  * psl is required: a wildcard whose suffix is a public suffix is rejected.
+ * s holds len bytes (analysed for every len up to 1024, docs/reliability.md;
+ * more than 255 are refused once the surrounding whitespace is trimmed).
  * Return 0 and write *ret_entry, or EGRESS_ERR_INVALID with reterr filled.
  */
 int policy_entry_parse(const char *s, size_t len, policy_psl_fn psl,
@@ -99,7 +101,8 @@ int policy_entry_parse(const char *s, size_t len, policy_psl_fn psl,
 
 /*
  * Format entry as it is written in a file ("host", "*.suffix", or an IP
- * literal) into buf of size n. Return the length, or EGRESS_ERR_TOO_BIG.
+ * literal) into buf of size n. Return the length, or EGRESS_ERR_TOO_BIG
+ * (buf then holds what fits, NUL-terminated, as snprintf() leaves it).
  */
 int policy_entry_format(const struct policy_entry *entry, char *buf, size_t n);
 

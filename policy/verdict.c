@@ -168,7 +168,7 @@ policy_check_answers(const struct policy_instance *inst,
 	const struct policy_host *h;
 	enum policy_reason reason;
 	unsigned mask = 0;
-	size_t i, j;
+	size_t i, j, k;
 	int carved, carved_lo, local_name;
 
 	if (dest == NULL || ret == NULL || !host_is_valid(&dest->host) ||
@@ -228,17 +228,23 @@ policy_check_answers(const struct policy_instance *inst,
 	if (reason != POLICY_REASON_ALLOW)
 		return 0;
 
+	/* Each answer at its first occurrence, in resolver order: a repeat
+	 * is found among the answers before it, which are the caller's input
+	 * and all read, rather than among the ones written so far. */
 	for (i = 0; i < n; i++) {
-		for (j = 0; j < ret->naddrs; j++)
-			if (addr_equal(&ret->addrs[j], &answers[i]))
+		for (j = 0; j < i; j++)
+			if (addr_equal(&answers[j], &answers[i]))
 				break;
-		if (j == ret->naddrs) {
-			memset(&ret->addrs[j], 0, sizeof(ret->addrs[j]));
-			ret->addrs[j].family = answers[i].family;
-			memcpy(ret->addrs[j].bytes, answers[i].bytes,
-			    answers[i].family == 4 ? 4 : 16);
-			ret->naddrs++;
-		}
+		if (j < i)
+			continue;
+		k = ret->naddrs;
+		if (k >= POLICY_ANSWERS_MAX) /* never: n is at most that */
+			break;
+		memset(&ret->addrs[k], 0, sizeof(ret->addrs[k]));
+		ret->addrs[k].family = answers[i].family;
+		memcpy(ret->addrs[k].bytes, answers[i].bytes,
+		    answers[i].family == 4 ? 4 : 16);
+		ret->naddrs = k + 1;
 	}
 	return 0;
 }

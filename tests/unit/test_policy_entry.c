@@ -347,6 +347,70 @@ Test(entry, embedded_nul)
 	cr_assert(strstr(err.msg, "control") != NULL, "%s", err.msg);
 }
 
+/* An IPv6 entry holds exactly the host policy_host_parse() makes of the
+ * bracketed literal (kind, spelling, bytes, and zeros after the name). */
+Test(entry, ipv6_host_as_parsed)
+{
+	static const char *const v6[] = {
+		"::1",
+		"2001:db8::1",
+		"::ffff:10.0.0.1",
+		"fe80::1:2:3:4",
+		"1:2:3:4:5:6:7:8",
+		"64:ff9b::a9fe:a9fe",
+	};
+	struct policy_entry e;
+	struct policy_host h;
+	char br[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
+		int r = snprintf(br, sizeof(br), "[%s]", v6[i]);
+
+		memset(&e, 0xa5, sizeof(e));
+		memset(&h, 0, sizeof(h));
+		cr_assert_eq(policy_entry_parse(v6[i], strlen(v6[i]), fake_psl,
+				 NULL, &e, NULL),
+		    0, "%s", v6[i]);
+		cr_assert_eq(policy_host_parse(br, (size_t)r, &h, NULL), 0);
+		cr_assert_eq(e.kind, POLICY_ENTRY_EXACT);
+		cr_assert_eq(e.host.kind, h.kind);
+		cr_assert_eq(memcmp(e.host.name, h.name, sizeof(h.name)), 0,
+		    "%s", v6[i]);
+		cr_assert_eq(memcmp(e.host.addr, h.addr, sizeof(h.addr)), 0,
+		    "%s", v6[i]);
+	}
+}
+
+/* Like snprintf(): a cut result is NUL-terminated and the length that
+ * would have been written is refused. */
+Test(entry, format_cuts_like_snprintf)
+{
+	struct policy_entry e;
+	char buf[16];
+
+	cr_assert_eq(policy_entry_parse("*.example.com", 13, fake_psl, NULL,
+			 &e, NULL),
+	    0);
+	memset(buf, 'x', sizeof(buf));
+	cr_assert_eq(policy_entry_format(&e, buf, 5), EGRESS_ERR_TOO_BIG);
+	cr_assert_str_eq(buf, "*.ex");
+	cr_assert_eq(buf[5], 'x');
+	memset(buf, 'x', sizeof(buf));
+	cr_assert_eq(policy_entry_format(&e, buf, 1), EGRESS_ERR_TOO_BIG);
+	cr_assert_eq(buf[0], '\0');
+	cr_assert_eq(buf[1], 'x');
+	cr_assert_eq(policy_entry_format(&e, buf, 0), EGRESS_ERR_TOO_BIG);
+	cr_assert_eq(buf[0], '\0');
+	cr_assert_eq(policy_entry_parse("a.example", 9, fake_psl, NULL, &e,
+			 NULL),
+	    0);
+	cr_assert_eq(policy_entry_format(&e, buf, 10), 9);
+	cr_assert_str_eq(buf, "a.example");
+	cr_assert_eq(policy_entry_format(&e, buf, 9), EGRESS_ERR_TOO_BIG);
+	cr_assert_str_eq(buf, "a.exampl");
+}
+
 Test(entry, format_errors)
 {
 	struct policy_entry e;

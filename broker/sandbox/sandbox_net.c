@@ -237,6 +237,7 @@ sandbox_net_rules(scmp_filter_ctx ctx)
 		SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(sendmmsg) };
 	static const int fams[] = { AF_INET, AF_INET6 };
 	static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+	static const int pair_types[] = { SOCK_STREAM, SOCK_SEQPACKET };
 	size_t i, j;
 
 	for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
@@ -255,8 +256,16 @@ sandbox_net_rules(scmp_filter_ctx ctx)
 				SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf,
 				    (scmp_datum_t)types[j])) < 0)
 				return -1;
-	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1,
-		SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffU, AF_UNIX)) < 0)
-		return -1;
+	/*
+	 * socketpair() only of connected types: a datagram pair's socket
+	 * could still sendto() or connect() any datagram socket by path
+	 * (/dev/log, the notify socket), which the namespace does not scope.
+	 */
+	for (j = 0; j < 2; j++)
+		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair),
+			2, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffU, AF_UNIX),
+			SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf,
+			    (scmp_datum_t)pair_types[j])) < 0)
+			return -1;
 	return 0;
 }

@@ -10,7 +10,9 @@ probe ADDR...: check what the sandbox promised and print one "ok ..." or
   192.0.2.1; the proxy variables name http://127.0.0.1:3128
   and no_proxy/NO_PROXY are unset or empty; socket(AF_UNIX), raw,
   packet and netlink sockets, unshare(CLONE_NEWUSER/NEWNET/NEWNS),
-  clone(CLONE_NEWUSER) and setns fail with EPERM, clone3 with ENOSYS; an AF_INET socket and socketpair(AF_UNIX) work.
+  clone(CLONE_NEWUSER), setns and a datagram socketpair fail with EPERM,
+  clone3 with ENOSYS; an AF_INET socket and a stream socketpair(AF_UNIX)
+  work.
 hello HOST: the wire protocol's HELLO over TCP to HOST:3128; print
   "hello N" with the version of the broker's HELLO.
 fetch HOST AUTHORITY PATH: HELLO, then one http GET of AUTHORITY PATH
@@ -127,6 +129,10 @@ def probe(addrs):
     a.close()
     b.close()
     check(True, "socketpair(AF_UNIX) works")
+    # A datagram pair could sendto() any datagram socket by path (/dev/log).
+    e = errno_of(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+    check(e == errno.EPERM, "socketpair(AF_UNIX, SOCK_DGRAM): %s" %
+          errno.errorcode.get(e, e))
     return 1 if FAILS else 0
 
 

@@ -619,10 +619,12 @@ on_reload(void *arg, const struct conf_snapshot *s)
 	struct broker *b = arg;
 
 	apply_log_path(s->log_path);
+	/* Open streams are decided again even while draining: a revoked
+	 * grant must not last until the drain timeout. */
+	(void)request_revoke_streams(b, s);
 	if (b->draining)
 		return;
 	(void)broker_apply_conf(b, s);
-	(void)request_revoke_streams(b, s);
 	if (listen_control_open(b->listen, s) != 0) {
 		const char *call;
 		json_t *o;

@@ -1343,6 +1343,26 @@ request_relay_end(void *arg, int err)
 	request_settle(r);
 }
 
+/* Answer whether r's stream is still allowed by the snapshot in force
+ * (1), or not (0, r->revoked set to the reason). */
+static int
+request_still_allowed(struct request *r)
+{
+	const char *reason = "policy-unavailable";
+	struct confref *now;
+	int ok = 0;
+
+	if ((now = confstate_get_for(&r->b->conf, g_instance(r))) != NULL) {
+		ok = revoke_is_allowed(r->b, now->snap, g_instance(r),
+		    request_policy_transport(r), &r->dest, &r->connected,
+		    &reason);
+		confref_unref(now);
+	}
+	if (!ok)
+		r->revoked = reason;
+	return ok;
+}
+
 /*
  * The stream's connection is up (TLS verified for tls): tell the guest
  * with RESPONSE 200 and relay bytes until both sides ended, the idle
@@ -1358,6 +1378,13 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 
 	r->connected = *used;
 	r->has_connected = 1;
+	/* A reload while connecting passed this stream by (only relaying
+	 * ones are revoked): decide again on the snapshot in force now. */
+	if (!request_still_allowed(r)) {
+		r->up = bev; /* closed with the upstream side */
+		request_fail(r, EGRESS_ERR_DENIED);
+		return;
+	}
 	r->phase = PHASE_RELAY;
 	if (r->timer != NULL)
 		(void)evtimer_del(r->timer);
@@ -1375,6 +1402,11 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 		request_fail(r, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
+	/* Linked as soon as it relays, so that every way out unlinks it. */
+	r->rnext = r->b->relays;
+	if (r->rnext != NULL)
+		r->rnext->rprev = r;
+	r->b->relays = r;
 	memset(&m, 0, offsetof(struct proto_msg, headers));
 	m.type = PROTO_MSG_RESPONSE;
 	m.stream = r->st.id;
@@ -1384,10 +1416,6 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 		return;
 	}
 	r->status = REQUEST_STREAM_STATUS;
-	r->rnext = r->b->relays;
-	if (r->rnext != NULL)
-		r->rnext->rprev = r;
-	r->b->relays = r;
 	/* What the guest sent (and ended) before the connect: may finish
 	 * r, so it comes last. */
 	relay_guest_data(r->relay, r->body_ended);

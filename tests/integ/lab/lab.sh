@@ -756,6 +756,8 @@ lab_egressd_start()
 {
 	lab_need_bins
 	[ -f "$LAB_CONF" ] || lab_fail "lab_config_install first"
+	local starts
+	starts=$(lab__all_events egress.start | wc -l)
 	lab_spawn egressd "$LAB_NS_B" "${LAB_EGRESSD_WRAP[@]}" "$EGRESSD" \
 	    -c "$LAB_CONF" --foreground
 	lab_poll 15 lab__sockets_exist "$@" || true
@@ -765,8 +767,21 @@ lab_egressd_start()
 	}
 	lab__sockets_exist "$@" ||
 	    lab_fail "egressd did not create the sockets for: $*"
+	# The sockets exist before egress.start is written; a test that
+	# reads egress.start must not race it.
+	lab_poll 15 lab__start_logged "$starts" ||
+	    lab_fail "egressd wrote no egress.start event"
 	lab_mark
 }
+
+# lab__all_events EVENT: every EVENT object in the broker's log.
+lab__all_events()
+{
+	[ -f "$LAB_BROKER_LOG" ] || return 0
+	jq -cR --arg e "$1" 'fromjson? | select(.event == $e)' "$LAB_BROKER_LOG"
+}
+
+lab__start_logged() { [ "$(lab__all_events egress.start | wc -l)" -gt "$1" ]; }
 
 # Stop egressd with SIGTERM; assert it exited 0.
 lab_egressd_stop()

@@ -32,6 +32,7 @@ struct relay {
 	struct evbuffer *from_guest;
 	struct bufferevent *up;
 	struct event *timer;
+	struct event *shut_ev; /* the close_notify waits for room */
 	relay_end_fn end;
 	void *arg;
 	unsigned long *activity;
@@ -70,6 +71,8 @@ relay_over(struct relay *r, int err)
 	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
 	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
 	(void)evtimer_del(r->timer);
+	if (r->shut_ev != NULL)
+		(void)event_del(r->shut_ev);
 	r->end(r->arg, err);
 }
 
@@ -134,6 +137,25 @@ relay_push(struct relay *r)
 	relay_check_done(r);
 }
 
+static void relay_pump(struct relay *r);
+
+static void
+relay_shut_cb(evutil_socket_t fd, short what, void *arg)
+{
+	relay_pump(arg);
+}
+
+/* Try the write side's end again once the socket has room. */
+static int
+relay_shut_wait(struct relay *r)
+{
+	if (r->shut_ev == NULL &&
+	    (r->shut_ev = event_new(r->base, bufferevent_getfd(r->up),
+		 EV_WRITE, relay_shut_cb, r)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	return event_add(r->shut_ev, NULL) == 0 ? 0 : EGRESS_ERR_NOMEM;
+}
+
 /* Guest bytes to the upstream under RELAY_UP_HIGH; then its end. */
 static void
 relay_pump(struct relay *r)
@@ -156,7 +178,14 @@ relay_pump(struct relay *r)
 	    evbuffer_get_length(r->from_guest) > 0 ||
 	    evbuffer_get_length(out) > 0)
 		return;
-	if (dial_shutdown_write(r->up) != 0) {
+	switch (dial_shutdown_write(r->up)) {
+	case 0:
+		break;
+	case DIAL_SHUT_AGAIN:
+		if (relay_shut_wait(r) != 0)
+			relay_over(r, EGRESS_ERR_UNAVAILABLE);
+		return;
+	default:
 		relay_over(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
 		return;
 	}
@@ -328,5 +357,7 @@ relay_free(struct relay *r)
 		bufferevent_free(r->up);
 	if (r->timer != NULL)
 		event_free(r->timer);
+	if (r->shut_ev != NULL)
+		event_free(r->shut_ev);
 	free(r);
 }

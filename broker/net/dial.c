@@ -442,12 +442,19 @@ dial_shutdown_write(struct bufferevent *bev)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	evutil_socket_t fd = bufferevent_getfd(bev);
+	int rc;
 
 	if (ssl != NULL) {
-		/* 0: close_notify sent, the peer's not yet received. */
-		if (SSL_shutdown(ssl) < 0) {
+		/* 0: close_notify sent, the peer's not yet received. A
+		 * full socket buffer leaves the alert pending in the SSL;
+		 * calling again writes the rest. */
+		ERR_clear_error();
+		if ((rc = SSL_shutdown(ssl)) < 0) {
+			rc = SSL_get_error(ssl, rc);
 			ERR_clear_error();
-			return EGRESS_ERR_IO;
+			return rc == SSL_ERROR_WANT_WRITE ?
+			    DIAL_SHUT_AGAIN :
+			    EGRESS_ERR_IO;
 		}
 	}
 	if (fd < 0 || shutdown(fd, SHUT_WR) != 0)

@@ -94,9 +94,12 @@ void dial_cancel(struct dial *d);
  * its output buffer is empty (the caller waits for that): for TLS, send
  * the close_notify alert (reading goes on: the peer may keep sending
  * until its own close_notify); then shutdown(SHUT_WR), so the peer reads
- * end of file. Return 0, or EGRESS_ERR_IO when the socket refused (the
+ * end of file. Return 0; DIAL_SHUT_AGAIN when the socket's buffer had no
+ * room for the close_notify (nothing is shut yet: call again once the
+ * socket is writable); or EGRESS_ERR_IO when the socket refused (the
  * connection is then broken: close it).
  */
+#define DIAL_SHUT_AGAIN 1
 int dial_shutdown_write(struct bufferevent *bev);
 
 #endif /* EGRESS_BROKER_DIAL_H */

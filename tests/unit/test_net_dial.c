@@ -621,3 +621,82 @@ Test(broker_dial, https_exchange)
 	server_stop(&s);
 	event_base_free(base);
 }
+
+/* ---- the write side's end over a full socket buffer ------------------- */
+
+static void
+connected_cb(struct bufferevent *bev, short what, void *arg)
+{
+	*(short *)arg |= what;
+}
+
+/* A close_notify that finds the socket's buffer full is written once
+ * there is room, then the write side is shut; it is never an error. An
+ * AF_UNIX pair frees buffer space only when the peer reads, so "full"
+ * stays full until the test drains it. */
+Test(broker_dial, shutdown_write_waits_for_room)
+{
+	struct event_base *base = event_base_new();
+	struct server s;
+	struct bufferevent *cli, *srv;
+	SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+	short cev = 0, sev = 0;
+	SSL *sssl;
+	static char junk[65536], sink[65536];
+	ssize_t n;
+	size_t alert = 0;
+	int sv[2], eof = 0;
+
+	server_start(&s, base, "name", 1);
+	cr_assert(cctx != NULL);
+	cr_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) ==
+	    0);
+	cli = bufferevent_openssl_socket_new(base, sv[0], SSL_new(cctx),
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	srv = bufferevent_openssl_socket_new(base, sv[1], SSL_new(s.ctx),
+	    BUFFEREVENT_SSL_ACCEPTING, 0);
+	cr_assert(cli != NULL && srv != NULL);
+	bufferevent_setcb(cli, NULL, NULL, connected_cb, &cev);
+	bufferevent_setcb(srv, NULL, NULL, connected_cb, &sev);
+	cr_assert(bufferevent_enable(cli, EV_READ | EV_WRITE) == 0);
+	cr_assert(bufferevent_enable(srv, EV_READ | EV_WRITE) == 0);
+	while (!(cev & BEV_EVENT_CONNECTED) || !(sev & BEV_EVENT_CONNECTED)) {
+		cr_assert(((cev | sev) & ~BEV_EVENT_CONNECTED) == 0,
+		    "handshake failed: %#x %#x", cev, sev);
+		cr_assert(event_base_loop(base, EVLOOP_ONCE) == 0);
+	}
+	/* The peer stops reading; the client's buffer fills with bytes
+	 * that reach the socket outside the TLS layer. */
+	sssl = bufferevent_openssl_get_ssl(srv);
+	bufferevent_free(srv);
+	SSL_free(sssl);
+	while ((n = write(sv[0], junk, sizeof(junk))) > 0)
+		;
+	cr_assert(n == -1 && errno == EAGAIN);
+	cr_assert_eq(evbuffer_get_length(bufferevent_get_output(cli)), 0);
+	cr_assert_eq(dial_shutdown_write(cli), DIAL_SHUT_AGAIN,
+	    "a full buffer is not a broken connection");
+	cr_assert_eq(dial_shutdown_write(cli), DIAL_SHUT_AGAIN,
+	    "called again, still no room");
+	while ((n = read(sv[1], sink, sizeof(sink))) > 0)
+		;
+	cr_assert(n == -1 && errno == EAGAIN);
+	cr_assert_eq(dial_shutdown_write(cli), 0);
+	/* The alert record, then end of file: the write side is shut. */
+	while (!eof) {
+		n = read(sv[1], sink, sizeof(sink));
+		cr_assert(n >= 0, "read: %s", strerror(errno));
+		if (n == 0)
+			eof = 1;
+		alert += (size_t)n;
+	}
+	cr_assert(alert >= 5 + 2, "no close_notify record before the end");
+	cr_assert_eq(sink[0], 23,
+	    "TLS 1.3 sends the alert as a record of "
+	    "type application_data");
+	bufferevent_free(cli);
+	close(sv[1]);
+	SSL_CTX_free(cctx);
+	server_stop(&s);
+	event_base_free(base);
+}

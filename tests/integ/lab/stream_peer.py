@@ -12,6 +12,12 @@
         Send a banner line and end its own side at once (shutdown
         SHUT_WR), then read everything the client still sends until its
         end, and write the SHA-256 of it (hex) to OUTDIR/banner.N.sha256.
+    stream_peer.py hold ADDR PORT CERT KEY OUTDIR
+        Accept a connection, create OUTDIR/hold.N.accepted, and start the
+        TLS handshake only once OUTDIR/hold.release exists; then count
+        the plaintext bytes received until the client's end and write the
+        count to OUTDIR/hold.N.bytes (0 when the client ended the
+        connection during or right after the handshake).
     stream_peer.py blackhole ADDR PORT
         Listen with a backlog of 0 and fill it with one connection of its
         own that is never accepted, so that later SYNs are dropped: a
@@ -25,6 +31,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 
 
 def listener(addr, port, backlog=64):
@@ -101,6 +108,39 @@ def serve_banner(s, outdir):
                          daemon=True).start()
 
 
+def hold_conn(c, ctx, outdir, n):
+    got = 0
+    try:
+        open(os.path.join(outdir, "hold.%d.accepted" % n), "w").close()
+        while not os.path.exists(os.path.join(outdir, "hold.release")):
+            time.sleep(0.05)
+        c = ctx.wrap_socket(c, server_side=True)
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            got += len(b)
+    except (OSError, ssl.SSLError):
+        pass
+    finally:
+        c.close()
+    tmp = os.path.join(outdir, "hold.%d.tmp" % n)
+    with open(tmp, "w") as f:
+        f.write("%d\n" % got)
+    os.rename(tmp, os.path.join(outdir, "hold.%d.bytes" % n))
+
+
+def serve_hold(s, cert, key, outdir):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    n = 0
+    while True:
+        c, _ = s.accept()
+        n += 1
+        threading.Thread(target=hold_conn, args=(c, ctx, outdir, n),
+                         daemon=True).start()
+
+
 def main():
     mode, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
     if mode == "blackhole":
@@ -119,6 +159,8 @@ def main():
         serve_echo(s, cert, key, snilog)
     elif mode == "banner":
         serve_banner(s, sys.argv[4])
+    elif mode == "hold":
+        serve_hold(s, sys.argv[4], sys.argv[5], sys.argv[6])
     else:
         sys.exit("stream_peer.py: unknown mode " + mode)
 

@@ -13,7 +13,9 @@
 # budget shared with HTTP (max_connections_per_instance = 2: two open
 # streams make an HTTP request budget-exhausted, and ending one frees its
 # lease at once); a reload that revokes the permission closes an open
-# stream (egress.close error revoked).
+# stream (egress.close error revoked), and a stream still connecting (its
+# TLS handshake held by the peer) when the reload comes is decided again
+# once connected and closed before a byte is relayed.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -28,6 +30,7 @@ BANNER_PORT=7001
 HOLE_PORT=7002
 TLS_PORT=7443
 OTHER_PORT=7444
+HOLD_PORT=7445
 mkdir -p "$LAB_DIR/tcp"
 
 # lab_peer NAME ARGS...: start stream_peer.py in the outside namespace and
@@ -256,5 +259,50 @@ grep -q "^egress-connect: denied: " "$LAB_DIR/log/conn3.err" ||
 lab_expect_close error revoked
 lab_expect_close reason no-permission
 exec {in3}>&-
+
+# ---- a reload while a tls stream is still connecting: decided again once
+# connected, before any byte is relayed
+{
+	MAX_CONN=2 lab_config_base
+	lab_entry sock sockets "$HOSTS" mixed.weather.example \
+	    "http_client, socket_client"
+	lab_entry web weather "$HOSTS" mixed.weather.example
+} | lab_config_install
+n=$(lab_count_events egress.config)
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config $((n + 1))
+mkdir -p "$LAB_DIR/hold"
+lab_peer held hold "$LAB_PUB4" "$HOLD_PORT" "$LAB_DIR/pki/good.crt" \
+    "$LAB_DIR/pki/good.key" "$LAB_DIR/hold"
+printf 'four\n' >"$LAB_DIR/tcp/four"
+lab_spawn conn4 "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/sock.sock" \
+    "tls://api.weather.example:$HOLD_PORT" <"$LAB_DIR/tcp/four"
+lab_poll 10 test -e "$LAB_DIR/hold/hold.1.accepted" ||
+    lab_fail "stream 4 did not reach the held peer"
+lab_mark
+{
+	MAX_CONN=2 lab_config_base
+	lab_entry sock sockets "$HOSTS" mixed.weather.example http_client
+	lab_entry web weather "$HOSTS" mixed.weather.example
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config 1
+: >"$LAB_DIR/hold/hold.release"
+lab_poll 10 lab__gone "${LAB_PID[conn4]}" ||
+    lab_fail "the stream revoked while connecting stayed open"
+lab_stop conn4
+lab_expect_eq "stream revoked while connecting: exit status (denied)" 10 \
+    "$LAB_STOP_RC"
+grep -q "^egress-connect: denied: " "$LAB_DIR/log/conn4.err" ||
+    lab_fail "no denied message: $(cat "$LAB_DIR/log/conn4.err")"
+lab_expect_close error revoked
+lab_expect_close reason no-permission
+lab_poll 10 test -e "$LAB_DIR/hold/hold.1.bytes" ||
+    lab_fail "the held peer's connection did not end"
+lab_expect_eq "bytes the held peer received after its handshake" 0 \
+    "$(cat "$LAB_DIR/hold/hold.1.bytes")"
+lab_expect_eq "guest bytes delivered by stream 4" "" \
+    "$(cat "$LAB_DIR/log/conn4.out")"
 
 lab_finish

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
-# The demo's loopback upstream: /hello answers 200, /redirect answers a
-# 302 toward the cloud metadata address (which the broker must refuse when
-# the guest follows it). Binds 127.0.0.1 on a free port, prints the port.
+# The demo's loopback upstreams: over HTTP, /hello answers 200 and
+# /redirect answers a 302 toward the cloud metadata address (which the
+# broker must refuse when the guest follows it); over TCP, a line echo
+# that ends its side when the client ends its own. Both bind 127.0.0.1 on
+# free ports; the HTTP port is printed on the first line, the TCP port on
+# the second.
 import http.server
+import socket
 import sys
+import threading
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -28,7 +33,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def echo(c):
+    with c:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            c.sendall(b)
+        c.shutdown(socket.SHUT_WR)
+
+
+def serve_echo(ls):
+    while True:
+        c, _ = ls.accept()
+        threading.Thread(target=echo, args=(c,), daemon=True).start()
+
+
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+ls = socket.create_server(("127.0.0.1", 0))
+threading.Thread(target=serve_echo, args=(ls,), daemon=True).start()
 print(srv.server_address[1], flush=True)
+print(ls.getsockname()[1], flush=True)
 sys.stdout.close()
 srv.serve_forever()

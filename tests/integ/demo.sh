@@ -6,7 +6,8 @@
 # first line; the second run builds nothing new and does not say it. Each
 # run exits 0 and shows the verdicts, the broker's requests, its
 # decisions in `egressctl metrics` (allowed localdev, denied weather, as
-# the requests before them were decided), curl inside egress-sandbox --net
+# the requests before them were decided), a tcp line echo through
+# egress-connect (and its denial without socket_client), curl inside egress-sandbox --net
 # (as root: the granted service's body and 200, the masked message and
 # 403 for a host the instance was not granted; where no network
 # namespace can be made, the line saying that part is skipped) and the JSON reply to `show instance localdev`
@@ -46,6 +47,18 @@ check_run() {
 		grep -q '^(skipped: .*network namespace' "$out" ||
 			fail "no network namespace: the sandbox part does not say it is skipped"
 	fi
+	# egress-connect: the line comes back over the granted tcp stream;
+	# the instance without socket_client is denied (exit 10).
+	[ "$(awk '/^# a tcp stream to the granted local service/ {
+	    getline; getline; print; getline; print; exit }' "$out" |
+	    paste -sd ' ')" = "hello over tcp (exit 0)" ] ||
+		fail "egress-connect: the tcp echo did not come back"
+	[ "$(awk '/^# the same stream from an instance without socket_client/ {
+	    getline; getline; print; getline; print; exit }' "$out" |
+	    paste -sd ' ')" = "egress-connect: denied: egress policy: destination not permitted for this instance (exit 10)" ] ||
+		fail "egress-connect: the stream without socket_client was not denied"
+	grep -q '^{"instance":"weather","transport":"tcp",.*"verdict":"deny","reason":"no-permission"}$' \
+		"$out" || fail "no tcp decision denied for no-permission"
 	reply=$(awk '/^\$ printf .show instance localdev/ { getline; print; exit }' "$out")
 	jq -e . <<<"$reply" >/dev/null ||
 		fail "the control socket's reply is not JSON: $reply"

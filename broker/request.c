@@ -793,6 +793,7 @@ request_start(struct request *r, const struct proto_msg *m)
 	const struct conf_snapshot *s;
 	struct decide_lookup lk;
 	struct http1_head out;
+	unsigned idle, life;
 	size_t i;
 
 	r->transport = rq->transport; /* 1..4: proto checked it */
@@ -832,11 +833,10 @@ request_start(struct request *r, const struct proto_msg *m)
 	    lower(s->connect_timeout_ms, rq->timeouts.connect_ms);
 	if (r->transport != PROTO_TRANSPORT_HTTP) {
 		/* A stream: between-bytes is its idle timeout, total its
-		 * lifetime, both from the broker's [limits] at most. */
-		r->idle_ms = lower(s->stream_idle_timeout_ms,
-		    rq->timeouts.between_bytes_ms);
-		r->total_ms = r->start_ms +
-		    lower(s->stream_max_lifetime_ms, rq->timeouts.total_ms);
+		 * lifetime, the entry's or [limits]' at most. */
+		conf_stream_limits(s, r->ci, &idle, &life);
+		r->idle_ms = lower(idle, rq->timeouts.between_bytes_ms);
+		r->total_ms = r->start_ms + lower(life, rq->timeouts.total_ms);
 	}
 	r->first_byte_ms = (int)lower(s->first_byte_timeout_ms,
 	    rq->timeouts.first_byte_ms);

@@ -146,7 +146,10 @@ struct conf_instance {
 	char *proxy_listen; /* loopback ADDR:PORT of the proxy front, or
 			       NULL */
 	char *proxy_token;  /* its token (proxy_token_file's content) */
-	int line;	    /* of the section header */
+	/* The entry's tcp/tls stream limits; 0: [limits]'s. */
+	unsigned stream_idle_timeout_ms;
+	unsigned stream_max_lifetime_ms;
+	int line; /* of the section header */
 	/* The manifest, or NULL when refused; then manifest_error says why
 	 * (file:line messages joined with "; "). */
 	struct conf_manifest *manifest;
@@ -276,6 +279,13 @@ void conf_snapshot_free(struct conf_snapshot *s);
 /* Find an instance by name (binary search). Return NULL when absent. */
 const struct conf_instance *conf_instance_find(const struct conf_snapshot *s,
     const char *name);
+
+/* The idle timeout and the maximum lifetime of a tcp/tls stream of ci
+ * (NULL: no instance), in *ret_idle and *ret_life: its entry's
+ * stream_idle_timeout_ms and stream_max_lifetime_ms where set, else
+ * [limits]'s. */
+void conf_stream_limits(const struct conf_snapshot *s,
+    const struct conf_instance *ci, unsigned *ret_idle, unsigned *ret_life);
 
 /*
  * Answer whether any file the snapshot was built from changed since it was

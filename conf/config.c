@@ -109,6 +109,8 @@ static const struct conf_keydef entry_keys[] = {
 	{ "socket_group", 0 },
 	{ "proxy_listen", 0 },
 	{ "proxy_token_file", 0 },
+	{ "stream_idle_timeout_ms", 0 },
+	{ "stream_max_lifetime_ms", 0 },
 	{ NULL, 0 },
 };
 
@@ -811,6 +813,29 @@ track_token_file(struct conf_snapshot *s, const char *path)
 	return 0;
 }
 
+/* An entry's own stream limit, overriding [limits] for its instance:
+ * *ret stays 0 when unset. */
+static void
+get_entry_ms(struct cfg_parse *cp, const struct conf_sec *sec, const char *key,
+    unsigned *ret)
+{
+	const struct conf_val *v = conf_sec_cval(sec, key);
+	uint64_t n;
+
+	if (v->str == NULL)
+		return;
+	if (conf_parse_uint(v->str, MS_MIN, MS_MAX, &n) != 0) {
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [%s] %s: '%s' is not a duration; write a whole "
+		    "number of milliseconds from %d to %d, in decimal "
+		    "digits (unset: [limits] %s)",
+		    cp->path, v->line, sec->name, key, v->str, MS_MIN, MS_MAX,
+		    key);
+		return;
+	}
+	*ret = (unsigned)n;
+}
+
 /* proxy_listen and proxy_token_file of an entry. */
 static void
 build_entry_proxy(struct cfg_parse *cp, struct conf_snapshot *s,
@@ -965,6 +990,10 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 		cp->nomem = 1;
 
 	build_entry_proxy(cp, s, sec, ci);
+	get_entry_ms(cp, sec, "stream_idle_timeout_ms",
+	    &ci->stream_idle_timeout_ms);
+	get_entry_ms(cp, sec, "stream_max_lifetime_ms",
+	    &ci->stream_max_lifetime_ms);
 
 	/* DIR/NAME.sock must fit a Unix socket address. */
 	if (s->instance_socket_dir != NULL &&
@@ -1405,6 +1434,18 @@ conf_instance_find(const struct conf_snapshot *s, const char *name)
 		return NULL;
 	return bsearch(name, s->instances, s->ninstances,
 	    sizeof(*s->instances), instance_key_cmp);
+}
+
+void
+conf_stream_limits(const struct conf_snapshot *s,
+    const struct conf_instance *ci, unsigned *ret_idle, unsigned *ret_life)
+{
+	*ret_idle = ci != NULL && ci->stream_idle_timeout_ms != 0 ?
+	    ci->stream_idle_timeout_ms :
+	    s->stream_idle_timeout_ms;
+	*ret_life = ci != NULL && ci->stream_max_lifetime_ms != 0 ?
+	    ci->stream_max_lifetime_ms :
+	    s->stream_max_lifetime_ms;
 }
 
 const char *

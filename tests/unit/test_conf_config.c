@@ -74,6 +74,7 @@ Test(conf_config, entry_defaults)
 	struct conf_snapshot *s = NULL;
 	struct conf_errors e = { 0 };
 	const struct conf_instance *ci;
+	unsigned idle, life;
 
 	cr_assert_eq(load_text("[plugins.entries.x]\nplugin = x\nmanifest = "
 			       "m.ini\n",
@@ -98,6 +99,41 @@ Test(conf_config, entry_defaults)
 	    "manifest");
 	cr_expect_eq(ci->policy.manifest_ok, 0);
 	cr_expect_eq(ci->policy.permissions, 0);
+	conf_stream_limits(s, ci, &idle, &life);
+	cr_expect_eq(idle, 300000);
+	cr_expect_eq(life, 3600000);
+	conf_snapshot_free(s);
+}
+
+/* An entry's stream limits override [limits] for its instance only. */
+Test(conf_config, entry_stream_limits_override)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+	const struct conf_instance *x, *y;
+	unsigned idle, life;
+
+	cr_assert_eq(load_text("[limits]\nstream_idle_timeout_ms = 1000\n"
+			       "stream_max_lifetime_ms = 2000\n"
+			       "[plugins.entries.x]\nplugin = x\n"
+			       "manifest = m.ini\n"
+			       "stream_idle_timeout_ms = 600000\n"
+			       "stream_max_lifetime_ms = 50\n"
+			       "[plugins.entries.y]\nplugin = y\n"
+			       "manifest = m.ini\n",
+			 &s, &e),
+	    0, "%s", ct_errors(&e));
+	cr_assert_not_null(x = conf_instance_find(s, "x"));
+	cr_assert_not_null(y = conf_instance_find(s, "y"));
+	conf_stream_limits(s, x, &idle, &life);
+	cr_expect_eq(idle, 600000);
+	cr_expect_eq(life, 50);
+	conf_stream_limits(s, y, &idle, &life);
+	cr_expect_eq(idle, 1000);
+	cr_expect_eq(life, 2000);
+	conf_stream_limits(s, NULL, &idle, &life);
+	cr_expect_eq(idle, 1000);
+	cr_expect_eq(life, 2000);
 	conf_snapshot_free(s);
 }
 
@@ -400,7 +436,18 @@ ParameterizedTestParameters(conf_config, errors)
 		    "key; [plugins.entries.x] takes: plugin, manifest, "
 		    "permissions, egress_hosts, egress_allow_private, "
 		    "egress_allow_loopback, socket_owner, socket_group, proxy_listen, "
-		    "proxy_token_file" },
+		    "proxy_token_file, stream_idle_timeout_ms, "
+		    "stream_max_lifetime_ms" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "stream_idle_timeout_ms = 0\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] "
+		    "stream_idle_timeout_ms: '0' is not a duration; write a whole "
+		    "number of milliseconds from 1 to 3600000, in decimal digits "
+		    "(unset: [limits] stream_idle_timeout_ms)" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "stream_max_lifetime_ms = 3600001\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] "
+		    "stream_max_lifetime_ms: '3600001' is not a duration; " },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "proxy_listen = 0.0.0.0:3128\nproxy_token_file = t\n",
 		    "/nonexistent/c.ini:4: [plugins.entries.x] proxy_listen: "

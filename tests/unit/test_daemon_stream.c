@@ -510,6 +510,52 @@ ParameterizedTest(struct timeout_case *c, stream, timeouts)
 	free(p);
 }
 
+/* The instance's entry lowers its streams' idle timeout below [limits]'
+ * minute; the guest asks for nothing. */
+Test(stream, entry_idle_timeout)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	char text[1024];
+	uint64_t t0;
+
+	cr_assert_not_null(p);
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\n"
+	    "signature_mode = disabled\n"
+	    "[plugins.entries.app]\n"
+	    "plugin = unit\n"
+	    "manifest = manifest.ini\n"
+	    "permissions = socket_client\n"
+	    "egress_hosts = 127.0.0.1\n"
+	    "egress_allow_loopback = 127.0.0.1\n"
+	    "stream_idle_timeout_ms = 200\n"
+	    "[broker]\n"
+	    "instance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "[resolver]\n"
+	    "servers = 127.0.0.1:9\n"
+	    "[limits]\n"
+	    "stream_idle_timeout_ms = 60000\n",
+	    ct_dir, ct_dir);
+	ct_write_str("egressd.ini", text);
+	confstate_reload(&dt_b.conf);
+	cr_assert(confstate_is_valid(&dt_b.conf));
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
+	t0 = broker_now_ms();
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	st_expect_error(p, 1, PROTO_CODE_TIMEOUT);
+	cr_assert_geq(broker_now_ms() - t0, 200, "too early");
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
 /* Two streams hold the budget of 2: a third request (any transport) is
  * refused; a reset frees its lease at once. */
 Test(stream, budget_shared)

@@ -157,6 +157,7 @@ struct pool_prune {
 	struct broker *b;
 	const struct conf_snapshot *s;
 	int tls_changed;
+	int parent_changed;
 };
 
 /* Should an idle pooled connection go at this reload? */
@@ -170,6 +171,8 @@ pool_prune_cb(void *arg, const struct pool_key *k)
 
 	if (k->tls && pr->tls_changed)
 		return 1; /* verified under the old trust */
+	if (pr->parent_changed)
+		return 1; /* made through another [upstream_proxy], or none */
 	if ((ci = conf_instance_find(pr->s, k->instance)) == NULL)
 		return 1; /* the instance is gone */
 	if (lease_count(pr->b->leases, k->instance) >
@@ -281,6 +284,18 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 			if (ret == 0)
 				ret = err;
 		}
+	}
+	if ((s->upstream_proxy_url == NULL) != (b->parent_url == NULL) ||
+	    (s->upstream_proxy_url != NULL &&
+		strcmp(s->upstream_proxy_url, b->parent_url) != 0)) {
+		char *u = NULL;
+
+		if (s->upstream_proxy_url != NULL &&
+		    (u = strdup(s->upstream_proxy_url)) == NULL)
+			return EGRESS_ERR_NOMEM;
+		free(b->parent_url);
+		b->parent_url = u;
+		pr.parent_changed = 1;
 	}
 	(void)pool_drop_if(b->pool, pool_prune_cb, &pr);
 	return ret;
@@ -485,6 +500,7 @@ broker_release(struct broker *b)
 	dial_tls_free(b->tls);
 	b->tls = NULL;
 	free(b->tls_ca);
+	free(b->parent_url);
 	b->tls_ca = NULL;
 	lease_table_set_share(b->leases, NULL);
 	lease_table_free(b->leases);
@@ -512,4 +528,20 @@ broker_own_addrs(struct broker *b, struct decide_policy *ret)
 	ret->nets = ctx.nets;
 	ret->nnets = ctx.nnets;
 	return 0;
+}
+
+void
+broker_dial_params(struct broker *b, const struct conf_snapshot *s,
+    const char *instance, struct dial_params *p, struct dial_parent *parent)
+{
+	memset(p, 0, sizeof(*p));
+	p->handshakes = b->tls_share; /* a fair share of handshakes */
+	p->tag = instance;
+	if (s->upstream_proxy_url == NULL)
+		return;
+	memset(parent, 0, sizeof(*parent));
+	parent->addr = s->upstream_proxy_addr;
+	parent->port = s->upstream_proxy_port;
+	parent->auth = s->upstream_proxy_auth;
+	p->parent = parent;
 }

@@ -104,6 +104,8 @@ struct broker {
 	int tls_ok;			 /* 0: TLS trust failed to load */
 	uint64_t tls_gen;		 /* bumped whenever tls is rebuilt */
 	struct broker_file_id tls_ca_id; /* tls_ca's identity when loaded */
+	char *parent_url; /* [upstream_proxy] url pooled connections were
+			     made through (NULL: direct) */
 
 	struct lease_table *leases; /* per-instance upstream counts */
 	struct pool *pool;	    /* idle keep-alive upstreams; NULL:
@@ -220,6 +222,17 @@ size_t broker_upstream_max(uint64_t nofile);
  * truncated to fit as snprintf() would.
  */
 void broker_format_id(char *buf, size_t n, const char *prefix, uint64_t seq);
+
+/*
+ * Start dial parameters for an upstream connection of instance (borrowed
+ * by *p): zero *p, then set the fair share of TLS handshakes, the tag,
+ * and, when s names an [upstream_proxy], the parent in *parent (which
+ * must outlive dial_start()). The caller sets the destination.
+ */
+struct dial_params;
+struct dial_parent;
+void broker_dial_params(struct broker *b, const struct conf_snapshot *s,
+    const char *instance, struct dial_params *p, struct dial_parent *parent);
 
 /* Return the monotonic clock in milliseconds and in microseconds. */
 uint64_t broker_now_ms(void);

@@ -465,6 +465,10 @@ log_decision(const struct log_decision *d)
 		lb_addr(&d->addrs[i]);
 	}
 	LB_LIT("]");
+	if (d->allow && d->via != NULL) {
+		LB_LIT(",\"upstream_proxy\":");
+		lb_str(d->via);
+	}
 	lb_end("egress.decision", d->instance, d->plugin);
 }
 

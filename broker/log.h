@@ -153,6 +153,8 @@ struct log_decision {
 					   got wrong (omitted when NULL) */
 	const struct policy_addr *addrs; /* the validated set */
 	size_t naddrs;
+	const char *via; /* on an allow: the [upstream_proxy] url it goes
+			    through (omitted when NULL) */
 };
 
 /* Log one egress.decision event built from d. */

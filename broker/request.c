@@ -414,6 +414,7 @@ request_log_decision(struct request *r, const char *host, size_t host_len,
 	d.detail = allow ? NULL : r->detail;
 	d.addrs = r->verdict != NULL ? r->verdict->addrs : NULL;
 	d.naddrs = r->verdict != NULL ? r->verdict->naddrs : 0;
+	d.via = allow ? r->conf->snap->upstream_proxy_url : NULL;
 	log_decision(&d);
 	r->decided = 1;
 	r->allowed = allow;
@@ -1194,6 +1195,7 @@ request_begin_exchange(struct request *r, struct bufferevent *bev,
 static void
 request_connect(struct request *r)
 {
+	struct dial_parent parent;
 	struct dial_params p;
 	uint64_t t = broker_now_ms();
 	uint64_t until = r->deadline_ms;
@@ -1212,14 +1214,12 @@ request_connect(struct request *r)
 	if (r->timer != NULL)
 		(void)evtimer_del(r->timer);
 	r->phase = PHASE_DIALING;
-	memset(&p, 0, sizeof(p));
+	broker_dial_params(r->b, r->conf->snap, g_instance(r), &p, &parent);
 	p.host = &r->dest.host;
 	p.port = r->dest.port;
 	p.addrs = r->verdict->addrs;
 	p.naddrs = r->verdict->naddrs;
 	p.timeout_ms = (int)(until - t);
-	p.handshakes = r->b->tls_share; /* a fair share of handshakes */
-	p.tag = g_instance(r);
 	p.no_alpn = r->transport != PROTO_TRANSPORT_HTTP;
 	r->dial_us = broker_now_us();
 	r->tls_gen = r->b->tls_gen;

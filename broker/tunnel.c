@@ -108,6 +108,9 @@ tunnel_log_decision(struct tunnel *t, int allow, const char *reason)
 	d.detail = !allow && t->detail[0] != '\0' ? t->detail : NULL;
 	d.addrs = t->verdict != NULL ? t->verdict->addrs : NULL;
 	d.naddrs = t->verdict != NULL ? t->verdict->naddrs : 0;
+	d.via = allow && t->conf != NULL ?
+	    t->conf->snap->upstream_proxy_url :
+	    NULL;
 	log_decision(&d);
 	metrics_decision(t->b->metrics, t->instance, allow, reason,
 	    broker_now_us() - t->start_us);
@@ -408,18 +411,18 @@ tunnel_refuse(struct tunnel *t, const char *reason)
 static void
 tunnel_connect(struct tunnel *t)
 {
+	struct dial_parent parent;
 	struct dial_params p;
 	uint64_t n = now_ms();
 
 	tunnel_log_decision(t, 1, NULL);
 	t->state = T_DIALING;
-	memset(&p, 0, sizeof(p));
+	broker_dial_params(t->b, t->conf->snap, t->instance, &p, &parent);
 	p.host = &t->dest.host;
 	p.port = t->dest.port;
 	p.addrs = t->verdict->addrs;
 	p.naddrs = t->verdict->naddrs;
 	p.timeout_ms = t->deadline_ms > n ? (int)(t->deadline_ms - n) : 1;
-	p.tag = t->instance;
 	if (dial_start(t->b->base, NULL, &p, tunnel_dial_cb, t, &t->dial) !=
 	    0) {
 		t->dial = NULL;

@@ -209,7 +209,13 @@ struct conf_snapshot {
 	char *ca_file; /* NULL: system store */
 
 	/* [metrics] */
-	char *metrics_listen; /* NULL: no scrape endpoint; else a
+	/* [upstream_proxy]: every connection goes through this parent
+	 * HTTP proxy when upstream_proxy_url is not NULL. */
+	char *upstream_proxy_url;
+	struct policy_addr upstream_proxy_addr;
+	uint16_t upstream_proxy_port;
+	char *upstream_proxy_auth; /* "Basic BASE64", or NULL */
+	char *metrics_listen;	   /* NULL: no scrape endpoint; else a
 					   loopback ADDR:PORT, [::1]:PORT or
 					   an absolute Unix socket path */
 

@@ -22,6 +22,8 @@
 
 #include <arpa/inet.h>
 
+#include <openssl/evp.h>
+
 #include "conf/confint.h"
 
 #define CONFIG_FILE_MAX	     (16 * 1024 * 1024)
@@ -98,6 +100,11 @@ static const struct conf_keydef metrics_keys[] = {
 	{ "listen", 0 },
 	{ NULL, 0 },
 };
+static const struct conf_keydef upstream_proxy_keys[] = {
+	{ "url", 0 },
+	{ "credentials_file", 0 },
+	{ NULL, 0 },
+};
 static const struct conf_keydef entry_keys[] = {
 	{ "plugin", 0 },
 	{ "manifest", 0 },
@@ -124,6 +131,7 @@ enum {
 	SEC_LIMITS,
 	SEC_TLS,
 	SEC_METRICS,
+	SEC_UPSTREAM_PROXY,
 	SEC_NFIXED,
 };
 
@@ -140,6 +148,7 @@ static const struct {
 	[SEC_LIMITS] = { "limits", limits_keys },
 	[SEC_TLS] = { "tls", tls_keys },
 	[SEC_METRICS] = { "metrics", metrics_keys },
+	[SEC_UPSTREAM_PROXY] = { "upstream_proxy", upstream_proxy_keys },
 };
 
 struct cfg_parse {
@@ -185,7 +194,8 @@ cfg_section(void *ctx, const char *path, const char *name, int line,
 		    "%s:%d: [%s]: unknown section; the "
 		    "sections are [security], [plugins], [plugins.security], "
 		    "[plugins.limits], [plugins.entries.NAME], [broker], "
-		    "[resolver], [limits] and [tls]",
+		    "[resolver], [limits], [tls], [metrics] and "
+		    "[upstream_proxy]",
 		    path, line, name);
 		return NULL;
 	}
@@ -427,6 +437,81 @@ get_metrics_listen(struct cfg_parse *cp, struct conf_snapshot *s)
 	}
 	if ((s->metrics_listen = strdup(v->str)) == NULL)
 		cp->nomem = 1;
+}
+
+/* "Basic " and the base64 of "user:password". */
+static char *
+basic_auth(const char *cred)
+{
+	size_t n = strlen(cred);
+	char *out = malloc(6 + 4 * ((n + 2) / 3) + 1);
+
+	if (out == NULL)
+		return NULL;
+	memcpy(out, "Basic ", 6);
+	(void)EVP_EncodeBlock((unsigned char *)out + 6,
+	    (const unsigned char *)cred, (int)n);
+	return out;
+}
+
+static int track_token_file(struct conf_snapshot *s, const char *path);
+
+/* [upstream_proxy] url = http://ADDRESS[:PORT], credentials_file. */
+static void
+get_upstream_proxy(struct cfg_parse *cp, struct conf_snapshot *s)
+{
+	const struct conf_val *u = fixed_val(cp, SEC_UPSTREAM_PROXY, "url");
+	const struct conf_val *c = fixed_val(cp, SEC_UPSTREAM_PROXY,
+	    "credentials_file");
+	const char *why = NULL;
+	struct policy_dest d;
+	struct policy_err e;
+	char *path = NULL, *cred = NULL;
+
+	if (u == NULL || u->str == NULL || u->str[0] == '\0') {
+		if (c != NULL && c->str != NULL && c->str[0] != '\0')
+			conf_errors_addf(cp->errs,
+			    "%s:%d: [upstream_proxy] credentials_file: set "
+			    "without url",
+			    cp->path, c->line);
+		return;
+	}
+	if (policy_url_parse(u->str, strlen(u->str), &d, &e) != 0 ||
+	    strcmp(d.scheme, "http") != 0 || d.host.kind == POLICY_HOST_NAME ||
+	    d.path_len > 1) {
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [upstream_proxy] url: '%s': write "
+		    "http://ADDRESS:PORT with the parent proxy's IP address "
+		    "(a name would be a resolution outside the broker's "
+		    "checks)",
+		    cp->path, u->line, u->str);
+		return;
+	}
+	s->upstream_proxy_addr.family = d.host.kind == POLICY_HOST_IPV4 ?
+	    4 :
+	    6;
+	memcpy(s->upstream_proxy_addr.bytes, d.host.addr, 16);
+	s->upstream_proxy_port = d.port;
+	if ((s->upstream_proxy_url = strdup(u->str)) == NULL) {
+		cp->nomem = 1;
+		return;
+	}
+	if (c == NULL || c->str == NULL || c->str[0] == '\0')
+		return;
+	if ((path = resolve_path(cp->dir, c->str)) == NULL ||
+	    track_token_file(s, path) != 0)
+		cp->nomem = 1;
+	else if ((cred = conf_credentials_read(path, &why)) == NULL)
+		conf_errors_addf(cp->errs,
+		    "%s:%d: [upstream_proxy] credentials_file: %s %s",
+		    cp->path, c->line, path, why);
+	else if ((s->upstream_proxy_auth = basic_auth(cred)) == NULL)
+		cp->nomem = 1;
+	if (cred != NULL) {
+		explicit_bzero(cred, strlen(cred));
+		free(cred);
+	}
+	free(path);
 }
 
 /* ---- Sections ---------------------------------------------------------- */
@@ -750,6 +835,7 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	get_methods(cp, s);
 	(void)get_path(cp, SEC_TLS, "ca_file", &s->ca_file);
 	get_metrics_listen(cp, s);
+	get_upstream_proxy(cp, s);
 }
 
 /* Every item of the carve-out key must be covered by egress_hosts. */
@@ -1362,100 +1448,4 @@ conf_load(const char *path, struct conf_snapshot **ret,
 	free(id.path);
 	free(buf);
 	return r;
-}
-
-static void
-instance_done(struct conf_instance *ci)
-{
-	free(ci->name);
-	free(ci->plugin);
-	free(ci->manifest_path);
-	policy_grant_free(ci->hosts);
-	policy_grant_free(ci->allow_private);
-	policy_grant_free(ci->allow_loopback);
-	free(ci->socket_owner);
-	free(ci->socket_group);
-	free(ci->proxy_listen);
-	if (ci->proxy_token != NULL)
-		explicit_bzero(ci->proxy_token, strlen(ci->proxy_token));
-	free(ci->proxy_token);
-	conf_manifest_free(ci->manifest);
-	free(ci->manifest_error);
-}
-
-void
-conf_snapshot_free(struct conf_snapshot *s)
-{
-	size_t i;
-
-	if (s == NULL)
-		return;
-	free(s->path);
-	free(s->dir);
-	for (i = 0; i < s->ntrusted_keys; i++)
-		free(s->trusted_keys[i]);
-	free(s->trusted_keys);
-	conf_keyring_free(s->keyring);
-	free(s->package_dir);
-	free(s->instance_socket_dir);
-	free(s->control_socket);
-	free(s->log_path);
-	free(s->control_uids);
-	free(s->control_gids);
-	for (i = 0; i < s->nresolver_servers; i++)
-		free(s->resolver_servers[i]);
-	free(s->resolver_servers);
-	for (i = 0; i < s->nextra_methods; i++)
-		free(s->extra_methods[i]);
-	free(s->extra_methods);
-	free(s->ca_file);
-	free(s->metrics_listen);
-	for (i = 0; i < s->ninstances; i++)
-		instance_done(&s->instances[i]);
-	free(s->instances);
-	for (i = 0; i < s->nfiles; i++)
-		free(s->files[i].path);
-	free(s->files);
-	free(s);
-}
-
-static int
-instance_key_cmp(const void *key, const void *elem)
-{
-	const struct conf_instance *ci = elem;
-
-	return strcmp(key, ci->name);
-}
-
-const struct conf_instance *
-conf_instance_find(const struct conf_snapshot *s, const char *name)
-{
-	if (s == NULL || name == NULL || s->ninstances == 0)
-		return NULL;
-	return bsearch(name, s->instances, s->ninstances,
-	    sizeof(*s->instances), instance_key_cmp);
-}
-
-void
-conf_stream_limits(const struct conf_snapshot *s,
-    const struct conf_instance *ci, unsigned *ret_idle, unsigned *ret_life)
-{
-	*ret_idle = ci != NULL && ci->stream_idle_timeout_ms != 0 ?
-	    ci->stream_idle_timeout_ms :
-	    s->stream_idle_timeout_ms;
-	*ret_life = ci != NULL && ci->stream_max_lifetime_ms != 0 ?
-	    ci->stream_max_lifetime_ms :
-	    s->stream_max_lifetime_ms;
-}
-
-const char *
-conf_default_path(const char *arg)
-{
-	const char *env;
-
-	if (arg != NULL)
-		return arg;
-	if ((env = secure_getenv("EGRESSD_CONFIG")) != NULL && env[0] != '\0')
-		return env;
-	return CONF_DEFAULT_PATH;
 }

@@ -224,4 +224,9 @@ int conf_method_is_valid(const char *m);
  */
 char *conf_token_read(const char *path, const char **why);
 
+/* As conf_token_read(), for [upstream_proxy] credentials_file: one line
+ * USER:PASSWORD (a non-empty user, then ':'), 3 to CONF_TOKEN_MAX visible
+ * ASCII characters. */
+char *conf_credentials_read(const char *path, const char **why);
+
 #endif /* EGRESS_CONF_CONFINT_H */

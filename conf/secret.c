@@ -19,8 +19,10 @@
  * of CONF_TOKEN_MIN to CONF_TOKEN_MAX visible ASCII characters (a final
  * newline is dropped). Return the token, or NULL with *why set.
  */
-char *
-conf_token_read(const char *path, const char **why)
+/* A one-line secret of min to CONF_TOKEN_MAX visible ASCII characters in
+ * a file only its owner may access; *why says what it must hold. */
+static char *
+secret_read(const char *path, size_t min, const char *rule, const char **why)
 {
 	char buf[CONF_TOKEN_MAX + 3];
 	struct stat sb;
@@ -43,13 +45,13 @@ conf_token_read(const char *path, const char **why)
 		*why = "is group- or world-accessible; chmod 600 it";
 		goto out;
 	}
-	*why = "must hold one line of 16 to 256 visible ASCII characters";
+	*why = rule;
 	if ((n = read(fd, buf, sizeof(buf))) < 0)
 		goto out;
 	len = (size_t)n;
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
-	if (len < CONF_TOKEN_MIN || len > CONF_TOKEN_MAX)
+	if (len < min || len > CONF_TOKEN_MAX)
 		goto out;
 	for (i = 0; i < len; i++)
 		if (buf[i] < 0x21 || buf[i] > 0x7e)
@@ -60,4 +62,28 @@ out:
 	explicit_bzero(buf, sizeof(buf));
 	(void)close(fd);
 	return t;
+}
+
+char *
+conf_token_read(const char *path, const char **why)
+{
+	return secret_read(path, CONF_TOKEN_MIN,
+	    "must hold one line of 16 to 256 visible ASCII characters", why);
+}
+
+char *
+conf_credentials_read(const char *path, const char **why)
+{
+	static const char rule[] = "must hold one line USER:PASSWORD of 3 to "
+				   "256 visible ASCII characters";
+	char *c = secret_read(path, 3, rule, why);
+	char *colon = c != NULL ? strchr(c, ':') : NULL;
+
+	if (c != NULL && (colon == NULL || colon == c)) {
+		explicit_bzero(c, strlen(c));
+		free(c);
+		*why = rule;
+		return NULL;
+	}
+	return c;
 }

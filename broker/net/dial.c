@@ -21,6 +21,7 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <http_parser.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -37,6 +38,8 @@ struct dial_attempt {
 	struct event *ev;
 	struct dial *d;
 	size_t idx;
+	char *head; /* the parent's answer so far (DIAL_PARENT_HEAD_MAX) */
+	size_t headlen;
 };
 
 struct dial {
@@ -60,6 +63,8 @@ struct dial {
 	int handshaking;	  /* holds a unit of it */
 	int no_alpn;
 	char tag[DIAL_TAG_MAX + 1];
+	int has_parent;
+	struct dial_parent parent; /* .auth owned */
 };
 
 int
@@ -109,6 +114,9 @@ dial_tls_free(struct dial_tls *t)
 static void
 dial_attempt_close(struct dial_attempt *a)
 {
+	free(a->head);
+	a->head = NULL;
+	a->headlen = 0;
 	if (a->ev != NULL) {
 		event_free(a->ev);
 		a->ev = NULL;
@@ -137,6 +145,7 @@ dial_free(struct dial *d)
 		event_free(d->stagger);
 	SSL_CTX_free(d->ctx);
 	ERR_clear_error();
+	free((char *)d->parent.auth);
 	free(d);
 }
 
@@ -196,7 +205,10 @@ dial_start_next(struct dial *d)
 		int fd, one = 1;
 
 		a->idx = d->next++;
-		if (dial_sockaddr(&d->addrs[a->idx], d->port, &ss, &sl) != 0)
+		if (d->has_parent ? dial_sockaddr(&d->parent.addr,
+					d->parent.port, &ss, &sl) != 0 :
+				    dial_sockaddr(&d->addrs[a->idx], d->port,
+					&ss, &sl) != 0)
 			continue;
 		fd = socket(ss.ss_family,
 		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -346,6 +358,123 @@ nomem:
 	dial_finish(d, EGRESS_ERR_NOMEM, NULL);
 }
 
+/* This attempt failed: the next address starts at once. */
+static void
+dial_attempt_failed(struct dial *d, struct dial_attempt *a)
+{
+	dial_attempt_close(a);
+	/* A failure starts the next address at once. */
+	if (!dial_start_next(d) && d->nactive == 0) {
+		dial_finish(d, EGRESS_ERR_CONNECT_FAILED, NULL);
+		return;
+	}
+	dial_arm_stagger(d);
+}
+
+static int
+dial_parent_head_done(http_parser *hp)
+{
+	*(int *)hp->data = 1;
+	return 1; /* what follows is the tunnel, not a body */
+}
+
+/* The parent's whole answer: 2xx with a head http-parser accepts. */
+static int
+dial_parent_said_yes(const char *head, size_t len)
+{
+	http_parser_settings cbs;
+	http_parser hp;
+	int done = 0;
+	size_t n;
+
+	memset(&cbs, 0, sizeof(cbs));
+	cbs.on_headers_complete = dial_parent_head_done;
+	http_parser_init(&hp, HTTP_RESPONSE);
+	hp.data = &done;
+	n = http_parser_execute(&hp, &cbs, head, len);
+	return done && n == len && HTTP_PARSER_ERRNO(&hp) == HPE_OK &&
+	    hp.status_code >= 200 && hp.status_code <= 299;
+}
+
+/*
+ * Read the parent's answer to CONNECT up to the end of its head and not
+ * one byte further (what follows belongs to the tunnel): peek, then take
+ * exactly what completes the head.
+ */
+static void
+dial_parent_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dial_attempt *a = arg;
+	struct dial *d = a->d;
+	size_t room = DIAL_PARENT_HEAD_MAX - a->headlen, from, i, take;
+	ssize_t n;
+
+	n = recv(a->fd, a->head + a->headlen, room, MSG_PEEK);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		dial_attempt_failed(d, a);
+		return;
+	}
+	take = (size_t)n;
+	from = a->headlen > 3 ? a->headlen - 3 : 0;
+	for (i = from; i + 4 <= a->headlen + (size_t)n; i++)
+		if (memcmp(a->head + i, "\r\n\r\n", 4) == 0) {
+			take = i + 4 - a->headlen;
+			break;
+		}
+	if (recv(a->fd, a->head + a->headlen, take, 0) != (ssize_t)take) {
+		dial_attempt_failed(d, a);
+		return;
+	}
+	a->headlen += take;
+	if (a->headlen < 4 ||
+	    memcmp(a->head + a->headlen - 4, "\r\n\r\n", 4) != 0) {
+		if (a->headlen == DIAL_PARENT_HEAD_MAX)
+			dial_attempt_failed(d, a);
+		return;
+	}
+	if (dial_parent_said_yes(a->head, a->headlen))
+		dial_won(d, a);
+	else
+		dial_attempt_failed(d, a);
+}
+
+/* Connected to the parent: ask it for a tunnel to the address literal. */
+static void
+dial_parent_ask(struct dial *d, struct dial_attempt *a)
+{
+	char lit[INET6_ADDRSTRLEN], req[512 + DIAL_PARENT_HEAD_MAX];
+	const struct policy_addr *to = &d->addrs[a->idx];
+	int n;
+
+	if (policy_addr_format(to, lit, sizeof(lit)) != 0)
+		goto fail;
+	n = snprintf(req, sizeof(req),
+	    "CONNECT %s%s%s:%u HTTP/1.1\r\nHost: %s%s%s:%u\r\n%s%s%s\r\n",
+	    to->family == 6 ? "[" : "", lit, to->family == 6 ? "]" : "",
+	    (unsigned)d->port, to->family == 6 ? "[" : "", lit,
+	    to->family == 6 ? "]" : "", (unsigned)d->port,
+	    d->parent.auth != NULL ? "Proxy-Authorization: " : "",
+	    d->parent.auth != NULL ? d->parent.auth : "",
+	    d->parent.auth != NULL ? "\r\n" : "");
+	/* A fresh connection's buffer takes the whole request. */
+	if (n < 0 || (size_t)n >= sizeof(req) ||
+	    send(a->fd, req, (size_t)n, MSG_NOSIGNAL) != n ||
+	    (a->head = malloc(DIAL_PARENT_HEAD_MAX)) == NULL)
+		goto fail;
+	explicit_bzero(req, sizeof(req));
+	event_free(a->ev);
+	a->ev = event_new(d->base, a->fd, EV_READ | EV_PERSIST,
+	    dial_parent_read_cb, a);
+	if (a->ev == NULL || event_add(a->ev, NULL) != 0)
+		goto fail;
+	return;
+fail:
+	explicit_bzero(req, sizeof(req));
+	dial_attempt_failed(d, a);
+}
+
 static void
 dial_attempt_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -356,16 +485,13 @@ dial_attempt_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 &&
 	    soerr == 0) {
-		dial_won(d, a);
+		if (d->has_parent)
+			dial_parent_ask(d, a);
+		else
+			dial_won(d, a);
 		return;
 	}
-	dial_attempt_close(a);
-	/* A failure starts the next address at once. */
-	if (!dial_start_next(d) && d->nactive == 0) {
-		dial_finish(d, EGRESS_ERR_CONNECT_FAILED, NULL);
-		return;
-	}
-	dial_arm_stagger(d);
+	dial_attempt_failed(d, a);
 }
 
 int
@@ -402,12 +528,23 @@ dial_start(struct event_base *base, struct dial_tls *tls,
 	d->cb = cb;
 	d->arg = arg;
 	d->no_alpn = p->no_alpn;
+	if (p->parent != NULL) {
+		d->has_parent = 1;
+		d->parent = *p->parent;
+		d->parent.auth = NULL;
+		if (p->parent->auth != NULL &&
+		    (d->parent.auth = strdup(p->parent->auth)) == NULL) {
+			free(d);
+			return EGRESS_ERR_NOMEM;
+		}
+	}
 	if (p->tag != NULL) {
 		d->handshakes = p->handshakes;
 		memcpy(d->tag, p->tag, strlen(p->tag) + 1);
 	}
 	if (tls != NULL) {
 		if (SSL_CTX_up_ref(tls->ctx) != 1) {
+			free((char *)d->parent.auth);
 			free(d);
 			return EGRESS_ERR_NOMEM;
 		}

@@ -42,6 +42,22 @@ int dial_tls_new(const char *ca_file, struct dial_tls **ret);
  * NULL is a no-op. */
 void dial_tls_free(struct dial_tls *t);
 
+/*
+ * A parent HTTP proxy ([upstream_proxy]) that every connection goes
+ * through: each attempt connects to the parent and asks it to CONNECT to
+ * the validated address as an IP literal (never the name, so the parent
+ * cannot resolve it again), then speaks TLS or plain TCP through that
+ * tunnel exactly as it would directly. A parent that answers anything but
+ * 2xx, or sends bytes after its head, fails that attempt.
+ */
+struct dial_parent {
+	struct policy_addr addr;
+	uint16_t port;
+	const char *auth; /* Proxy-Authorization value, or NULL */
+};
+
+#define DIAL_PARENT_HEAD_MAX 4096 /* the parent's answer to CONNECT */
+
 /* What to connect to. Everything is borrowed until dial_start returns. */
 struct dial_params {
 	const struct policy_host *host; /* SNI and verification name */
@@ -56,6 +72,7 @@ struct dial_params {
 	const char *tag;		 /* the instance; NULL: no share */
 	int no_alpn;			 /* TLS: offer no ALPN (a byte stream,
 					   not HTTP) */
+	const struct dial_parent *parent; /* NULL: connect directly */
 };
 
 /*
@@ -64,7 +81,8 @@ struct dial_params {
  * non-blocking, no callbacks set, reading and writing disabled) whose
  * ownership moves to the callee, and used is the address connected to
  * (borrowed for the call). Otherwise bev and used are NULL and err is
- * EGRESS_ERR_CONNECT_FAILED (every address refused or unreachable),
+ * EGRESS_ERR_CONNECT_FAILED (every address refused or unreachable, or
+ * through a parent: the parent unreachable or refusing each CONNECT),
  * EGRESS_ERR_TLS_FAILED (handshake or certificate verification failed),
  * EGRESS_ERR_TIMEOUT (the deadline passed), EGRESS_ERR_BUDGET_EXHAUSTED
  * (the tag's share of handshakes in progress is used up) or

@@ -429,7 +429,28 @@ ParameterizedTestParameters(conf_config, errors)
 		    "/nonexistent/c.ini:1: [resolvers]: unknown section; the "
 		    "sections are [security], [plugins], [plugins.security], "
 		    "[plugins.limits], [plugins.entries.NAME], [broker], "
-		    "[resolver], [limits] and [tls]" },
+		    "[resolver], [limits], [tls], [metrics] and "
+		    "[upstream_proxy]" },
+		{ "[upstream_proxy]\nurl = http://proxy.corp:3128\n",
+		    "/nonexistent/c.ini:2: [upstream_proxy] url: "
+		    "'http://proxy.corp:3128': write http://ADDRESS:PORT with the "
+		    "parent proxy's IP address (a name would be a resolution "
+		    "outside the broker's checks)" },
+		{ "[upstream_proxy]\nurl = https://10.0.0.1:3128\n",
+		    "/nonexistent/c.ini:2: [upstream_proxy] url: "
+		    "'https://10.0.0.1:3128': write " },
+		{ "[upstream_proxy]\nurl = http://10.0.0.1:3128/x\n",
+		    "/nonexistent/c.ini:2: [upstream_proxy] url: "
+		    "'http://10.0.0.1:3128/x': write " },
+		{ "[upstream_proxy]\nurl = http://u:p@10.0.0.1:3128\n",
+		    "/nonexistent/c.ini:2: [upstream_proxy] url: "
+		    "'http://u:p@10.0.0.1:3128': write " },
+		{ "[upstream_proxy]\ncredentials_file = c\n",
+		    "/nonexistent/c.ini:2: [upstream_proxy] credentials_file: "
+		    "set without url" },
+		{ "[upstream_proxy]\nurl = http://10.0.0.1:3128\nport = 1\n",
+		    "/nonexistent/c.ini:3: [upstream_proxy] port: unknown key; "
+		    "[upstream_proxy] takes: url, credentials_file" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "egress = a.example\n",
 		    "/nonexistent/c.ini:4: [plugins.entries.x] egress: unknown "
@@ -1230,6 +1251,86 @@ Test(conf_token, refused_when_group_or_world_may_read_or_too_short)
 		(void)snprintf(want, sizeof(want),
 		    "%s:5: [plugins.entries.x] proxy_token_file: %s %s",
 		    ct_path("c.ini"), ct_path("t"), cases[i].why);
+		cr_expect_str_eq(e.msgs[0], want, "case %zu", i);
+		conf_errors_done(&e);
+	}
+}
+
+static int
+load_parent_conf(const char *cred, mode_t mode, struct conf_snapshot **s,
+    struct conf_errors *e)
+{
+	char text[512];
+
+	ct_write_str("cred", cred);
+	cr_assert_eq(chmod(ct_path("cred"), mode), 0);
+	(void)snprintf(text, sizeof(text),
+	    "[upstream_proxy]\nurl = http://[fd00::1]:3128\n"
+	    "credentials_file = cred\n");
+	return conf_load_buffer(ct_path("c.ini"), text, strlen(text), s, e);
+}
+
+/* The parent's address and port, and its credentials as the
+ * Proxy-Authorization value; never a name. */
+Test(conf_token, upstream_proxy_and_credentials)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+	char a[64];
+
+	cr_assert_eq(load_parent_conf("user:pass word\n", 0600, &s, &e),
+	    EGRESS_ERR_INVALID, "a space is not visible ASCII");
+	conf_errors_done(&e);
+	cr_assert_eq(load_parent_conf("user:secret\n", 0600, &s, &e), 0, "%s",
+	    ct_errors(&e));
+	cr_expect_str_eq(s->upstream_proxy_url, "http://[fd00::1]:3128");
+	cr_assert_eq(policy_addr_format(&s->upstream_proxy_addr, a, sizeof(a)),
+	    0);
+	cr_expect_str_eq(a, "fd00::1");
+	cr_expect_eq(s->upstream_proxy_port, 3128);
+	/* base64("user:secret") */
+	cr_expect_str_eq(s->upstream_proxy_auth, "Basic dXNlcjpzZWNyZXQ=");
+	conf_snapshot_free(s);
+}
+
+Test(conf_token, upstream_proxy_credentials_refused)
+{
+	static const struct {
+		const char *cred;
+		mode_t mode;
+		const char *why;
+	} cases[] = {
+		{ "user:secret\n", 0640,
+		    "is group- or world-accessible; chmod 600 it" },
+		{ "usersecret\n", 0600,
+		    "must hold one line USER:PASSWORD of 3 to 256 visible ASCII "
+		    "characters" },
+		{ ":secret\n", 0600,
+		    "must hold one line USER:PASSWORD of 3 to 256 visible ASCII "
+		    "characters" },
+		{ "ab:\n", 0600, NULL },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct conf_snapshot *s = NULL;
+		struct conf_errors e = { 0 };
+		char want[512];
+
+		if (cases[i].why == NULL) {
+			/* An empty password is the parent's business. */
+			cr_assert_eq(load_parent_conf(cases[i].cred,
+					 cases[i].mode, &s, &e),
+			    0, "%s", ct_errors(&e));
+			conf_snapshot_free(s);
+			continue;
+		}
+		cr_assert_eq(load_parent_conf(cases[i].cred, cases[i].mode, &s,
+				 &e),
+		    EGRESS_ERR_INVALID, "case %zu", i);
+		(void)snprintf(want, sizeof(want),
+		    "%s:3: [upstream_proxy] credentials_file: %s %s",
+		    ct_path("c.ini"), ct_path("cred"), cases[i].why);
 		cr_expect_str_eq(e.msgs[0], want, "case %zu", i);
 		conf_errors_done(&e);
 	}

@@ -1,0 +1,108 @@
+#!/bin/bash
+# SPDX-License-Identifier: ISC
+#
+# [upstream_proxy]: every upstream connection goes through a parent proxy
+# (squid, in the broker's namespace). The broker still decides, resolves
+# once and validates; it asks the parent to CONNECT to the validated
+# address literal, never the name (the parent never resolves it), and
+# does TLS with SNI and verification on the name through the tunnel;
+# plain HTTP goes through a CONNECT too. The decision event names the
+# parent. A denied destination never reaches the parent; a CONNECT the
+# parent refuses is connect-failed.
+set -euo pipefail
+. "$(dirname "$0")/../lab/lab.sh"
+lab_init
+lab_need_bins
+command -v squid >/dev/null ||
+    lab_fail "squid is missing (apt-get install -y squid)"
+lab_up
+
+SQUID_PORT=3130
+SQ=$LAB_DIR/squid
+mkdir -p "$SQ"
+cat >"$SQ/squid.conf" <<SQUID
+http_port 127.0.0.1:$SQUID_PORT
+pid_filename $SQ/squid.pid
+cache_log $SQ/cache.log
+access_log stdio:$SQ/access.log squid
+cache_store_log none
+cache deny all
+cache_mem 8 MB
+coredump_dir $SQ
+pinger_enable off
+shutdown_lifetime 0 seconds
+dns_nameservers 127.0.0.1
+acl to_lab dst $LAB_PUB4/32
+acl lab_ports port 80 443
+acl CONNECT method CONNECT
+http_access deny !CONNECT
+http_access deny !to_lab
+http_access deny !lab_ports
+http_access allow all
+SQUID
+chown -R proxy:proxy "$SQ" 2>/dev/null || true
+lab_spawn squid "$LAB_NS_B" squid -N -f "$SQ/squid.conf"
+squid_up() { lab_ns_b bash -c "exec 3<>/dev/tcp/127.0.0.1/$SQUID_PORT"; }
+lab_poll 30 squid_up 2>/dev/null ||
+    lab_fail "squid did not listen: $(tail -n 5 "$SQ/cache.log" 2>/dev/null)"
+
+lab_dns_set api.weather.example="$LAB_PUB4" \
+    meta.weather.example="$LAB_META4"
+PARENT=http://127.0.0.1:$SQUID_PORT
+{
+	lab_config_base
+	printf '\n[upstream_proxy]\nurl = %s\n' "$PARENT"
+	lab_entry weather weather "api.weather.example, meta.weather.example"
+} | lab_config_install
+lab_egressd_start weather
+
+parent_of_last() { lab_events egress.decision | tail -n 1 | jq -r '.upstream_proxy'; }
+
+# ---- https through the parent: SNI and verification on the name
+lab_fetch weather https://api.weather.example/small
+lab_expect_fetch_ok
+lab_expect_fetch_body_file "$LAB_DIR/www/small"
+lab_expect_decision weather allow - api.weather.example
+lab_expect_eq "decision names the parent" "$PARENT" "$(parent_of_last)"
+lab_expect_hits "$LAB_PUB4" 1 /small
+lab_expect_eq "SNI seen upstream" api.weather.example \
+    "$(lab_sni_seen "$LAB_PUB4")"
+
+# ---- plain http through the parent's CONNECT too
+lab_mark
+lab_fetch weather http://api.weather.example/small
+lab_expect_fetch_ok
+lab_expect_fetch_body_file "$LAB_DIR/www/small"
+lab_expect_decision weather allow - api.weather.example
+lab_expect_hits "$LAB_PUB4" 1 /small
+
+# ---- denied: metadata, nothing reaches the parent
+lab_mark
+lab_fetch weather http://meta.weather.example/latest/
+lab_expect_fetch_error denied
+lab_expect_decision weather deny metadata meta.weather.example
+lab_expect_eq "no upstream_proxy on a deny" null "$(parent_of_last)"
+
+# ---- the parent refuses this port: connect-failed
+lab_mark
+lab_fetch weather https://api.weather.example:8443/small
+lab_expect_fetch_error connect-failed
+lab_expect_decision weather allow - api.weather.example
+lab_expect_close error connect-failed
+
+# Squid writes a tunnel's line when it closes: stop the broker first.
+lab_egressd_stop
+lab_poll 10 grep -q ":8443 " "$SQ/access.log" ||
+    lab_fail "squid logged no refused CONNECT: $(cat "$SQ/access.log")"
+lab_poll 10 grep -q "CONNECT $LAB_PUB4:80 " "$SQ/access.log" ||
+    lab_fail "no CONNECT to the literal's port 80: $(cat "$SQ/access.log")"
+lab_expect_eq "CONNECTs squid saw (443, 80, refused 8443)" 3 \
+    "$(grep -c ' CONNECT ' "$SQ/access.log")"
+lab_expect_eq "CONNECTs to the validated literal" 3 \
+    "$(grep -c " CONNECT $LAB_PUB4:" "$SQ/access.log")"
+lab_expect_eq "the name or metadata in squid's log" 0 \
+    "$(grep -c -e weather.example -e "$LAB_META4" "$SQ/access.log" || true)"
+lab_expect_eq "refused CONNECT" 1 \
+    "$(grep " CONNECT $LAB_PUB4:8443 " "$SQ/access.log" | grep -c DENIED || true)"
+lab_expect_no_metadata_hits
+lab_expect_log_valid

@@ -619,9 +619,10 @@ on_reload(void *arg, const struct conf_snapshot *s)
 	struct broker *b = arg;
 
 	apply_log_path(s->log_path);
-	/* Open streams are decided again even while draining: a revoked
-	 * grant must not last until the drain timeout. */
+	/* Open streams and tunnels are decided again even while draining:
+	 * a revoked grant must not last until the drain timeout. */
 	(void)request_revoke_streams(b, s);
+	(void)proxy_revoke_tunnels(b, s);
 	if (b->draining)
 		return;
 	(void)broker_apply_conf(b, s);

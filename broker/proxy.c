@@ -1290,3 +1290,16 @@ proxy_revoke_instance(struct broker *b, const char *instance)
 		&zero) != 0)
 		free(rv);
 }
+
+size_t
+proxy_revoke_tunnels(struct broker *b, const struct conf_snapshot *s)
+{
+	struct proxy_conn *c;
+	size_t n = 0;
+
+	/* tunnel_recheck() frees nothing now: done runs from the loop. */
+	for (c = b->proxies; c != NULL; c = c->next)
+		if (c->tun != NULL && !tunnel_is_done(c->tun))
+			n += (size_t)tunnel_recheck(c->tun, s);
+	return n;
+}

@@ -81,4 +81,8 @@ void proxy_free_all(struct broker *b);
  */
 void proxy_revoke_instance(struct broker *b, const char *instance);
 
+/* Decide every CONNECT tunnel again on snapshot s (tunnel_recheck());
+ * return how many were ended. */
+size_t proxy_revoke_tunnels(struct broker *b, const struct conf_snapshot *s);
+
 #endif /* EGRESS_BROKER_PROXY_H */

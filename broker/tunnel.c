@@ -27,6 +27,7 @@
 #include "broker/net/lease.h"
 #include "broker/net/pool.h"
 #include "broker/net/tls_hello.h"
+#include "broker/revoke.h"
 #include "broker/tunnel.h"
 #include "conf/conf.h"
 #include "proto/proto.h"
@@ -69,6 +70,7 @@ struct tunnel {
 	int cl_eof;  /* the client is done sending */
 	int up_shut; /* ... and the upstream was told so */
 	int decided, logged_close;
+	const char *revoked; /* the reason a reload closed it */
 	char detail[2 * TLS_HELLO_SNI_MAX + 64];
 	uint64_t start_ms, start_us, bytes_in, bytes_out;
 	tunnel_done_fn done;
@@ -130,7 +132,8 @@ tunnel_log_close(struct tunnel *t, const char *error)
 	c.request_id = t->id;
 	c.instance = t->instance;
 	c.connected = t->has_connected ? &t->connected : NULL;
-	c.error = error;
+	c.error = t->revoked != NULL ? "revoked" : error;
+	c.reason = t->revoked;
 	c.bytes_in = t->bytes_in;
 	c.bytes_out = t->bytes_out;
 	c.duration_ms = now_ms() - t->start_ms;
@@ -343,11 +346,52 @@ tunnel_idle_arm(struct tunnel *t, uint64_t ms)
 		(void)evtimer_add(t->timer, &tv);
 }
 
+/* What a reload decides the tunnel under: a tcp tunnel needs
+ * socket_client; a tls-tunnel either permission, http_client first, as
+ * at its start (on s's entry). */
+static enum policy_transport
+tunnel_transport(const struct tunnel *t, const struct conf_snapshot *s)
+{
+	const struct conf_instance *ci = conf_instance_find(s, t->instance);
+
+	if (strcmp(t->kind, "tcp") == 0)
+		return POLICY_TRANSPORT_TCP;
+	return ci != NULL &&
+		(ci->policy.permissions & POLICY_PERM_HTTP_CLIENT) ?
+	    POLICY_TRANSPORT_HTTP :
+	    POLICY_TRANSPORT_TLS;
+}
+
+/* Does s still allow the connected tunnel? If not, t->revoked says why. */
+static int
+tunnel_allowed_by(struct tunnel *t, const struct conf_snapshot *s)
+{
+	const char *reason = "policy-unavailable";
+
+	if (s != NULL &&
+	    revoke_is_allowed(t->b, s, t->instance, tunnel_transport(t, s),
+		&t->dest, &t->connected, &reason))
+		return 1;
+	t->revoked = reason;
+	return 0;
+}
+
+int
+tunnel_recheck(struct tunnel *t, const struct conf_snapshot *s)
+{
+	if (t->state != T_RELAY || tunnel_allowed_by(t, s))
+		return 0;
+	tunnel_finish(t, "revoked");
+	return 1;
+}
+
 static void
 tunnel_dial_cb(void *arg, int err, struct bufferevent *bev,
     const struct policy_addr *used)
 {
 	struct tunnel *t = arg;
+	struct confref *now;
+	int allowed;
 
 	t->b->activity++;
 	t->dial = NULL;
@@ -361,6 +405,15 @@ tunnel_dial_cb(void *arg, int err, struct bufferevent *bev,
 	t->up = bev;
 	t->connected = *used;
 	t->has_connected = 1;
+	/* A reload while connecting passed it by (only relaying tunnels are
+	 * decided again): decide again on the snapshot in force now. */
+	now = confstate_get_for(&t->b->conf, t->instance);
+	allowed = tunnel_allowed_by(t, now != NULL ? now->snap : NULL);
+	confref_unref(now);
+	if (!allowed) {
+		tunnel_finish(t, "revoked");
+		return;
+	}
 	t->state = T_RELAY;
 	if (t->timer != NULL)
 		(void)evtimer_del(t->timer);

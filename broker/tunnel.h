@@ -18,7 +18,8 @@
  * only, and a byte relay in both directions that
  * stops reading one side while the other has TUNNEL_HIGH bytes queued.
  * One egress.decision (transport "tunnel" when refused before any byte
- * was read) and one egress.close event per tunnel. What a tunnel cannot
+ * was read) and one egress.close event per tunnel. A reload decides every
+ * tunnel again (tunnel_recheck()). What a tunnel cannot
  * check: anything inside the TLS it carries, such as an HTTP Host that
  * differs from the SNI.
  */
@@ -29,6 +30,7 @@
 
 struct broker;
 struct bufferevent;
+struct conf_snapshot;
 struct tunnel;
 
 #define TUNNEL_HIGH (256 * 1024) /* queued towards one side */
@@ -49,6 +51,16 @@ typedef void (*tunnel_done_fn)(void *arg);
 int tunnel_start(struct broker *b, const char *instance,
     struct bufferevent *bev, const struct policy_dest *dest,
     tunnel_done_fn done, void *arg, struct tunnel **ret);
+
+/*
+ * Decide a relaying tunnel again on snapshot s (a reload's; NULL: the
+ * configuration is invalid), with the address it is connected to standing
+ * for the answers (revoke.h). One no longer allowed ends at once: its
+ * egress.close has error "revoked" and the policy reason, and done is
+ * called from the loop. Return 1 when it was ended, else 0. A tunnel
+ * still connecting is decided again, the same way, once connected.
+ */
+int tunnel_recheck(struct tunnel *t, const struct conf_snapshot *s);
 
 /* Answer whether t is over (done was called). */
 int tunnel_is_done(const struct tunnel *t);

@@ -8,7 +8,8 @@
 # connected; an SNI that differs from the CONNECT host (curl
 # --connect-to) refused and logged with both names; a ClientHello without
 # SNI to a name, and one with Encrypted Client Hello, refused; a raw tcp
-# tunnel refused without socket_client and relayed with it.
+# tunnel refused without socket_client and relayed with it; a reload that
+# revokes socket_client ends that open tunnel (egress.close error revoked).
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 . "$(dirname "$0")/../lab/curl.sh"
@@ -166,5 +167,48 @@ lab_expect_eq "raw tcp with socket_client" \
 lab_expect_decision sock allow - api.weather.example
 lab_expect_eq "decision transport" tcp "$(lab_decision | jq -r .transport)"
 lab_expect_hits "$LAB_PUB4" 1 /small
+
+# ---- a reload that revokes socket_client ends an open raw tcp tunnel
+cat >"$LAB_DIR/hold.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(30)
+s.sendall(b'CONNECT api.weather.example:80 HTTP/1.1\r\n'
+          b'Host: api.weather.example:80\r\n\r\n')
+ans = b''
+while b'\r\n\r\n' not in ans:
+    ans += s.recv(1)
+s.sendall(b'GET /small HTTP/1.1\r\nHost: api.weather.example\r\n\r\n')
+got = s.recv(65536)
+print("READY" if got.startswith(b'HTTP/1.1 200') else "NO", flush=True)
+try:
+    while s.recv(65536):
+        pass
+    print("CLOSED", flush=True)
+except socket.timeout:
+    print("TIMEOUT", flush=True)
+PY
+lab_spawn hold "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/hold.py" \
+    "$LAB_SOCK_DIR/sock.sock"
+lab_poll 10 grep -q READY "$LAB_DIR/log/hold.out" ||
+    lab_fail "the tunnel did not relay: $(cat "$LAB_DIR/log/hold."*)"
+lab_mark
+{
+	lab_config_base
+	lab_entry weather weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3128\nproxy_token_file = weather.token\n'
+	lab_entry radar radar api.weather.example
+	printf 'proxy_listen = 127.0.0.1:3129\nproxy_token_file = radar.token\n'
+	lab_entry sock relay "$HOSTS" "" http_client
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[hold]}" ||
+    lab_fail "the revoked tunnel stayed open"
+lab_stop hold
+lab_expect_eq "the client saw its tunnel closed" "READY CLOSED" \
+    "$(paste -sd ' ' "$LAB_DIR/log/hold.out")"
+lab_expect_close error revoked
+lab_expect_close reason no-permission
 
 lab_finish

@@ -354,6 +354,8 @@ confstate_reload(struct confstate *cs)
 		confstate_note_error(cs, err, &errs);
 		confstate_log_errors(cs, err, &errs);
 		conf_errors_done(&errs);
+		if (cs->cb != NULL)
+			cs->cb(cs->cb_arg, NULL);
 		return;
 	}
 	cs->broken_unread = 0;

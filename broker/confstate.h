@@ -32,7 +32,9 @@ struct confref {
  * Called after a new snapshot was swapped in (at a reload, not at
  * confstate_init), with that snapshot (borrowed for the call). The
  * callback reconciles what follows the configuration (instance sockets,
- * resolver, TLS trust) against its own state.
+ * resolver, TLS trust) against its own state. Also called with NULL
+ * once each time the configuration breaks (a reload that failed), so
+ * that what is open under the old snapshot is not served on.
  */
 typedef void (*confstate_reload_cb)(void *arg,
     const struct conf_snapshot *next);

@@ -618,12 +618,14 @@ on_reload(void *arg, const struct conf_snapshot *s)
 {
 	struct broker *b = arg;
 
-	apply_log_path(s->log_path);
+	if (s != NULL)
+		apply_log_path(s->log_path);
 	/* Open streams and tunnels are decided again even while draining:
-	 * a revoked grant must not last until the drain timeout. */
+	 * a revoked grant must not last until the drain timeout. A broken
+	 * configuration (s NULL) allows none of them. */
 	(void)request_revoke_streams(b, s);
 	(void)proxy_revoke_tunnels(b, s);
-	if (b->draining)
+	if (s == NULL || b->draining)
 		return;
 	(void)broker_apply_conf(b, s);
 	if (listen_control_open(b->listen, s) != 0) {

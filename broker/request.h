@@ -134,7 +134,8 @@ void request_linger_abort_all(struct broker *b);
  * lookup), and close each one s no longer allows (the instance, its
  * permission, the grant, the declaration, the address class): ERROR
  * denied to the guest, and egress.close with error "revoked" and the
- * policy reason. Return how many were closed.
+ * policy reason. s NULL (the configuration broke) closes every one, with
+ * reason "policy-unavailable". Return how many were closed.
  */
 size_t request_revoke_streams(struct broker *b, const struct conf_snapshot *s);
 

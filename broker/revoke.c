@@ -39,6 +39,11 @@ revoke_is_allowed(struct broker *b, const struct conf_snapshot *s,
 	struct revoke_policy pol;
 	struct decide_lookup lk;
 
+	if (s == NULL) {
+		/* The configuration broke: nothing is allowed. */
+		*ret_reason = "policy-unavailable";
+		return 0;
+	}
 	pol.b = b;
 	pol.s = s;
 	pol.instance = instance;

@@ -14,7 +14,8 @@
 #include "policy/policy.h"
 
 /*
- * Answer whether snapshot s (borrowed) still lets instance reach dest
+ * Answer whether snapshot s (borrowed; NULL: the configuration is broken,
+ * and nothing is allowed) still lets instance reach dest
  * over transport through the address connected (1), or not (0, with the
  * deny's reason code in *ret_reason, a static string: a policy reason,
  * "invalid-destination" or "policy-unavailable").

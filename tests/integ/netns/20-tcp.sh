@@ -15,7 +15,8 @@
 # lease at once); a reload that revokes the permission closes an open
 # stream (egress.close error revoked), and a stream still connecting (its
 # TLS handshake held by the peer) when the reload comes is decided again
-# once connected and closed before a byte is relayed.
+# once connected and closed before a byte is relayed; a reload that finds
+# the configuration broken closes every open stream (policy-unavailable).
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -304,5 +305,35 @@ lab_expect_eq "bytes the held peer received after its handshake" 0 \
     "$(cat "$LAB_DIR/hold/hold.1.bytes")"
 lab_expect_eq "guest bytes delivered by stream 4" "" \
     "$(cat "$LAB_DIR/log/conn4.out")"
+
+# ---- a reload that finds the configuration broken closes open streams:
+# the old snapshot is not served on
+{
+	MAX_CONN=2 lab_config_base
+	lab_entry sock sockets "$HOSTS" mixed.weather.example \
+	    "http_client, socket_client"
+	lab_entry web weather "$HOSTS" mixed.weather.example
+} | lab_config_install
+n=$(lab_count_events egress.config)
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config $((n + 1))
+mkfifo "$LAB_DIR/tcp/in5"
+lab_spawn conn5 "$LAB_NS_B" sh -c 'exec "$@" <"$0"' "$LAB_DIR/tcp/in5" \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/sock.sock" "tcp://api.weather.example:$ECHO_PORT"
+exec {in5}>"$LAB_DIR/tcp/in5"
+printf 'five\n' >&"$in5"
+lab_poll 10 grep -qx five "$LAB_DIR/log/conn5.out" ||
+    lab_fail "stream 5 did not connect"
+lab_mark
+printf '[broker\n' >>"$LAB_CONF"
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[conn5]}" ||
+    lab_fail "a stream stayed open under a broken configuration"
+lab_stop conn5
+lab_expect_eq "stream 5's exit status (denied)" 10 "$LAB_STOP_RC"
+lab_expect_close error revoked
+lab_expect_close reason policy-unavailable
+exec {in5}>&-
 
 lab_finish

@@ -296,6 +296,7 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 		free(b->parent_url);
 		b->parent_url = u;
 		pr.parent_changed = 1;
+		b->tls_gen++; /* in flight now: never parked, never reused */
 	}
 	(void)pool_drop_if(b->pool, pool_prune_cb, &pr);
 	return ret;

@@ -98,11 +98,12 @@ struct broker {
 	struct listen_ctx *listen;
 	struct alisten *alisten; /* listeners attached by launchers */
 
-	struct broker_dns *dns;		 /* current resolver */
-	struct dial_tls *tls;		 /* current TLS client context */
-	char *tls_ca;			 /* its ca_file (NULL: system) */
-	int tls_ok;			 /* 0: TLS trust failed to load */
-	uint64_t tls_gen;		 /* bumped whenever tls is rebuilt */
+	struct broker_dns *dns; /* current resolver */
+	struct dial_tls *tls;	/* current TLS client context */
+	char *tls_ca;		/* its ca_file (NULL: system) */
+	int tls_ok;		/* 0: TLS trust failed to load */
+	uint64_t tls_gen;	/* bumped whenever tls is rebuilt or the
+			     [upstream_proxy] url changes */
 	struct broker_file_id tls_ca_id; /* tls_ca's identity when loaded */
 	char *parent_url; /* [upstream_proxy] url pooled connections were
 			     made through (NULL: direct) */

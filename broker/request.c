@@ -81,8 +81,8 @@ struct request {
 	struct policy_addr connected;
 	int has_connected;
 	int reused;	  /* exchange on a pooled connection */
-	uint64_t tls_gen; /* trust the connection was verified
-					   under (b->tls_gen at dial) */
+	uint64_t tls_gen; /* trust and parent the connection was
+					   made under (b->tls_gen at dial) */
 	int retried;	  /* the one fresh retry was used */
 
 	uint64_t start_ms;
@@ -468,7 +468,7 @@ request_pool_key(const struct request *r, struct pool_key *k)
 	k->host = &r->dest.host;
 	k->port = r->dest.port;
 	k->tls = r->https;
-	k->trust = r->https ? r->b->tls_gen : 0;
+	k->trust = r->b->tls_gen;
 }
 
 /*
@@ -981,8 +981,8 @@ request_park(struct request *r)
 	    !http1_is_reusable(r->x))
 		return;
 	request_pool_key(r, &k);
-	if (r->https && r->tls_gen != r->b->tls_gen)
-		return; /* verified under the old trust: close it */
+	if (r->tls_gen != r->b->tls_gen)
+		return; /* made under the old trust or parent: close it */
 	if (lease_count(r->b->leases, k.instance) >
 	    s->max_connections_per_instance)
 		return; /* over a lowered budget: close it */

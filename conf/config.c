@@ -479,12 +479,17 @@ get_upstream_proxy(struct cfg_parse *cp, struct conf_snapshot *s)
 	if (policy_url_parse(u->str, strlen(u->str), &d, &e) != 0 ||
 	    strcmp(d.scheme, "http") != 0 || d.host.kind == POLICY_HOST_NAME ||
 	    d.path_len > 1) {
+		/* Not quoted when it may hold a password. */
+		int secret = strchr(u->str, '@') != NULL;
+
 		conf_errors_addf(cp->errs,
 		    "%s:%d: [upstream_proxy] url: '%s': write "
 		    "http://ADDRESS:PORT with the parent proxy's IP address "
 		    "(a name would be a resolution outside the broker's "
-		    "checks)",
-		    cp->path, u->line, u->str);
+		    "checks%s)",
+		    cp->path, u->line,
+		    secret ? "(not shown: it has userinfo)" : u->str,
+		    secret ? "; credentials go in credentials_file" : "");
 		return;
 	}
 	s->upstream_proxy_addr.family = d.host.kind == POLICY_HOST_IPV4 ?

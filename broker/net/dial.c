@@ -128,6 +128,19 @@ dial_attempt_close(struct dial_attempt *a)
 	}
 }
 
+/* The dial's copy of the parent's credentials, wiped. */
+static void
+dial_free_auth(struct dial *d)
+{
+	char *a = (char *)d->parent.auth;
+
+	if (a != NULL) {
+		explicit_bzero(a, strlen(a));
+		free(a);
+	}
+	d->parent.auth = NULL;
+}
+
 static void
 dial_free(struct dial *d)
 {
@@ -145,7 +158,7 @@ dial_free(struct dial *d)
 		event_free(d->stagger);
 	SSL_CTX_free(d->ctx);
 	ERR_clear_error();
-	free((char *)d->parent.auth);
+	dial_free_auth(d);
 	free(d);
 }
 
@@ -544,7 +557,7 @@ dial_start(struct event_base *base, struct dial_tls *tls,
 	}
 	if (tls != NULL) {
 		if (SSL_CTX_up_ref(tls->ctx) != 1) {
-			free((char *)d->parent.auth);
+			dial_free_auth(d);
 			free(d);
 			return EGRESS_ERR_NOMEM;
 		}

@@ -45,10 +45,12 @@ void dial_tls_free(struct dial_tls *t);
 /*
  * A parent HTTP proxy ([upstream_proxy]) that every connection goes
  * through: each attempt connects to the parent and asks it to CONNECT to
- * the validated address as an IP literal (never the name, so the parent
- * cannot resolve it again), then speaks TLS or plain TCP through that
- * tunnel exactly as it would directly. A parent that answers anything but
- * 2xx, or sends bytes after its head, fails that attempt.
+ * the validated address as an IP literal (the parent never chooses the
+ * address: it cannot resolve the name again), then speaks TLS or plain
+ * TCP through that tunnel exactly as it would directly (the name still
+ * travels inside: SNI, Host). A parent that answers anything but 2xx, or
+ * whose head does not end within DIAL_PARENT_HEAD_MAX bytes, fails that
+ * attempt; bytes after its head are the tunnel's and are left unread.
  */
 struct dial_parent {
 	struct policy_addr addr;

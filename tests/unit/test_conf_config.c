@@ -443,8 +443,10 @@ ParameterizedTestParameters(conf_config, errors)
 		    "/nonexistent/c.ini:2: [upstream_proxy] url: "
 		    "'http://10.0.0.1:3128/x': write " },
 		{ "[upstream_proxy]\nurl = http://u:p@10.0.0.1:3128\n",
-		    "/nonexistent/c.ini:2: [upstream_proxy] url: "
-		    "'http://u:p@10.0.0.1:3128': write " },
+		    "/nonexistent/c.ini:2: [upstream_proxy] url: '(not shown: "
+		    "it has userinfo)': write http://ADDRESS:PORT with the parent "
+		    "proxy's IP address (a name would be a resolution outside "
+		    "the broker's checks; credentials go in credentials_file)" },
 		{ "[upstream_proxy]\ncredentials_file = c\n",
 		    "/nonexistent/c.ini:2: [upstream_proxy] credentials_file: "
 		    "set without url" },

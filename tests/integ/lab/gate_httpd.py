@@ -6,7 +6,8 @@ exists (at most 60 s), then answer 302 with Location: URL. Any other path
 answers 200 "gate". A test uses it to keep one egress-fetch -L (and so its
 connection to the broker) open while it edits the broker's configuration,
 then lets the redirect through so the next hop is decided on the edited
-configuration. Every request is appended to DIR/access.log."""
+configuration. Every request is appended to DIR/access.log, with the
+client's port (peer=PORT): one connection, one port."""
 
 import http.server
 import os
@@ -21,8 +22,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         with open(os.path.join(self.server.dir, "access.log"), "a") as f:
-            f.write("%s %s\n" % (self.headers.get("Host", "-"),
-                                 self.requestline))
+            f.write("%s %s peer=%d\n" % (self.headers.get("Host", "-"),
+                                         self.requestline,
+                                         self.client_address[1]))
 
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)

@@ -8,7 +8,8 @@
 # does TLS with SNI and verification on the name through the tunnel;
 # plain HTTP goes through a CONNECT too. The decision event names the
 # parent. A denied destination never reaches the parent; a CONNECT the
-# parent refuses is connect-failed.
+# parent refuses is connect-failed. A request in flight when the parent
+# is removed does not leave its connection in the pool.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -33,7 +34,7 @@ pinger_enable off
 shutdown_lifetime 0 seconds
 dns_nameservers 127.0.0.1
 acl to_lab dst $LAB_PUB4/32
-acl lab_ports port 80 443
+acl lab_ports port 80 443 $LAB_GATE_PORT
 acl CONNECT method CONNECT
 http_access deny !CONNECT
 http_access deny !to_lab
@@ -90,15 +91,42 @@ lab_expect_fetch_error connect-failed
 lab_expect_decision weather allow - api.weather.example
 lab_expect_close error connect-failed
 
+# ---- a request in flight when the parent is removed: its connection,
+# made through the parent, is not pooled; the next request dials directly
+lab_gate_start
+lab_spawn held "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
+    --socket "$LAB_SOCK_DIR/weather.sock" \
+    "http://api.weather.example:$LAB_GATE_PORT/hold/a1?to=/x"
+lab_gate_wait a1
+lab_mark
+{
+	lab_config_base
+	lab_entry weather weather "api.weather.example, meta.weather.example"
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config 1
+lab_gate_release a1
+lab_poll 10 lab__gone "${LAB_PID[held]}" || lab_fail "the held fetch hung"
+lab_stop held
+lab_expect_eq "held fetch's exit status" 0 "$LAB_STOP_RC"
+lab_fetch weather "http://api.weather.example:$LAB_GATE_PORT/direct"
+lab_expect_fetch_ok
+lab_expect_eq "no upstream_proxy once removed" null "$(parent_of_last)"
+g=$LAB_DIR/gate/access.log
+lab_expect_eq "gate requests" 2 "$(wc -l <"$g")"
+[ "$(sed -n '1s/.* peer=//p' "$g")" != "$(sed -n '2s/.* peer=//p' "$g")" ] ||
+    lab_fail "the connection made through the parent was reused: $(cat "$g")"
+lab_ok "the next request did not reuse the connection made through the parent"
+
 # Squid writes a tunnel's line when it closes: stop the broker first.
 lab_egressd_stop
 lab_poll 10 grep -q ":8443 " "$SQ/access.log" ||
     lab_fail "squid logged no refused CONNECT: $(cat "$SQ/access.log")"
 lab_poll 10 grep -q "CONNECT $LAB_PUB4:80 " "$SQ/access.log" ||
     lab_fail "no CONNECT to the literal's port 80: $(cat "$SQ/access.log")"
-lab_expect_eq "CONNECTs squid saw (443, 80, refused 8443)" 3 \
+lab_expect_eq "CONNECTs squid saw (443, 80, refused 8443, held 8080)" 4 \
     "$(grep -c ' CONNECT ' "$SQ/access.log")"
-lab_expect_eq "CONNECTs to the validated literal" 3 \
+lab_expect_eq "CONNECTs to the validated literal" 4 \
     "$(grep -c " CONNECT $LAB_PUB4:" "$SQ/access.log")"
 lab_expect_eq "the name or metadata in squid's log" 0 \
     "$(grep -c -e weather.example -e "$LAB_META4" "$SQ/access.log" || true)"

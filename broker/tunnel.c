@@ -52,6 +52,7 @@ struct tunnel {
 	unsigned perms;
 	unsigned between_ms;
 	uint64_t deadline_ms;
+	uint64_t end_ms;  /* the lifetime's end */
 	uint64_t last_ms; /* a byte last moved, either way (relay) */
 
 	struct confref *conf;
@@ -336,14 +337,24 @@ tunnel_up_event(struct bufferevent *bev, short what, void *arg)
 	tunnel_side_event(arg, 0, what);
 }
 
+/* Arm the relay's timer for the earlier of the idle deadline and the end
+ * of the lifetime. */
 static void
-tunnel_idle_arm(struct tunnel *t, uint64_t ms)
+tunnel_relay_arm(struct tunnel *t)
 {
-	struct timeval tv = { (time_t)(ms / 1000),
-		(suseconds_t)(ms % 1000) * 1000 };
+	uint64_t n = now_ms(), at = 0;
+	struct timeval tv;
 
 	if (t->between_ms != 0)
-		(void)evtimer_add(t->timer, &tv);
+		at = t->last_ms + t->between_ms;
+	if (t->end_ms != 0 && (at == 0 || t->end_ms < at))
+		at = t->end_ms;
+	if (at == 0)
+		return;
+	at = at > n ? at - n : 0;
+	tv.tv_sec = (time_t)(at / 1000);
+	tv.tv_usec = (suseconds_t)(at % 1000) * 1000;
+	(void)evtimer_add(t->timer, &tv);
 }
 
 /* What a reload decides the tunnel under: a tcp tunnel needs
@@ -428,7 +439,7 @@ tunnel_dial_cb(void *arg, int err, struct bufferevent *bev,
 	(void)bufferevent_set_timeouts(t->up, NULL, NULL);
 	(void)bufferevent_set_timeouts(t->cl, NULL, NULL);
 	t->last_ms = now_ms();
-	tunnel_idle_arm(t, t->between_ms);
+	tunnel_relay_arm(t);
 	/* The bytes peeked at go first. */
 	t->bytes_out += tunnel_move(t->cl, t->up);
 	(void)bufferevent_enable(t->up, EV_READ | EV_WRITE);
@@ -620,12 +631,14 @@ tunnel_timer_cb(evutil_socket_t fd, short what, void *arg)
 	uint64_t n = now_ms();
 
 	if (t->state == T_RELAY) {
-		/* Idle: no byte either way for between_ms. */
-		if (n - t->last_ms < t->between_ms) {
-			tunnel_idle_arm(t, t->last_ms + t->between_ms - n);
+		/* Idle (no byte either way for between_ms), or its lifetime
+		 * is over. */
+		if ((t->end_ms != 0 && n >= t->end_ms) ||
+		    (t->between_ms != 0 && n - t->last_ms >= t->between_ms)) {
+			tunnel_finish(t, "timeout");
 			return;
 		}
-		tunnel_finish(t, "timeout");
+		tunnel_relay_arm(t);
 		return;
 	}
 	if (t->state == T_DECIDING) {
@@ -650,6 +663,7 @@ tunnel_start_decide(evutil_socket_t fd, short what, void *arg)
 	enum policy_transport tr;
 	struct decide_lookup lk;
 	struct timeval tv;
+	unsigned idle, life;
 	uint64_t d;
 
 	if ((t->conf = confstate_get_for(&t->b->conf, t->instance)) == NULL) {
@@ -661,6 +675,10 @@ tunnel_start_decide(evutil_socket_t fd, short what, void *arg)
 	ci = conf_instance_find(t->conf->snap, t->instance);
 	t->perms = ci != NULL ? ci->policy.permissions : 0;
 	t->between_ms = t->conf->snap->between_bytes_timeout_ms;
+	/* A long-lived stream: the entry's or [limits]' maximum lifetime
+	 * (its idle timer stays between_bytes_timeout_ms). */
+	conf_stream_limits(t->conf->snap, ci, &idle, &life);
+	t->end_ms = t->start_ms + life;
 	d = t->conf->snap->connect_timeout_ms;
 	t->deadline_ms = t->start_ms + d;
 	tv.tv_sec = (time_t)(d / 1000);

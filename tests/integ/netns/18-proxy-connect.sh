@@ -9,7 +9,8 @@
 # --connect-to) refused and logged with both names; a ClientHello without
 # SNI to a name, and one with Encrypted Client Hello, refused; a raw tcp
 # tunnel refused without socket_client and relayed with it; a reload that
-# revokes socket_client ends that open tunnel (egress.close error revoked).
+# revokes socket_client ends that open tunnel (egress.close error revoked),
+# and an entry's stream_max_lifetime_ms ends a tunnel in time.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 . "$(dirname "$0")/../lab/curl.sh"
@@ -31,8 +32,11 @@ mkdir -p "$E"
 	lab_entry radar radar api.weather.example
 	printf 'proxy_listen = 127.0.0.1:3129\nproxy_token_file = radar.token\n'
 	lab_entry sock relay "$HOSTS" "" "http_client, socket_client"
+	lab_entry brief relay "$HOSTS" "" "http_client, socket_client"
+	# Long enough for one exchange, also under valgrind.
+	printf 'stream_max_lifetime_ms = %s000\n' "$(egress_wait 2)"
 } | lab_config_install
-lab_egressd_start weather radar sock
+lab_egressd_start weather radar sock brief
 lab_wait_port 3128 3129
 CA=$LAB_DIR/pki/ca.crt
 U=https://api.weather.example/small
@@ -189,6 +193,17 @@ try:
 except socket.timeout:
     print("TIMEOUT", flush=True)
 PY
+# The entry's stream_max_lifetime_ms ends a busy tunnel too.
+lab_mark
+lab_spawn brief "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/hold.py" \
+    "$LAB_SOCK_DIR/brief.sock"
+lab_poll 15 lab__gone "${LAB_PID[brief]}" ||
+    lab_fail "the tunnel outlived its instance's stream_max_lifetime_ms"
+lab_stop brief
+lab_expect_eq "the client saw its tunnel end" "READY CLOSED" \
+    "$(paste -sd ' ' "$LAB_DIR/log/brief.out")"
+lab_expect_close error timeout
+
 lab_spawn hold "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/hold.py" \
     "$LAB_SOCK_DIR/sock.sock"
 lab_poll 10 grep -q READY "$LAB_DIR/log/hold.out" ||

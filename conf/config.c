@@ -109,6 +109,7 @@ static const struct conf_keydef entry_keys[] = {
 	{ "socket_group", 0 },
 	{ "proxy_listen", 0 },
 	{ "proxy_token_file", 0 },
+	{ "tls_profiles", 1 },
 	{ NULL, 0 },
 };
 
@@ -148,8 +149,45 @@ struct cfg_parse {
 	int have[SEC_NFIXED];
 	struct conf_sec **entries;
 	size_t nentries;
+	struct conf_sec **profiles; /* [tls.profiles.NAME] */
+	size_t nprofiles;
 	int nomem;
 };
+
+/* A [tls.profiles.NAME] section (tlsprof.c builds it). */
+static struct conf_sec *
+cfg_profile_section(struct cfg_parse *cp, const char *path, const char *name,
+    int line, struct conf_errors *errs)
+{
+	const char *pname = name + strlen(CONF_TLS_PROFILES_PREFIX);
+	struct conf_sec *sec, **v;
+
+	if (!conf_name_is_valid(pname, 0)) {
+		conf_errors_addf(errs,
+		    "%s:%d: [%s]: '%s' is not a profile name: 1 to %d bytes "
+		    "of a-z, 0-9, '.', '_', '-', starting with a letter or "
+		    "digit, without '..'",
+		    path, line, name, pname, CONF_NAME_MAX);
+		return NULL;
+	}
+	/* NOLINTBEGIN(bugprone-sizeof-expression): an array of pointers */
+	if ((sec = calloc(1, sizeof(*sec))) == NULL ||
+	    (v = realloc(cp->profiles, (cp->nprofiles + 1) * sizeof(*v))) ==
+		NULL) {
+		free(sec);
+		cp->nomem = 1;
+		return NULL;
+	}
+	/* NOLINTEND(bugprone-sizeof-expression) */
+	cp->profiles = v;
+	if (conf_sec_init(sec, name, line, conf_tls_profile_keys) != 0) {
+		free(sec);
+		cp->nomem = 1;
+		return NULL;
+	}
+	cp->profiles[cp->nprofiles++] = sec;
+	return sec;
+}
 
 static struct conf_sec *
 cfg_section(void *ctx, const char *path, const char *name, int line,
@@ -178,12 +216,22 @@ cfg_section(void *ctx, const char *path, const char *name, int line,
 		    path, line, name);
 		return NULL;
 	}
+	if (strcmp(name, "tls.profiles") == 0) {
+		conf_errors_addf(errs,
+		    "%s:%d: [%s]: a profile needs a name: write "
+		    "[tls.profiles.NAME]",
+		    path, line, name);
+		return NULL;
+	}
+	if (strncmp(name, CONF_TLS_PROFILES_PREFIX,
+		strlen(CONF_TLS_PROFILES_PREFIX)) == 0)
+		return cfg_profile_section(cp, path, name, line, errs);
 	if (strncmp(name, ENTRIES_PREFIX, strlen(ENTRIES_PREFIX)) != 0) {
 		conf_errors_addf(errs,
 		    "%s:%d: [%s]: unknown section; the "
 		    "sections are [security], [plugins], [plugins.security], "
 		    "[plugins.limits], [plugins.entries.NAME], [broker], "
-		    "[resolver], [limits] and [tls]",
+		    "[resolver], [limits], [tls] and [tls.profiles.NAME]",
 		    path, line, name);
 		return NULL;
 	}
@@ -229,6 +277,11 @@ cfg_parse_done(struct cfg_parse *cp)
 		free(cp->entries[i]);
 	}
 	free(cp->entries);
+	for (i = 0; i < cp->nprofiles; i++) {
+		conf_sec_done(cp->profiles[i]);
+		free(cp->profiles[i]);
+	}
+	free(cp->profiles);
 }
 
 /* The value of key in fixed section idx, or NULL when the section or the
@@ -781,13 +834,12 @@ static int files_push(struct conf_snapshot *s, struct conf_file_id *id,
     int shared, size_t *idx);
 
 /*
- * Record the token file at path among s's files, its identity taken
- * before its token is read (a rewrite in between only makes the
- * snapshot stale at once), so that rewriting it applies at the next
- * request like any other edit. Return 0, or EGRESS_ERR_NOMEM.
+ * A token or TLS profile file: its identity is taken before the file is
+ * checked (a rewrite in between only makes the snapshot stale at once),
+ * so that rewriting it applies at the next request like any other edit.
  */
-static int
-track_token_file(struct conf_snapshot *s, const char *path)
+int
+conf_track_file(struct conf_snapshot *s, const char *path, size_t max)
 {
 	struct conf_file_id id = { 0 };
 	char *buf = NULL;
@@ -795,8 +847,8 @@ track_token_file(struct conf_snapshot *s, const char *path)
 
 	if ((id.path = strdup(path)) == NULL)
 		return EGRESS_ERR_NOMEM;
-	if (conf_read_file(path, CONF_TOKEN_MAX + 2, &buf, &len, &id) != 0) {
-		/* Unreadable: conf_token_read() says why; the identity is
+	if (conf_read_file(path, max, &buf, &len, &id) != 0) {
+		/* Unreadable: the caller's check says why; the identity is
 		 * the stat one, or none (changed at the next check). */
 		(void)conf_file_id_stat(path, &id);
 	}
@@ -849,7 +901,7 @@ build_entry_proxy(struct cfg_parse *cp, struct conf_snapshot *s,
 		cp->nomem = 1;
 		return;
 	}
-	if (track_token_file(s, path) != 0)
+	if (conf_track_file(s, path, CONF_TOKEN_MAX + 2) != 0)
 		cp->nomem = 1;
 	else if ((ci->proxy_token = conf_token_read(path, &why)) == NULL)
 		conf_errors_addf(cp->errs,
@@ -965,6 +1017,10 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 		cp->nomem = 1;
 
 	build_entry_proxy(cp, s, sec, ci);
+	v = conf_sec_cval(sec, "tls_profiles");
+	if (conf_tls_profiles_entry(cp->path, sec->name, &v->list, s, ci,
+		cp->errs) != 0)
+		cp->nomem = 1;
 
 	/* DIR/NAME.sock must fit a Unix socket address. */
 	if (s->instance_socket_dir != NULL &&
@@ -1161,6 +1217,9 @@ load_buffer(const char *path, const char *buf, size_t len,
 	build_security(&cp, s);
 	build_plugins(&cp, s);
 	build_broker(&cp, s);
+	if (conf_tls_profiles_build(path, s->dir, cp.profiles, cp.nprofiles, s,
+		&errs) != 0)
+		cp.nomem = 1;
 	if (cp.nomem) {
 		rc = EGRESS_ERR_NOMEM;
 		goto out;
@@ -1338,6 +1397,8 @@ conf_load(const char *path, struct conf_snapshot **ret,
 static void
 instance_done(struct conf_instance *ci)
 {
+	size_t i;
+
 	free(ci->name);
 	free(ci->plugin);
 	free(ci->manifest_path);
@@ -1350,6 +1411,9 @@ instance_done(struct conf_instance *ci)
 	if (ci->proxy_token != NULL)
 		explicit_bzero(ci->proxy_token, strlen(ci->proxy_token));
 	free(ci->proxy_token);
+	for (i = 0; i < ci->ntls_profiles; i++)
+		free(ci->tls_profiles[i]);
+	free(ci->tls_profiles);
 	conf_manifest_free(ci->manifest);
 	free(ci->manifest_error);
 }
@@ -1380,6 +1444,7 @@ conf_snapshot_free(struct conf_snapshot *s)
 		free(s->extra_methods[i]);
 	free(s->extra_methods);
 	free(s->ca_file);
+	conf_tls_profiles_free(s);
 	free(s->metrics_listen);
 	for (i = 0; i < s->ninstances; i++)
 		instance_done(&s->instances[i]);

@@ -393,14 +393,14 @@ ParameterizedTestParameters(conf_config, errors)
 		    "/nonexistent/c.ini:1: [resolvers]: unknown section; the "
 		    "sections are [security], [plugins], [plugins.security], "
 		    "[plugins.limits], [plugins.entries.NAME], [broker], "
-		    "[resolver], [limits] and [tls]" },
+		    "[resolver], [limits], [tls] and [tls.profiles.NAME]" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "egress = a.example\n",
 		    "/nonexistent/c.ini:4: [plugins.entries.x] egress: unknown "
 		    "key; [plugins.entries.x] takes: plugin, manifest, "
 		    "permissions, egress_hosts, egress_allow_private, "
 		    "egress_allow_loopback, socket_owner, socket_group, proxy_listen, "
-		    "proxy_token_file" },
+		    "proxy_token_file, tls_profiles" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "proxy_listen = 0.0.0.0:3128\nproxy_token_file = t\n",
 		    "/nonexistent/c.ini:4: [plugins.entries.x] proxy_listen: "

@@ -157,6 +157,13 @@ put32(uint8_t *p, uint32_t v)
 /*@ requires reterr == \null || \valid(reterr);
     assigns *reterr;
     ensures \result == err; */
+/* The version a message is written in: 0 stands for 1. */
+static unsigned
+msg_version(const struct proto_msg *m)
+{
+	return m->version == 0 ? 1u : m->version;
+}
+
 static int
 fail(enum proto_fault *reterr, enum proto_fault f, int err)
 {
@@ -218,7 +225,11 @@ proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
 	if (h.length > PROTO_PAYLOAD_MAX)
 		return fail(reterr_fault, PROTO_FAULT_TOO_BIG,
 		    EGRESS_ERR_PROTOCOL);
-	if (len > 4 && buf[4] != PROTO_VERSION)
+	if (len > 4 && (buf[4] < PROTO_VERSION_MIN || buf[4] > PROTO_VERSION))
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
+		    EGRESS_ERR_PROTOCOL);
+	/* HELLO's layout is frozen: it always says version 1. */
+	if (len > 5 && buf[5] == PROTO_MSG_HELLO && buf[4] != 1)
 		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_PROTOCOL);
 	if (len < PROTO_HDR_SIZE)
@@ -413,7 +424,13 @@ rd_payload(struct rd *r, struct proto_msg *m)
 		    rd_str(r, 0, PROTO_AUTHORITY_MAX, &q->authority) != 0 ||
 		    rd_str(r, 0, PROTO_PATH_MAX, &q->path) != 0)
 			return -1;
-		return rd_headers(r, m);
+		q->tls_profile.ptr = NULL;
+		q->tls_profile.len = 0;
+		if (rd_headers(r, m) != 0)
+			return -1;
+		if (m->version < 2)
+			return 0;
+		return rd_str(r, 0, PROTO_PROFILE_MAX, &q->tls_profile);
 	case PROTO_MSG_RESPONSE:
 		if (rd_u16(r, &m->response.status) != 0)
 			return -1;
@@ -480,7 +497,8 @@ proto_payload_decode(const struct proto_hdr *hdr, const uint8_t *payload,
 	enum proto_fault f;
 
 	/* Re-check: hdr may not come from proto_hdr_decode(). */
-	if (hdr->version != PROTO_VERSION)
+	if (hdr->version < PROTO_VERSION_MIN || hdr->version > PROTO_VERSION ||
+	    (hdr->type == PROTO_MSG_HELLO && hdr->version != 1))
 		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_PROTOCOL);
 	f = hdr_check(hdr->type, hdr->flags, hdr->stream, hdr->length);
@@ -488,6 +506,7 @@ proto_payload_decode(const struct proto_hdr *hdr, const uint8_t *payload,
 		return fail(reterr_fault, f, EGRESS_ERR_PROTOCOL);
 	ret_msg->type = hdr->type;
 	ret_msg->flags = hdr->flags;
+	ret_msg->version = hdr->version;
 	ret_msg->stream = hdr->stream;
 	ret_msg->nheaders = 0;
 	if (rd_payload(&r, ret_msg) != 0)
@@ -574,6 +593,12 @@ payload_size(const struct proto_msg *m, size_t *ret_size)
 			0 ||
 		    sz_str(&q->path, 0, PROTO_PATH_MAX, &size) != 0)
 			return PROTO_FAULT_STRING;
+		/* A version-1 REQUEST cannot carry a profile. */
+		if (msg_version(m) < 2 && q->tls_profile.len != 0)
+			return PROTO_FAULT_VALUE;
+		if (msg_version(m) >= 2 &&
+		    sz_str(&q->tls_profile, 0, PROTO_PROFILE_MAX, &size) != 0)
+			return PROTO_FAULT_STRING;
 		*ret_size = size;
 		return sz_headers(m, ret_size);
 	case PROTO_MSG_RESPONSE:
@@ -632,6 +657,10 @@ proto_encode_size(const struct proto_msg *m, enum proto_fault *reterr_fault)
 
 	if (m->type == 0 || m->type > PROTO_TYPE_LAST)
 		return fail(reterr_fault, PROTO_FAULT_TYPE,
+		    EGRESS_ERR_INVALID);
+	if (msg_version(m) > PROTO_VERSION ||
+	    (m->type == PROTO_MSG_HELLO && msg_version(m) != 1))
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_INVALID);
 	f = payload_size(m, &size);
 	if (f != PROTO_FAULT_NONE)
@@ -708,11 +737,11 @@ wr_headers(struct wr *w, const struct proto_msg *m)
 }
 
 static void
-wr_hdr(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t stream,
-    uint32_t length)
+wr_hdr(uint8_t *buf, uint8_t version, uint8_t type, uint8_t flags,
+    uint32_t stream, uint32_t length)
 {
 	put32(buf, length);
-	buf[4] = PROTO_VERSION;
+	buf[4] = version;
 	buf[5] = type;
 	buf[6] = flags;
 	buf[7] = 0;
@@ -732,7 +761,7 @@ proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
 		return total;
 	if (size < (size_t)total)
 		return EGRESS_ERR_TOO_BIG;
-	wr_hdr(buf, m->type, m->flags, m->stream,
+	wr_hdr(buf, msg_version(m), m->type, m->flags, m->stream,
 	    (uint32_t)total - PROTO_HDR_SIZE);
 	w.buf = buf;
 	w.size = size;
@@ -752,6 +781,8 @@ proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
 		wr_str(&w, &q->authority);
 		wr_str(&w, &q->path);
 		wr_headers(&w, m);
+		if (msg_version(m) >= 2)
+			wr_str(&w, &q->tls_profile);
 		break;
 	case PROTO_MSG_RESPONSE:
 		wr_u16(&w, m->response.status);
@@ -797,7 +828,7 @@ proto_hdr_encode(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t stream,
 	f = hdr_check(type, flags, stream, length);
 	if (f != PROTO_FAULT_NONE)
 		return fail(reterr_fault, f, EGRESS_ERR_INVALID);
-	wr_hdr(buf, type, flags, stream, length);
+	wr_hdr(buf, 1, type, flags, stream, length);
 	return PROTO_HDR_SIZE;
 }
 
@@ -812,7 +843,8 @@ hdr_patch(uint8_t *buf, size_t len, uint8_t flags, uint32_t stream)
 {
 	uint32_t length;
 
-	if (buf == NULL || len < PROTO_HDR_SIZE || buf[4] != PROTO_VERSION ||
+	if (buf == NULL || len < PROTO_HDR_SIZE ||
+	    buf[4] < PROTO_VERSION_MIN || buf[4] > PROTO_VERSION ||
 	    buf[7] != 0)
 		return EGRESS_ERR_INVALID;
 	length = get32(buf);
@@ -878,7 +910,7 @@ proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	const struct proto_request *x = &a->request, *y = &b->request;
 
 	if (a->type != b->type || a->flags != b->flags ||
-	    a->stream != b->stream)
+	    msg_version(a) != msg_version(b) || a->stream != b->stream)
 		return 0;
 	switch (a->type) {
 	case PROTO_MSG_HELLO:
@@ -893,7 +925,9 @@ proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 		    str_eq(&x->method, &y->method) &&
 		    str_eq(&x->scheme, &y->scheme) &&
 		    str_eq(&x->authority, &y->authority) &&
-		    str_eq(&x->path, &y->path) && headers_eq(a, b);
+		    str_eq(&x->path, &y->path) &&
+		    str_eq(&x->tls_profile, &y->tls_profile) &&
+		    headers_eq(a, b);
 	case PROTO_MSG_RESPONSE:
 		return a->response.status == b->response.status &&
 		    headers_eq(a, b);
@@ -989,6 +1023,7 @@ proto_error_init(struct proto_msg *m, uint32_t stream, uint32_t code)
 	msg = code_messages[code];
 	m->type = PROTO_MSG_ERROR;
 	m->flags = 0;
+	m->version = 0;
 	m->stream = stream;
 	m->nheaders = 0;
 	m->error.code = code;

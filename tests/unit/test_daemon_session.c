@@ -91,7 +91,7 @@ enum drop_kind {
 	DROP_PING_FIRST = 1, /* a frame before HELLO */
 	DROP_REQUEST_FIRST,
 	DROP_SECOND_HELLO,
-	DROP_BAD_VERSION_BYTE, /* header version 2 */
+	DROP_BAD_VERSION_BYTE, /* header version PROTO_VERSION + 1 */
 	DROP_HELLO_ZERO,       /* HELLO offering version 0 */
 	DROP_FD_BEFORE_HELLO,  /* SCM_RIGHTS with the HELLO */
 	DROP_FD_AFTER_HELLO,   /* SCM_RIGHTS with a PING */
@@ -179,7 +179,7 @@ ParameterizedTest(struct drop_case *c, session, drop)
 		dt_msg(&M, PROTO_MSG_PING, 0, 0);
 		n = proto_encode(&M, frame, sizeof(frame), NULL);
 		cr_assert_gt(n, 0);
-		frame[4] = 2;
+		frame[4] = PROTO_VERSION + 1;
 		dt_write_all(p->fd, frame, (size_t)n);
 		break;
 	case DROP_HELLO_ZERO:

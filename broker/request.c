@@ -36,6 +36,7 @@
 #include "broker/relay.h"
 #include "broker/request.h"
 #include "broker/revoke.h"
+#include "broker/tlsprof.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
@@ -82,8 +83,9 @@ struct request {
 	int has_connected;
 	int reused;	  /* exchange on a pooled connection */
 	uint64_t tls_gen; /* trust the connection was verified
-					   under (b->tls_gen at dial) */
-	int retried;	  /* the one fresh retry was used */
+					   under (tlsprof_select() at dial) */
+	char tls_profile[PROTO_PROFILE_MAX + 1]; /* "": [tls] trust */
+	int retried; /* the one fresh retry was used */
 
 	uint64_t start_ms;
 	uint64_t start_us, dial_us; /* for the latency metrics */
@@ -460,6 +462,22 @@ request_policy_transport(const struct request *r)
 static void request_begin_exchange(struct request *r, struct bufferevent *bev,
     const struct policy_addr *used);
 
+/*
+ * The TLS context of r's profile now, and its trust generation; NULL
+ * when it is not loaded (tls-failed).
+ */
+static struct dial_tls *
+request_tls(const struct request *r, uint64_t *ret_trust)
+{
+	struct dial_tls *t = NULL;
+
+	*ret_trust = 0;
+	if (tlsprof_select(r->b, r->conf->snap, r->ci, r->tls_profile,
+		strlen(r->tls_profile), &t, ret_trust) != 0)
+		return NULL;
+	return t;
+}
+
 static void
 request_pool_key(const struct request *r, struct pool_key *k)
 {
@@ -467,7 +485,9 @@ request_pool_key(const struct request *r, struct pool_key *k)
 	k->host = &r->dest.host;
 	k->port = r->dest.port;
 	k->tls = r->https;
-	k->trust = r->https ? r->b->tls_gen : 0;
+	k->trust = 0;
+	if (r->https)
+		(void)request_tls(r, &k->trust);
 }
 
 /*
@@ -508,8 +528,7 @@ request_decided(struct request *r, const struct decide_result *res)
 		return;
 	}
 	s = r->conf->snap;
-	if (r->transport == PROTO_TRANSPORT_HTTP &&
-	    (!r->https || r->b->tls_ok)) {
+	if (r->transport == PROTO_TRANSPORT_HTTP) {
 		request_pool_key(r, &k);
 		bev = pool_take(r->b->pool, &k, r->verdict->addrs,
 		    r->verdict->naddrs, &r->lease, &used);
@@ -613,41 +632,6 @@ lower(unsigned conf, uint32_t guest)
 	if (guest != 0 && (conf == 0 || guest < conf))
 		return guest;
 	return conf;
-}
-
-/* Copy the filtered head out of the frame buffer into one block. */
-static int
-request_copy_head(struct request *r, const struct http1_head *h)
-{
-	size_t i, n = h->method_len + h->path_len;
-	struct http1_header *hv;
-	char *p;
-
-	for (i = 0; i < h->nheaders; i++)
-		n += h->headers[i].name_len + h->headers[i].value_len;
-	r->head_mem = malloc(h->nheaders * sizeof(*hv) + n + 1);
-	if (r->head_mem == NULL)
-		return EGRESS_ERR_NOMEM;
-	hv = r->head_mem;
-	p = (char *)(hv + h->nheaders);
-#define COPY(dst, src, len) \
-	do { \
-		memcpy(p, (src), (len)); \
-		(dst) = p; \
-		p += (len); \
-	} while (0)
-	r->head = *h;
-	COPY(r->head.method, h->method, h->method_len);
-	COPY(r->head.path, h->path, h->path_len);
-	for (i = 0; i < h->nheaders; i++) {
-		hv[i].name_len = h->headers[i].name_len;
-		hv[i].value_len = h->headers[i].value_len;
-		COPY(hv[i].name, h->headers[i].name, hv[i].name_len);
-		COPY(hv[i].value, h->headers[i].value, hv[i].value_len);
-	}
-#undef COPY
-	r->head.headers = hv;
-	return 0;
 }
 
 static int
@@ -822,10 +806,26 @@ request_start(struct request *r, const struct proto_msg *m)
 			return;
 	} else if (request_check_head(r, m, &out) != 0)
 		return;
-	else if (request_copy_head(r, &out) != 0) {
+	else if (http1_head_copy(&out, &r->head, &r->head_mem) != 0) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
+
+	/* The TLS profile: one the entry lists, on a TLS request only. */
+	if (rq->tls_profile.len > 0 && !r->https) {
+		request_invalid(r, "a tls profile on a request without TLS");
+		return;
+	}
+	if (tlsprof_check(s, r->ci, rq->tls_profile.ptr,
+		rq->tls_profile.len) != 0) {
+		r->detail = "the entry does not list this tls profile";
+		request_deny(r, TLSPROF_REASON_NOT_ALLOWED,
+		    EGRESS_ERR_INVALID_REQUEST);
+		return;
+	}
+	if (rq->tls_profile.len > 0)
+		memcpy(r->tls_profile, rq->tls_profile.ptr,
+		    rq->tls_profile.len);
 
 	/* Limits: the guest may lower each, never raise it. */
 	r->deadline_ms = r->start_ms +
@@ -980,8 +980,8 @@ request_park(struct request *r)
 	    !http1_is_reusable(r->x))
 		return;
 	request_pool_key(r, &k);
-	if (r->https && r->tls_gen != r->b->tls_gen)
-		return; /* verified under the old trust: close it */
+	if (r->https && r->tls_gen != k.trust)
+		return; /* verified under an old trust: close it */
 	if (lease_count(r->b->leases, k.instance) >
 	    s->max_connections_per_instance)
 		return; /* over a lowered budget: close it */
@@ -1194,6 +1194,7 @@ request_begin_exchange(struct request *r, struct bufferevent *bev,
 static void
 request_connect(struct request *r)
 {
+	struct dial_tls *tls = NULL;
 	struct dial_params p;
 	uint64_t t = broker_now_ms();
 	uint64_t until = r->deadline_ms;
@@ -1205,7 +1206,7 @@ request_connect(struct request *r)
 		request_fail(r, EGRESS_ERR_TIMEOUT);
 		return;
 	}
-	if (r->https && !r->b->tls_ok) {
+	if (r->https && (tls = request_tls(r, &r->tls_gen)) == NULL) {
 		request_fail(r, EGRESS_ERR_TLS_FAILED);
 		return;
 	}
@@ -1222,9 +1223,7 @@ request_connect(struct request *r)
 	p.tag = g_instance(r);
 	p.no_alpn = r->transport != PROTO_TRANSPORT_HTTP;
 	r->dial_us = broker_now_us();
-	r->tls_gen = r->b->tls_gen;
-	err = dial_start(r->b->base, r->https ? r->b->tls : NULL, &p,
-	    request_dial_cb, r, &r->dial);
+	err = dial_start(r->b->base, tls, &p, request_dial_cb, r, &r->dial);
 	if (err != 0) {
 		r->dial = NULL;
 		request_fail(r,

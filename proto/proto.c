@@ -154,16 +154,19 @@ put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/*@ requires reterr == \null || \valid(reterr);
-    assigns *reterr;
-    ensures \result == err; */
 /* The version a message is written in: 0 stands for 1. */
+/*@ requires \valid_read(m);
+    assigns \nothing;
+    ensures 1 <= \result <= 255; */
 static unsigned
 msg_version(const struct proto_msg *m)
 {
 	return m->version == 0 ? 1u : m->version;
 }
 
+/*@ requires reterr == \null || \valid(reterr);
+    assigns *reterr;
+    ensures \result == err; */
 static int
 fail(enum proto_fault *reterr, enum proto_fault f, int err)
 {

@@ -869,6 +869,14 @@ proto_hdr_flags(const uint8_t *buf, size_t len)
 }
 
 int
+proto_hdr_version(const uint8_t *buf, size_t len)
+{
+	if (buf == NULL || len < PROTO_HDR_SIZE)
+		return EGRESS_ERR_INVALID;
+	return buf[4];
+}
+
+int
 proto_hdr_set_stream(uint8_t *buf, size_t len, uint32_t stream)
 {
 	if (buf == NULL || len < PROTO_HDR_SIZE)

@@ -299,6 +299,13 @@ int proto_hdr_encode(uint8_t *buf, uint8_t type, uint8_t flags,
 int proto_hdr_flags(const uint8_t *buf, size_t len);
 
 /*
+ * Return the version byte of the encoded frame header at the start of buf
+ * (len bytes available), or EGRESS_ERR_INVALID when len is under
+ * PROTO_HDR_SIZE.
+ */
+int proto_hdr_version(const uint8_t *buf, size_t len);
+
+/*
  * Set the stream id of an encoded frame in place (a frame encoded ahead of
  * time with a placeholder id). buf holds the whole frame, len bytes. The
  * header must be one proto_encode() or proto_hdr_encode() wrote, and stay

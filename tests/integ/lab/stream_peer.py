@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: ISC
 """Byte-stream upstreams for the tcp and tls scenarios of the netns lab.
 
-    stream_peer.py echo ADDR PORT [CERT KEY [SNILOG]]
+    stream_peer.py echo ADDR PORT [CERT KEY [SNILOG [CLIENTCA]]]
         Echo every byte back (TLS with CERT and KEY when given; the SNI
-        name of each handshake, or "-" for none, is appended to SNILOG).
+        name of each handshake, or "-" for none, is appended to SNILOG;
+        with CLIENTCA, a client certificate signed by it is required, and
+        TLS 1.2 at most, so that a handshake without one fails).
         At the client's end of stream (TCP FIN, or TLS close_notify) it
         ends its own side (close_notify for TLS, then FIN) once everything
         was echoed: the client sees its half-close come back as an end.
@@ -51,11 +53,15 @@ def echo_conn(c, tls):
         c.close()
 
 
-def serve_echo(s, cert, key, snilog):
+def serve_echo(s, cert, key, snilog, clientca=None):
     ctx = None
     if cert is not None:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
+        if clientca is not None:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(clientca)
+            ctx.maximum_version = ssl.TLSVersion.TLSv1_2
         if snilog is not None:
             def sni(sock, name, c):
                 with open(snilog, "a") as f:
@@ -116,7 +122,8 @@ def main():
         cert = sys.argv[4] if len(sys.argv) > 5 else None
         key = sys.argv[5] if len(sys.argv) > 5 else None
         snilog = sys.argv[6] if len(sys.argv) > 6 else None
-        serve_echo(s, cert, key, snilog)
+        clientca = sys.argv[7] if len(sys.argv) > 7 else None
+        serve_echo(s, cert, key, snilog, clientca)
     elif mode == "banner":
         serve_banner(s, sys.argv[4])
     else:

@@ -141,6 +141,19 @@ HOSTS="api.weather.example, other.weather.example"
 } | lab_config_install
 lab_egressd_start sock
 
+# The profiles an instance may select, where instances are listed.
+[ -x "${EGRESSCTL:-}" ] || lab_fail "EGRESSCTL is not set"
+lab_ns_b "$EGRESSCTL" -c "$LAB_CONF" plugin list |
+    grep -qE '^  tls profiles: +mtls, foreign$' ||
+    lab_fail "plugin list lacks the profiles: $(lab_ns_b "$EGRESSCTL" \
+    -c "$LAB_CONF" plugin list)"
+lab_expect_eq "plugin list --json tls_profiles" '["mtls","foreign"]' \
+    "$(lab_ns_b "$EGRESSCTL" -c "$LAB_CONF" plugin list --json |
+    jq -c '.[0].tls_profiles')"
+lab_expect_eq "instance --json tls_profiles" '["mtls","foreign"]' \
+    "$(lab_ns_b "$EGRESSCTL" -c "$LAB_CONF" instance --json sock |
+    jq -c '.tls_profiles')"
+
 printf 'hello over mutual TLS\n' >"$T/lines"
 
 # ---- the profile with the client certificate: the stream and the fetch

@@ -1354,7 +1354,7 @@ request_still_allowed(struct request *r)
 	if ((now = confstate_get_for(&r->b->conf, g_instance(r))) != NULL) {
 		ok = revoke_is_allowed(r->b, now->snap, g_instance(r),
 		    request_policy_transport(r), &r->dest, &r->connected,
-		    &reason);
+		    r->tls_profile, &reason);
 		confref_unref(now);
 	}
 	if (!ok)
@@ -1489,7 +1489,7 @@ request_revoke_streams(struct broker *b, const struct conf_snapshot *s)
 		next = r->rnext;
 		if (revoke_is_allowed(b, s, g_instance(r),
 			request_policy_transport(r), &r->dest, &r->connected,
-			&reason))
+			r->tls_profile, &reason))
 			continue;
 		r->revoked = reason;
 		request_fail(r, EGRESS_ERR_DENIED); /* may free r */

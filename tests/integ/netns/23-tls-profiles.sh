@@ -11,7 +11,9 @@
 # or connected (invalid-request, reason tls-profile-not-allowed), as is a
 # profile on a tcp stream; a profile whose CA does not sign the
 # upstream's certificate fails verification (tls-failed), as does a
-# certificate for another name under the profile.
+# certificate for another name under the profile. The profile's files are
+# watched; a reload after which the entry no longer lists the profile
+# closes a stream opened under it.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -126,6 +128,8 @@ lab_expect_connect_error()
 lab_dns_set api.weather.example="$LAB_PUB4" \
     other.weather.example="$LAB_PUB4"
 HOSTS="api.weather.example, other.weather.example"
+# config PROFILES: the configuration, the entry listing PROFILES.
+config()
 {
 	lab_config_base
 	printf '\n[tls.profiles.mtls]\nca_file = %s\n' "$d/ca.crt"
@@ -137,8 +141,9 @@ HOSTS="api.weather.example, other.weather.example"
 	printf '\n[tls.profiles.unlisted]\ncert_file = %s\nkey_file = %s\n' \
 	    "$d/client.crt" "$d/client.key"
 	lab_entry sock sockets "$HOSTS" "" "http_client, socket_client"
-	printf 'tls_profiles = mtls, foreign\n'
-} | lab_config_install
+	printf 'tls_profiles = %s\n' "$1"
+}
+config "mtls, foreign" | lab_config_install
 lab_egressd_start sock
 
 # The profiles an instance may select, where instances are listed.
@@ -261,6 +266,28 @@ lab_connect sock "tls://api.weather.example:$MTLS_PORT" "$T/lines" \
 [ "$CONNECT_RC" = 0 ] ||
     lab_fail "the owner-only key was not accepted again: $CONNECT_ERR"
 lab_ok "the key file owner-only again: served again"
+
+# ---- a reload after which the entry no longer lists the profile closes
+# the stream opened under it (egress.close error revoked)
+mkfifo "$T/in"
+lab_spawn held "$LAB_NS_B" sh -c 'exec "$@" <"$0"' "$T/in" \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/sock.sock" --profile mtls \
+    "tls://api.weather.example:$MTLS_PORT"
+exec {in}>"$T/in"
+printf 'held\n' >&"$in"
+lab_poll 10 grep -qx held "$LAB_DIR/log/held.out" ||
+    lab_fail "the stream under the profile did not connect"
+lab_mark
+config foreign | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[held]}" ||
+    lab_fail "the stream stayed open after its profile was unlisted"
+lab_stop held
+lab_expect_eq "revoked stream's exit status (denied)" 10 "$LAB_STOP_RC"
+lab_expect_close error revoked
+lab_expect_close reason tls-profile-not-allowed
+exec {in}>&-
 
 lab_stop mtls-nginx
 lab_finish

@@ -111,6 +111,11 @@ tp_path(struct tp_ctx *c, const char *key, char **ret)
 		    c->path, v->line, c->sec->name, key);
 		return NULL;
 	}
+#ifndef __clang__ /* gcc 12 -fanalyzer loses the block stored in *ret,
+		  * which the caller owns from here on */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
 	if ((*ret = tp_resolve(c->dir, v->str)) == NULL) {
 		c->nomem = 1;
 		return NULL;
@@ -130,6 +135,9 @@ tp_path(struct tp_ctx *c, const char *key, char **ret)
 		c->nomem = 1;
 	return v;
 }
+#ifndef __clang__
+#pragma GCC diagnostic pop
+#endif
 
 /* A CA or certificate file: PEM certificates. */
 static void
@@ -270,11 +278,18 @@ tp_build_one(struct tp_ctx *c, struct conf_tls_profile *p)
 	X509 *first = NULL;
 
 	p->line = c->sec->line;
+#ifndef __clang__ /* gcc 12 -fanalyzer loses the block stored in p->name */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
 	if ((p->name = strdup(c->sec->name +
 		 strlen(CONF_TLS_PROFILES_PREFIX))) == NULL) {
 		c->nomem = 1;
 		return;
 	}
+#ifndef __clang__
+#pragma GCC diagnostic pop
+#endif
 	ca = tp_path(c, "ca_file", &p->ca_file);
 	cert = tp_path(c, "cert_file", &p->cert_file);
 	key = tp_path(c, "key_file", &p->key_file);
@@ -363,9 +378,16 @@ conf_tls_profiles_entry(const char *path, const char *sec,
 			    path, l->v[i].line, sec, name, name);
 			continue;
 		}
+#ifndef __clang__ /* gcc 12 -fanalyzer loses the block stored in ci->tls_profiles */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
 		if ((ci->tls_profiles[ci->ntls_profiles] = strdup(name)) ==
 		    NULL)
 			return EGRESS_ERR_NOMEM;
+#ifndef __clang__
+#pragma GCC diagnostic pop
+#endif
 		ci->ntls_profiles++;
 	}
 	return 0;

@@ -27,6 +27,9 @@ struct broker_tlsprof {
 	/* What it was built from. */
 	char *path[3]; /* the effective CA file (NULL: system), cert, key */
 	struct broker_file_id id[3];
+	/* The SHA-256 of each as the configuration read it (a rewrite that
+	 * keeps every stat field, within one timestamp tick, still shows). */
+	unsigned char digest[3][32];
 	int min_version;
 	unsigned char alpn[CONF_ALPN_WIRE_MAX];
 	size_t alpn_len;
@@ -51,10 +54,25 @@ str_same(const char *a, const char *b)
 	    (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
+/* The digest of path as snapshot s read it (zeros when it did not). */
+static void
+tp_digest(const struct conf_snapshot *s, const char *path,
+    unsigned char ret[32])
+{
+	size_t i;
+
+	memset(ret, 0, 32);
+	for (i = 0; path != NULL && i < s->nfiles; i++)
+		if (s->files[i].has_digest &&
+		    strcmp(s->files[i].path, path) == 0)
+			memcpy(ret, s->files[i].digest, 32);
+}
+
 /* Is old still what profile c of s would build? */
 static int
 tp_same(const struct broker_tlsprof *old, const char *const path[3],
-    const struct broker_file_id id[3], const struct conf_tls_profile *c)
+    const struct broker_file_id id[3], unsigned char digest[3][32],
+    const struct conf_tls_profile *c)
 {
 	size_t i;
 
@@ -65,7 +83,8 @@ tp_same(const struct broker_tlsprof *old, const char *const path[3],
 	for (i = 0; i < 3; i++)
 		if (!str_same(old->path[i], path[i]) ||
 		    (path[i] != NULL &&
-			!broker_file_id_eq(&old->id[i], &id[i])))
+			(!broker_file_id_eq(&old->id[i], &id[i]) ||
+			    memcmp(old->digest[i], digest[i], 32) != 0)))
 			return 0;
 	return 1;
 }
@@ -90,6 +109,7 @@ tp_build(struct broker *b, const struct conf_snapshot *s,
 {
 	const char *path[3];
 	struct broker_file_id id[3];
+	unsigned char digest[3][32];
 	struct dial_tls_conf dc;
 	size_t i;
 	int err;
@@ -98,9 +118,11 @@ tp_build(struct broker *b, const struct conf_snapshot *s,
 	path[1] = c->cert_file;
 	path[2] = c->key_file;
 	/* Taken before loading: a rewrite during the load shows next time. */
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3; i++) {
 		broker_file_id(path[i], &id[i]);
-	if (old != NULL && tp_same(old, path, id, c)) {
+		tp_digest(s, path[i], digest[i]);
+	}
+	if (old != NULL && tp_same(old, path, id, digest, c)) {
 		*p = *old;
 		memset(old, 0, sizeof(*old));
 		return 0;
@@ -112,6 +134,7 @@ tp_build(struct broker *b, const struct conf_snapshot *s,
 		if (path[i] != NULL && (p->path[i] = strdup(path[i])) == NULL)
 			return EGRESS_ERR_NOMEM;
 		p->id[i] = id[i];
+		memcpy(p->digest[i], digest[i], 32);
 	}
 	p->min_version = c->min_version;
 	memcpy(p->alpn, c->alpn, c->alpn_len);
@@ -192,7 +215,8 @@ tlsprof_select(struct broker *b, const struct conf_snapshot *s,
 	for (i = 0; i < b->ntlsprofs; i++) {
 		const struct broker_tlsprof *p = &b->tlsprofs[i];
 
-		if (strlen(p->name) != len || memcmp(p->name, name, len) != 0)
+		if (p->name == NULL || strlen(p->name) != len ||
+		    memcmp(p->name, name, len) != 0)
 			continue;
 		if (p->tls == NULL)
 			return EGRESS_ERR_TLS_FAILED;

@@ -24,7 +24,8 @@ struct dial_tls;
 
 /*
  * Make b's profile contexts follow snapshot s: keep a context whose
- * settings and files (device, inode, size, mtime, ctime) are unchanged,
+ * settings and files (device, inode, size, mtime, ctime, and the digest
+ * s recorded of their bytes) are unchanged,
  * build the others (a new trust generation: connections verified under
  * the old one are never reused), free those of profiles s no longer has.
  * A context that fails to load is logged (never a byte of a key) and

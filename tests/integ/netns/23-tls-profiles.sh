@@ -93,7 +93,7 @@ lab_peer()
 	    lab_fail "stream peer $name did not start"
 }
 lab_peer mtls echo "$LAB_PUB4" "$MTLS_PORT" "$d/good.crt" "$d/good.key" \
-    "$T/sni" "$d/cca.crt"
+    "$T/sni" "$d/cca.crt" "$T/alpn"
 lab_peer other echo "$LAB_PUB4" "$OTHER_PORT" "$d/other.crt" \
     "$d/other.key" "$T/sni-other" "$d/cca.crt"
 
@@ -133,8 +133,8 @@ config()
 {
 	lab_config_base
 	printf '\n[tls.profiles.mtls]\nca_file = %s\n' "$d/ca.crt"
-	printf 'cert_file = %s\nkey_file = %s\n' "$d/client.crt" \
-	    "$d/client.key"
+	printf 'cert_file = %s\nkey_file = %s\nalpn = lab/1\n' \
+	    "$d/client.crt" "$d/client.key"
 	printf '\n[tls.profiles.foreign]\nca_file = %s\n' "$d/xca.crt"
 	printf 'cert_file = %s\nkey_file = %s\n' "$d/client.crt" \
 	    "$d/client.key"
@@ -169,6 +169,10 @@ lab_connect sock "tls://api.weather.example:$MTLS_PORT" "$T/lines" \
 cmp -s "$T/lines" "$CONNECT_OUT" ||
     lab_fail "the echo differs: $(head -c 200 "$CONNECT_OUT")"
 lab_ok "the tls stream with the client certificate echoed"
+lab_expect_eq "ALPN of the tls stream (the profile's)" lab/1 \
+    "$(tail -n 1 "$T/alpn")"
+lab_expect_eq "SNI of the tls stream" api.weather.example \
+    "$(tail -n 1 "$T/sni")"
 lab_expect_decision sock allow - api.weather.example
 lab_expect_close error ""
 

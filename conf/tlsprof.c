@@ -97,7 +97,8 @@ tp_count_certs(const char *buf, size_t len, X509 **ret_first)
 	return n;
 }
 
-/* The value of key, as a resolved path in *ret; NULL when unset. */
+/* The value of key, as a resolved path in *ret; NULL when unset (an
+ * empty value is unset, as everywhere in the file). */
 static const struct conf_val *
 tp_path(struct tp_ctx *c, const char *key, char **ret)
 {
@@ -106,11 +107,6 @@ tp_path(struct tp_ctx *c, const char *key, char **ret)
 	*ret = NULL;
 	if (v == NULL || v->line == 0 || v->str == NULL)
 		return NULL;
-	if (v->str[0] == '\0') {
-		conf_errors_addf(c->errs, "%s:%d: [%s] %s: empty; name a file",
-		    c->path, v->line, c->sec->name, key);
-		return NULL;
-	}
 #ifndef __clang__ /* gcc 12 -fanalyzer loses the block stored in *ret,
 		  * which the caller owns from here on */
 #pragma GCC diagnostic push

@@ -169,6 +169,9 @@ Test(conf_tlsprof, every_error_names_file_and_line)
 		{ "[tls.profiles.a]\ncert_file = c.crt\nkey_file = link.key\n",
 		    "3: [tls.profiles.a] key_file: @/link.key: Too many "
 		    "levels of symbolic links" },
+		{ "[tls.profiles.a]\ncert_file = c.crt\nkey_file = dir.key\n",
+		    "3: [tls.profiles.a] key_file: @/dir.key is not a regular "
+		    "file" },
 		{ "[tls.profiles.a]\nmin_version = TLSv1.1\n",
 		    "2: [tls.profiles.a] min_version: 'TLSv1.1' is not a "
 		    "version; write TLSv1.2 (the default) or TLSv1.3" },
@@ -189,6 +192,7 @@ Test(conf_tlsprof, every_error_names_file_and_line)
 	ct_write_str("notkey.key", "not a key\n");
 	cr_assert_eq(chmod(ct_path("notkey.key"), 0600), 0);
 	cr_assert_eq(symlink(ct_path("c.key"), ct_path("link.key")), 0);
+	cr_assert_eq(mkdir(ct_path("dir.key"), 0700), 0);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct conf_snapshot *s = NULL;
 		struct conf_errors e = { 0 };

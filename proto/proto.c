@@ -32,6 +32,7 @@ static const struct type_rule {
 	uint8_t sid;   /* enum sid_rule */
 	uint32_t min;  /* payload length bounds */
 	uint32_t max;
+	uint8_t since; /* the first version that has the type (0: 1) */
 } type_rules[PROTO_TYPE_LAST + 1] = {
 	[PROTO_MSG_HELLO] = { "HELLO", 0, 0, SID_ZERO, 2, 2 },
 	[PROTO_MSG_REQUEST] = { "REQUEST", PROTO_FLAG_END_STREAM, 0,
@@ -176,6 +177,21 @@ fail(enum proto_fault *reterr, enum proto_fault f, int err)
 }
 
 /*
+ * Answer whether a frame of type (known) may be written in version: from
+ * the first version that has the type on; HELLO only in version 1.
+ */
+/*@ assigns \nothing; */
+static int
+type_in_version(uint8_t type, unsigned version)
+{
+	unsigned since = type_rules[type].since;
+
+	if (type == PROTO_MSG_HELLO)
+		return version == 1;
+	return version >= (since == 0 ? 1u : since);
+}
+
+/*
  * The header rules shared by decoding and encoding (minus the version and
  * the early length cap, which only the decoder sees first).
  */
@@ -231,10 +247,6 @@ proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
 	if (len > 4 && (buf[4] < PROTO_VERSION_MIN || buf[4] > PROTO_VERSION))
 		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_PROTOCOL);
-	/* HELLO's layout is frozen: it always says version 1. */
-	if (len > 5 && buf[5] == PROTO_MSG_HELLO && buf[4] != 1)
-		return fail(reterr_fault, PROTO_FAULT_VERSION,
-		    EGRESS_ERR_PROTOCOL);
 	if (len < PROTO_HDR_SIZE)
 		return 0;
 	h.version = buf[4];
@@ -243,6 +255,11 @@ proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
 	h.stream = get32(buf + 8);
 	if (h.type == 0 || h.type > PROTO_TYPE_LAST)
 		return fail(reterr_fault, PROTO_FAULT_TYPE,
+		    EGRESS_ERR_PROTOCOL);
+	/* HELLO's layout is frozen (always version 1); a newer type only in
+	 * a version that has it. */
+	if (!type_in_version(h.type, h.version))
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_PROTOCOL);
 	if (buf[7] != 0)
 		return fail(reterr_fault, PROTO_FAULT_RESERVED,
@@ -500,13 +517,15 @@ proto_payload_decode(const struct proto_hdr *hdr, const uint8_t *payload,
 	enum proto_fault f;
 
 	/* Re-check: hdr may not come from proto_hdr_decode(). */
-	if (hdr->version < PROTO_VERSION_MIN || hdr->version > PROTO_VERSION ||
-	    (hdr->type == PROTO_MSG_HELLO && hdr->version != 1))
+	if (hdr->version < PROTO_VERSION_MIN || hdr->version > PROTO_VERSION)
 		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_PROTOCOL);
 	f = hdr_check(hdr->type, hdr->flags, hdr->stream, hdr->length);
 	if (f != PROTO_FAULT_NONE)
 		return fail(reterr_fault, f, EGRESS_ERR_PROTOCOL);
+	if (!type_in_version(hdr->type, hdr->version))
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
+		    EGRESS_ERR_PROTOCOL);
 	ret_msg->type = hdr->type;
 	ret_msg->flags = hdr->flags;
 	ret_msg->version = hdr->version;
@@ -662,7 +681,7 @@ proto_encode_size(const struct proto_msg *m, enum proto_fault *reterr_fault)
 		return fail(reterr_fault, PROTO_FAULT_TYPE,
 		    EGRESS_ERR_INVALID);
 	if (msg_version(m) > PROTO_VERSION ||
-	    (m->type == PROTO_MSG_HELLO && msg_version(m) != 1))
+	    !type_in_version(m->type, msg_version(m)))
 		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_INVALID);
 	f = payload_size(m, &size);
@@ -831,7 +850,9 @@ proto_hdr_encode(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t stream,
 	f = hdr_check(type, flags, stream, length);
 	if (f != PROTO_FAULT_NONE)
 		return fail(reterr_fault, f, EGRESS_ERR_INVALID);
-	wr_hdr(buf, 1, type, flags, stream, length);
+	/* The lowest version that has the type. */
+	wr_hdr(buf, type_rules[type].since > 1 ? type_rules[type].since : 1,
+	    type, flags, stream, length);
 	return PROTO_HDR_SIZE;
 }
 
@@ -853,7 +874,8 @@ hdr_patch(uint8_t *buf, size_t len, uint8_t flags, uint32_t stream)
 	length = get32(buf);
 	if (length > PROTO_PAYLOAD_MAX || len - PROTO_HDR_SIZE < length)
 		return EGRESS_ERR_INVALID;
-	if (hdr_check(buf[5], flags, stream, length) != PROTO_FAULT_NONE)
+	if (hdr_check(buf[5], flags, stream, length) != PROTO_FAULT_NONE ||
+	    !type_in_version(buf[5], buf[4]))
 		return EGRESS_ERR_INVALID;
 	buf[6] = flags;
 	put32(buf + 8, stream);

@@ -281,8 +281,9 @@ int proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
     enum proto_fault *reterr_fault);
 
 /*
- * Encode only a frame header into buf (PROTO_HDR_SIZE bytes, version 1),
- * for frames whose payload the caller writes itself (a DATA body straight
+ * Encode only a frame header into buf (PROTO_HDR_SIZE bytes, in the first
+ * version that has the type), for frames whose payload the caller writes
+ * itself (a DATA body straight
  * from an evbuffer or an iovec, without a copy). The same header rules as
  * proto_hdr_decode() apply, including "an empty DATA frame carries
  * END_STREAM". Return PROTO_HDR_SIZE, or EGRESS_ERR_INVALID with

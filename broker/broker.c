@@ -30,6 +30,7 @@
 #include "broker/net/pool.h"
 #include "broker/net/share.h"
 #include "broker/session.h"
+#include "broker/tlsprof.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 
@@ -156,7 +157,6 @@ broker_log_problem(const char *what, const char *detail)
 struct pool_prune {
 	struct broker *b;
 	const struct conf_snapshot *s;
-	int tls_changed;
 	int parent_changed;
 };
 
@@ -169,8 +169,8 @@ pool_prune_cb(void *arg, const struct pool_key *k)
 	const struct conf_instance *ci;
 	struct policy_dest d;
 
-	if (k->tls && pr->tls_changed)
-		return 1; /* verified under the old trust */
+	if (k->tls && !tlsprof_trust_is_current(pr->b, k->trust))
+		return 1; /* verified under an old trust */
 	if (pr->parent_changed)
 		return 1; /* made through another [upstream_proxy], or none */
 	if ((ci = conf_instance_find(pr->s, k->instance)) == NULL)
@@ -190,7 +190,7 @@ pool_prune_cb(void *arg, const struct pool_key *k)
 	    v.reason != POLICY_REASON_ALLOW;
 }
 
-static void
+void
 broker_file_id(const char *path, struct broker_file_id *ret)
 {
 	struct stat st;
@@ -206,7 +206,7 @@ broker_file_id(const char *path, struct broker_file_id *ret)
 	ret->ctime = st.st_ctim;
 }
 
-static int
+int
 broker_file_id_eq(const struct broker_file_id *a,
     const struct broker_file_id *b)
 {
@@ -271,7 +271,6 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 		if (s->ca_file != NULL && (ca = strdup(s->ca_file)) == NULL)
 			return EGRESS_ERR_NOMEM;
 		err = dial_tls_new(s->ca_file, &t);
-		pr.tls_changed = 1;
 		b->tls_gen++; /* connections verified before: never reused */
 		dial_tls_free(b->tls);
 		free(b->tls_ca);
@@ -285,6 +284,9 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 				ret = err;
 		}
 	}
+	/* After [tls]: a profile without ca_file uses its CA file. */
+	if ((err = tlsprof_apply(b, s)) != 0 && ret == 0)
+		ret = err;
 	if ((s->upstream_proxy_url == NULL) != (b->parent_url == NULL) ||
 	    (s->upstream_proxy_url != NULL &&
 		strcmp(s->upstream_proxy_url, b->parent_url) != 0)) {
@@ -296,7 +298,7 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 		free(b->parent_url);
 		b->parent_url = u;
 		pr.parent_changed = 1;
-		b->tls_gen++; /* in flight now: never parked, never reused */
+		b->parent_gen++; /* in flight now: never parked */
 	}
 	(void)pool_drop_if(b->pool, pool_prune_cb, &pr);
 	return ret;
@@ -503,6 +505,7 @@ broker_release(struct broker *b)
 	free(b->tls_ca);
 	free(b->parent_url);
 	b->tls_ca = NULL;
+	tlsprof_release(b);
 	lease_table_set_share(b->leases, NULL);
 	lease_table_free(b->leases);
 	b->leases = NULL;

@@ -36,6 +36,7 @@ struct metrics;
 struct control_server;
 struct share;
 struct request;
+struct broker_tlsprof;
 
 /*
  * The fair shares of the pools instances contend for (share.h): each
@@ -89,6 +90,14 @@ struct broker_file_id {
 	struct timespec mtime, ctime;
 };
 
+/* Fill *ret with path's identity (ok 0 when path is NULL or cannot be
+ * stat'ed). */
+void broker_file_id(const char *path, struct broker_file_id *ret);
+
+/* Answer whether a and b are the same, present file, unchanged. */
+int broker_file_id_eq(const struct broker_file_id *a,
+    const struct broker_file_id *b);
+
 /* A resolver shared by the lookups that use it (opaque). */
 struct broker_dns;
 
@@ -98,15 +107,19 @@ struct broker {
 	struct listen_ctx *listen;
 	struct alisten *alisten; /* listeners attached by launchers */
 
-	struct broker_dns *dns; /* current resolver */
-	struct dial_tls *tls;	/* current TLS client context */
-	char *tls_ca;		/* its ca_file (NULL: system) */
-	int tls_ok;		/* 0: TLS trust failed to load */
-	uint64_t tls_gen;	/* bumped whenever tls is rebuilt or the
-			     [upstream_proxy] url changes */
+	struct broker_dns *dns;		 /* current resolver */
+	struct dial_tls *tls;		 /* current TLS client context */
+	char *tls_ca;			 /* its ca_file (NULL: system) */
+	int tls_ok;			 /* 0: TLS trust failed to load */
+	uint64_t tls_gen;		 /* bumped whenever tls is rebuilt */
 	struct broker_file_id tls_ca_id; /* tls_ca's identity when loaded */
-	char *parent_url; /* [upstream_proxy] url pooled connections were
+	char *parent_url;    /* [upstream_proxy] url pooled connections were
 			     made through (NULL: direct) */
+	uint64_t parent_gen; /* bumped whenever parent_url changes */
+	struct broker_tlsprof *tlsprofs; /* [tls.profiles.NAME] contexts
+					    (tlsprof.h) */
+	size_t ntlsprofs;
+	uint64_t tlsprof_seq; /* their generations */
 
 	struct lease_table *leases; /* per-instance upstream counts */
 	struct pool *pool;	    /* idle keep-alive upstreams; NULL:

@@ -260,6 +260,12 @@ instance_json(const struct control_ops *ops, void *b,
 	}
 	(void)json_object_set_new(o, "permissions",
 	    perm_array(ci->policy.permissions));
+	if ((r = json_array()) != NULL) {
+		for (i = 0; i < ci->ntls_profiles; i++)
+			(void)json_array_append_new(r,
+			    json_string(ci->tls_profiles[i]));
+		(void)json_object_set_new(o, "tls_profiles", r);
+	}
 	(void)json_object_set_new(o, "signature",
 	    js(m != NULL ? conf_sig_status_str(m->sig) : NULL));
 	(void)json_object_set_new(o, "manifest_error", js(ci->manifest_error));

@@ -36,6 +36,7 @@
 #include "broker/relay.h"
 #include "broker/request.h"
 #include "broker/revoke.h"
+#include "broker/tlsprof.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
@@ -81,9 +82,11 @@ struct request {
 	struct policy_addr connected;
 	int has_connected;
 	int reused;	  /* exchange on a pooled connection */
-	uint64_t tls_gen; /* trust and parent the connection was
-					   made under (b->tls_gen at dial) */
-	int retried;	  /* the one fresh retry was used */
+	uint64_t tls_gen; /* trust the connection was verified
+					   under (tlsprof_select() at dial) */
+	char tls_profile[PROTO_PROFILE_MAX + 1]; /* "": [tls] trust */
+	uint64_t parent_gen;			 /* b->parent_gen at dial */
+	int retried; /* the one fresh retry was used */
 
 	uint64_t start_ms;
 	uint64_t start_us, dial_us; /* for the latency metrics */
@@ -461,6 +464,22 @@ request_policy_transport(const struct request *r)
 static void request_begin_exchange(struct request *r, struct bufferevent *bev,
     const struct policy_addr *used);
 
+/*
+ * The TLS context of r's profile now, and its trust generation; NULL
+ * when it is not loaded (tls-failed).
+ */
+static struct dial_tls *
+request_tls(const struct request *r, uint64_t *ret_trust)
+{
+	struct dial_tls *t = NULL;
+
+	*ret_trust = 0;
+	if (tlsprof_select(r->b, r->conf->snap, r->ci, r->tls_profile,
+		strlen(r->tls_profile), &t, ret_trust) != 0)
+		return NULL;
+	return t;
+}
+
 static void
 request_pool_key(const struct request *r, struct pool_key *k)
 {
@@ -468,7 +487,9 @@ request_pool_key(const struct request *r, struct pool_key *k)
 	k->host = &r->dest.host;
 	k->port = r->dest.port;
 	k->tls = r->https;
-	k->trust = r->b->tls_gen;
+	k->trust = 0;
+	if (r->https)
+		(void)request_tls(r, &k->trust);
 }
 
 /*
@@ -509,12 +530,12 @@ request_decided(struct request *r, const struct decide_result *res)
 		return;
 	}
 	s = r->conf->snap;
-	if (r->transport == PROTO_TRANSPORT_HTTP &&
-	    (!r->https || r->b->tls_ok)) {
+	if (r->transport == PROTO_TRANSPORT_HTTP) {
 		request_pool_key(r, &k);
 		bev = pool_take(r->b->pool, &k, r->verdict->addrs,
 		    r->verdict->naddrs, &r->lease, &used);
 		r->tls_gen = k.trust; /* only current trust matches */
+		r->parent_gen = r->b->parent_gen; /* pruned at a change */
 	}
 	if (bev != NULL) {
 		request_log_decision(r, r->dest.host.name,
@@ -614,41 +635,6 @@ lower(unsigned conf, uint32_t guest)
 	if (guest != 0 && (conf == 0 || guest < conf))
 		return guest;
 	return conf;
-}
-
-/* Copy the filtered head out of the frame buffer into one block. */
-static int
-request_copy_head(struct request *r, const struct http1_head *h)
-{
-	size_t i, n = h->method_len + h->path_len;
-	struct http1_header *hv;
-	char *p;
-
-	for (i = 0; i < h->nheaders; i++)
-		n += h->headers[i].name_len + h->headers[i].value_len;
-	r->head_mem = malloc(h->nheaders * sizeof(*hv) + n + 1);
-	if (r->head_mem == NULL)
-		return EGRESS_ERR_NOMEM;
-	hv = r->head_mem;
-	p = (char *)(hv + h->nheaders);
-#define COPY(dst, src, len) \
-	do { \
-		memcpy(p, (src), (len)); \
-		(dst) = p; \
-		p += (len); \
-	} while (0)
-	r->head = *h;
-	COPY(r->head.method, h->method, h->method_len);
-	COPY(r->head.path, h->path, h->path_len);
-	for (i = 0; i < h->nheaders; i++) {
-		hv[i].name_len = h->headers[i].name_len;
-		hv[i].value_len = h->headers[i].value_len;
-		COPY(hv[i].name, h->headers[i].name, hv[i].name_len);
-		COPY(hv[i].value, h->headers[i].value, hv[i].value_len);
-	}
-#undef COPY
-	r->head.headers = hv;
-	return 0;
 }
 
 static int
@@ -824,10 +810,26 @@ request_start(struct request *r, const struct proto_msg *m)
 			return;
 	} else if (request_check_head(r, m, &out) != 0)
 		return;
-	else if (request_copy_head(r, &out) != 0) {
+	else if (http1_head_copy(&out, &r->head, &r->head_mem) != 0) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
+
+	/* The TLS profile: one the entry lists, on a TLS request only. */
+	if (rq->tls_profile.len > 0 && !r->https) {
+		request_invalid(r, "a tls profile on a request without TLS");
+		return;
+	}
+	if (tlsprof_check(s, r->ci, rq->tls_profile.ptr,
+		rq->tls_profile.len) != 0) {
+		r->detail = "the entry does not list this tls profile";
+		request_deny(r, TLSPROF_REASON_NOT_ALLOWED,
+		    EGRESS_ERR_INVALID_REQUEST);
+		return;
+	}
+	if (rq->tls_profile.len > 0)
+		memcpy(r->tls_profile, rq->tls_profile.ptr,
+		    rq->tls_profile.len);
 
 	/* Limits: the guest may lower each, never raise it. */
 	r->deadline_ms = r->start_ms +
@@ -981,8 +983,10 @@ request_park(struct request *r)
 	    !http1_is_reusable(r->x))
 		return;
 	request_pool_key(r, &k);
-	if (r->tls_gen != r->b->tls_gen)
-		return; /* made under the old trust or parent: close it */
+	if (r->https && r->tls_gen != k.trust)
+		return; /* verified under an old trust: close it */
+	if (r->parent_gen != r->b->parent_gen)
+		return; /* made through an old [upstream_proxy]: close it */
 	if (lease_count(r->b->leases, k.instance) >
 	    s->max_connections_per_instance)
 		return; /* over a lowered budget: close it */
@@ -1196,6 +1200,7 @@ static void
 request_connect(struct request *r)
 {
 	struct dial_parent parent;
+	struct dial_tls *tls = NULL;
 	struct dial_params p;
 	uint64_t t = broker_now_ms();
 	uint64_t until = r->deadline_ms;
@@ -1207,7 +1212,7 @@ request_connect(struct request *r)
 		request_fail(r, EGRESS_ERR_TIMEOUT);
 		return;
 	}
-	if (r->https && !r->b->tls_ok) {
+	if (r->https && (tls = request_tls(r, &r->tls_gen)) == NULL) {
 		request_fail(r, EGRESS_ERR_TLS_FAILED);
 		return;
 	}
@@ -1222,9 +1227,8 @@ request_connect(struct request *r)
 	p.timeout_ms = (int)(until - t);
 	p.no_alpn = r->transport != PROTO_TRANSPORT_HTTP;
 	r->dial_us = broker_now_us();
-	r->tls_gen = r->b->tls_gen;
-	err = dial_start(r->b->base, r->https ? r->b->tls : NULL, &p,
-	    request_dial_cb, r, &r->dial);
+	r->parent_gen = r->b->parent_gen;
+	err = dial_start(r->b->base, tls, &p, request_dial_cb, r, &r->dial);
 	if (err != 0) {
 		r->dial = NULL;
 		request_fail(r,
@@ -1355,7 +1359,7 @@ request_still_allowed(struct request *r)
 	if ((now = confstate_get_for(&r->b->conf, g_instance(r))) != NULL) {
 		ok = revoke_is_allowed(r->b, now->snap, g_instance(r),
 		    request_policy_transport(r), &r->dest, &r->connected,
-		    &reason);
+		    r->tls_profile, &reason);
 		confref_unref(now);
 	}
 	if (!ok)
@@ -1490,7 +1494,7 @@ request_revoke_streams(struct broker *b, const struct conf_snapshot *s)
 		next = r->rnext;
 		if (revoke_is_allowed(b, s, g_instance(r),
 			request_policy_transport(r), &r->dest, &r->connected,
-			&reason))
+			r->tls_profile, &reason))
 			continue;
 		r->revoked = reason;
 		request_fail(r, EGRESS_ERR_DENIED); /* may free r */

@@ -8,6 +8,7 @@
 #include "broker/broker.h"
 #include "broker/net/decide.h"
 #include "broker/revoke.h"
+#include "broker/tlsprof.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 
@@ -32,7 +33,7 @@ int
 revoke_is_allowed(struct broker *b, const struct conf_snapshot *s,
     const char *instance, enum policy_transport transport,
     const struct policy_dest *dest, const struct policy_addr *connected,
-    const char **ret_reason)
+    const char *tls_profile, const char **ret_reason)
 {
 	static struct decide d; /* large: single-threaded scratch */
 	const struct decide_result *res;
@@ -58,6 +59,12 @@ revoke_is_allowed(struct broker *b, const struct conf_snapshot *s,
 		return 0;
 	}
 	res = decide_result(&d);
+	if (res->allow && tls_profile != NULL &&
+	    tlsprof_check(s, conf_instance_find(s, instance), tls_profile,
+		strlen(tls_profile)) != 0) {
+		*ret_reason = TLSPROF_REASON_NOT_ALLOWED;
+		return 0;
+	}
 	if (res->allow)
 		return 1;
 	*ret_reason = res->reason != NULL ?

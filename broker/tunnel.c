@@ -381,7 +381,7 @@ tunnel_allowed_by(struct tunnel *t, const struct conf_snapshot *s)
 
 	if (s != NULL &&
 	    revoke_is_allowed(t->b, s, t->instance, tunnel_transport(t, s),
-		&t->dest, &t->connected, &reason))
+		&t->dest, &t->connected, NULL, &reason))
 		return 1;
 	t->revoked = reason;
 	return 0;

@@ -132,6 +132,30 @@ int conf_manifest_parse(const char *path, const char *buf, size_t len,
 /* Free the manifest. NULL is a no-op. */
 void conf_manifest_free(struct conf_manifest *m);
 
+/* [tls.profiles.NAME] bounds. */
+#define CONF_ALPN_MAX	      16  /* protocols in a profile's alpn */
+#define CONF_ALPN_WIRE_MAX    255 /* bytes of its wire form */
+#define CONF_TLS_PROFILES_MAX 64  /* profiles an entry may list */
+
+/*
+ * One [tls.profiles.NAME] section: the trust material a request of an
+ * instance that lists it may select. It never names a destination.
+ */
+struct conf_tls_profile {
+	char *name;
+	char *ca_file;	 /* resolved; NULL: [tls] ca_file, else the system
+			    store */
+	char *cert_file; /* client certificate chain (PEM), or NULL */
+	char *key_file;	 /* its private key (PEM, owner-only), or NULL;
+			    set exactly when cert_file is */
+	int min_version; /* 12 (TLS 1.2, the default) or 13 (TLS 1.3) */
+	/* ALPN protocols offered on tls streams, in wire form (length
+	 * prefixed); alpn_len 0: none. */
+	unsigned char alpn[CONF_ALPN_WIRE_MAX];
+	size_t alpn_len;
+	int line; /* of the section header */
+};
+
 /* One [plugins.entries.NAME] section. */
 struct conf_instance {
 	char *name;
@@ -149,6 +173,9 @@ struct conf_instance {
 	/* The entry's tcp/tls stream limits; 0: [limits]'s. */
 	unsigned stream_idle_timeout_ms;
 	unsigned stream_max_lifetime_ms;
+	char **tls_profiles; /* tls_profiles: the [tls.profiles.NAME] names
+				its requests may select */
+	size_t ntls_profiles;
 	int line; /* of the section header */
 	/* The manifest, or NULL when refused; then manifest_error says why
 	 * (file:line messages joined with "; "). */
@@ -206,7 +233,9 @@ struct conf_snapshot {
 	size_t nextra_methods;
 
 	/* [tls] */
-	char *ca_file; /* NULL: system store */
+	char *ca_file;			       /* NULL: system store */
+	struct conf_tls_profile *tls_profiles; /* sorted by name */
+	size_t ntls_profiles;
 
 	/* [metrics] */
 	/* [upstream_proxy]: every connection goes through this parent
@@ -281,6 +310,21 @@ int conf_load_buffer(const char *path, const char *buf, size_t len,
 
 /* Free the snapshot and everything it owns. NULL is a no-op. */
 void conf_snapshot_free(struct conf_snapshot *s);
+
+/*
+ * Find the [tls.profiles.NAME] section whose name is the len bytes at
+ * name (binary search). Return NULL when absent.
+ */
+const struct conf_tls_profile *
+conf_tls_profile_find(const struct conf_snapshot *s, const char *name,
+    size_t len);
+
+/*
+ * Answer whether instance ci lists the profile named by the len bytes at
+ * name in its tls_profiles. Return 1 or 0 (0 for a NULL ci).
+ */
+int conf_instance_has_tls_profile(const struct conf_instance *ci,
+    const char *name, size_t len);
 
 /* Find an instance by name (binary search). Return NULL when absent. */
 const struct conf_instance *conf_instance_find(const struct conf_snapshot *s,

@@ -22,8 +22,6 @@
 
 #include <arpa/inet.h>
 
-#include <openssl/evp.h>
-
 #include "conf/confint.h"
 
 #define CONFIG_FILE_MAX	     (16 * 1024 * 1024)
@@ -118,6 +116,7 @@ static const struct conf_keydef entry_keys[] = {
 	{ "proxy_token_file", 0 },
 	{ "stream_idle_timeout_ms", 0 },
 	{ "stream_max_lifetime_ms", 0 },
+	{ "tls_profiles", 1 },
 	{ NULL, 0 },
 };
 
@@ -159,8 +158,45 @@ struct cfg_parse {
 	int have[SEC_NFIXED];
 	struct conf_sec **entries;
 	size_t nentries;
+	struct conf_sec **profiles; /* [tls.profiles.NAME] */
+	size_t nprofiles;
 	int nomem;
 };
+
+/* A [tls.profiles.NAME] section (tlsprof.c builds it). */
+static struct conf_sec *
+cfg_profile_section(struct cfg_parse *cp, const char *path, const char *name,
+    int line, struct conf_errors *errs)
+{
+	const char *pname = name + strlen(CONF_TLS_PROFILES_PREFIX);
+	struct conf_sec *sec, **v;
+
+	if (!conf_name_is_valid(pname, 0)) {
+		conf_errors_addf(errs,
+		    "%s:%d: [%s]: '%s' is not a profile name: 1 to %d bytes "
+		    "of a-z, 0-9, '.', '_', '-', starting with a letter or "
+		    "digit, without '..'",
+		    path, line, name, pname, CONF_NAME_MAX);
+		return NULL;
+	}
+	/* NOLINTBEGIN(bugprone-sizeof-expression): an array of pointers */
+	if ((sec = calloc(1, sizeof(*sec))) == NULL ||
+	    (v = realloc(cp->profiles, (cp->nprofiles + 1) * sizeof(*v))) ==
+		NULL) {
+		free(sec);
+		cp->nomem = 1;
+		return NULL;
+	}
+	/* NOLINTEND(bugprone-sizeof-expression) */
+	cp->profiles = v;
+	if (conf_sec_init(sec, name, line, conf_tls_profile_keys) != 0) {
+		free(sec);
+		cp->nomem = 1;
+		return NULL;
+	}
+	cp->profiles[cp->nprofiles++] = sec;
+	return sec;
+}
 
 static struct conf_sec *
 cfg_section(void *ctx, const char *path, const char *name, int line,
@@ -189,13 +225,23 @@ cfg_section(void *ctx, const char *path, const char *name, int line,
 		    path, line, name);
 		return NULL;
 	}
+	if (strcmp(name, "tls.profiles") == 0) {
+		conf_errors_addf(errs,
+		    "%s:%d: [%s]: a profile needs a name: write "
+		    "[tls.profiles.NAME]",
+		    path, line, name);
+		return NULL;
+	}
+	if (strncmp(name, CONF_TLS_PROFILES_PREFIX,
+		strlen(CONF_TLS_PROFILES_PREFIX)) == 0)
+		return cfg_profile_section(cp, path, name, line, errs);
 	if (strncmp(name, ENTRIES_PREFIX, strlen(ENTRIES_PREFIX)) != 0) {
 		conf_errors_addf(errs,
 		    "%s:%d: [%s]: unknown section; the "
 		    "sections are [security], [plugins], [plugins.security], "
 		    "[plugins.limits], [plugins.entries.NAME], [broker], "
-		    "[resolver], [limits], [tls], [metrics] and "
-		    "[upstream_proxy]",
+		    "[resolver], [limits], [tls], [tls.profiles.NAME], "
+		    "[metrics] and [upstream_proxy]",
 		    path, line, name);
 		return NULL;
 	}
@@ -241,6 +287,11 @@ cfg_parse_done(struct cfg_parse *cp)
 		free(cp->entries[i]);
 	}
 	free(cp->entries);
+	for (i = 0; i < cp->nprofiles; i++) {
+		conf_sec_done(cp->profiles[i]);
+		free(cp->profiles[i]);
+	}
+	free(cp->profiles);
 }
 
 /* The value of key in fixed section idx, or NULL when the section or the
@@ -437,86 +488,6 @@ get_metrics_listen(struct cfg_parse *cp, struct conf_snapshot *s)
 	}
 	if ((s->metrics_listen = strdup(v->str)) == NULL)
 		cp->nomem = 1;
-}
-
-/* "Basic " and the base64 of "user:password". */
-static char *
-basic_auth(const char *cred)
-{
-	size_t n = strlen(cred);
-	char *out = malloc(6 + 4 * ((n + 2) / 3) + 1);
-
-	if (out == NULL)
-		return NULL;
-	memcpy(out, "Basic ", 6);
-	(void)EVP_EncodeBlock((unsigned char *)out + 6,
-	    (const unsigned char *)cred, (int)n);
-	return out;
-}
-
-static int track_token_file(struct conf_snapshot *s, const char *path);
-
-/* [upstream_proxy] url = http://ADDRESS[:PORT], credentials_file. */
-static void
-get_upstream_proxy(struct cfg_parse *cp, struct conf_snapshot *s)
-{
-	const struct conf_val *u = fixed_val(cp, SEC_UPSTREAM_PROXY, "url");
-	const struct conf_val *c = fixed_val(cp, SEC_UPSTREAM_PROXY,
-	    "credentials_file");
-	const char *why = NULL;
-	struct policy_dest d;
-	struct policy_err e;
-	char *path = NULL, *cred = NULL;
-
-	if (u == NULL || u->str == NULL || u->str[0] == '\0') {
-		if (c != NULL && c->str != NULL && c->str[0] != '\0')
-			conf_errors_addf(cp->errs,
-			    "%s:%d: [upstream_proxy] credentials_file: set "
-			    "without url",
-			    cp->path, c->line);
-		return;
-	}
-	if (policy_url_parse(u->str, strlen(u->str), &d, &e) != 0 ||
-	    strcmp(d.scheme, "http") != 0 || d.host.kind == POLICY_HOST_NAME ||
-	    d.path_len > 1) {
-		/* Not quoted when it may hold a password. */
-		int secret = strchr(u->str, '@') != NULL;
-
-		conf_errors_addf(cp->errs,
-		    "%s:%d: [upstream_proxy] url: '%s': write "
-		    "http://ADDRESS:PORT with the parent proxy's IP address "
-		    "(a name would be a resolution outside the broker's "
-		    "checks%s)",
-		    cp->path, u->line,
-		    secret ? "(not shown: it has userinfo)" : u->str,
-		    secret ? "; credentials go in credentials_file" : "");
-		return;
-	}
-	s->upstream_proxy_addr.family = d.host.kind == POLICY_HOST_IPV4 ?
-	    4 :
-	    6;
-	memcpy(s->upstream_proxy_addr.bytes, d.host.addr, 16);
-	s->upstream_proxy_port = d.port;
-	if ((s->upstream_proxy_url = strdup(u->str)) == NULL) {
-		cp->nomem = 1;
-		return;
-	}
-	if (c == NULL || c->str == NULL || c->str[0] == '\0')
-		return;
-	if ((path = resolve_path(cp->dir, c->str)) == NULL ||
-	    track_token_file(s, path) != 0)
-		cp->nomem = 1;
-	else if ((cred = conf_credentials_read(path, &why)) == NULL)
-		conf_errors_addf(cp->errs,
-		    "%s:%d: [upstream_proxy] credentials_file: %s %s",
-		    cp->path, c->line, path, why);
-	else if ((s->upstream_proxy_auth = basic_auth(cred)) == NULL)
-		cp->nomem = 1;
-	if (cred != NULL) {
-		explicit_bzero(cred, strlen(cred));
-		free(cred);
-	}
-	free(path);
 }
 
 /* ---- Sections ---------------------------------------------------------- */
@@ -840,7 +811,11 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	get_methods(cp, s);
 	(void)get_path(cp, SEC_TLS, "ca_file", &s->ca_file);
 	get_metrics_listen(cp, s);
-	get_upstream_proxy(cp, s);
+	if (conf_upstream_proxy(cp->path, cp->dir,
+		fixed_val(cp, SEC_UPSTREAM_PROXY, "url"),
+		fixed_val(cp, SEC_UPSTREAM_PROXY, "credentials_file"), s,
+		cp->errs) != 0)
+		cp->nomem = 1;
 }
 
 /* Every item of the carve-out key must be covered by egress_hosts. */
@@ -874,13 +849,12 @@ static int files_push(struct conf_snapshot *s, struct conf_file_id *id,
     int shared, size_t *idx);
 
 /*
- * Record the token file at path among s's files, its identity taken
- * before its token is read (a rewrite in between only makes the
- * snapshot stale at once), so that rewriting it applies at the next
- * request like any other edit. Return 0, or EGRESS_ERR_NOMEM.
+ * A token or TLS profile file: its identity is taken before the file is
+ * checked (a rewrite in between only makes the snapshot stale at once),
+ * so that rewriting it applies at the next request like any other edit.
  */
-static int
-track_token_file(struct conf_snapshot *s, const char *path)
+int
+conf_track_file(struct conf_snapshot *s, const char *path, size_t max)
 {
 	struct conf_file_id id = { 0 };
 	char *buf = NULL;
@@ -888,8 +862,8 @@ track_token_file(struct conf_snapshot *s, const char *path)
 
 	if ((id.path = strdup(path)) == NULL)
 		return EGRESS_ERR_NOMEM;
-	if (conf_read_file(path, CONF_TOKEN_MAX + 2, &buf, &len, &id) != 0) {
-		/* Unreadable: conf_token_read() says why; the identity is
+	if (conf_read_file(path, max, &buf, &len, &id) != 0) {
+		/* Unreadable: the caller's check says why; the identity is
 		 * the stat one, or none (changed at the next check). */
 		(void)conf_file_id_stat(path, &id);
 	}
@@ -965,7 +939,7 @@ build_entry_proxy(struct cfg_parse *cp, struct conf_snapshot *s,
 		cp->nomem = 1;
 		return;
 	}
-	if (track_token_file(s, path) != 0)
+	if (conf_track_file(s, path, CONF_TOKEN_MAX + 2) != 0)
 		cp->nomem = 1;
 	else if ((ci->proxy_token = conf_token_read(path, &why)) == NULL)
 		conf_errors_addf(cp->errs,
@@ -1085,6 +1059,10 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 	    &ci->stream_idle_timeout_ms);
 	get_entry_ms(cp, sec, "stream_max_lifetime_ms",
 	    &ci->stream_max_lifetime_ms);
+	v = conf_sec_cval(sec, "tls_profiles");
+	if (conf_tls_profiles_entry(cp->path, sec->name, &v->list, s, ci,
+		cp->errs) != 0)
+		cp->nomem = 1;
 
 	/* DIR/NAME.sock must fit a Unix socket address. */
 	if (s->instance_socket_dir != NULL &&
@@ -1281,6 +1259,9 @@ load_buffer(const char *path, const char *buf, size_t len,
 	build_security(&cp, s);
 	build_plugins(&cp, s);
 	build_broker(&cp, s);
+	if (conf_tls_profiles_build(path, s->dir, cp.profiles, cp.nprofiles, s,
+		&errs) != 0)
+		cp.nomem = 1;
 	if (cp.nomem) {
 		rc = EGRESS_ERR_NOMEM;
 		goto out;

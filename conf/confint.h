@@ -183,6 +183,46 @@ int conf_file_id_stat(const char *path, struct conf_file_id *id);
 int conf_read_file(const char *path, size_t max, char **ret_buf,
     size_t *ret_len, struct conf_file_id *id);
 
+/*
+ * Record the file at path among s's shared files, its identity taken
+ * from a read of at most max bytes (wiped after), so that rewriting it
+ * makes the snapshot stale like an edit of the configuration. Return 0,
+ * or EGRESS_ERR_NOMEM.
+ */
+int conf_track_file(struct conf_snapshot *s, const char *path, size_t max);
+
+/* ---- TLS profiles (tlsprof.c, used by config.c) ------------------------ */
+
+#define CONF_TLS_PROFILES_PREFIX "tls.profiles."
+
+/* The keys of a [tls.profiles.NAME] section. */
+extern const struct conf_keydef conf_tls_profile_keys[];
+
+/*
+ * Build s->tls_profiles from the n parsed [tls.profiles.NAME] sections
+ * secs of the file at path (relative paths against dir): check every
+ * value and the files they name (readable PEM; a key file only its owner
+ * may read, unencrypted, matching its certificate), record those files
+ * with conf_track_file(), and add one "FILE:LINE: [section] key: ..."
+ * message per problem to errs (never a byte of a key). Return 0, or
+ * EGRESS_ERR_NOMEM.
+ */
+int conf_tls_profiles_build(const char *path, const char *dir,
+    struct conf_sec *const *secs, size_t n, struct conf_snapshot *s,
+    struct conf_errors *errs);
+
+/*
+ * Fill ci->tls_profiles from the entry's tls_profiles list l (section
+ * name sec for messages); every name must be a profile of s (built
+ * first). Return 0, or EGRESS_ERR_NOMEM.
+ */
+int conf_tls_profiles_entry(const char *path, const char *sec,
+    const struct conf_list *l, const struct conf_snapshot *s,
+    struct conf_instance *ci, struct conf_errors *errs);
+
+/* Free s's profiles (in conf_snapshot_free()). */
+void conf_tls_profiles_free(struct conf_snapshot *s);
+
 /* ---- Manifests (used by config.c) -------------------------------------- */
 
 /*
@@ -228,5 +268,16 @@ char *conf_token_read(const char *path, const char **why);
  * USER:PASSWORD (a non-empty user, then ':'), 3 to CONF_TOKEN_MAX visible
  * ASCII characters. */
 char *conf_credentials_read(const char *path, const char **why);
+
+/*
+ * Build [upstream_proxy] (parent.c) from its url and credentials_file
+ * values (NULL when unset) of the file cpath, paths relative to dir, into
+ * s (upstream_proxy_url, _addr, _port, _auth); the credentials file is
+ * tracked like a token. Add one "FILE:LINE: [upstream_proxy] key: ..."
+ * error per problem. Return 0, or EGRESS_ERR_NOMEM.
+ */
+int conf_upstream_proxy(const char *cpath, const char *dir,
+    const struct conf_val *url, const struct conf_val *cred,
+    struct conf_snapshot *s, struct conf_errors *errs);
 
 #endif /* EGRESS_CONF_CONFINT_H */

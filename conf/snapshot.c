@@ -11,6 +11,8 @@
 static void
 instance_done(struct conf_instance *ci)
 {
+	size_t i;
+
 	free(ci->name);
 	free(ci->plugin);
 	free(ci->manifest_path);
@@ -23,6 +25,9 @@ instance_done(struct conf_instance *ci)
 	if (ci->proxy_token != NULL)
 		explicit_bzero(ci->proxy_token, strlen(ci->proxy_token));
 	free(ci->proxy_token);
+	for (i = 0; i < ci->ntls_profiles; i++)
+		free(ci->tls_profiles[i]);
+	free(ci->tls_profiles);
 	conf_manifest_free(ci->manifest);
 	free(ci->manifest_error);
 }
@@ -53,6 +58,7 @@ conf_snapshot_free(struct conf_snapshot *s)
 		free(s->extra_methods[i]);
 	free(s->extra_methods);
 	free(s->ca_file);
+	conf_tls_profiles_free(s);
 	free(s->upstream_proxy_url);
 	if (s->upstream_proxy_auth != NULL)
 		explicit_bzero(s->upstream_proxy_auth,

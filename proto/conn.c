@@ -266,6 +266,11 @@ conn_check(const struct proto_conn *c, const struct proto_msg *m, int send,
 		return fail(reterr_fault, PROTO_FAULT_DIRECTION, err);
 	if ((mask & CS(c->state)) == 0 || (is_pre_open(c) && m->stream != 0))
 		return fail(reterr_fault, PROTO_FAULT_CONN_STATE, err);
+	/* A frame is written in version 1 .. the negotiated one (1 until
+	 * the versions are agreed). */
+	if ((m->version == 0 ? 1u : m->version) >
+	    (is_pre_open(c) || c->version == 0 ? 1u : c->version))
+		return fail(reterr_fault, PROTO_FAULT_VERSION, err);
 	if (m->stream != 0 &&
 	    (send ? stream_rules[m->type].send : stream_rules[m->type].recv) ==
 		0)

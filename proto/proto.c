@@ -32,6 +32,7 @@ static const struct type_rule {
 	uint8_t sid;   /* enum sid_rule */
 	uint32_t min;  /* payload length bounds */
 	uint32_t max;
+	uint8_t since; /* the first version that has the type (0: 1) */
 } type_rules[PROTO_TYPE_LAST + 1] = {
 	[PROTO_MSG_HELLO] = { "HELLO", 0, 0, SID_ZERO, 2, 2 },
 	[PROTO_MSG_REQUEST] = { "REQUEST", PROTO_FLAG_END_STREAM, 0,
@@ -154,6 +155,16 @@ put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+/* The version a message is written in: 0 stands for 1. */
+/*@ requires \valid_read(m);
+    assigns \nothing;
+    ensures 1 <= \result <= 255; */
+static unsigned
+msg_version(const struct proto_msg *m)
+{
+	return m->version == 0 ? 1u : m->version;
+}
+
 /*@ requires reterr == \null || \valid(reterr);
     assigns *reterr;
     ensures \result == err; */
@@ -163,6 +174,21 @@ fail(enum proto_fault *reterr, enum proto_fault f, int err)
 	if (reterr != NULL)
 		*reterr = f;
 	return err;
+}
+
+/*
+ * Answer whether a frame of type (known) may be written in version: from
+ * the first version that has the type on; HELLO only in version 1.
+ */
+/*@ assigns \nothing; */
+static int
+type_in_version(uint8_t type, unsigned version)
+{
+	unsigned since = type_rules[type].since;
+
+	if (type == PROTO_MSG_HELLO)
+		return version == 1;
+	return version >= (since == 0 ? 1u : since);
 }
 
 /*
@@ -218,7 +244,7 @@ proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
 	if (h.length > PROTO_PAYLOAD_MAX)
 		return fail(reterr_fault, PROTO_FAULT_TOO_BIG,
 		    EGRESS_ERR_PROTOCOL);
-	if (len > 4 && buf[4] != PROTO_VERSION)
+	if (len > 4 && (buf[4] < PROTO_VERSION_MIN || buf[4] > PROTO_VERSION))
 		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_PROTOCOL);
 	if (len < PROTO_HDR_SIZE)
@@ -229,6 +255,11 @@ proto_hdr_decode(const uint8_t *buf, size_t len, struct proto_hdr *ret_hdr,
 	h.stream = get32(buf + 8);
 	if (h.type == 0 || h.type > PROTO_TYPE_LAST)
 		return fail(reterr_fault, PROTO_FAULT_TYPE,
+		    EGRESS_ERR_PROTOCOL);
+	/* HELLO's layout is frozen (always version 1); a newer type only in
+	 * a version that has it. */
+	if (!type_in_version(h.type, h.version))
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_PROTOCOL);
 	if (buf[7] != 0)
 		return fail(reterr_fault, PROTO_FAULT_RESERVED,
@@ -413,7 +444,13 @@ rd_payload(struct rd *r, struct proto_msg *m)
 		    rd_str(r, 0, PROTO_AUTHORITY_MAX, &q->authority) != 0 ||
 		    rd_str(r, 0, PROTO_PATH_MAX, &q->path) != 0)
 			return -1;
-		return rd_headers(r, m);
+		q->tls_profile.ptr = NULL;
+		q->tls_profile.len = 0;
+		if (rd_headers(r, m) != 0)
+			return -1;
+		if (m->version < 2)
+			return 0;
+		return rd_str(r, 0, PROTO_PROFILE_MAX, &q->tls_profile);
 	case PROTO_MSG_RESPONSE:
 		if (rd_u16(r, &m->response.status) != 0)
 			return -1;
@@ -480,14 +517,18 @@ proto_payload_decode(const struct proto_hdr *hdr, const uint8_t *payload,
 	enum proto_fault f;
 
 	/* Re-check: hdr may not come from proto_hdr_decode(). */
-	if (hdr->version != PROTO_VERSION)
+	if (hdr->version < PROTO_VERSION_MIN || hdr->version > PROTO_VERSION)
 		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_PROTOCOL);
 	f = hdr_check(hdr->type, hdr->flags, hdr->stream, hdr->length);
 	if (f != PROTO_FAULT_NONE)
 		return fail(reterr_fault, f, EGRESS_ERR_PROTOCOL);
+	if (!type_in_version(hdr->type, hdr->version))
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
+		    EGRESS_ERR_PROTOCOL);
 	ret_msg->type = hdr->type;
 	ret_msg->flags = hdr->flags;
+	ret_msg->version = hdr->version;
 	ret_msg->stream = hdr->stream;
 	ret_msg->nheaders = 0;
 	if (rd_payload(&r, ret_msg) != 0)
@@ -574,6 +615,12 @@ payload_size(const struct proto_msg *m, size_t *ret_size)
 			0 ||
 		    sz_str(&q->path, 0, PROTO_PATH_MAX, &size) != 0)
 			return PROTO_FAULT_STRING;
+		/* A version-1 REQUEST cannot carry a profile. */
+		if (msg_version(m) < 2 && q->tls_profile.len != 0)
+			return PROTO_FAULT_VALUE;
+		if (msg_version(m) >= 2 &&
+		    sz_str(&q->tls_profile, 0, PROTO_PROFILE_MAX, &size) != 0)
+			return PROTO_FAULT_STRING;
 		*ret_size = size;
 		return sz_headers(m, ret_size);
 	case PROTO_MSG_RESPONSE:
@@ -632,6 +679,10 @@ proto_encode_size(const struct proto_msg *m, enum proto_fault *reterr_fault)
 
 	if (m->type == 0 || m->type > PROTO_TYPE_LAST)
 		return fail(reterr_fault, PROTO_FAULT_TYPE,
+		    EGRESS_ERR_INVALID);
+	if (msg_version(m) > PROTO_VERSION ||
+	    !type_in_version(m->type, msg_version(m)))
+		return fail(reterr_fault, PROTO_FAULT_VERSION,
 		    EGRESS_ERR_INVALID);
 	f = payload_size(m, &size);
 	if (f != PROTO_FAULT_NONE)
@@ -708,11 +759,11 @@ wr_headers(struct wr *w, const struct proto_msg *m)
 }
 
 static void
-wr_hdr(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t stream,
-    uint32_t length)
+wr_hdr(uint8_t *buf, uint8_t version, uint8_t type, uint8_t flags,
+    uint32_t stream, uint32_t length)
 {
 	put32(buf, length);
-	buf[4] = PROTO_VERSION;
+	buf[4] = version;
 	buf[5] = type;
 	buf[6] = flags;
 	buf[7] = 0;
@@ -732,7 +783,7 @@ proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
 		return total;
 	if (size < (size_t)total)
 		return EGRESS_ERR_TOO_BIG;
-	wr_hdr(buf, m->type, m->flags, m->stream,
+	wr_hdr(buf, msg_version(m), m->type, m->flags, m->stream,
 	    (uint32_t)total - PROTO_HDR_SIZE);
 	w.buf = buf;
 	w.size = size;
@@ -752,6 +803,8 @@ proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
 		wr_str(&w, &q->authority);
 		wr_str(&w, &q->path);
 		wr_headers(&w, m);
+		if (msg_version(m) >= 2)
+			wr_str(&w, &q->tls_profile);
 		break;
 	case PROTO_MSG_RESPONSE:
 		wr_u16(&w, m->response.status);
@@ -797,7 +850,9 @@ proto_hdr_encode(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t stream,
 	f = hdr_check(type, flags, stream, length);
 	if (f != PROTO_FAULT_NONE)
 		return fail(reterr_fault, f, EGRESS_ERR_INVALID);
-	wr_hdr(buf, type, flags, stream, length);
+	/* The lowest version that has the type. */
+	wr_hdr(buf, type_rules[type].since > 1 ? type_rules[type].since : 1,
+	    type, flags, stream, length);
 	return PROTO_HDR_SIZE;
 }
 
@@ -812,13 +867,15 @@ hdr_patch(uint8_t *buf, size_t len, uint8_t flags, uint32_t stream)
 {
 	uint32_t length;
 
-	if (buf == NULL || len < PROTO_HDR_SIZE || buf[4] != PROTO_VERSION ||
+	if (buf == NULL || len < PROTO_HDR_SIZE ||
+	    buf[4] < PROTO_VERSION_MIN || buf[4] > PROTO_VERSION ||
 	    buf[7] != 0)
 		return EGRESS_ERR_INVALID;
 	length = get32(buf);
 	if (length > PROTO_PAYLOAD_MAX || len - PROTO_HDR_SIZE < length)
 		return EGRESS_ERR_INVALID;
-	if (hdr_check(buf[5], flags, stream, length) != PROTO_FAULT_NONE)
+	if (hdr_check(buf[5], flags, stream, length) != PROTO_FAULT_NONE ||
+	    !type_in_version(buf[5], buf[4]))
 		return EGRESS_ERR_INVALID;
 	buf[6] = flags;
 	put32(buf + 8, stream);
@@ -831,6 +888,14 @@ proto_hdr_flags(const uint8_t *buf, size_t len)
 	if (buf == NULL || len < PROTO_HDR_SIZE)
 		return EGRESS_ERR_INVALID;
 	return buf[6];
+}
+
+int
+proto_hdr_version(const uint8_t *buf, size_t len)
+{
+	if (buf == NULL || len < PROTO_HDR_SIZE)
+		return EGRESS_ERR_INVALID;
+	return buf[4];
 }
 
 int
@@ -878,7 +943,7 @@ proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	const struct proto_request *x = &a->request, *y = &b->request;
 
 	if (a->type != b->type || a->flags != b->flags ||
-	    a->stream != b->stream)
+	    msg_version(a) != msg_version(b) || a->stream != b->stream)
 		return 0;
 	switch (a->type) {
 	case PROTO_MSG_HELLO:
@@ -893,7 +958,9 @@ proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 		    str_eq(&x->method, &y->method) &&
 		    str_eq(&x->scheme, &y->scheme) &&
 		    str_eq(&x->authority, &y->authority) &&
-		    str_eq(&x->path, &y->path) && headers_eq(a, b);
+		    str_eq(&x->path, &y->path) &&
+		    str_eq(&x->tls_profile, &y->tls_profile) &&
+		    headers_eq(a, b);
 	case PROTO_MSG_RESPONSE:
 		return a->response.status == b->response.status &&
 		    headers_eq(a, b);
@@ -989,6 +1056,7 @@ proto_error_init(struct proto_msg *m, uint32_t stream, uint32_t code)
 	msg = code_messages[code];
 	m->type = PROTO_MSG_ERROR;
 	m->flags = 0;
+	m->version = 0;
 	m->stream = stream;
 	m->nheaders = 0;
 	m->error.code = code;

@@ -22,7 +22,7 @@
 
 /* ---- Constants (wire ABI: see docs/protocol.md) ----------------------- */
 
-#define PROTO_VERSION	       1 /* the version this build speaks */
+#define PROTO_VERSION	       2 /* the version this build speaks */
 #define PROTO_VERSION_MIN      1 /* the lowest version it accepts */
 
 #define PROTO_HDR_SIZE	       12    /* bytes of the fixed frame header */
@@ -46,6 +46,7 @@
 #define PROTO_HEADERS_MAX      256   /* headers in one block */
 #define PROTO_HEADER_BYTES_MAX 65536 /* sum of name and value lengths */
 #define PROTO_MESSAGE_MAX      256   /* ERROR message */
+#define PROTO_PROFILE_MAX      64    /* REQUEST tls profile (version 2) */
 #define PROTO_PING_SIZE	       8
 
 /* The fixed masked message of a policy refusal (wire code "denied"). */
@@ -156,6 +157,9 @@ struct proto_request {
 	struct proto_str scheme;
 	struct proto_str authority;
 	struct proto_str path; /* path and query */
+	/* Version 2 and later: the TLS profile to use; empty: the broker's
+	 * default trust. A version-1 frame has no such field (empty). */
+	struct proto_str tls_profile;
 };
 
 /*
@@ -169,6 +173,10 @@ struct proto_request {
 struct proto_msg {
 	uint8_t type;	 /* enum proto_type */
 	uint8_t flags;	 /* PROTO_FLAG_* */
+	uint8_t version; /* the frame header's version, which sets the
+			    payload's layout: decoding writes it (1 ..
+			    PROTO_VERSION), encoding writes it (0 means 1;
+			    HELLO is always 1); at most the negotiated one */
 	uint32_t stream; /* 0 for connection-level frames */
 	union {
 		struct {
@@ -262,7 +270,8 @@ int proto_encode_size(const struct proto_msg *m,
     enum proto_fault *reterr_fault);
 
 /*
- * Encode m as one frame (version PROTO_VERSION) into buf of size bytes.
+ * Encode m as one frame (header version m->version, 0 meaning 1) into buf
+ * of size bytes.
  * Return the number of bytes written, EGRESS_ERR_INVALID (with
  * *reterr_fault) when m is not valid, or EGRESS_ERR_TOO_BIG when size is
  * smaller than proto_encode_size(m). A buffer of PROTO_FRAME_MAX bytes is
@@ -272,9 +281,10 @@ int proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
     enum proto_fault *reterr_fault);
 
 /*
- * Encode only a frame header into buf (PROTO_HDR_SIZE bytes), for frames
- * whose payload the caller writes itself (a DATA body straight from an
- * evbuffer or an iovec, without a copy). The same header rules as
+ * Encode only a frame header into buf (PROTO_HDR_SIZE bytes, in the first
+ * version that has the type), for frames whose payload the caller writes
+ * itself (a DATA body straight
+ * from an evbuffer or an iovec, without a copy). The same header rules as
  * proto_hdr_decode() apply, including "an empty DATA frame carries
  * END_STREAM". Return PROTO_HDR_SIZE, or EGRESS_ERR_INVALID with
  * *reterr_fault set.
@@ -288,6 +298,13 @@ int proto_hdr_encode(uint8_t *buf, uint8_t type, uint8_t flags,
  * PROTO_HDR_SIZE.
  */
 int proto_hdr_flags(const uint8_t *buf, size_t len);
+
+/*
+ * Return the version byte of the encoded frame header at the start of buf
+ * (len bytes available), or EGRESS_ERR_INVALID when len is under
+ * PROTO_HDR_SIZE.
+ */
+int proto_hdr_version(const uint8_t *buf, size_t len);
 
 /*
  * Set the stream id of an encoded frame in place (a frame encoded ahead of
@@ -306,8 +323,9 @@ int proto_hdr_set_stream(uint8_t *buf, size_t len, uint32_t stream);
 int proto_hdr_add_flags(uint8_t *buf, size_t len, uint8_t flags);
 
 /*
- * Return 1 when a and b are the same message: type, flags, stream and
- * every field of the type compared by value (strings by content), else 0.
+ * Return 1 when a and b are the same message: type, flags, version (0 as
+ * 1), stream and every field of the type compared by value (strings by
+ * content), else 0.
  */
 int proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b);
 

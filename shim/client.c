@@ -372,13 +372,15 @@ out_raw(struct egress_client *c, struct proto_stream *s, uint8_t *frame,
     size_t len, uint8_t type, uint32_t id)
 {
 	struct proto_msg *m = &c->msg;
-	int flags, rv;
+	int flags, version, rv;
 
-	if ((flags = proto_hdr_flags(frame, len)) < 0)
-		return flags;
+	if ((flags = proto_hdr_flags(frame, len)) < 0 ||
+	    (version = proto_hdr_version(frame, len)) < 0)
+		return EGRESS_ERR_INVALID;
 	memset(m, 0, offsetof(struct proto_msg, headers));
 	m->type = type;
 	m->flags = (uint8_t)flags;
+	m->version = (uint8_t)version;
 	m->stream = id;
 	ANALYZER_STORED_BEGIN
 	if (buf_reserve(&c->out, len) != 0)
@@ -420,8 +422,16 @@ send_heads(struct egress_client *c)
 		if (rv == EGRESS_ERR_AGAIN)
 			return; /* 256 streams open: wait */
 		if (rv < 0) {
+			/* A head of a newer version than the broker speaks
+			 * (a tls profile): never sent without its field. */
+			if (proto_hdr_version(r->head_frame, r->head_len) >
+			    c->pc.version)
+				rv = EGRESS_ERR_UNAVAILABLE;
 			req_fail(r,
-			    rv == EGRESS_ERR_NOMEM ? rv : EGRESS_ERR_PROTOCOL,
+			    rv == EGRESS_ERR_NOMEM ||
+				    rv == EGRESS_ERR_UNAVAILABLE ?
+				rv :
+				EGRESS_ERR_PROTOCOL,
 			    NULL, 0);
 			continue;
 		}
@@ -1036,6 +1046,14 @@ egress_request_start(struct egress_client *c,
     const struct egress_request_head *head, egress_request_cb *cb, void *arg,
     struct egress_request **ret_req)
 {
+	return egress_request_start_profile(c, head, NULL, cb, arg, ret_req);
+}
+
+int
+egress_request_start_profile(struct egress_client *c,
+    const struct egress_request_head *head, const char *tls_profile,
+    egress_request_cb *cb, void *arg, struct egress_request **ret_req)
+{
 	struct proto_msg *m;
 	struct proto_request *q;
 	int rv;
@@ -1057,7 +1075,8 @@ egress_request_start(struct egress_client *c,
 	    (rv = shim_set_str(&q->authority, head->authority,
 		 PROTO_AUTHORITY_MAX)) == 0 &&
 	    (rv = shim_set_str(&q->path, head->path, PROTO_PATH_MAX)) == 0 &&
-	    (rv = shim_fill_headers(m, head->headers, head->nheaders)) == 0)
+	    (rv = shim_fill_headers(m, head->headers, head->nheaders)) == 0 &&
+	    (rv = shim_set_profile(m, tls_profile)) == 0)
 		rv = shim_request_open(c, m, cb, arg, ret_req);
 	free(m);
 	return rv;

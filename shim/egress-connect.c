@@ -32,7 +32,7 @@ static void
 print_usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: egress-connect --socket PATH URL\n"
+	    "usage: egress-connect --socket PATH [--profile NAME] URL\n"
 	    "       egress-connect --help | --version\n"
 	    "       (URL is tcp://HOST:PORT or tls://HOST:PORT; "
 	    "EGRESS_FD=N may replace --socket)\n");
@@ -199,12 +199,13 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "profile", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct relay r;
-	const char *path = NULL, *authority;
+	const char *path = NULL, *profile = NULL, *authority;
 	struct pollfd pfd[2];
 	int ch, transport, rv, timeout;
 	nfds_t n;
@@ -213,6 +214,9 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 's':
 			path = optarg;
+			break;
+		case 'p':
+			profile = optarg;
 			break;
 		case 'h':
 			print_usage(stdout);
@@ -232,8 +236,8 @@ main(int argc, char **argv)
 	parse_url(argv[optind], &transport, &authority);
 	(void)signal(SIGPIPE, SIG_IGN); /* a closed stdout is EPIPE */
 	r.c = open_client(path);
-	rv = egress_stream_open(r.c, transport, authority, NULL, NULL, NULL,
-	    &r.s);
+	rv = egress_stream_open_profile(r.c, transport, authority, profile,
+	    NULL, NULL, NULL, &r.s);
 	if (rv < 0)
 		die_err(rv == EGRESS_ERR_INVALID || rv == EGRESS_ERR_TOO_BIG ?
 			EGRESS_ERR_INVALID_REQUEST :

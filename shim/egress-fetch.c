@@ -51,6 +51,7 @@ struct opts {
 	int verbose;
 	int fail;
 	const char *write_out;
+	const char *profile; /* --profile: a tls profile, or NULL */
 };
 
 /* -s without -S: error messages are not printed (the status still says). */
@@ -64,7 +65,8 @@ print_usage(FILE *f)
 	    "[-H 'Name: value']...\n"
 	    "           [-d DATA | --data-binary @FILE] [-i] [-o FILE] "
 	    "[-L [--max-redirs N]]\n"
-	    "           [-m SECONDS] [-s [-S]] [-v] [-f] [-w FORMAT] URL\n"
+	    "           [-m SECONDS] [-s [-S]] [-v] [-f] [-w FORMAT] "
+	    "[--profile NAME] URL\n"
 	    "       egress-fetch --help | --version\n"
 	    "       (EGRESS_FD=N may replace --socket)\n");
 }
@@ -196,6 +198,8 @@ parse_seconds(const char *s)
 	return (uint64_t)(v * 1000.0 + 0.999);
 }
 
+static void check_args(int argc, char **argv, struct opts *o);
+
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
@@ -204,10 +208,12 @@ parse_args(int argc, char **argv, struct opts *o)
 		OPT_DATA_BINARY,
 		OPT_MAX_REDIRS,
 		OPT_TIMEOUT,
-		OPT_VERSION
+		OPT_VERSION,
+		OPT_PROFILE
 	};
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "request", required_argument, NULL, 'X' },
 		{ "header", required_argument, NULL, 'H' },
 		{ "data", required_argument, NULL, 'd' },
@@ -258,6 +264,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_SOCKET:
 			o->socket = optarg;
 			break;
+		case OPT_PROFILE:
+			o->profile = optarg;
+			break;
 		case 'X':
 			o->method = optarg;
 			break;
@@ -304,6 +313,13 @@ parse_args(int argc, char **argv, struct opts *o)
 		}
 	}
 	quiet = silent && !show_error;
+	check_args(argc, argv, o);
+}
+
+/* The URL and what the options left unsaid. */
+static void
+check_args(int argc, char **argv, struct opts *o)
+{
 	if (optind == argc)
 		die_usage("missing URL", NULL);
 	if (optind < argc - 1)
@@ -648,6 +664,14 @@ deliver(const struct opts *o, struct egress_request *req, int out_fd,
 		write_out(o->write_out, status, url, redirs);
 }
 
+/* Start one request of the fetch, under --profile when given. */
+static int
+start_request(struct egress_client *c, const struct egress_request_head *h,
+    const struct opts *o, struct egress_request **ret)
+{
+	return egress_request_start_profile(c, h, o->profile, NULL, NULL, ret);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -706,7 +730,7 @@ main(int argc, char **argv)
 		}
 		if (o.verbose)
 			print_request(&head);
-		rv = egress_request_start(c, &head, NULL, NULL, &req);
+		rv = start_request(c, &head, &o, &req);
 		if (rv < 0)
 			die_err(rv, NULL);
 		if (h.send_body && o.body_len > 0 &&

@@ -56,6 +56,20 @@ shim_set_str(struct proto_str *s, const char *v, size_t max)
 }
 
 int
+shim_set_profile(struct proto_msg *m, const char *tls_profile)
+{
+	int rv;
+
+	if (tls_profile == NULL || tls_profile[0] == '\0')
+		return 0;
+	rv = shim_set_str(&m->request.tls_profile, tls_profile,
+	    PROTO_PROFILE_MAX);
+	if (rv == 0)
+		m->version = 2; /* the field exists from version 2 on */
+	return rv;
+}
+
+int
 shim_encode_alloc(const struct proto_msg *m, uint8_t **ret, size_t *ret_len)
 {
 	uint8_t *p;

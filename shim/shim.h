@@ -50,6 +50,13 @@ int shim_request_open(struct egress_client *c, struct proto_msg *m,
 int shim_set_str(struct proto_str *s, const char *v, size_t max);
 
 /*
+ * Set m's tls profile to the NUL-terminated tls_profile (borrowed; NULL
+ * or empty: none) and so its version to 2, the first with the field.
+ * Return 0, or EGRESS_ERR_TOO_BIG over PROTO_PROFILE_MAX bytes.
+ */
+int shim_set_profile(struct proto_msg *m, const char *tls_profile);
+
+/*
  * Fill m's header list from the n headers h (borrowed). Return 0,
  * EGRESS_ERR_INVALID (a NULL or empty name, a NULL value with a length)
  * or EGRESS_ERR_TOO_BIG (over the protocol's bounds).

@@ -20,6 +20,16 @@ egress_stream_open(struct egress_client *c, int transport,
     const char *authority, const struct egress_timeouts *timeouts,
     egress_request_cb *cb, void *arg, struct egress_request **ret_stream)
 {
+	return egress_stream_open_profile(c, transport, authority, NULL,
+	    timeouts, cb, arg, ret_stream);
+}
+
+int
+egress_stream_open_profile(struct egress_client *c, int transport,
+    const char *authority, const char *tls_profile,
+    const struct egress_timeouts *timeouts, egress_request_cb *cb, void *arg,
+    struct egress_request **ret_stream)
+{
 	struct proto_msg *m;
 	struct proto_request *q;
 	int rv;
@@ -37,6 +47,8 @@ egress_stream_open(struct egress_client *c, int transport,
 		q->timeouts.total_ms = timeouts->total_ms;
 	}
 	rv = shim_set_str(&q->authority, authority, PROTO_AUTHORITY_MAX);
+	if (rv == 0)
+		rv = shim_set_profile(m, tls_profile);
 	if (rv == 0)
 		rv = shim_request_open(c, m, cb, arg, ret_stream);
 	free(m);

@@ -55,6 +55,31 @@ print_field(const char *label, const struct pkg_strv *sv)
 	printf("\n");
 }
 
+/* The TLS profiles the entry lets its requests select. */
+static json_t *
+json_profiles(const struct conf_instance *ci)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a != NULL && i < ci->ntls_profiles; i++)
+		json_array_append_new(a, json_string(ci->tls_profiles[i]));
+	return a;
+}
+
+static void
+print_profiles(const struct conf_instance *ci)
+{
+	size_t i;
+
+	if (ci->ntls_profiles == 0)
+		return;
+	printf("  %-24s", "tls profiles:");
+	for (i = 0; i < ci->ntls_profiles; i++)
+		printf("%s%s", i ? ", " : "", ci->tls_profiles[i]);
+	printf("\n");
+}
+
 int
 ctl_plugin_list(struct ctl_ctx *ctx, int json)
 {
@@ -80,8 +105,7 @@ ctl_plugin_list(struct ctl_ctx *ctx, int json)
 
 		if (pkg_reach_compute(ci, m, NULL, &r) != 0)
 			goto out;
-		/* Without a permission no transport reaches anything. */
-		if (r.effective == 0)
+		if (r.effective == 0) /* no permission: no transport reaches */
 			pkg_strv_done(&r.reach);
 		if (asprintf(&sock, "%s/%s.sock",
 			s->instance_socket_dir ? s->instance_socket_dir :
@@ -126,6 +150,8 @@ ctl_plugin_list(struct ctl_ctx *ctx, int json)
 			    json_strv(&r.private_hosts));
 			json_object_set_new(o, "egress_allow_loopback",
 			    json_strv(&r.loopback_hosts));
+			json_object_set_new(o, "tls_profiles",
+			    json_profiles(ci));
 			json_object_set_new(o, "socket",
 			    sock ? json_string(sock) : json_null());
 			json_array_append_new(arr, o);
@@ -161,6 +187,7 @@ ctl_plugin_list(struct ctl_ctx *ctx, int json)
 			if (r.loopback_hosts.n > 0)
 				print_field("loopback carve-outs:",
 				    &r.loopback_hosts);
+			print_profiles(ci);
 			printf("  %-24s%s\n", "socket:", sock ? sock : "?");
 		}
 		pkg_reach_done(&r);

@@ -257,6 +257,8 @@ print_instance(json_t *o)
 	printf("%s\n", sval(o, "socket"));
 	print_list(STATUS_W,
 	    "permissions:", json_object_get(o, "permissions"));
+	print_list(STATUS_W,
+	    "tls profiles:", json_object_get(o, "tls_profiles"));
 	label(STATUS_W, "upstream leases:");
 	printf("%lld held of %lld\n", ival(o, "leases"), ival(o, "budget"));
 	label(STATUS_W, "allowed:");

@@ -31,6 +31,8 @@
 
 struct dial_tls {
 	SSL_CTX *ctx;
+	unsigned char alpn[DIAL_ALPN_MAX]; /* offered on byte streams */
+	size_t alpn_len;
 };
 
 struct dial_attempt {
@@ -62,6 +64,8 @@ struct dial {
 	struct share *handshakes; /* fair share of TLS handshakes */
 	int handshaking;	  /* holds a unit of it */
 	int no_alpn;
+	unsigned char alpn[DIAL_ALPN_MAX]; /* with no_alpn: offered instead */
+	size_t alpn_len;
 	char tag[DIAL_TAG_MAX + 1];
 	int has_parent;
 	struct dial_parent parent; /* .auth owned */
@@ -70,30 +74,63 @@ struct dial {
 int
 dial_tls_new(const char *ca_file, struct dial_tls **ret)
 {
+	struct dial_tls_conf c;
+
+	memset(&c, 0, sizeof(c));
+	c.ca_file = ca_file;
+	return dial_tls_new_conf(&c, ret);
+}
+
+/* A key's passphrase is never asked for (no prompt on a terminal). */
+static int
+dial_no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
+int
+dial_tls_new_conf(const struct dial_tls_conf *c, struct dial_tls **ret)
+{
 	static const unsigned char alpn[] = "\x08http/1.1";
 	struct dial_tls *t;
 	SSL_CTX *ctx;
 
-	if (ret == NULL)
+	if (ret == NULL || c == NULL || c->alpn_len > DIAL_ALPN_MAX ||
+	    (c->cert_file == NULL) != (c->key_file == NULL))
 		return EGRESS_ERR_INVALID;
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
 		return EGRESS_ERR_NOMEM;
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	SSL_CTX_set_default_passwd_cb(ctx, dial_no_passphrase);
+	if (SSL_CTX_set_min_proto_version(ctx,
+		c->min_version == 13 ? TLS1_3_VERSION : TLS1_2_VERSION) != 1 ||
 	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
 		goto bad;
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	(void)SSL_CTX_set_options(ctx,
 	    SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	if (ca_file != NULL) {
-		if (SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1)
+	if (c->ca_file != NULL) {
+		if (SSL_CTX_load_verify_locations(ctx, c->ca_file, NULL) != 1)
 			goto bad;
 	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+		goto bad;
+	if (c->cert_file != NULL &&
+	    (SSL_CTX_use_certificate_chain_file(ctx, c->cert_file) != 1 ||
+		SSL_CTX_use_PrivateKey_file(ctx, c->key_file,
+		    SSL_FILETYPE_PEM) != 1 ||
+		SSL_CTX_check_private_key(ctx) != 1))
 		goto bad;
 	if ((t = calloc(1, sizeof(*t))) == NULL) {
 		SSL_CTX_free(ctx);
 		return EGRESS_ERR_NOMEM;
 	}
 	t->ctx = ctx;
+	if (c->alpn_len > 0)
+		memcpy(t->alpn, c->alpn, c->alpn_len);
+	t->alpn_len = c->alpn_len;
 	*ret = t;
 	return 0;
 bad:
@@ -339,7 +376,9 @@ dial_won(struct dial *d, struct dial_attempt *a)
 		goto nomem;
 	/* A byte stream offers no application protocol (NULL clears the
 	 * context's "http/1.1"). */
-	if (d->no_alpn && SSL_set_alpn_protos(ssl, NULL, 0) != 0)
+	if (d->no_alpn &&
+	    SSL_set_alpn_protos(ssl, d->alpn_len > 0 ? d->alpn : NULL,
+		(unsigned)d->alpn_len) != 0)
 		goto nomem;
 	/* Names only from DNS SANs: a certificate without one is never
 	 * matched on its subject CN. */
@@ -562,6 +601,8 @@ dial_start(struct event_base *base, struct dial_tls *tls,
 			return EGRESS_ERR_NOMEM;
 		}
 		d->ctx = tls->ctx;
+		memcpy(d->alpn, tls->alpn, tls->alpn_len);
+		d->alpn_len = tls->alpn_len;
 	}
 	ms = p->timeout_ms > 0 ? p->timeout_ms : DIAL_TIMEOUT_DEFAULT_MS;
 	tv.tv_sec = ms / 1000;

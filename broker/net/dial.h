@@ -27,7 +27,8 @@ struct share;
 
 #define DIAL_STAGGER_MS		250
 #define DIAL_TIMEOUT_DEFAULT_MS 10000
-#define DIAL_TAG_MAX		64 /* bytes of dial_params.tag */
+#define DIAL_TAG_MAX		64  /* bytes of dial_params.tag */
+#define DIAL_ALPN_MAX		255 /* bytes of a stream ALPN list */
 
 /*
  * Create the client TLS context: TLS 1.2 minimum, peer verification
@@ -37,6 +38,28 @@ struct share;
  * EGRESS_ERR_NOMEM.
  */
 int dial_tls_new(const char *ca_file, struct dial_tls **ret);
+
+/* The trust material of a client TLS context. Everything is borrowed. */
+struct dial_tls_conf {
+	const char *ca_file;   /* PEM; NULL: the system default paths */
+	const char *cert_file; /* client certificate chain (PEM), or NULL */
+	const char *key_file;  /* its unencrypted PEM key; set exactly when
+				  cert_file is */
+	int min_version;       /* 13: TLS 1.3; anything else: TLS 1.2 */
+	const unsigned char *alpn; /* offered on byte streams (no_alpn),
+				      wire form; HTTP always offers
+				      "http/1.1" */
+	size_t alpn_len;	   /* 0: none; at most DIAL_ALPN_MAX */
+};
+
+/*
+ * Create a client TLS context as dial_tls_new() does, from c: its trust,
+ * minimum version, client certificate (presented when a server asks) and
+ * stream ALPN. A key is never asked a passphrase for. Return 0 and write
+ * *ret, or EGRESS_ERR_INVALID (a file unreadable or not what it should
+ * be, a key that does not match its certificate) or EGRESS_ERR_NOMEM.
+ */
+int dial_tls_new_conf(const struct dial_tls_conf *c, struct dial_tls **ret);
 
 /* Free the context; dials already started keep their own reference.
  * NULL is a no-op. */
@@ -72,8 +95,10 @@ struct dial_params {
 					   while in progress (refused:
 					   EGRESS_ERR_BUDGET_EXHAUSTED) */
 	const char *tag;		 /* the instance; NULL: no share */
-	int no_alpn;			 /* TLS: offer no ALPN (a byte stream,
-					   not HTTP) */
+	int no_alpn;			 /* TLS: a byte stream, not HTTP:
+					   offer the context's stream ALPN
+					   (none unless its conf set one)
+					   instead of "http/1.1" */
 	const struct dial_parent *parent; /* NULL: connect directly */
 };
 

@@ -1038,3 +1038,39 @@ http1_response_started(const struct http1_exchange *x)
 {
 	return x->got_byte;
 }
+
+int
+http1_head_copy(const struct http1_head *h, struct http1_head *ret,
+    void **ret_mem)
+{
+	size_t i, n = h->method_len + h->path_len;
+	struct http1_header *hv;
+	void *mem;
+	char *p;
+
+	for (i = 0; i < h->nheaders; i++)
+		n += h->headers[i].name_len + h->headers[i].value_len;
+	if ((mem = malloc(h->nheaders * sizeof(*hv) + n + 1)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	hv = mem;
+	p = (char *)(hv + h->nheaders);
+#define COPY(dst, src, len) \
+	do { \
+		memcpy(p, (src), (len)); \
+		(dst) = p; \
+		p += (len); \
+	} while (0)
+	*ret = *h;
+	COPY(ret->method, h->method, h->method_len);
+	COPY(ret->path, h->path, h->path_len);
+	for (i = 0; i < h->nheaders; i++) {
+		hv[i].name_len = h->headers[i].name_len;
+		hv[i].value_len = h->headers[i].value_len;
+		COPY(hv[i].name, h->headers[i].name, hv[i].name_len);
+		COPY(hv[i].value, h->headers[i].value, hv[i].value_len);
+	}
+#undef COPY
+	ret->headers = hv;
+	*ret_mem = mem;
+	return 0;
+}

@@ -88,6 +88,15 @@ struct http1_callbacks {
 typedef void (*http1_body_buffer_cb)(void *arg, struct evbuffer *in, size_t n);
 
 /*
+ * Copy head h (whose strings may borrow a frame buffer) into one
+ * malloc'd block: write the copy to *ret (its strings point into the
+ * block) and the block to *ret_mem (the caller frees it). Return 0, or
+ * EGRESS_ERR_NOMEM with nothing written.
+ */
+int http1_head_copy(const struct http1_head *h, struct http1_head *ret,
+    void **ret_mem);
+
+/*
  * Start one exchange on bev (borrowed: it stays the caller's, and must
  * outlive the exchange; its callbacks, watermarks and read state are
  * taken over until http1_exchange_free()). head must be the output of

@@ -31,8 +31,9 @@ struct pool_key {
 	const struct policy_host *host; /* the authorized host */
 	uint16_t port;
 	int tls;
-	uint64_t trust; /* generation of the TLS trust and the
-			   [upstream_proxy] the connection was made under */
+	uint64_t trust; /* TLS trust generation the
+					   connection was verified under
+					   (0 for plain TCP) */
 };
 
 /*

@@ -212,6 +212,17 @@ int egress_request_start(struct egress_client *c,
     struct egress_request **ret_req);
 
 /*
+ * egress_request_start() with a TLS profile for an https request:
+ * tls_profile names one of the broker's [tls.profiles.NAME] that the
+ * instance's entry lists, as for egress_stream_open_profile() (NULL or
+ * "": none; the same refusals). A profile on an http request is refused
+ * (EGRESS_ERR_INVALID_REQUEST).
+ */
+int egress_request_start_profile(struct egress_client *c,
+    const struct egress_request_head *head, const char *tls_profile,
+    egress_request_cb *cb, void *arg, struct egress_request **ret_req);
+
+/*
  * Write up to len bytes of request body from buf (copied), in DATA frames
  * as the flow-control windows allow. Blocking (flags 0): wait until every
  * byte is queued, or the request fails or times out; return len.
@@ -329,6 +340,24 @@ void egress_request_free(struct egress_request *req);
 int egress_stream_open(struct egress_client *c, int transport,
     const char *authority, const struct egress_timeouts *timeouts,
     egress_request_cb *cb, void *arg, struct egress_request **ret_stream);
+
+/*
+ * egress_stream_open() with a TLS profile for a EGRESS_STREAM_TLS stream:
+ * tls_profile (NUL-terminated, at most 64 bytes; NULL or "": none, the
+ * broker's default trust) names one of the broker's [tls.profiles.NAME]
+ * that the instance's entry lists. It chooses the trust material (CA
+ * file, client certificate, minimum version, ALPN), never the
+ * destination. The broker refuses a profile the entry does not list, or
+ * one on a tcp stream, with EGRESS_ERR_INVALID_REQUEST; a broker too old
+ * to know profiles (protocol version 1) fails the stream with
+ * EGRESS_ERR_UNAVAILABLE: it is never opened without its profile.
+ * Return as egress_stream_open(), or EGRESS_ERR_TOO_BIG for a longer
+ * name.
+ */
+int egress_stream_open_profile(struct egress_client *c, int transport,
+    const char *authority, const char *tls_profile,
+    const struct egress_timeouts *timeouts, egress_request_cb *cb, void *arg,
+    struct egress_request **ret_stream);
 
 /*
  * Wait until s is connected. Blocking (flags 0) until then or until it

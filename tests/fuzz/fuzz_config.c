@@ -8,6 +8,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "conf/conf.h"
 
@@ -24,6 +25,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(const char *)data, size, &s, &e) == 0) {
 		for (i = 0; i < s->ninstances; i++)
 			(void)conf_instance_find(s, s->instances[i].name);
+		for (i = 0; i < s->ntls_profiles; i++)
+			(void)conf_tls_profile_find(s, s->tls_profiles[i].name,
+			    strlen(s->tls_profiles[i].name));
 		(void)conf_snapshot_is_stale(s);
 	}
 	conf_snapshot_free(s);

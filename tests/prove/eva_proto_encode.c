@@ -12,7 +12,9 @@
  * length of any content, into a buffer of 0 to PROTO_FRAME_MAX bytes; proto_encode() and
  * proto_msg_equal() on types without strings (and type values 0 and 12
  * to 255) with any field bytes; proto_msg_equal() on two messages of the
- * same type whose strings have any length up to their bound.
+ * same type whose strings have any length up to their bound. The version
+ * byte of a message is any value too (the REQUEST's tls profile is read
+ * from version 2 on).
  * prove: sources proto/proto.c
  */
 #include "__fc_builtin.h"
@@ -23,7 +25,7 @@ static uint8_t out[PROTO_FRAME_MAX];
 static char method[PROTO_METHOD_MAX], scheme[PROTO_SCHEME_MAX];
 static char authority[PROTO_AUTHORITY_MAX], path[PROTO_PATH_MAX];
 static char name[PROTO_NAME_MAX], value[PROTO_VALUE_MAX];
-static char message[PROTO_MESSAGE_MAX];
+static char message[PROTO_MESSAGE_MAX], profile[PROTO_PROFILE_MAX];
 static uint8_t data[PROTO_DATA_MAX];
 static struct proto_msg a, b;
 
@@ -78,6 +80,8 @@ msg_set(struct proto_msg *m, uint8_t t, int null, int bounded)
 		str_set(&m->request.authority, authority, sizeof(authority),
 		    null, bounded);
 		str_set(&m->request.path, path, sizeof(path), null, bounded);
+		str_set(&m->request.tls_profile, profile, sizeof(profile),
+		    null, bounded);
 		break;
 	case PROTO_MSG_DATA:
 		m->data.ptr = null ? NULL : data;
@@ -118,6 +122,7 @@ main(void)
 	Frama_C_make_unknown(name, sizeof(name));
 	Frama_C_make_unknown(value, sizeof(value));
 	Frama_C_make_unknown(message, sizeof(message));
+	Frama_C_make_unknown(profile, sizeof(profile));
 	Frama_C_make_unknown((char *)data, sizeof(data));
 
 	for (i = 0; i < sizeof(types); i++) {

@@ -429,8 +429,8 @@ ParameterizedTestParameters(conf_config, errors)
 		    "/nonexistent/c.ini:1: [resolvers]: unknown section; the "
 		    "sections are [security], [plugins], [plugins.security], "
 		    "[plugins.limits], [plugins.entries.NAME], [broker], "
-		    "[resolver], [limits], [tls], [metrics] and "
-		    "[upstream_proxy]" },
+		    "[resolver], [limits], [tls], [tls.profiles.NAME], "
+		    "[metrics] and [upstream_proxy]" },
 		{ "[upstream_proxy]\nurl = http://proxy.corp:3128\n",
 		    "/nonexistent/c.ini:2: [upstream_proxy] url: "
 		    "'http://proxy.corp:3128': write http://ADDRESS:PORT with the "
@@ -460,7 +460,7 @@ ParameterizedTestParameters(conf_config, errors)
 		    "permissions, egress_hosts, egress_allow_private, "
 		    "egress_allow_loopback, socket_owner, socket_group, proxy_listen, "
 		    "proxy_token_file, stream_idle_timeout_ms, "
-		    "stream_max_lifetime_ms" },
+		    "stream_max_lifetime_ms, tls_profiles" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "stream_idle_timeout_ms = 0\n",
 		    "/nonexistent/c.ini:4: [plugins.entries.x] "

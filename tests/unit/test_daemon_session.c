@@ -30,6 +30,8 @@ ParameterizedTestParameters(session, hello)
 {
 	static struct hello_case cases[] = {
 		{ "same", PROTO_VERSION, PROTO_VERSION },
+		/* An older client gets its own version. */
+		{ "older-client", 1, 1 },
 		/* A newer client gets the highest version both speak. */
 		{ "newer-client", PROTO_VERSION + 5, PROTO_VERSION },
 		{ "max-u16", 65535, PROTO_VERSION },
@@ -91,10 +93,11 @@ enum drop_kind {
 	DROP_PING_FIRST = 1, /* a frame before HELLO */
 	DROP_REQUEST_FIRST,
 	DROP_SECOND_HELLO,
-	DROP_BAD_VERSION_BYTE, /* header version 2 */
+	DROP_BAD_VERSION_BYTE, /* header version PROTO_VERSION + 1 */
 	DROP_HELLO_ZERO,       /* HELLO offering version 0 */
 	DROP_FD_BEFORE_HELLO,  /* SCM_RIGHTS with the HELLO */
 	DROP_FD_AFTER_HELLO,   /* SCM_RIGHTS with a PING */
+	DROP_V2_ON_V1,	       /* a version-2 REQUEST after agreeing on 1 */
 };
 
 struct drop_case {
@@ -113,6 +116,7 @@ ParameterizedTestParameters(session, drop)
 		{ "hello-version-zero", DROP_HELLO_ZERO, 0 },
 		{ "fd-with-hello", DROP_FD_BEFORE_HELLO, 0 },
 		{ "fd-with-ping", DROP_FD_AFTER_HELLO, 1 },
+		{ "v2-request-on-v1", DROP_V2_ON_V1, 0 },
 	};
 
 	return cr_make_param_array(struct drop_case, cases,
@@ -179,7 +183,7 @@ ParameterizedTest(struct drop_case *c, session, drop)
 		dt_msg(&M, PROTO_MSG_PING, 0, 0);
 		n = proto_encode(&M, frame, sizeof(frame), NULL);
 		cr_assert_gt(n, 0);
-		frame[4] = 2;
+		frame[4] = PROTO_VERSION + 1;
 		dt_write_all(p->fd, frame, (size_t)n);
 		break;
 	case DROP_HELLO_ZERO:
@@ -203,6 +207,17 @@ ParameterizedTest(struct drop_case *c, session, drop)
 		}
 		send_with_fd(p, &M, pipefd[1]);
 		(void)close(pipefd[1]); /* the broker holds the only copy */
+		break;
+	case DROP_V2_ON_V1:
+		dt_send_hello(p, 1);
+		cr_assert_eq(dt_recv(p, &M), 1, "no HELLO from the broker");
+		cr_assert_eq(M.hello.version, 1);
+		dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "https",
+		    "127.0.0.1", "/", NULL);
+		M.version = 2;
+		M.request.tls_profile.ptr = "p";
+		M.request.tls_profile.len = 1;
+		dt_send(p, &M);
 		break;
 	default:
 		cr_assert_fail("bad case");

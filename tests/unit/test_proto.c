@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ enum {
 	RT_REQUEST,
 	RT_REQUEST_EMPTY,
 	RT_REQUEST_MAX,
+	RT_REQUEST_V2,
+	RT_REQUEST_V2_MAX,
 	RT_RESPONSE,
 	RT_DATA,
 	RT_DATA_END,
@@ -144,6 +147,18 @@ build(int kind, struct proto_msg *m)
 		for (i = 0; i < PROTO_HEADERS_MAX; i++)
 			m->headers[0].value.len -= strlen(names[i]);
 		break;
+	case RT_REQUEST_V2:
+		/* Version 2: the trailing tls profile. */
+		build(RT_REQUEST, m);
+		m->version = 2;
+		set_str(&m->request.tls_profile, "mtls");
+		break;
+	case RT_REQUEST_V2_MAX:
+		build(RT_REQUEST_MAX, m);
+		m->version = 2;
+		q->tls_profile.ptr = big_path;
+		q->tls_profile.len = PROTO_PROFILE_MAX;
+		break;
 	case RT_RESPONSE:
 		m->type = PROTO_MSG_RESPONSE;
 		m->stream = 5;
@@ -218,6 +233,8 @@ static struct rt_case rt_cases[] = {
 	{ "request", RT_REQUEST },
 	{ "request-empty", RT_REQUEST_EMPTY },
 	{ "request-max", RT_REQUEST_MAX },
+	{ "request-v2", RT_REQUEST_V2 },
+	{ "request-v2-max", RT_REQUEST_V2_MAX },
 	{ "response", RT_RESPONSE },
 	{ "data", RT_DATA },
 	{ "data-end", RT_DATA_END },
@@ -331,7 +348,7 @@ static struct bad_case bad_cases[] = {
 	    PROTO_FAULT_TOO_BIG },
 	{ "oversized-before-version", "ffffffff|ff", EGRESS_ERR_PROTOCOL,
 	    PROTO_FAULT_TOO_BIG },
-	{ "bad-version-5-bytes", "00000002|02", EGRESS_ERR_PROTOCOL,
+	{ "bad-version-5-bytes", "00000002|03", EGRESS_ERR_PROTOCOL,
 	    PROTO_FAULT_VERSION },
 	{ "bad-version-0", "00000002|00010000|00000000|0001",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VERSION },
@@ -520,13 +537,17 @@ Test(proto, header_bytes_over_bound)
 Test(proto, payload_decode_rechecks_header)
 {
 	static struct proto_msg m;
-	struct proto_hdr h = { 2, 2, PROTO_MSG_HELLO, 0, 0 };
+	struct proto_hdr h = { 2, PROTO_VERSION + 1, PROTO_MSG_HELLO, 0, 0 };
 	enum proto_fault f;
 
 	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m, &f),
 	    EGRESS_ERR_PROTOCOL);
 	cr_assert_eq(f, PROTO_FAULT_VERSION);
-	h.version = PROTO_VERSION;
+	h.version = 2; /* HELLO's layout is frozen at version 1 */
+	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m, &f),
+	    EGRESS_ERR_PROTOCOL);
+	cr_assert_eq(f, PROTO_FAULT_VERSION);
+	h.version = 1;
 	h.stream = 3;
 	cr_assert_eq(proto_payload_decode(&h, (const uint8_t *)"\0\1", &m, &f),
 	    EGRESS_ERR_PROTOCOL);
@@ -887,4 +908,97 @@ Test(proto, version_choose)
 	cr_assert_eq(proto_version_choose(1), 1);
 	cr_assert_eq(proto_version_choose(2), PROTO_VERSION);
 	cr_assert_eq(proto_version_choose(0xffff), PROTO_VERSION);
+}
+
+/* ---- Version 2 --------------------------------------------------------- */
+
+Test(proto, request_profile_needs_version_2)
+{
+	static struct proto_msg in, out;
+	enum proto_fault f = PROTO_FAULT_NONE;
+	int n;
+
+	/* Version 1 has no field for it: refused, never dropped. */
+	build(RT_REQUEST_V2, &in);
+	in.version = 1;
+	cr_assert_eq(proto_encode(&in, frame, sizeof(frame), &f),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(f, PROTO_FAULT_VALUE);
+	in.version = PROTO_VERSION + 1;
+	cr_assert_eq(proto_encode(&in, frame, sizeof(frame), &f),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(f, PROTO_FAULT_VERSION);
+
+	/* The header's version sets the layout: a version-2 REQUEST read as
+	 * version 1 has trailing bytes, a version-1 one read as version 2
+	 * lacks its last field. */
+	in.version = 2;
+	n = proto_encode(&in, frame, sizeof(frame), &f);
+	cr_assert_gt(n, 0);
+	frame[4] = 1;
+	cr_assert_eq(proto_frame_decode(frame, (size_t)n, &out, &f),
+	    EGRESS_ERR_PROTOCOL);
+	cr_assert_eq(f, PROTO_FAULT_TRAILING);
+	build(RT_REQUEST, &in);
+	n = proto_encode(&in, frame, sizeof(frame), &f);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(frame[4], 1);
+	frame[4] = 2;
+	cr_assert_eq(proto_frame_decode(frame, (size_t)n, &out, &f),
+	    EGRESS_ERR_PROTOCOL);
+	cr_assert_eq(f, PROTO_FAULT_TRUNCATED);
+	frame[4] = 1;
+	cr_assert_eq(proto_frame_decode(frame, (size_t)n, &out, &f), n);
+	cr_assert_eq(out.version, 1);
+	cr_assert_eq(out.request.tls_profile.len, 0);
+
+	/* An over-long profile is refused both ways. */
+	build(RT_REQUEST_V2_MAX, &in);
+	in.request.tls_profile.len = PROTO_PROFILE_MAX + 1;
+	cr_assert_eq(proto_encode(&in, frame, sizeof(frame), &f),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(f, PROTO_FAULT_STRING);
+
+	/* A HELLO is always written in version 1. */
+	build(RT_HELLO, &in);
+	in.version = 2;
+	cr_assert_eq(proto_encode(&in, frame, sizeof(frame), &f),
+	    EGRESS_ERR_INVALID);
+	cr_assert_eq(f, PROTO_FAULT_VERSION);
+}
+
+/* A frame may be written in any version up to the negotiated one. */
+Test(proto, frame_version_at_most_negotiated)
+{
+	static struct proto_msg m;
+	struct proto_conn br;
+	struct proto_stream st;
+	enum proto_fault f = PROTO_FAULT_NONE;
+	uint16_t v;
+
+	for (v = 1; v <= PROTO_VERSION; v++) {
+		proto_conn_init(&br, PROTO_ROLE_BROKER);
+		memset(&m, 0, offsetof(struct proto_msg, headers));
+		m.type = PROTO_MSG_HELLO;
+		m.hello.version = v;
+		cr_assert_eq(proto_conn_recv(&br, NULL, &m, &f), PROTO_ACCEPT);
+		m.hello.version = proto_version_choose(v);
+		cr_assert_eq(proto_conn_send(&br, NULL, &m, &f), 0);
+		cr_assert_eq(br.version, v);
+
+		build(RT_REQUEST_V2, &m);
+		proto_stream_init(&st, m.stream);
+		if (v < 2) {
+			cr_assert_eq(proto_conn_recv(&br, &st, &m, &f),
+			    EGRESS_ERR_PROTOCOL, "version %u", v);
+			cr_assert_eq(f, PROTO_FAULT_VERSION);
+		} else
+			cr_assert_eq(proto_conn_recv(&br, &st, &m, &f),
+			    PROTO_ACCEPT, "version %u", v);
+		/* Version 1 frames stay valid on a version-2 connection. */
+		build(RT_REQUEST, &m);
+		m.stream = 7;
+		proto_stream_init(&st, m.stream);
+		cr_assert_eq(proto_conn_recv(&br, &st, &m, &f), PROTO_ACCEPT);
+	}
 }

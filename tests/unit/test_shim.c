@@ -467,6 +467,114 @@ Test(shim, stream_status_not_200)
 	egress_client_free(c);
 }
 
+/* ---- TLS profiles ------------------------------------------------------ */
+
+/* The profile travels in a version-2 REQUEST; none: a version-1 one. */
+static void
+script_profile(struct fb *fb)
+{
+	FB_CHECK(fb, fb_hello(fb) == 0);
+	FB_CHECK(fb, fb->pc.version == 2);
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_REQUEST) == 0);
+	FB_CHECK(fb, fb->m.version == 2);
+	FB_CHECK(fb, fb->m.request.transport == PROTO_TRANSPORT_TLS);
+	FB_CHECK(fb, str_is(&fb->m.request.tls_profile, "billing-mtls"));
+	FB_CHECK(fb, fb_response(fb, 1, 200, NULL, NULL, 1) == 0);
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_REQUEST) == 0);
+	FB_CHECK(fb, fb->m.version == 2);
+	FB_CHECK(fb, str_is(&fb->m.request.scheme, "https"));
+	FB_CHECK(fb, str_is(&fb->m.request.tls_profile, "billing-mtls"));
+	FB_CHECK(fb, fb_response(fb, 2, 204, NULL, NULL, 1) == 0);
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_REQUEST) == 0);
+	FB_CHECK(fb, fb->m.version == 1);
+	FB_CHECK(fb, fb->m.request.tls_profile.len == 0);
+	FB_CHECK(fb, fb_response(fb, 3, 204, NULL, NULL, 1) == 0);
+}
+
+Test(shim, tls_profile_sent)
+{
+	struct egress_request_head h = get_head("/");
+	char big[PROTO_PROFILE_MAX + 2];
+	struct egress_request *s = NULL, *r = NULL;
+	struct egress_client *c;
+	struct fb *fb;
+	int fd;
+
+	fb = fb_start(script_profile, NULL, &fd);
+	c = client_for(fd);
+	memset(big, 'p', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	cr_assert_eq(egress_stream_open_profile(c, EGRESS_STREAM_TLS,
+			 "db.example:5432", big, NULL, NULL, NULL, &s),
+	    EGRESS_ERR_TOO_BIG);
+	cr_assert_eq(egress_stream_open_profile(c, EGRESS_STREAM_TLS,
+			 "db.example:5432", "billing-mtls", NULL, NULL, NULL,
+			 &s),
+	    0);
+	cr_assert_eq(egress_stream_wait(s, 0), 0);
+	egress_request_free(s);
+	cr_assert_eq(egress_request_start_profile(c, &h, "billing-mtls", NULL,
+			 NULL, &r),
+	    0);
+	cr_assert_eq(egress_request_finish(r, NULL, 0), 0);
+	cr_assert_eq(egress_response_wait(r, 0), 204);
+	egress_request_free(r);
+	r = NULL;
+	cr_assert_eq(egress_request_start_profile(c, &h, "", NULL, NULL, &r),
+	    0);
+	cr_assert_eq(egress_request_finish(r, NULL, 0), 0);
+	cr_assert_eq(egress_response_wait(r, 0), 204);
+	egress_request_free(r);
+	fb_finish(fb);
+	egress_client_free(c);
+}
+
+/* A broker that speaks only version 1: the profile cannot travel, so the
+ * request fails in the shim and is never sent without it. */
+static void
+script_profile_v1(struct fb *fb)
+{
+	struct proto_msg m;
+
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_HELLO) == 0);
+	FB_CHECK(fb, fb->m.hello.version == PROTO_VERSION);
+	/* This broker's own table: it speaks version 1 only. */
+	fb->pc.offered = 1;
+	msg_init(&m, PROTO_MSG_HELLO, 0, 0);
+	m.hello.version = 1;
+	FB_CHECK(fb, fb_send(fb, &m) == 0);
+	/* The next REQUEST is the one without a profile. */
+	FB_CHECK(fb, fb_expect(fb, PROTO_MSG_REQUEST) == 0);
+	FB_CHECK(fb, fb->m.version == 1);
+	FB_CHECK(fb, fb->m.request.transport == PROTO_TRANSPORT_TCP);
+	FB_CHECK(fb, fb_response(fb, fb->m.stream, 200, NULL, NULL, 1) == 0);
+}
+
+Test(shim, tls_profile_needs_version_2)
+{
+	struct egress_request *s = NULL, *t = NULL;
+	struct egress_client *c;
+	struct fb *fb;
+	int fd, rv;
+
+	fb = fb_start(script_profile_v1, NULL, &fd);
+	c = client_for(fd);
+	cr_assert_eq(egress_stream_open_profile(c, EGRESS_STREAM_TLS,
+			 "db.example:5432", "billing-mtls", NULL, NULL, NULL,
+			 &s),
+	    0);
+	rv = egress_stream_wait(s, 0);
+	cr_assert_eq(rv, EGRESS_ERR_UNAVAILABLE, "wait: %d", rv);
+	rv = egress_stream_open(c, EGRESS_STREAM_TCP, "a.example:1", NULL,
+	    NULL, NULL, &t);
+	cr_assert_eq(rv, 0, "open: %d", rv);
+	cr_assert_eq(egress_stream_wait(t, 0), 0);
+	fb_finish(fb);
+	egress_request_free(s);
+	egress_request_free(t);
+	egress_client_free(c);
+}
+
 /* ---- Error frames and resets, mapped to error codes ------------------- */
 
 struct err_case {

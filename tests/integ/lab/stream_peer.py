@@ -2,9 +2,13 @@
 # SPDX-License-Identifier: ISC
 """Byte-stream upstreams for the tcp and tls scenarios of the netns lab.
 
-    stream_peer.py echo ADDR PORT [CERT KEY [SNILOG]]
+    stream_peer.py echo ADDR PORT [CERT KEY [SNILOG [CLIENTCA [ALPNLOG]]]]
         Echo every byte back (TLS with CERT and KEY when given; the SNI
-        name of each handshake, or "-" for none, is appended to SNILOG).
+        name of each handshake, or "-" for none, is appended to SNILOG;
+        with CLIENTCA, a client certificate signed by it is required, and
+        TLS 1.2 at most, so that a handshake without one fails; with
+        ALPNLOG, the protocols "lab/1" and "h2" are accepted and the one
+        each handshake selected, or "-", is appended to ALPNLOG).
         At the client's end of stream (TCP FIN, or TLS close_notify) it
         ends its own side (close_notify for TLS, then FIN) once everything
         was echoed: the client sees its half-close come back as an end.
@@ -58,11 +62,17 @@ def echo_conn(c, tls):
         c.close()
 
 
-def serve_echo(s, cert, key, snilog):
+def serve_echo(s, cert, key, snilog, clientca=None, alpnlog=None):
     ctx = None
     if cert is not None:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
+        if clientca is not None:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(clientca)
+            ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        if alpnlog is not None:
+            ctx.set_alpn_protocols(["lab/1", "h2"])
         if snilog is not None:
             def sni(sock, name, c):
                 with open(snilog, "a") as f:
@@ -76,6 +86,9 @@ def serve_echo(s, cert, key, snilog):
             except (OSError, ssl.SSLError):
                 c.close()
                 continue
+            if alpnlog is not None:
+                with open(alpnlog, "a") as f:
+                    f.write((c.selected_alpn_protocol() or "-") + "\n")
         threading.Thread(target=echo_conn, args=(c, ctx), daemon=True).start()
 
 
@@ -156,7 +169,9 @@ def main():
         cert = sys.argv[4] if len(sys.argv) > 5 else None
         key = sys.argv[5] if len(sys.argv) > 5 else None
         snilog = sys.argv[6] if len(sys.argv) > 6 else None
-        serve_echo(s, cert, key, snilog)
+        clientca = sys.argv[7] if len(sys.argv) > 7 else None
+        alpnlog = sys.argv[8] if len(sys.argv) > 8 else None
+        serve_echo(s, cert, key, snilog, clientca, alpnlog)
     elif mode == "banner":
         serve_banner(s, sys.argv[4])
     elif mode == "hold":

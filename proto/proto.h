@@ -22,8 +22,10 @@
 
 /* ---- Constants (wire ABI: see docs/protocol.md) ----------------------- */
 
-#define PROTO_VERSION	       1 /* the version this build speaks */
+#define PROTO_VERSION	       2 /* the version this build speaks */
 #define PROTO_VERSION_MIN      1 /* the lowest version it accepts */
+#define PROTO_VERSION_WS       2 /* the first with websocket streams */
+#define PROTO_FRAME_VERSION    1 /* the header's version byte (frozen) */
 
 #define PROTO_HDR_SIZE	       12    /* bytes of the fixed frame header */
 #define PROTO_PAYLOAD_MAX      98304 /* hard cap on any frame's payload */
@@ -47,6 +49,8 @@
 #define PROTO_HEADER_BYTES_MAX 65536 /* sum of name and value lengths */
 #define PROTO_MESSAGE_MAX      256   /* ERROR message */
 #define PROTO_PING_SIZE	       8
+#define PROTO_WS_PAYLOAD_MAX   125 /* WS_CONTROL ping or pong bytes */
+#define PROTO_WS_REASON_MAX    123 /* WS_CONTROL close reason bytes */
 
 /* The fixed masked message of a policy refusal (wire code "denied"). */
 #define PROTO_DENIED_MESSAGE \
@@ -65,10 +69,22 @@ enum proto_type {
 	PROTO_MSG_GOAWAY = 9,
 	PROTO_MSG_PING = 10,
 	PROTO_MSG_PONG = 11,
+	PROTO_MSG_WS_CONTROL = 12, /* version 2: websocket streams */
 };
 
-/* Frame flags. END_STREAM is the only one; every other bit is reserved. */
+/* Frame flags. Every bit not defined for a type is reserved. */
 #define PROTO_FLAG_END_STREAM 0x01
+/* DATA on a websocket stream (version 2): the last frame of a message,
+ * and a binary (not text) message. */
+#define PROTO_FLAG_MSG_END    0x02
+#define PROTO_FLAG_BINARY     0x04
+
+/* WS_CONTROL opcodes: RFC 6455's numbers. Never renumber or reuse. */
+enum proto_ws_opcode {
+	PROTO_WS_CLOSE = 8,
+	PROTO_WS_PING = 9,
+	PROTO_WS_PONG = 10,
+};
 
 /* Transports of a REQUEST. Never renumber or reuse a value. */
 enum proto_transport {
@@ -121,6 +137,8 @@ enum proto_fault {
 	PROTO_FAULT_STREAMS,	     /* too many open streams */
 	PROTO_FAULT_WINDOW_OVERFLOW, /* window would pass 2^31-1 */
 	PROTO_FAULT_WINDOW_EXCEEDED, /* DATA beyond the granted window */
+	PROTO_FAULT_NOT_NEGOTIATED,  /* not in the negotiated version */
+	PROTO_FAULT_MESSAGES,	     /* message frame on the wrong stream */
 };
 
 /* ---- Messages --------------------------------------------------------- */
@@ -198,6 +216,12 @@ struct proto_msg {
 		struct {
 			uint8_t opaque[PROTO_PING_SIZE];
 		} ping; /* PING and PONG */
+		struct {
+			uint8_t opcode; /* enum proto_ws_opcode */
+			uint16_t code;	/* close: the code (0: none); else 0 */
+			const uint8_t *ptr; /* ping/pong bytes, close reason */
+			size_t len;
+		} ws_control;
 	};
 	size_t nheaders;
 	struct proto_header headers[PROTO_HEADERS_MAX];
@@ -311,6 +335,15 @@ int proto_hdr_add_flags(uint8_t *buf, size_t len, uint8_t flags);
  */
 int proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b);
 
+/*
+ * Check the WS_CONTROL fields of m (flags, opcode, code, length): a close
+ * carries END_STREAM and a code of 0 (none: then no reason) or 1000..4999
+ * with at most PROTO_WS_REASON_MAX reason bytes; a ping or pong carries
+ * no END_STREAM, code 0 and at most PROTO_WS_PAYLOAD_MAX bytes. Return
+ * PROTO_FAULT_NONE or the fault.
+ */
+enum proto_fault proto_ws_control_check(const struct proto_msg *m);
+
 /* ---- Names, codes and messages ---------------------------------------- */
 
 /* Return the upper-case name of a message type ("HELLO"), or "UNKNOWN". */
@@ -412,6 +445,8 @@ struct proto_stream {
 	uint8_t state;	     /* enum proto_stream_state */
 	uint8_t local_head;  /* we sent REQUEST/RESPONSE */
 	uint8_t remote_head; /* the peer sent REQUEST/RESPONSE */
+	uint8_t messages;    /* a websocket stream (version 2): DATA carries
+				messages, WS_CONTROL is valid */
 	struct proto_flow flow;
 };
 

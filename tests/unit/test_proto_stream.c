@@ -346,7 +346,7 @@ static struct st_case send_cases[] = {
 	{ "hello", C, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0, T_HELLO,
 	    0, 0, 0, 1, 0, 0, -1, HSENT },
 	{ "hello-unknown-version", C, START, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0,
-	    0, 0, T_HELLO, 0, 0, 0, 2, EINVAL_, PROTO_FAULT_VALUE, -1, -1 },
+	    0, 0, T_HELLO, 0, 0, 0, 3, EINVAL_, PROTO_FAULT_VALUE, -1, -1 },
 	{ "hello-twice", C, OPEN, 0, 0, 0, 0, 0, NO_STREAM, 0, 0, 0, 0, 0,
 	    T_HELLO, 0, 0, 0, 1, EINVAL_, PROTO_FAULT_CONN_STATE, -1, -1 },
 	{ "client-sends-response", C, OPEN, 1, 1, 0, 0, 0, STREAM, S_OPEN, 1,

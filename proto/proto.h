@@ -502,7 +502,9 @@ int proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
  * a stream to close), EGRESS_ERR_CLOSED when c is closed, or
  * EGRESS_ERR_INVALID with *reterr_fault set for any other rule. Nothing is
  * changed on failure. For a DATA frame encoded with proto_hdr_encode(),
- * set m->type, flags, stream and data.len; data.ptr is not read.
+ * set m->type, flags, stream and data.len; data.ptr is not read. Of a
+ * REQUEST, only the transport is read (a websocket stream, in version 2,
+ * carries messages).
  */
 int proto_conn_send(struct proto_conn *c, struct proto_stream *s,
     const struct proto_msg *m, enum proto_fault *reterr_fault);

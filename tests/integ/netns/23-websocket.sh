@@ -11,7 +11,8 @@
 # Sec-WebSocket-Accept and a 302 (refused, never followed), a guest Host
 # override and a handshake header of the guest's own (invalid-request),
 # refused without websocket_client and for metadata and mixed-zone
-# answers as HTTP is, and the one budget shared with a tcp stream.
+# answers as HTTP is, the one budget shared with a tcp stream, and an
+# open websocket closed by a reload that revokes websocket_client.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -283,5 +284,31 @@ exec {in3}>&-
 lab_poll 10 lab__gone "${LAB_PID[tcpopen]}" ||
     lab_fail "the tcp stream did not end with its stdin"
 lab_stop tcpopen
+
+# ---- a reload that revokes websocket_client closes the open websocket
+mkfifo "$D/in4"
+lab_spawn wsrev "$LAB_NS_B" sh -c 'exec "$@" <"$0"' "$D/in4" \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/ws.sock" "$URL/"
+exec {in4}>"$D/in4"
+printf 'four\n' >&"$in4"
+lab_poll 10 grep -qx four "$LAB_DIR/log/wsrev.out" ||
+    lab_fail "the websocket did not open"
+lab_mark
+{
+	MAX_CONN=2 lab_config_base
+	lab_entry ws feeds "$HOSTS" mixed.weather.example \
+	    "http_client, socket_client"
+	lab_entry nows feeds "$HOSTS" mixed.weather.example \
+	    "http_client, socket_client"
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[wsrev]}" ||
+    lab_fail "the revoked websocket stayed open"
+lab_stop wsrev
+lab_expect_eq "revoked websocket's exit status (denied)" 10 "$LAB_STOP_RC"
+lab_expect_close error revoked
+lab_expect_close reason no-permission
+exec {in4}>&-
 
 lab_finish

@@ -424,7 +424,9 @@ int egress_ws_open(struct egress_client *c, const char *url,
 int egress_ws_wait(struct egress_request *ws, int flags);
 
 /*
- * Write len bytes of a message: text unless flags has
+ * Write len bytes of a message, once egress_ws_wait() returned 0 (a
+ * message sent before the handshake's answer fails the WebSocket with
+ * EGRESS_ERR_INVALID_REQUEST): text unless flags has
  * EGRESS_WS_MSG_BINARY (the same for every write of one message), ended
  * by the write whose flags have EGRESS_WS_MSG_END (len may be 0). Blocking
  * writes queue every byte; EGRESS_NONBLOCK queues what fits now (the

@@ -1482,10 +1482,12 @@ shim_request_control(struct egress_request *r, struct proto_msg *m)
 	c = r->c;
 	(void)pthread_mutex_lock(&c->mu);
 	release_head(r);
-	if (r->err != 0 || c->err != 0)
+	if (r->finished)
+		rv = EGRESS_ERR_CLOSED; /* our side is over, whatever came */
+	else if (r->err != 0 || c->err != 0)
 		rv = r->err != 0 ? r->err : c->err;
-	else if (r->finished || !r->started)
-		rv = r->finished ? EGRESS_ERR_CLOSED : EGRESS_ERR_AGAIN;
+	else if (!r->started)
+		rv = EGRESS_ERR_AGAIN;
 	else { /* the frame goes out; a close finishes our side */
 		m->stream = r->ps.id;
 		if ((rv = out_frame(c, &r->ps, m)) == 0)

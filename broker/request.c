@@ -616,8 +616,8 @@ request_check_head(struct request *r, const struct proto_msg *m,
 	struct policy_err perr;
 	size_t i;
 
-	/* http here; tcp and tls in request_check_stream(); websocket is
-	 * not served yet. */
+	/* http here; tcp and tls in request_check_stream(), websocket in
+	 * request_check_ws(). */
 	if (rq->transport != PROTO_TRANSPORT_HTTP ||
 	    !(str_is(&rq->scheme, "http") || str_is(&rq->scheme, "https"))) {
 		r->dest.host.name[0] = '\0';

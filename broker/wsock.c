@@ -77,6 +77,7 @@ struct wsock {
 
 	uint64_t bytes_up, bytes_down, msgs_up, msgs_down;
 	uint64_t last_ms, idle_ms, deadline_ms, hs_deadline_ms;
+	uint64_t close_deadline_ms; /* our close sent: the answer's deadline */
 	size_t max_message;
 };
 
@@ -141,6 +142,9 @@ ws_arm(struct wsock *w)
 		at = w->last_ms + w->idle_ms;
 	if (w->deadline_ms != 0 && (at == 0 || w->deadline_ms < at))
 		at = w->deadline_ms;
+	if (w->close_deadline_ms != 0 &&
+	    (at == 0 || w->close_deadline_ms < at))
+		at = w->close_deadline_ms;
 	if (at == 0)
 		return 0;
 	d = at > now ? at - now : 0;
@@ -149,11 +153,42 @@ ws_arm(struct wsock *w)
 	return evtimer_add(w->timer, &tv) == 0 ? 0 : EGRESS_ERR_NOMEM;
 }
 
+static int ws_enqueue(struct wsock *w, uint8_t kind, uint16_t code,
+    const void *p, size_t n);
+static void ws_push(struct wsock *w);
+
+/* Our close went upstream: wait WSOCK_CLOSE_WAIT_MS for its answer. */
+static void
+ws_close_wait(struct wsock *w)
+{
+	if (w->close_deadline_ms != 0)
+		return;
+	w->close_deadline_ms = broker_now_ms() + WSOCK_CLOSE_WAIT_MS;
+	if (ws_arm(w) != 0)
+		ws_over(w, EGRESS_ERR_UNAVAILABLE);
+}
+
 static void
 ws_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct wsock *w = arg;
 	uint64_t now = broker_now_ms();
+
+	if (w->close_deadline_ms != 0 && now >= w->close_deadline_ms &&
+	    !w->up_eof) {
+		/* The upstream never answered our close: as if it ended. */
+		w->close_deadline_ms = 0;
+		w->up_eof = 1;
+		(void)bufferevent_disable(w->up, EV_READ | EV_WRITE);
+		if (!w->down_closed &&
+		    ws_enqueue(w, PROTO_WS_CLOSE, 1006, NULL, 0) != 0) {
+			ws_over(w, EGRESS_ERR_UNAVAILABLE);
+			return;
+		}
+		ws_push(w); /* may end it */
+		if (w->over)
+			return;
+	}
 
 	if ((w->deadline_ms != 0 && now >= w->deadline_ms) ||
 	    (w->idle_ms != 0 && now - w->last_ms >= w->idle_ms) ||
@@ -587,6 +622,7 @@ ws_fail_both(struct wsock *w, uint16_t code)
 {
 	(void)wsproto_close(w->ctx, code, NULL, 0);
 	wsproto_shutdown_read(w->ctx);
+	ws_close_wait(w);
 	w->guest_closed = 1; /* nothing more is taken from it */
 	if (!w->down_closed &&
 	    ws_enqueue(w, PROTO_WS_CLOSE, code, NULL, 0) != 0) {
@@ -669,6 +705,8 @@ wsock_guest_control(struct wsock *w, const struct proto_msg *m)
 		if (!wsproto_close_sent(w->ctx))
 			(void)wsproto_close(w->ctx, code, m->ws_control.ptr,
 			    m->ws_control.len);
+		if (!w->down_closed)
+			ws_close_wait(w);
 		ws_send(w);
 		ws_check_done(w);
 		return;
@@ -709,6 +747,7 @@ wsock_detach(struct wsock *w)
 		(void)wsproto_close(w->ctx, 1001, NULL, 0);
 	if (w->close_code == 0)
 		w->close_code = 1001;
+	ws_close_wait(w); /* a peer that never drains its input ends too */
 	if (w->read_paused) {
 		w->read_paused = 0;
 		(void)bufferevent_enable(w->up, EV_READ);

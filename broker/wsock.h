@@ -17,8 +17,9 @@
  * credited back only while the upstream's output and the codec's queue
  * stay under RELAY_UP_HIGH, and upstream bytes are read only while fewer
  * than RELAY_DOWN_HIGH bytes wait for the guest's windows. Close
- * handshake both ways; an upstream that ends without a close frame is
- * reported as close 1006; a guest that is gone gets close 1001 sent
+ * handshake both ways; an upstream that ends without a close frame, or
+ * does not answer a close within WSOCK_CLOSE_WAIT_MS, is reported as
+ * close 1006; a guest that is gone gets close 1001 sent
  * upstream. The module decides nothing: the owner (request.c) made the
  * decision, holds the lease and logs.
  */
@@ -39,6 +40,9 @@ struct wsock;
 
 /* The default bound of one received message (16 MiB). */
 #define WSOCK_MAX_MESSAGE_DEFAULT (16U * 1024 * 1024)
+/* How long the upstream has to answer a close the broker sent on the
+ * guest's behalf before the stream ends as if it had closed (1006). */
+#define WSOCK_CLOSE_WAIT_MS	  5000
 /* Messages queued towards the upstream at which the stream fails (a
  * guest sending empty messages faster than the upstream reads). */
 #define WSOCK_QUEUED_MAX	  4096

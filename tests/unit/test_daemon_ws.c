@@ -16,6 +16,7 @@
 #include <openssl/evp.h>
 
 #include "broker/request.h"
+#include "broker/wsock.h"
 
 static const char ws_manifest[] =
     "[plugin]\n"
@@ -263,6 +264,56 @@ ParameterizedTest(struct refusal *c, ws, refused)
 	cr_assert_str_eq(dt_log_last("egress.decision", "transport"),
 	    "websocket");
 	cr_assert_eq(lease_count(dt_b.leases, c->instance), 0);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* The guest's close that the upstream never answers: after
+ * WSOCK_CLOSE_WAIT_MS the guest gets close 1006 and the stream ends. */
+Test(ws, unanswered_close_is_1006, .timeout = 30)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	char accept[29], reply[256];
+	struct dt_upstream u;
+	int i;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_request(&M, 1, u.authority, NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(&u);
+	ws_accept_of(&u, accept);
+	accept[28] = '\0';
+	(void)snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	    accept);
+	dt_upstream_reply(&u, reply);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.response.status, 101);
+	dt_msg(&M, PROTO_MSG_WS_CONTROL, PROTO_FLAG_END_STREAM, 1);
+	M.ws_control.opcode = PROTO_WS_CLOSE;
+	M.ws_control.code = 1000;
+	dt_send(p, &M);
+	/* Bounded wait: twice the close wait. */
+	for (i = 0; i < 2 * WSOCK_CLOSE_WAIT_MS / DT_POLL_MS &&
+	     dt_log_count("egress.close") == 0;
+	     i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1006");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	/* The upstream saw the guest's close frame: masked, code 1000. */
+	cr_assert_geq(u.reqlen, 8);
+	cr_assert_eq((uint8_t)u.req[u.reqlen - 8], 0x88);
+	cr_assert_eq((uint8_t)u.req[u.reqlen - 7], 0x82);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_WS_CONTROL);
+	cr_assert_eq(M.ws_control.code, 1006);
+	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);
 }

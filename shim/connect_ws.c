@@ -93,7 +93,7 @@ ws_send_lines(struct ws_relay *r)
 			ws_die(r, n);
 		r->sent += (size_t)n;
 		if (r->sent < line)
-			break;
+			continue; /* one frame went: more may fit now */
 		off += line + (nl != NULL ? 1 : 0);
 		r->sent = 0;
 	}

@@ -46,11 +46,17 @@ ws_peer()
 # ws_connect INSTANCE URL IN [ARGS...]: egress-connect with the lines of
 # IN on its stdin, which stays open until WANT (default 0) lines came
 # back or egress-connect ended (a WebSocket has no half-close: the end of
-# stdin sends the close); sets CONNECT_RC, CONNECT_OUT and CONNECT_ERR.
+# stdin sends the close); with ENDS=1 egress-connect must end by itself
+# (the upstream or the broker closes) while stdin is still open. Sets
+# CONNECT_RC, CONNECT_OUT and CONNECT_ERR.
 conv_ready()
 {
-	[ "$(wc -l <"$LAB_DIR/log/conv.out")" -ge "${WANT:-0}" ] ||
-	    lab__gone "${LAB_PID[conv]}"
+	if [ "${ENDS:-0}" = 1 ]; then
+		lab__gone "${LAB_PID[conv]}"
+	else
+		[ "$(wc -l <"$LAB_DIR/log/conv.out")" -ge "${WANT:-0}" ] ||
+		    lab__gone "${LAB_PID[conv]}"
+	fi
 }
 ws_connect()
 {
@@ -64,7 +70,9 @@ ws_connect()
 	    --socket "$LAB_SOCK_DIR/$inst.sock" "$@" "$url"
 	exec {fd}>"$D/fifo"
 	cat "$in" >&"$fd" 2>/dev/null || true # it may have ended
-	lab_poll 20 conv_ready || true
+	if ! lab_poll 20 conv_ready && [ "${ENDS:-0}" = 1 ]; then
+		lab_fail "egress-connect did not end by itself (stdin open)"
+	fi
 	exec {fd}>&-
 	lab_poll 30 lab__gone "${LAB_PID[conv]}" ||
 	    lab_fail "egress-connect did not end: $(cat "$LAB_DIR/log/conv.err")"
@@ -171,7 +179,7 @@ expect_err_line "pong: egress-connect"
 
 # ---- the upstream closes (4001 "bye"): passed to the guest
 printf 'close-me\n' >"$D/closeme"
-WANT=9 ws_connect ws "$URL/" "$D/closeme"
+ENDS=1 ws_connect ws "$URL/" "$D/closeme"
 expect_rc upstream-protocol-error
 expect_err_line "closed: 4001: bye"
 lab_expect_close error ""
@@ -179,17 +187,30 @@ lab_expect_eq "close code" 4001 "$(last_field egress.close close_code)"
 
 # ---- the upstream ends without a close frame: 1006
 printf 'drop\n' >"$D/drop"
-WANT=9 ws_connect ws "$URL/" "$D/drop"
+ENDS=1 ws_connect ws "$URL/" "$D/drop"
 expect_rc upstream-protocol-error
 expect_err_line "closed: 1006"
 lab_expect_eq "close code" 1006 "$(last_field egress.close close_code)"
 
 # ---- a message over websocket_max_message_bytes (65536): 1009
 printf 'big 100000\n' >"$D/big"
-WANT=9 ws_connect ws "$URL/" "$D/big"
+ENDS=1 ws_connect ws "$URL/" "$D/big"
 expect_rc upstream-protocol-error
 expect_err_line "closed: 1009"
 lab_expect_eq "close code" 1009 "$(last_field egress.close close_code)"
+
+# ---- a guest's message over the bound: 1009 both ways
+n_before=$(ls "$D/plain" | wc -l)
+head -c 70000 /dev/zero | tr '\0' g >"$D/guestbig"
+printf '\n' >>"$D/guestbig"
+ENDS=1 ws_connect ws "$URL/" "$D/guestbig"
+expect_rc upstream-protocol-error
+expect_err_line "closed: 1009"
+lab_expect_eq "close code" 1009 "$(last_field egress.close close_code)"
+lab_expect_eq "close messages_out" 0 "$(last_field egress.close messages_out)"
+lab_poll 10 jq -e '.close_code == 1009' "$D/plain/conn.$((n_before + 1)).json" ||
+    lab_fail "the peer did not get close 1009"
+lab_ok "the upstream got close 1009"
 
 # ---- a guest that vanishes: close 1001 upstream
 n_before=$(ls "$D/plain" | wc -l)

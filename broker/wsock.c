@@ -185,9 +185,13 @@ ws_timer_cb(evutil_socket_t fd, short what, void *arg)
 			ws_over(w, EGRESS_ERR_UNAVAILABLE);
 			return;
 		}
-		ws_push(w); /* may end it */
-		if (w->over)
+		/* Armed first: ws_push() may end the stream. */
+		if (ws_arm(w) != 0) {
+			ws_over(w, EGRESS_ERR_UNAVAILABLE);
 			return;
+		}
+		ws_push(w);
+		return;
 	}
 
 	if ((w->deadline_ms != 0 && now >= w->deadline_ms) ||
@@ -909,6 +913,12 @@ ws_up_free_cb(evutil_socket_t fd, short what, void *arg)
 	bufferevent_free(arg);
 }
 
+static void
+ws_struct_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	free(arg);
+}
+
 void
 wsock_free(struct wsock *w)
 {
@@ -930,5 +940,15 @@ wsock_free(struct wsock *w)
 	if (w->msg != NULL)
 		evbuffer_free(w->msg);
 	free(w->protos);
-	free(w);
+	w->timer = NULL;
+	w->ctx = NULL;
+	w->down = w->msg = NULL;
+	w->protos = NULL;
+	w->over = 1;
+	/* The struct itself outlives the call by one loop turn: a caller up
+	 * the stack that ended the stream (end frees it) still reads
+	 * w->over, and returns. */
+	if (event_base_once(w->base, -1, EV_TIMEOUT, ws_struct_free_cb, w,
+		&zero_tv) != 0)
+		free(w);
 }

@@ -227,6 +227,8 @@ request_log_close(struct request *r, const char *error)
 	c.duration_ms = broker_now_ms() - r->start_ms;
 	log_close_event(&c);
 	metrics_bytes(r->b->metrics, c.instance, r->bytes_in, r->bytes_out);
+	metrics_close(r->b->metrics, c.transport, c.websocket, c.msgs_in,
+	    c.msgs_out);
 }
 
 void

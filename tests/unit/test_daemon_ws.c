@@ -122,7 +122,8 @@ Test(ws, handshake_message_each_way_upstream_close)
 	static const uint8_t close[] = { 0x88, 5, 0x0f, 0xa1, 'b', 'y', 'e' };
 	struct dt_upstream u;
 	const uint8_t *f;
-	size_t before;
+	char *expo = NULL;
+	size_t before, elen = 0;
 	int i;
 
 	cr_assert_not_null(p);
@@ -197,6 +198,15 @@ Test(ws, handshake_message_each_way_upstream_close)
 	cr_assert_str_eq(dt_log_last("egress.close", "messages_in"), "1");
 	cr_assert_str_eq(dt_log_last("egress.close", "messages_out"), "1");
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	/* Metrics by transport, and the messages. */
+	cr_assert_eq(metrics_format(dt_b.metrics, NULL, &expo, &elen), 0);
+	cr_assert_not_null(strstr(expo,
+	    "egressd_connections_closed_total{transport=\"websocket\"} 1\n"));
+	cr_assert_not_null(strstr(expo,
+	    "egressd_websocket_messages_total{direction=\"in\"} 1\n"));
+	cr_assert_not_null(strstr(expo,
+	    "egressd_websocket_messages_total{direction=\"out\"} 1\n"));
+	free(expo);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

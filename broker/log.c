@@ -503,6 +503,17 @@ log_close_event(const struct log_close *c)
 	lb_uint(c->bytes_in);
 	LB_LIT(",\"bytes_out\":");
 	lb_uint(c->bytes_out);
+	if (c->websocket) {
+		LB_LIT(",\"messages_in\":");
+		lb_uint(c->msgs_in);
+		LB_LIT(",\"messages_out\":");
+		lb_uint(c->msgs_out);
+		LB_LIT(",\"close_code\":");
+		if (c->close_code == 0)
+			LB_LIT("null");
+		else
+			lb_uint(c->close_code);
+	}
 	LB_LIT(",\"duration_ms\":");
 	lb_uint(c->duration_ms);
 	lb_end("egress.close", c->instance, NULL);

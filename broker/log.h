@@ -164,16 +164,20 @@ void log_decision(const struct log_decision *d);
 struct log_close {
 	const char *request_id;
 	const char *instance;
-	const char *transport;		     /* "http", "tcp", "tls" */
+	const char *transport; /* "http", "websocket", "tcp", "tls" */
 	const struct policy_addr *connected; /* NULL: none */
 	int status;			     /* 0: no response (JSON null) */
 	const char *error;		     /* guest-visible code, or NULL */
-	const char *reason; /* why a reload revoked it (omitted when
+	const char *reason;  /* why a reload revoked it (omitted when
 			       NULL) */
-	uint64_t bytes_in;  /* response body (stream: all) bytes from
+	uint64_t bytes_in;   /* response body (stream: all) bytes from
 			       the upstream */
-	uint64_t bytes_out; /* request body (stream: all) bytes to the
+	uint64_t bytes_out;  /* request body (stream: all) bytes to the
 			       upstream */
+	int websocket;	     /* the three fields below are logged */
+	uint64_t msgs_in;    /* websocket messages from the upstream */
+	uint64_t msgs_out;   /* websocket messages to the upstream */
+	unsigned close_code; /* websocket close code; 0: none (null) */
 	uint64_t duration_ms;
 };
 

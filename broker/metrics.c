@@ -61,6 +61,8 @@ struct metrics {
 	size_t ninst, cap;
 	uint64_t inst_dropped; /* events past METRICS_INSTANCES_MAX */
 	struct lset upstream_errors;
+	struct lset closes;	 /* by transport */
+	struct lset ws_messages; /* by direction */
 	struct lset dns;
 	struct hist h_decision, h_dns, h_connect;
 };
@@ -200,6 +202,19 @@ metrics_upstream_error(struct metrics *m, const char *code)
 {
 	if (m != NULL)
 		lset_add(&m->upstream_errors, code, 1);
+}
+
+void
+metrics_close(struct metrics *m, const char *transport, int websocket,
+    uint64_t msgs_in, uint64_t msgs_out)
+{
+	if (m == NULL)
+		return;
+	lset_add(&m->closes, transport, 1);
+	if (websocket) {
+		lset_add(&m->ws_messages, "in", msgs_in);
+		lset_add(&m->ws_messages, "out", msgs_out);
+	}
 }
 
 void
@@ -437,6 +452,16 @@ put_traffic(FILE *f, const struct metrics *m)
 	    "failures by guest-visible code.");
 	put_lset(f, "egressd_upstream_errors_total", "code",
 	    &m->upstream_errors);
+	put_head(f, "egressd_connections_closed_total", "counter",
+	    "Connections "
+	    "and requests ended (one egress.close each), by transport.");
+	put_lset(f, "egressd_connections_closed_total", "transport",
+	    &m->closes);
+	put_head(f, "egressd_websocket_messages_total", "counter",
+	    "WebSocket "
+	    "messages by direction (in: from the upstream).");
+	put_lset(f, "egressd_websocket_messages_total", "direction",
+	    &m->ws_messages);
 	put_head(f, "egressd_dns_lookups_total", "counter",
 	    "DNS resolutions "
 	    "by status.");

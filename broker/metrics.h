@@ -43,6 +43,12 @@ void metrics_decision(struct metrics *m, const char *instance, int allow,
  * "tls-failed", "timeout", ...). */
 void metrics_upstream_error(struct metrics *m, const char *code);
 
+/* Count one ended connection or request (its egress.close) by transport
+ * ("http", "websocket", "tcp", "tls"), and for a websocket its messages
+ * from (in) and to (out) the upstream. NULL m is a no-op. */
+void metrics_close(struct metrics *m, const char *transport, int websocket,
+    uint64_t msgs_in, uint64_t msgs_out);
+
 /* Count one DNS resolution with its status ("ok", "nxdomain", ...) and
  * latency. */
 void metrics_dns(struct metrics *m, const char *status, uint64_t usec);

@@ -35,88 +35,13 @@
 #include "broker/net/pool.h"
 #include "broker/relay.h"
 #include "broker/request.h"
+#include "broker/request_int.h"
 #include "broker/revoke.h"
 #include "broker/tlsprof.h"
+#include "broker/wsock.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
-
-enum request_phase {
-	PHASE_NEW = 0,
-	PHASE_RESOLVING,
-	PHASE_DIALING,
-	PHASE_EXCHANGE,
-	PHASE_FLUSHING, /* upstream done, tail waits for window */
-	PHASE_RELAY,	/* a tcp or tls stream relays bytes */
-	PHASE_DONE,	/* logged; waits for the guest to end */
-};
-
-struct request {
-	struct broker *b;
-	struct guest g;	      /* the connection served */
-	request_done_fn done; /* r is finished: the owner frees */
-	void *done_arg;
-	struct proto_stream st;
-	enum request_phase phase;
-	char id[40];
-	uint8_t transport; /* enum proto_transport */
-
-	struct confref *conf; /* the snapshot decided with */
-	const struct conf_instance *ci;
-	struct policy_dest dest;
-	int https;
-	struct decide decide; /* the decision and its answers */
-	const struct policy_verdict *verdict; /* decide's, once made */
-
-	/* The filtered head, copied into one block (head_mem). */
-	struct http1_head head;
-	void *head_mem;
-
-	struct broker_dns *dns; /* held while the lookup is out */
-	struct dial *dial;
-	struct bufferevent *up;
-	struct http1_exchange *x;
-	struct relay *relay; /* a tcp or tls stream, once connected */
-	unsigned idle_ms;    /* its idle timeout (0: none) */
-	struct lease *lease; /* held while upstream lives */
-	struct policy_addr connected;
-	int has_connected;
-	int reused;	  /* exchange on a pooled connection */
-	uint64_t tls_gen; /* trust the connection was verified
-					   under (tlsprof_select() at dial) */
-	char tls_profile[PROTO_PROFILE_MAX + 1]; /* "": [tls] trust */
-	uint64_t parent_gen;			 /* b->parent_gen at dial */
-	int retried; /* the one fresh retry was used */
-
-	uint64_t start_ms;
-	uint64_t start_us, dial_us; /* for the latency metrics */
-	int allowed;		    /* the decision was allow */
-	uint64_t deadline_ms;	    /* resolution + connect + TLS */
-	struct event *timer;	    /* the deadline, then the total */
-	uint64_t total_ms;	    /* guest total timeout, 0: none */
-	int first_byte_ms;
-	int between_bytes_ms;
-
-	struct evbuffer *body; /* guest DATA not yet upstream */
-	int body_ended;	       /* the guest ended its body */
-	int body_finished;     /* http1_finish_body() done */
-	struct evbuffer *resp; /* response body for the guest */
-	struct broker_mem mem; /* credit for resp */
-	int paused;	       /* upstream reads paused */
-	struct evbuffer *tail; /* encoded last frame, when ready */
-	uint8_t tail_type;
-
-	int status;
-	uint64_t bytes_in, bytes_out;
-	int logged_close;
-	int decided;		       /* egress.decision logged */
-	const char *detail;	       /* what an invalid request got wrong
-					   (static) */
-	struct request *lnext, *lprev; /* in b->lingering */
-	struct request *rnext, *rprev; /* in b->relays */
-	const char *revoked;	       /* the reason a reload closed it */
-	char linger_instance[CONF_NAME_MAX + 1];
-};
 
 /* ---- Request life ------------------------------------------------------ */
 
@@ -126,6 +51,12 @@ static const char *
 g_instance(const struct request *r)
 {
 	return r->g.ops->instance(r->g.ctx);
+}
+
+const char *
+request_instance(const struct request *r)
+{
+	return g_instance(r);
 }
 
 static void
@@ -223,8 +154,7 @@ request_close_up(struct request *r)
 	r->up = NULL;
 }
 
-/* Close the upstream side: no more callbacks from it; lease released. */
-static void
+void
 request_upstream_done(struct request *r)
 {
 	decide_cancel(&r->decide);
@@ -245,6 +175,16 @@ request_upstream_done(struct request *r)
 		r->relay = NULL;
 		request_relays_unlink(r);
 	}
+	if (r->ws != NULL) {
+		r->bytes_in = wsock_bytes_down(r->ws);
+		r->bytes_out = wsock_bytes_up(r->ws);
+		r->msgs_in = wsock_msgs_down(r->ws);
+		r->msgs_out = wsock_msgs_up(r->ws);
+		r->close_code = wsock_close_code(r->ws);
+		wsock_free(r->ws);
+		r->ws = NULL;
+		request_relays_unlink(r);
+	}
 	request_close_up(r);
 	lease_release(r->lease);
 	r->lease = NULL;
@@ -254,10 +194,7 @@ request_upstream_done(struct request *r)
 	}
 }
 
-static void request_log_decision(struct request *r, const char *host,
-    size_t host_len, unsigned port, int allow, const char *reason);
-
-static void
+void
 request_log_close(struct request *r, const char *error)
 {
 	struct log_close c;
@@ -284,9 +221,15 @@ request_log_close(struct request *r, const char *error)
 	c.reason = r->revoked;
 	c.bytes_in = r->bytes_in;
 	c.bytes_out = r->bytes_out;
+	c.websocket = r->transport == PROTO_TRANSPORT_WEBSOCKET;
+	c.msgs_in = r->msgs_in;
+	c.msgs_out = r->msgs_out;
+	c.close_code = r->close_code;
 	c.duration_ms = broker_now_ms() - r->start_ms;
 	log_close_event(&c);
 	metrics_bytes(r->b->metrics, c.instance, r->bytes_in, r->bytes_out);
+	metrics_close(r->b->metrics, c.transport, c.websocket, c.msgs_in,
+	    c.msgs_out);
 }
 
 void
@@ -312,7 +255,7 @@ request_free(struct request *r)
  * path) and the snapshot reference, so a stream the guest never ends
  * holds only the request itself.
  */
-static void
+void
 request_release_exchange(struct request *r)
 {
 	free(r->head_mem);
@@ -323,8 +266,7 @@ request_release_exchange(struct request *r)
 	r->conf = NULL;
 }
 
-/* Finish r when its stream is closed; else wait for the guest. */
-static void
+void
 request_settle(struct request *r)
 {
 	if (r->st.state == PROTO_STREAM_CLOSED) {
@@ -345,7 +287,7 @@ request_settle(struct request *r)
  * Fail r with a guest-visible error (EGRESS_ERR_*): ERROR frame on the
  * stream, close event, free.
  */
-static void
+void
 request_fail(struct request *r, int err)
 {
 	uint32_t code = proto_err_to_wire(err);
@@ -398,7 +340,7 @@ request_plugin(const struct request *r)
 	return r->ci != NULL ? r->ci->plugin : NULL;
 }
 
-static void
+void
 request_log_decision(struct request *r, const char *host, size_t host_len,
     unsigned port, int allow, const char *reason)
 {
@@ -436,8 +378,7 @@ request_deny(struct request *r, const char *reason, int err)
 	request_fail(r, err);
 }
 
-/* Refuse r as an invalid request; detail says what was invalid. */
-static void
+void
 request_invalid(struct request *r, const char *detail)
 {
 	r->detail = detail;
@@ -663,8 +604,8 @@ request_check_head(struct request *r, const struct proto_msg *m,
 	struct policy_err perr;
 	size_t i;
 
-	/* http here; tcp and tls in request_check_stream(); websocket is
-	 * not served yet. */
+	/* http here; tcp and tls in request_check_stream(), websocket in
+	 * request_check_ws(). */
 	if (rq->transport != PROTO_TRANSPORT_HTTP ||
 	    !(str_is(&rq->scheme, "http") || str_is(&rq->scheme, "https"))) {
 		r->dest.host.name[0] = '\0';
@@ -804,7 +745,10 @@ request_start(struct request *r, const struct proto_msg *m)
 	r->ci = conf_instance_find(s, g_instance(r));
 
 	/* 2. The head. */
-	if (rq->transport == PROTO_TRANSPORT_TCP ||
+	if (rq->transport == PROTO_TRANSPORT_WEBSOCKET) {
+		if (request_check_ws(r, m) != 0)
+			return;
+	} else if (rq->transport == PROTO_TRANSPORT_TCP ||
 	    rq->transport == PROTO_TRANSPORT_TLS) {
 		if (request_check_stream(r, m) != 0)
 			return;
@@ -1293,6 +1237,8 @@ request_flush(struct request *r)
 {
 	if (r->phase == PHASE_RELAY && r->relay != NULL)
 		relay_flush(r->relay);
+	else if (r->phase == PHASE_RELAY && r->ws != NULL)
+		wsock_flush(r->ws);
 	else if (r->phase == PHASE_EXCHANGE || r->phase == PHASE_FLUSHING)
 		request_push(r);
 }
@@ -1347,9 +1293,7 @@ request_relay_end(void *arg, int err)
 	request_settle(r);
 }
 
-/* Answer whether r's stream is still allowed by the snapshot in force
- * (1), or not (0, r->revoked set to the reason). */
-static int
+int
 request_still_allowed(struct request *r)
 {
 	const char *reason = "policy-unavailable";
@@ -1380,6 +1324,10 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 	struct proto_msg m;
 	uint64_t t = broker_now_ms();
 
+	if (r->transport == PROTO_TRANSPORT_WEBSOCKET) {
+		request_begin_ws(r, bev, used);
+		return;
+	}
 	r->connected = *used;
 	r->has_connected = 1;
 	/* A reload while connecting passed this stream by (only relaying
@@ -1407,10 +1355,7 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 		return;
 	}
 	/* Linked as soon as it relays, so that every way out unlinks it. */
-	r->rnext = r->b->relays;
-	if (r->rnext != NULL)
-		r->rnext->rprev = r;
-	r->b->relays = r;
+	request_relays_link(r);
 	memset(&m, 0, offsetof(struct proto_msg, headers));
 	m.type = PROTO_MSG_RESPONSE;
 	m.stream = r->st.id;
@@ -1423,6 +1368,15 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 	/* What the guest sent (and ended) before the connect: may finish
 	 * r, so it comes last. */
 	relay_guest_data(r->relay, r->body_ended);
+}
+
+void
+request_relays_link(struct request *r)
+{
+	r->rnext = r->b->relays;
+	if (r->rnext != NULL)
+		r->rnext->rprev = r;
+	r->b->relays = r;
 }
 
 /* ---- Lingering streams ------------------------------------------------- */
@@ -1450,7 +1404,8 @@ request_linger_done(void *arg, struct request *r)
 int
 request_linger(struct request *r)
 {
-	if (r->phase != PHASE_RELAY || r->relay == NULL || !r->body_ended)
+	if (r->phase != PHASE_RELAY ||
+	    (r->ws == NULL && (r->relay == NULL || !r->body_ended)))
 		return 0;
 	(void)snprintf(r->linger_instance, sizeof(r->linger_instance), "%s",
 	    g_instance(r));
@@ -1463,7 +1418,10 @@ request_linger(struct request *r)
 	if (r->lnext != NULL)
 		r->lnext->lprev = r;
 	r->b->lingering = r;
-	relay_detach(r->relay); /* may finish and free r */
+	if (r->ws != NULL)
+		wsock_detach(r->ws); /* close 1001; may finish and free r */
+	else
+		relay_detach(r->relay); /* may finish and free r */
 	return 1;
 }
 

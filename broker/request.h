@@ -83,6 +83,23 @@ void request_start(struct request *r, const struct proto_msg *m);
  */
 void request_on_body(struct request *r, size_t len, int end);
 
+/*
+ * The guest sent a DATA frame of len bytes at data (borrowed for the
+ * call) with flags on r's websocket stream (flow control recv already
+ * applied): one piece of a message, the last with PROTO_FLAG_MSG_END.
+ * A message before the handshake's RESPONSE fails r (invalid-request).
+ * May free r.
+ */
+void request_on_message(struct request *r, const uint8_t *data, size_t len,
+    uint8_t flags);
+
+/*
+ * The guest sent WS_CONTROL m (already applied to the stream state) on
+ * r's websocket stream: a ping or pong goes upstream, a close starts or
+ * ends the close handshake. May free r.
+ */
+void request_on_ws_control(struct request *r, const struct proto_msg *m);
+
 /* Return the buffer guest DATA for r is moved into (owned by r). */
 struct evbuffer *request_body_buffer(struct request *r);
 
@@ -112,7 +129,9 @@ void request_discard(struct request *r);
 
 /*
  * r's connection is going away: answer 1 when r carries on without it,
- * else 0 (the caller aborts r with request_abort()). A tcp or tls stream
+ * else 0 (the caller aborts r with request_abort()). An open websocket
+ * stream carries on to send close 1001 upstream, then ends the same
+ * way. A tcp or tls stream
  * whose guest ended its side carries on until every byte the guest sent
  * before it left was written upstream and the upstream's write side shut
  * (what the upstream still sends is discarded), so that nothing the guest

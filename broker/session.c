@@ -464,6 +464,10 @@ session_frame(struct session *s, struct proto_msg *m)
 		if (r != NULL)
 			request_on_body(r, 0, 1);
 		return 0;
+	case PROTO_MSG_WS_CONTROL:
+		if (r != NULL)
+			request_on_ws_control(r, m); /* may free t */
+		return 0;
 	default:
 		return -1; /* the table refuses every other type */
 	}
@@ -495,6 +499,16 @@ session_data(struct session *s, const struct proto_hdr *h)
 		(void)evbuffer_drain(s->in, h->length);
 		/* Counted and credited by proto: send the update due. */
 		session_consumed(s, NULL, 0);
+		return 0;
+	}
+	if (request_stream(r)->messages) {
+		/* A websocket message piece keeps its flags. */
+		const uint8_t *p = evbuffer_pullup(s->in, h->length);
+
+		if (h->length > 0 && p == NULL)
+			return -1;
+		request_on_message(r, p, h->length, h->flags); /* may free t */
+		(void)evbuffer_drain(s->in, h->length);
 		return 0;
 	}
 	if (evbuffer_remove_buffer(s->in, request_body_buffer(r), h->length) !=

@@ -188,7 +188,11 @@ struct conf_instance {
 };
 
 /* The largest [broker] busy_poll_us. */
-#define CONF_BUSY_POLL_MAX_US 1000
+#define CONF_BUSY_POLL_MAX_US	1000
+/* [limits] websocket_max_message_bytes: bounds and default (16 MiB). */
+#define CONF_WS_MESSAGE_MIN	1024
+#define CONF_WS_MESSAGE_MAX	(256 * 1024 * 1024)
+#define CONF_WS_MESSAGE_DEFAULT (16 * 1024 * 1024)
 
 /* The whole configuration. Every field is read-only after conf_load, but
  * files[].racy, which the staleness checks settle (single-threaded). */
@@ -226,9 +230,10 @@ struct conf_snapshot {
 	unsigned connect_timeout_ms;
 	unsigned first_byte_timeout_ms;
 	unsigned between_bytes_timeout_ms;
-	unsigned stream_idle_timeout_ms; /* tcp/tls: no byte either way */
-	unsigned stream_max_lifetime_ms; /* tcp/tls: from connected */
-	char **extra_methods;		 /* request methods beyond the
+	unsigned stream_idle_timeout_ms;    /* tcp/tls: no byte either way */
+	size_t websocket_max_message_bytes; /* one message, each way */
+	unsigned stream_max_lifetime_ms;    /* tcp/tls: from connected */
+	char **extra_methods;		    /* request methods beyond the
 					   standard set (tokens) */
 	size_t nextra_methods;
 

@@ -87,6 +87,7 @@ static const struct conf_keydef limits_keys[] = {
 	{ "between_bytes_timeout_ms", 0 },
 	{ "stream_idle_timeout_ms", 0 },
 	{ "stream_max_lifetime_ms", 0 },
+	{ "websocket_max_message_bytes", 0 },
 	{ "extra_methods", 1 },
 	{ NULL, 0 },
 };
@@ -364,6 +365,29 @@ get_ms(struct cfg_parse *cp, int idx, const char *key, unsigned *ret)
 		    cp->path, v->line, fixed_secs[idx].name, key, v->str,
 		    MS_MIN, MS_MAX, *ret);
 	*ret = (unsigned)n;
+	return 0;
+}
+
+/* [limits] websocket_max_message_bytes: a whole number of bytes from
+ * CONF_WS_MESSAGE_MIN to CONF_WS_MESSAGE_MAX. */
+static int
+get_ws_message(struct cfg_parse *cp, size_t *ret)
+{
+	const struct conf_val *v = fixed_val(cp, SEC_LIMITS,
+	    "websocket_max_message_bytes");
+	uint64_t n;
+
+	if (v == NULL || v->str == NULL)
+		return 0;
+	if (conf_parse_uint(v->str, CONF_WS_MESSAGE_MIN, CONF_WS_MESSAGE_MAX,
+		&n) != 0)
+		return conf_errors_addf(cp->errs,
+		    "%s:%d: [limits] websocket_max_message_bytes: '%s' is "
+		    "not a size; write a whole number of bytes from %d to "
+		    "%d, in decimal digits (default %d)",
+		    cp->path, v->line, v->str, CONF_WS_MESSAGE_MIN,
+		    CONF_WS_MESSAGE_MAX, CONF_WS_MESSAGE_DEFAULT);
+	*ret = (size_t)n;
 	return 0;
 }
 
@@ -808,6 +832,8 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	    &s->stream_idle_timeout_ms);
 	(void)get_ms(cp, SEC_LIMITS, "stream_max_lifetime_ms",
 	    &s->stream_max_lifetime_ms);
+	s->websocket_max_message_bytes = CONF_WS_MESSAGE_DEFAULT;
+	(void)get_ws_message(cp, &s->websocket_max_message_bytes);
 	get_methods(cp, s);
 	(void)get_path(cp, SEC_TLS, "ca_file", &s->ca_file);
 	get_metrics_listen(cp, s);

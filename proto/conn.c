@@ -17,7 +17,7 @@
 
 #include "proto/proto.h"
 
-#define TYPE_LAST PROTO_MSG_PONG
+#define TYPE_LAST PROTO_MSG_WS_CONTROL
 
 #define CS(x)	  (1U << (x))
 #define C_START	  CS(PROTO_CONN_START)
@@ -44,6 +44,7 @@ static const struct conn_rule conn_rules[3][TYPE_LAST + 1] = {
 		[PROTO_MSG_GOAWAY] = { 0, C_LIVE },
 		[PROTO_MSG_PING] = { C_LIVE, C_LIVE },
 		[PROTO_MSG_PONG] = { C_LIVE, C_LIVE },
+		[PROTO_MSG_WS_CONTROL] = { C_LIVE, C_LIVE },
 	},
 	[PROTO_ROLE_BROKER] = {
 		[PROTO_MSG_HELLO] = { C_HRECV, C_START },
@@ -57,6 +58,7 @@ static const struct conn_rule conn_rules[3][TYPE_LAST + 1] = {
 		[PROTO_MSG_GOAWAY] = { C_LIVE, 0 },
 		[PROTO_MSG_PING] = { C_LIVE, C_LIVE },
 		[PROTO_MSG_PONG] = { C_LIVE, C_LIVE },
+		[PROTO_MSG_WS_CONTROL] = { C_LIVE, C_LIVE },
 	},
 };
 
@@ -90,7 +92,32 @@ static const struct stream_rule stream_rules[TYPE_LAST + 1] = {
 	    HEAD_ANY },
 	[PROTO_MSG_ERROR] = { S_OPEN | S_HCL | S_HCR, S_OPEN | S_HCL | S_HCR,
 	    HEAD_ANY },
+	[PROTO_MSG_WS_CONTROL] = { S_OPEN | S_HCL, S_OPEN | S_HCR,
+	    HEAD_NEEDS },
 };
+
+/*
+ * The rules of websocket streams (version 2): DATA carries messages and
+ * never END_STREAM, TRAILERS never appear, WS_CONTROL only there; on any
+ * other stream, DATA carries none of the message flags. Return the fault
+ * or PROTO_FAULT_NONE.
+ */
+static enum proto_fault
+messages_check(const struct proto_stream *s, const struct proto_msg *m)
+{
+	const uint8_t msg_flags = PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY;
+
+	if (s->messages)
+		return (m->type == PROTO_MSG_DATA &&
+			   (m->flags & PROTO_FLAG_END_STREAM)) ||
+			m->type == PROTO_MSG_TRAILERS ?
+		    PROTO_FAULT_MESSAGES :
+		    PROTO_FAULT_NONE;
+	return m->type == PROTO_MSG_WS_CONTROL ||
+		(m->type == PROTO_MSG_DATA && (m->flags & msg_flags)) ?
+	    PROTO_FAULT_MESSAGES :
+	    PROTO_FAULT_NONE;
+}
 
 static int
 fail(enum proto_fault *reterr, enum proto_fault f, int err)
@@ -164,6 +191,7 @@ proto_stream_init(struct proto_stream *s, uint32_t id)
 	s->state = PROTO_STREAM_IDLE;
 	s->local_head = 0;
 	s->remote_head = 0;
+	s->messages = 0;
 	s->flow.send = PROTO_STREAM_WINDOW;
 	s->flow.recv = PROTO_STREAM_WINDOW;
 	s->flow.unacked = 0;
@@ -235,6 +263,8 @@ recv_request(struct proto_conn *c, struct proto_stream *s,
 	c->nstreams++;
 	s->state = PROTO_STREAM_OPEN;
 	s->remote_head = 1;
+	s->messages = c->version >= PROTO_VERSION_WS &&
+	    m->request.transport == PROTO_TRANSPORT_WEBSOCKET;
 	if (m->flags & PROTO_FLAG_END_STREAM)
 		stream_remote_end(c, s);
 	return PROTO_ACCEPT;
@@ -260,6 +290,11 @@ conn_check(const struct proto_conn *c, const struct proto_msg *m, int send,
 	    (c->role != PROTO_ROLE_CLIENT && c->role != PROTO_ROLE_BROKER))
 		return fail(reterr_fault, PROTO_FAULT_TYPE,
 		    EGRESS_ERR_INVALID);
+	if (c->version < PROTO_VERSION_WS && !is_pre_open(c) &&
+	    (m->type == PROTO_MSG_WS_CONTROL ||
+		(m->type == PROTO_MSG_DATA &&
+		    (m->flags & (PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY)))))
+		return fail(reterr_fault, PROTO_FAULT_NOT_NEGOTIATED, err);
 	mask = send ? conn_rules[c->role][m->type].send :
 		      conn_rules[c->role][m->type].recv;
 	if (mask == 0)
@@ -328,6 +363,9 @@ proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
 	    (sr->head == HEAD_IS && s->remote_head) ||
 	    (sr->head == HEAD_NEEDS && !s->remote_head))
 		return fail(reterr_fault, PROTO_FAULT_STREAM_STATE,
+		    EGRESS_ERR_PROTOCOL);
+	if (messages_check(s, m) != PROTO_FAULT_NONE)
+		return fail(reterr_fault, messages_check(s, m),
 		    EGRESS_ERR_PROTOCOL);
 
 	switch (m->type) {
@@ -427,6 +465,8 @@ send_request(struct proto_conn *c, struct proto_stream *s,
 	c->nstreams++;
 	s->state = PROTO_STREAM_OPEN;
 	s->local_head = 1;
+	s->messages = c->version >= PROTO_VERSION_WS &&
+	    m->request.transport == PROTO_TRANSPORT_WEBSOCKET;
 	if (m->flags & PROTO_FLAG_END_STREAM)
 		stream_local_end(c, s);
 	return 0;
@@ -455,6 +495,9 @@ proto_conn_send(struct proto_conn *c, struct proto_stream *s,
 	    (sr->head == HEAD_IS && s->local_head) ||
 	    (sr->head == HEAD_NEEDS && !s->local_head))
 		return fail(reterr_fault, PROTO_FAULT_STREAM_STATE,
+		    EGRESS_ERR_INVALID);
+	if (messages_check(s, m) != PROTO_FAULT_NONE)
+		return fail(reterr_fault, messages_check(s, m),
 		    EGRESS_ERR_INVALID);
 
 	switch (m->type) {

@@ -14,7 +14,7 @@
 
 #include "proto/proto.h"
 
-#define PROTO_TYPE_LAST PROTO_MSG_PONG
+#define PROTO_TYPE_LAST PROTO_MSG_WS_CONTROL
 #define PROTO_CODE_LAST PROTO_CODE_PROTOCOL
 
 /* Which stream ids a type may carry. */
@@ -39,8 +39,9 @@ static const struct type_rule {
 	    SID_NONZERO, 27, PROTO_PAYLOAD_MAX },
 	[PROTO_MSG_RESPONSE] = { "RESPONSE", PROTO_FLAG_END_STREAM, 0,
 	    SID_NONZERO, 4, PROTO_PAYLOAD_MAX },
-	[PROTO_MSG_DATA] = { "DATA", PROTO_FLAG_END_STREAM, 0, SID_NONZERO, 0,
-	    PROTO_DATA_MAX },
+	[PROTO_MSG_DATA] = { "DATA",
+	    PROTO_FLAG_END_STREAM | PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY, 0,
+	    SID_NONZERO, 0, PROTO_DATA_MAX },
 	[PROTO_MSG_TRAILERS] = { "TRAILERS", PROTO_FLAG_END_STREAM,
 	    PROTO_FLAG_END_STREAM, SID_NONZERO, 2, PROTO_PAYLOAD_MAX },
 	[PROTO_MSG_WINDOW_UPDATE] = { "WINDOW_UPDATE", 0, 0, SID_ANY, 4, 4 },
@@ -52,6 +53,8 @@ static const struct type_rule {
 	    PROTO_PING_SIZE },
 	[PROTO_MSG_PONG] = { "PONG", 0, 0, SID_ZERO, PROTO_PING_SIZE,
 	    PROTO_PING_SIZE },
+	[PROTO_MSG_WS_CONTROL] = { "WS_CONTROL", PROTO_FLAG_END_STREAM, 0,
+	    SID_NONZERO, 3, 3 + PROTO_WS_PAYLOAD_MAX, 2 },
 };
 
 static const char *const code_names[PROTO_CODE_LAST + 1] = {
@@ -127,6 +130,10 @@ static const char *const fault_strs[] = {
 	[PROTO_FAULT_STREAMS] = "too many open streams",
 	[PROTO_FAULT_WINDOW_OVERFLOW] = "flow-control window over 2^31-1",
 	[PROTO_FAULT_WINDOW_EXCEEDED] = "data beyond the flow-control window",
+	[PROTO_FAULT_NOT_NEGOTIATED] =
+	    "message not in the negotiated protocol version",
+	[PROTO_FAULT_MESSAGES] =
+	    "message frame not valid on this kind of stream",
 };
 
 /*@ requires \valid_read(p + (0 .. 1));
@@ -155,14 +162,19 @@ put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* The version a message is written in: 0 stands for 1. */
+/* The version a message is written in: 0 stands for the first version
+ * that has its type (1 for most). */
 /*@ requires \valid_read(m);
     assigns \nothing;
     ensures 1 <= \result <= 255; */
 static unsigned
 msg_version(const struct proto_msg *m)
 {
-	return m->version == 0 ? 1u : m->version;
+	if (m->version != 0)
+		return m->version;
+	if (m->type <= PROTO_TYPE_LAST && type_rules[m->type].since > 1)
+		return type_rules[m->type].since;
+	return 1u;
 }
 
 /*@ requires reterr == \null || \valid(reterr);
@@ -214,10 +226,15 @@ hdr_check(uint8_t type, uint8_t flags, uint32_t stream, uint32_t length)
 		return PROTO_FAULT_TOO_BIG;
 	if (length < r->min)
 		return PROTO_FAULT_LENGTH;
-	/* An empty DATA frame is a no-op unless it ends the stream. */
+	/* An empty DATA frame is a no-op unless it ends the stream or a
+	 * message. */
 	if (type == PROTO_MSG_DATA && length == 0 &&
-	    (flags & PROTO_FLAG_END_STREAM) == 0)
+	    (flags & (PROTO_FLAG_END_STREAM | PROTO_FLAG_MSG_END)) == 0)
 		return PROTO_FAULT_LENGTH;
+	/* A message ends no stream; a close is the end of a direction. */
+	if (type == PROTO_MSG_DATA && (flags & PROTO_FLAG_END_STREAM) &&
+	    (flags & (PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY)))
+		return PROTO_FAULT_FLAGS;
 	return PROTO_FAULT_NONE;
 }
 
@@ -416,6 +433,32 @@ code_is_known(uint32_t code)
 	return code >= 1 && code <= PROTO_CODE_LAST;
 }
 
+/*
+ * WS_CONTROL: u8 opcode, u16 code, then the rest of the payload as its
+ * bytes. A close carries END_STREAM, a code of 0 (none, and then no
+ * reason) or 1000..4999, and at most PROTO_WS_REASON_MAX reason bytes;
+ * a ping or pong carries neither END_STREAM nor a code.
+ */
+static int
+rd_ws_control(struct rd *r, struct proto_msg *m)
+{
+	uint8_t op;
+	uint16_t code;
+
+	if (rd_u8(r, &op) != 0 || rd_u16(r, &code) != 0)
+		return -1;
+	m->ws_control.opcode = op;
+	m->ws_control.code = code;
+	m->ws_control.ptr = r->p + r->off;
+	m->ws_control.len = r->len - r->off;
+	r->off = r->len;
+	if (proto_ws_control_check(m) != PROTO_FAULT_NONE) {
+		r->fault = proto_ws_control_check(m);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 rd_payload(struct rd *r, struct proto_msg *m)
 {
@@ -500,6 +543,8 @@ rd_payload(struct rd *r, struct proto_msg *m)
 		memcpy(m->ping.opaque, r->p, PROTO_PING_SIZE);
 		r->off = PROTO_PING_SIZE;
 		return 0;
+	case PROTO_MSG_WS_CONTROL:
+		return rd_ws_control(r, m);
 	default:
 		r->fault = PROTO_FAULT_TYPE;
 		return -1;
@@ -663,6 +708,13 @@ payload_size(const struct proto_msg *m, size_t *ret_size)
 	case PROTO_MSG_PING:
 	case PROTO_MSG_PONG:
 		size = PROTO_PING_SIZE;
+		break;
+	case PROTO_MSG_WS_CONTROL:
+		if (m->ws_control.len > 0 && m->ws_control.ptr == NULL)
+			return PROTO_FAULT_VALUE;
+		if (proto_ws_control_check(m) != PROTO_FAULT_NONE)
+			return proto_ws_control_check(m);
+		size = 3 + m->ws_control.len;
 		break;
 	default:
 		return PROTO_FAULT_TYPE;
@@ -834,6 +886,12 @@ proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
 	case PROTO_MSG_PONG:
 		wr_bytes(&w, m->ping.opaque, PROTO_PING_SIZE);
 		break;
+	case PROTO_MSG_WS_CONTROL:
+		wr_u8(&w, m->ws_control.opcode);
+		wr_u16(&w, m->ws_control.code);
+		if (m->ws_control.len > 0)
+			wr_bytes(&w, m->ws_control.ptr, m->ws_control.len);
+		break;
 	}
 	return total;
 }
@@ -984,12 +1042,45 @@ proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_MSG_PONG:
 		return memcmp(a->ping.opaque, b->ping.opaque,
 			   PROTO_PING_SIZE) == 0;
+	case PROTO_MSG_WS_CONTROL:
+		return a->ws_control.opcode == b->ws_control.opcode &&
+		    a->ws_control.code == b->ws_control.code &&
+		    a->ws_control.len == b->ws_control.len &&
+		    (a->ws_control.len == 0 ||
+			memcmp(a->ws_control.ptr, b->ws_control.ptr,
+			    a->ws_control.len) == 0);
 	default:
 		return 1;
 	}
 }
 
 /* ---- Names, codes and messages ---------------------------------------- */
+
+enum proto_fault
+proto_ws_control_check(const struct proto_msg *m)
+{
+	uint16_t code = m->ws_control.code;
+
+	switch (m->ws_control.opcode) {
+	case PROTO_WS_CLOSE:
+		if ((m->flags & PROTO_FLAG_END_STREAM) == 0)
+			return PROTO_FAULT_FLAGS;
+		if (code == 0 ? m->ws_control.len != 0 :
+				(code < 1000 || code > 4999 ||
+				    m->ws_control.len > PROTO_WS_REASON_MAX))
+			return PROTO_FAULT_VALUE;
+		return PROTO_FAULT_NONE;
+	case PROTO_WS_PING:
+	case PROTO_WS_PONG:
+		if (m->flags & PROTO_FLAG_END_STREAM)
+			return PROTO_FAULT_FLAGS;
+		if (code != 0 || m->ws_control.len > PROTO_WS_PAYLOAD_MAX)
+			return PROTO_FAULT_VALUE;
+		return PROTO_FAULT_NONE;
+	default:
+		return PROTO_FAULT_VALUE;
+	}
+}
 
 const char *
 proto_type_name(unsigned int type)

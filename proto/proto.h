@@ -24,6 +24,7 @@
 
 #define PROTO_VERSION	       2 /* the version this build speaks */
 #define PROTO_VERSION_MIN      1 /* the lowest version it accepts */
+#define PROTO_VERSION_WS       2 /* the first with websocket streams */
 
 #define PROTO_HDR_SIZE	       12    /* bytes of the fixed frame header */
 #define PROTO_PAYLOAD_MAX      98304 /* hard cap on any frame's payload */
@@ -48,6 +49,8 @@
 #define PROTO_MESSAGE_MAX      256   /* ERROR message */
 #define PROTO_PROFILE_MAX      64    /* REQUEST tls profile (version 2) */
 #define PROTO_PING_SIZE	       8
+#define PROTO_WS_PAYLOAD_MAX   125 /* WS_CONTROL ping or pong bytes */
+#define PROTO_WS_REASON_MAX    123 /* WS_CONTROL close reason bytes */
 
 /* The fixed masked message of a policy refusal (wire code "denied"). */
 #define PROTO_DENIED_MESSAGE \
@@ -66,10 +69,22 @@ enum proto_type {
 	PROTO_MSG_GOAWAY = 9,
 	PROTO_MSG_PING = 10,
 	PROTO_MSG_PONG = 11,
+	PROTO_MSG_WS_CONTROL = 12, /* version 2: websocket streams */
 };
 
-/* Frame flags. END_STREAM is the only one; every other bit is reserved. */
+/* Frame flags. Every bit not defined for a type is reserved. */
 #define PROTO_FLAG_END_STREAM 0x01
+/* DATA on a websocket stream (version 2): the last frame of a message,
+ * and a binary (not text) message. */
+#define PROTO_FLAG_MSG_END    0x02
+#define PROTO_FLAG_BINARY     0x04
+
+/* WS_CONTROL opcodes: RFC 6455's numbers. Never renumber or reuse. */
+enum proto_ws_opcode {
+	PROTO_WS_CLOSE = 8,
+	PROTO_WS_PING = 9,
+	PROTO_WS_PONG = 10,
+};
 
 /* Transports of a REQUEST. Never renumber or reuse a value. */
 enum proto_transport {
@@ -122,6 +137,8 @@ enum proto_fault {
 	PROTO_FAULT_STREAMS,	     /* too many open streams */
 	PROTO_FAULT_WINDOW_OVERFLOW, /* window would pass 2^31-1 */
 	PROTO_FAULT_WINDOW_EXCEEDED, /* DATA beyond the granted window */
+	PROTO_FAULT_NOT_NEGOTIATED,  /* not in the negotiated version */
+	PROTO_FAULT_MESSAGES,	     /* message frame on the wrong stream */
 };
 
 /* ---- Messages --------------------------------------------------------- */
@@ -175,7 +192,8 @@ struct proto_msg {
 	uint8_t flags;	 /* PROTO_FLAG_* */
 	uint8_t version; /* the frame header's version, which sets the
 			    payload's layout: decoding writes it (1 ..
-			    PROTO_VERSION), encoding writes it (0 means 1;
+			    PROTO_VERSION), encoding writes it (0 means the
+			    first version that has the type;
 			    HELLO is always 1); at most the negotiated one */
 	uint32_t stream; /* 0 for connection-level frames */
 	union {
@@ -206,6 +224,12 @@ struct proto_msg {
 		struct {
 			uint8_t opaque[PROTO_PING_SIZE];
 		} ping; /* PING and PONG */
+		struct {
+			uint8_t opcode; /* enum proto_ws_opcode */
+			uint16_t code;	/* close: the code (0: none); else 0 */
+			const uint8_t *ptr; /* ping/pong bytes, close reason */
+			size_t len;
+		} ws_control;
 	};
 	size_t nheaders;
 	struct proto_header headers[PROTO_HEADERS_MAX];
@@ -329,6 +353,15 @@ int proto_hdr_add_flags(uint8_t *buf, size_t len, uint8_t flags);
  */
 int proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b);
 
+/*
+ * Check the WS_CONTROL fields of m (flags, opcode, code, length): a close
+ * carries END_STREAM and a code of 0 (none: then no reason) or 1000..4999
+ * with at most PROTO_WS_REASON_MAX reason bytes; a ping or pong carries
+ * no END_STREAM, code 0 and at most PROTO_WS_PAYLOAD_MAX bytes. Return
+ * PROTO_FAULT_NONE or the fault.
+ */
+enum proto_fault proto_ws_control_check(const struct proto_msg *m);
+
 /* ---- Names, codes and messages ---------------------------------------- */
 
 /* Return the upper-case name of a message type ("HELLO"), or "UNKNOWN". */
@@ -430,6 +463,8 @@ struct proto_stream {
 	uint8_t state;	     /* enum proto_stream_state */
 	uint8_t local_head;  /* we sent REQUEST/RESPONSE */
 	uint8_t remote_head; /* the peer sent REQUEST/RESPONSE */
+	uint8_t messages;    /* a websocket stream (version 2): DATA carries
+				messages, WS_CONTROL is valid */
 	struct proto_flow flow;
 };
 
@@ -485,7 +520,9 @@ int proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
  * a stream to close), EGRESS_ERR_CLOSED when c is closed, or
  * EGRESS_ERR_INVALID with *reterr_fault set for any other rule. Nothing is
  * changed on failure. For a DATA frame encoded with proto_hdr_encode(),
- * set m->type, flags, stream and data.len; data.ptr is not read.
+ * set m->type, flags, stream and data.len; data.ptr is not read. Of a
+ * REQUEST, only the transport is read (a websocket stream, in version 2,
+ * carries messages).
  */
 int proto_conn_send(struct proto_conn *c, struct proto_stream *s,
     const struct proto_msg *m, enum proto_fault *reterr_fault);

@@ -24,10 +24,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
 #include <egress/egress.h>
 
@@ -382,6 +380,9 @@ out_raw(struct egress_client *c, struct proto_stream *s, uint8_t *frame,
 	m->flags = (uint8_t)flags;
 	m->version = (uint8_t)version;
 	m->stream = id;
+	/* The state table reads a REQUEST's transport (websocket streams). */
+	if (type == PROTO_MSG_REQUEST && len > PROTO_HDR_SIZE)
+		m->request.transport = frame[PROTO_HDR_SIZE];
 	ANALYZER_STORED_BEGIN
 	if (buf_reserve(&c->out, len) != 0)
 		ANALYZER_STORED_END
@@ -494,6 +495,53 @@ body_ended(struct egress_request *req)
 	req_event(req, EGRESS_EV_READABLE | EGRESS_EV_DONE);
 }
 
+/* A websocket stream's input keeps each frame as a record (SHIM_WS_REC);
+ * the broker's close is answered at once when we sent none. */
+static void
+ws_record(struct egress_client *c, struct egress_request *r,
+    const struct proto_msg *m)
+{
+	int d = m->type == PROTO_MSG_DATA;
+	const uint8_t *p = d ? m->data.ptr : m->ws_control.ptr;
+	size_t n = d ? m->data.len : m->ws_control.len;
+	uint8_t *h;
+
+	if (d)
+		credit_conn(c, (uint32_t)n);
+	ANALYZER_STORED_BEGIN
+	if (buf_reserve(&r->in, SHIM_WS_REC + n) != 0) {
+		ANALYZER_STORED_END
+		req_reset(r, PROTO_CODE_CANCELLED);
+		req_fail(r, EGRESS_ERR_NOMEM, NULL, 0);
+		return;
+	}
+	h = r->in.p + r->in.len;
+	h[0] = m->type;
+	h[1] = d ? m->flags : m->ws_control.opcode;
+	h[2] = d ? 0 : (uint8_t)(m->ws_control.code >> 8);
+	h[3] = d ? 0 : (uint8_t)m->ws_control.code;
+	h[4] = (uint8_t)(n >> 24);
+	h[5] = (uint8_t)(n >> 16);
+	h[6] = (uint8_t)(n >> 8);
+	h[7] = (uint8_t)n;
+	if (n > 0)
+		memcpy(h + SHIM_WS_REC, p, n);
+	r->in.len += SHIM_WS_REC + n;
+	req_event(r, EGRESS_EV_READABLE);
+	if (m->type == PROTO_MSG_WS_CONTROL &&
+	    m->ws_control.opcode == PROTO_WS_CLOSE && !r->finished) {
+		struct proto_msg *o = &c->msg;
+
+		memset(o, 0, offsetof(struct proto_msg, headers));
+		o->type = PROTO_MSG_WS_CONTROL;
+		o->flags = PROTO_FLAG_END_STREAM;
+		o->stream = r->ps.id;
+		o->ws_control.opcode = PROTO_WS_CLOSE;
+		if (out_frame(c, &r->ps, o) == 0)
+			r->finished = 1;
+	}
+}
+
 static void
 dispatch_stream(struct egress_client *c, struct egress_request *r,
     const struct proto_msg *m)
@@ -513,6 +561,11 @@ dispatch_stream(struct egress_client *c, struct egress_request *r,
 		req_event(r, EGRESS_EV_RESPONSE);
 		break;
 	case PROTO_MSG_DATA:
+	case PROTO_MSG_WS_CONTROL:
+		if (r->ps.messages) {
+			ws_record(c, r, m);
+			break;
+		}
 		if (m->data.len > 0) {
 			ANALYZER_STORED_BEGIN
 			if (buf_reserve(&r->in, m->data.len) != 0) {
@@ -804,8 +857,8 @@ wait_locked(struct egress_request *r, enum wait_for w)
 
 /* ---- Clients ---------------------------------------------------------- */
 
-static int
-client_new(int fd, struct egress_client **ret)
+int
+shim_client_new(int fd, struct egress_client **ret)
 {
 	struct egress_client *c;
 	pthread_condattr_t ca;
@@ -851,81 +904,6 @@ out_fd:
 	buf_free(&c->out);
 	free(c);
 	return rv;
-}
-
-int
-egress_client_connect(const char *path, struct egress_client **ret_client)
-{
-	struct sockaddr_un sun;
-	size_t len;
-	int fd, rv;
-
-	if (path == NULL || path[0] == '\0' || ret_client == NULL)
-		return EGRESS_ERR_INVALID;
-	len = strlen(path);
-	if (len >= sizeof(sun.sun_path))
-		return EGRESS_ERR_TOO_BIG;
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, len);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return EGRESS_ERR_IO;
-	while ((rv = connect(fd, (struct sockaddr *)&sun, sizeof(sun))) != 0 &&
-	    errno == EINTR)
-		;
-	if (rv != 0) {
-		(void)close(fd);
-		return EGRESS_ERR_UNAVAILABLE;
-	}
-	rv = client_new(fd, ret_client);
-	if (rv < 0)
-		(void)close(fd);
-	return rv;
-}
-
-int
-egress_client_from_fd(int fd, struct egress_client **ret_client)
-{
-	struct sockaddr_un sun;
-	socklen_t sl;
-	int v, flags;
-
-	if (fd < 0 || ret_client == NULL)
-		return EGRESS_ERR_INVALID;
-	sl = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &sl) != 0 ||
-	    v != AF_UNIX)
-		return EGRESS_ERR_INVALID;
-	sl = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &sl) != 0 ||
-	    v != SOCK_STREAM)
-		return EGRESS_ERR_INVALID;
-	sl = sizeof(sun);
-	if (getpeername(fd, (struct sockaddr *)&sun, &sl) != 0)
-		return EGRESS_ERR_INVALID;
-	flags = fcntl(fd, F_GETFD);
-	if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
-		return EGRESS_ERR_IO;
-	return client_new(fd, ret_client);
-}
-
-int
-egress_client_from_env(struct egress_client **ret_client)
-{
-	const char *s = getenv(EGRESS_FD_ENV);
-	char *end;
-	long v;
-
-	if (s == NULL || s[0] == '\0')
-		return EGRESS_ERR_NOT_FOUND;
-	if (s[0] < '0' || s[0] > '9')
-		return EGRESS_ERR_INVALID;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < 0 || v > INT_MAX)
-		return EGRESS_ERR_INVALID;
-	return egress_client_from_fd((int)v, ret_client);
 }
 
 static void
@@ -1042,47 +1020,6 @@ egress_client_error(struct egress_client *c)
 /* ---- Requests --------------------------------------------------------- */
 
 int
-egress_request_start(struct egress_client *c,
-    const struct egress_request_head *head, egress_request_cb *cb, void *arg,
-    struct egress_request **ret_req)
-{
-	return egress_request_start_profile(c, head, NULL, cb, arg, ret_req);
-}
-
-int
-egress_request_start_profile(struct egress_client *c,
-    const struct egress_request_head *head, const char *tls_profile,
-    egress_request_cb *cb, void *arg, struct egress_request **ret_req)
-{
-	struct proto_msg *m;
-	struct proto_request *q;
-	int rv;
-
-	if (c == NULL || head == NULL || ret_req == NULL)
-		return EGRESS_ERR_INVALID;
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return EGRESS_ERR_NOMEM;
-	q = &m->request;
-	q->transport = PROTO_TRANSPORT_HTTP;
-	q->timeouts.connect_ms = head->timeouts.connect_ms;
-	q->timeouts.first_byte_ms = head->timeouts.first_byte_ms;
-	q->timeouts.between_bytes_ms = head->timeouts.between_bytes_ms;
-	q->timeouts.total_ms = head->timeouts.total_ms;
-	if ((rv = shim_set_str(&q->method, head->method, PROTO_METHOD_MAX)) ==
-		0 &&
-	    (rv = shim_set_str(&q->scheme, head->scheme, PROTO_SCHEME_MAX)) ==
-		0 &&
-	    (rv = shim_set_str(&q->authority, head->authority,
-		 PROTO_AUTHORITY_MAX)) == 0 &&
-	    (rv = shim_set_str(&q->path, head->path, PROTO_PATH_MAX)) == 0 &&
-	    (rv = shim_fill_headers(m, head->headers, head->nheaders)) == 0 &&
-	    (rv = shim_set_profile(m, tls_profile)) == 0)
-		rv = shim_request_open(c, m, cb, arg, ret_req);
-	free(m);
-	return rv;
-}
-
-int
 shim_request_open(struct egress_client *c, struct proto_msg *m,
     egress_request_cb *cb, void *arg, struct egress_request **ret_req)
 {
@@ -1149,7 +1086,8 @@ release_head(struct egress_request *r)
 
 /* Queue as much of buf as fits now; return the count. */
 static size_t
-write_some(struct egress_request *r, const uint8_t *buf, size_t len)
+write_some(struct egress_request *r, const uint8_t *buf, size_t len,
+    uint8_t dflags, int *ret_sent)
 {
 	struct egress_client *c = r->c;
 	struct proto_msg *m = &c->msg;
@@ -1165,20 +1103,25 @@ write_some(struct egress_request *r, const uint8_t *buf, size_t len)
 		return 0;
 	if (n > room - PROTO_HDR_SIZE)
 		n = room - PROTO_HDR_SIZE;
-	if (n == 0)
+	if (n == 0 && !(len == 0 && (dflags & PROTO_FLAG_MSG_END)))
 		return 0;
+	if (n < len)
+		dflags &=
+		    (uint8_t)~PROTO_FLAG_MSG_END; /* not the last piece */
 	if (buf_reserve(&c->out, PROTO_HDR_SIZE + n) != 0)
 		return 0;
 	memset(m, 0, offsetof(struct proto_msg, headers));
 	m->type = PROTO_MSG_DATA;
+	m->flags = dflags;
 	m->stream = r->ps.id;
 	m->data.len = n;
 	if (proto_conn_send(&c->pc, &r->ps, m, NULL) != 0)
 		return 0;
-	(void)proto_hdr_encode(c->out.p + c->out.len, PROTO_MSG_DATA, 0,
+	(void)proto_hdr_encode(c->out.p + c->out.len, PROTO_MSG_DATA, dflags,
 	    r->ps.id, (uint32_t)n, NULL);
 	memcpy(c->out.p + c->out.len + PROTO_HDR_SIZE, buf, n);
 	c->out.len += PROTO_HDR_SIZE + n;
+	*ret_sent = 1;
 	return n;
 }
 
@@ -1186,9 +1129,16 @@ int
 egress_request_write(struct egress_request *r, const void *buf, size_t len,
     int flags)
 {
+	return shim_request_write(r, buf, len, flags, 0);
+}
+
+int
+shim_request_write(struct egress_request *r, const void *buf, size_t len,
+    int flags, uint8_t dflags)
+{
 	struct egress_client *c;
 	size_t done = 0, n;
-	int rv;
+	int rv, sent = 0;
 
 	if (r == NULL || (buf == NULL && len > 0))
 		return EGRESS_ERR_INVALID;
@@ -1206,11 +1156,13 @@ egress_request_write(struct egress_request *r, const void *buf, size_t len,
 			rv = EGRESS_ERR_CLOSED;
 			break;
 		}
-		n = write_some(r, (const uint8_t *)buf + done, len - done);
+		n = write_some(r, (const uint8_t *)buf + done, len - done,
+		    dflags, &sent);
 		done += n;
-		if (n > 0)
+		if (sent)
 			flush_locked(c);
-		if (done == len) {
+		/* An empty message still needs its one frame. */
+		if (done == len && (sent || !(dflags & PROTO_FLAG_MSG_END))) {
 			rv = (int)len;
 			break;
 		}
@@ -1460,4 +1412,67 @@ egress_request_free(struct egress_request *r)
 	notify_locked(c);
 	(void)pthread_mutex_unlock(&c->mu);
 	req_destroy(r);
+}
+
+int
+shim_response_take(struct egress_request *r, int flags, shim_take_fn *fn,
+    void *arg)
+{
+	struct egress_client *c;
+	uint32_t credit = 0;
+	size_t n;
+	int rv;
+
+	if (r == NULL || fn == NULL)
+		return EGRESS_ERR_INVALID;
+	c = r->c;
+	(void)pthread_mutex_lock(&c->mu);
+	release_head(r);
+	if (!(flags & EGRESS_NONBLOCK))
+		wait_locked(r, WAIT_READ);
+	n = buf_size(&r->in);
+	if (n > 0) {
+		rv = fn(arg, r->in.p + r->in.off, n, &credit);
+		if (rv > 0) {
+			buf_consume(&r->in, (size_t)rv);
+			if (r->started && c->err == 0 && credit > 0)
+				credit_stream(r, credit);
+			flush_locked(c);
+		}
+	} else if (r->err != 0)
+		rv = r->err;
+	else if (r->body_end)
+		rv = EGRESS_ERR_CLOSED;
+	else
+		rv = EGRESS_ERR_AGAIN;
+	(void)pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+int
+shim_request_control(struct egress_request *r, struct proto_msg *m)
+{
+	struct egress_client *c;
+	int rv;
+
+	if (r == NULL)
+		return EGRESS_ERR_INVALID;
+	c = r->c;
+	(void)pthread_mutex_lock(&c->mu);
+	release_head(r);
+	if (r->finished)
+		rv = EGRESS_ERR_CLOSED; /* our side is over, whatever came */
+	else if (r->err != 0 || c->err != 0)
+		rv = r->err != 0 ? r->err : c->err;
+	else if (!r->started)
+		rv = EGRESS_ERR_AGAIN;
+	else { /* the frame goes out; a close finishes our side */
+		m->stream = r->ps.id;
+		if ((rv = out_frame(c, &r->ps, m)) == 0)
+			r->finished |= (m->flags & PROTO_FLAG_END_STREAM) != 0;
+		flush_locked(c);
+		notify_locked(c);
+	}
+	(void)pthread_mutex_unlock(&c->mu);
+	return rv;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * egress-connect: an nc-like client of egressd over libegress. It opens
- * one tcp or tls stream (URL tcp://HOST:PORT or tls://HOST:PORT) through
+ * one WebSocket (ws:// or wss:// URL: connect_ws.c) or one tcp or tls
+ * stream (URL tcp://HOST:PORT or tls://HOST:PORT) through
  * an instance socket (--socket PATH, or the inherited connection named by
  * EGRESS_FD), relays stdin to the destination and the destination to
  * stdout, half-closes the stream when stdin ends, and exits once both
@@ -24,15 +25,21 @@
 
 #include <egress/egress.h>
 
+#include "shim/connect_ws.h"
 #include "shim/tool.h"
 
-#define CHUNK (64 * 1024)
+#define CHUNK	    (64 * 1024)
+#define HEADERS_MAX 64
 
 static void
 print_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: egress-connect --socket PATH [--profile NAME] URL\n"
+	    "       egress-connect --socket PATH [--profile NAME] "
+	    "[-H 'NAME: VALUE']...\n"
+	    "                      [--subprotocol P]... [--binary] [--ping] "
+	    "ws://... | wss://...\n"
 	    "       egress-connect --help | --version\n"
 	    "       (URL is tcp://HOST:PORT or tls://HOST:PORT; "
 	    "EGRESS_FD=N may replace --socket)\n");
@@ -194,29 +201,72 @@ relay_stdin(struct relay *r)
 	r->len = (size_t)k;
 }
 
+/* -H NAME: VALUE, or --subprotocol P: one more handshake header. */
+static void
+add_header(struct egress_header *hs, size_t *nh, int ch, char *arg)
+{
+	struct egress_header *h = &hs[*nh];
+	char *colon;
+
+	if (*nh == HEADERS_MAX)
+		die_usage("too many headers", arg);
+	if (ch == 'P') {
+		h->name = "Sec-WebSocket-Protocol";
+		h->value = arg;
+	} else {
+		if ((colon = strchr(arg, ':')) == NULL || colon == arg)
+			die_usage("a header is NAME: VALUE", arg);
+		*colon = '\0';
+		h->name = arg;
+		for (colon++; *colon == ' ' || *colon == '\t';)
+			colon++;
+		h->value = colon;
+	}
+	h->name_len = strlen(h->name);
+	h->value_len = strlen(h->value);
+	(*nh)++;
+}
+
 int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
-		{ "profile", required_argument, NULL, 'p' },
+		{ "profile", required_argument, NULL, 'r' },
+		{ "header", required_argument, NULL, 'H' },
+		{ "subprotocol", required_argument, NULL, 'P' },
+		{ "binary", no_argument, NULL, 'b' },
+		{ "ping", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct relay r;
+	static struct egress_header hs[HEADERS_MAX];
+	size_t nh = 0;
+	int binary = 0, ping = 0;
 	const char *path = NULL, *profile = NULL, *authority;
 	struct pollfd pfd[2];
 	int ch, transport, rv, timeout;
 	nfds_t n;
 
-	while ((ch = getopt_long(argc, argv, "V", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "VH:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			path = optarg;
 			break;
-		case 'p':
+		case 'r':
 			profile = optarg;
+			break;
+		case 'H':
+		case 'P':
+			add_header(hs, &nh, ch, optarg);
+			break;
+		case 'b':
+			binary = 1;
+			break;
+		case 'p':
+			ping = 1;
 			break;
 		case 'h':
 			print_usage(stdout);
@@ -233,6 +283,19 @@ main(int argc, char **argv)
 		print_usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
+	if (strncmp(argv[optind], "ws://", 5) == 0 ||
+	    strncmp(argv[optind], "wss://", 6) == 0) {
+		(void)signal(SIGPIPE, SIG_IGN);
+		r.c = open_client(path);
+		rv = connect_ws(r.c, argv[optind], profile, hs, nh, binary,
+		    ping);
+		egress_client_free(r.c);
+		return rv;
+	}
+	if (nh > 0 || binary || ping)
+		die_usage("-H, --subprotocol, --binary and --ping are for "
+			  "ws:// and wss:// URLs",
+		    NULL);
 	parse_url(argv[optind], &transport, &authority);
 	(void)signal(SIGPIPE, SIG_IGN); /* a closed stdout is EPIPE */
 	r.c = open_client(path);

@@ -26,6 +26,14 @@
 /* Bytes read from the socket per step at most (then yield). */
 #define SHIM_READ_BUDGET (1024 * 1024)
 
+/*
+ * Make a client on fd (a connected stream Unix socket; owned by the
+ * client on success) and queue its HELLO. Return 0 and write *ret, or
+ * EGRESS_ERR_NOMEM / EGRESS_ERR_IO (fd is then still the caller's).
+ */
+struct egress_client;
+int shim_client_new(int fd, struct egress_client **ret);
+
 /* Return the monotonic clock in milliseconds. */
 uint64_t shim_now_ms(void);
 
@@ -71,6 +79,47 @@ int shim_fill_headers(struct proto_msg *m, const struct egress_header *h,
  */
 int shim_encode_alloc(const struct proto_msg *m, uint8_t **ret,
     size_t *ret_len);
+
+/*
+ * The record a websocket stream's input keeps per received DATA or
+ * WS_CONTROL frame: u8 type, u8 DATA flags or WS_CONTROL opcode, u16
+ * close code, u32 length (big-endian), then that many bytes.
+ */
+#define SHIM_WS_REC 8
+
+/*
+ * Write len bytes of buf on r as egress_request_write() does, with the
+ * DATA flags dflags on its frames (PROTO_FLAG_MSG_END only on the frame
+ * that carries the last byte; with len 0 and PROTO_FLAG_MSG_END, one
+ * empty frame). Return as egress_request_write().
+ */
+int shim_request_write(struct egress_request *r, const void *buf, size_t len,
+    int flags, uint8_t dflags);
+
+/*
+ * Given the n buffered input bytes at p (writable, borrowed for the
+ * call), consume some: return how many (> 0) and write in *ret_credit
+ * how many of them are DATA payload to credit, or a negative error.
+ */
+typedef int shim_take_fn(void *arg, uint8_t *p, size_t n,
+    uint32_t *ret_credit);
+
+/*
+ * Under r's lock, wait as egress_response_read() does (unless
+ * EGRESS_NONBLOCK), then call fn on the buffered input. Return fn's
+ * result, or when nothing is buffered: r's error, EGRESS_ERR_CLOSED once
+ * the broker's direction ended, or EGRESS_ERR_AGAIN.
+ */
+int shim_response_take(struct egress_request *r, int flags, shim_take_fn *fn,
+    void *arg);
+
+/*
+ * Queue the stream frame m (type and fields set; its stream id is set
+ * here) on r. A frame with END_STREAM finishes r's side. Return 0,
+ * EGRESS_ERR_AGAIN before the REQUEST went out, EGRESS_ERR_CLOSED when
+ * r's side is finished, or r's error.
+ */
+int shim_request_control(struct egress_request *r, struct proto_msg *m);
 
 /*
  * gcc 12's -fanalyzer loses a block stored through a pointer it loaded

@@ -396,6 +396,115 @@ int egress_stream_read(struct egress_request *s, void *buf, size_t len,
  */
 int egress_stream_shutdown(struct egress_request *s);
 
+/* ---- WebSocket --------------------------------------------------------- */
+
+/* Kinds of egress_ws_frame and egress_ws_control() (RFC 6455 opcodes). */
+#define EGRESS_WS_TEXT	     1
+#define EGRESS_WS_BINARY     2
+#define EGRESS_WS_CLOSE	     8
+#define EGRESS_WS_PING	     9
+#define EGRESS_WS_PONG	     10
+
+/* Flags of egress_ws_write(), besides EGRESS_NONBLOCK. */
+#define EGRESS_WS_MSG_BINARY 0x100 /* the message is binary, not text */
+#define EGRESS_WS_MSG_END    0x200 /* this write ends the message */
+
+/* One piece of what egress_ws_recv() received. */
+struct egress_ws_frame {
+	int kind;      /* EGRESS_WS_TEXT, _BINARY, _PING, _PONG or _CLOSE */
+	int last;      /* the last piece of its message (1 for controls) */
+	unsigned code; /* EGRESS_WS_CLOSE: the close code, 0 for none; 1006
+			  when the destination ended without a close */
+	size_t len;    /* bytes written to the caller's buffer */
+};
+
+/*
+ * Open a WebSocket on c to url ("ws://host[:port]/path?query" or
+ * "wss://..."; the broker is the WebSocket client: it does the opening
+ * handshake, TLS with SNI and verification for wss, the framing,
+ * masking and UTF-8 checks). headers[0..nheaders) are added to the
+ * handshake (Authorization, Origin, Cookie; one Sec-WebSocket-Protocol
+ * per requested subprotocol); Host may only name url's authority, and
+ * the handshake's own headers (Upgrade, Connection, Sec-WebSocket-Key,
+ * -Version, -Accept, -Extensions) are refused by the broker
+ * (EGRESS_ERR_INVALID_REQUEST). It needs the websocket_client permission
+ * and is decided, budgeted and logged as every connection is, holding
+ * its lease for its whole life. timeouts as for egress_stream_open()
+ * (first_byte_ms bounds the handshake's response). Events as for a
+ * request (RESPONSE once the handshake answered, READABLE, WRITABLE,
+ * DONE once the broker's side closed or the stream failed). Nothing
+ * blocks. Return 0 and write *ret_ws (free with egress_request_free()),
+ * EGRESS_ERR_INVALID (not a ws or wss URL), or as egress_request_start().
+ */
+int egress_ws_open(struct egress_client *c, const char *url,
+    const struct egress_header *headers, size_t nheaders,
+    const struct egress_timeouts *timeouts, egress_request_cb *cb, void *arg,
+    struct egress_request **ret_ws);
+
+/*
+ * egress_ws_open() with a TLS profile for a wss:// URL, as for
+ * egress_stream_open_profile(): tls_profile (NULL or "": none) names one
+ * of the broker's [tls.profiles.NAME] that the instance's entry lists;
+ * on a ws:// URL, or unlisted, the broker refuses it with
+ * EGRESS_ERR_INVALID_REQUEST.
+ */
+int egress_ws_open_profile(struct egress_client *c, const char *url,
+    const char *tls_profile, const struct egress_header *headers,
+    size_t nheaders, const struct egress_timeouts *timeouts,
+    egress_request_cb *cb, void *arg, struct egress_request **ret_ws);
+
+/*
+ * Wait for the handshake's answer (blocking, or EGRESS_ERR_AGAIN under
+ * EGRESS_NONBLOCK). Return 0 when the WebSocket is open (101: the
+ * chosen subprotocol is egress_response_headers()'
+ * Sec-WebSocket-Protocol), the HTTP status (> 0, e.g. 302; never
+ * followed: its headers are egress_response_headers()) when the
+ * destination refused the upgrade, or the stream's error
+ * (EGRESS_ERR_DENIED, _UPSTREAM_PROTOCOL for a wrong handshake, ...).
+ */
+int egress_ws_wait(struct egress_request *ws, int flags);
+
+/*
+ * Write len bytes of a message, once egress_ws_wait() returned 0 (a
+ * message sent before the handshake's answer fails the WebSocket with
+ * EGRESS_ERR_INVALID_REQUEST): text unless flags has
+ * EGRESS_WS_MSG_BINARY (the same for every write of one message), ended
+ * by the write whose flags have EGRESS_WS_MSG_END (len may be 0). Blocking
+ * writes queue every byte; EGRESS_NONBLOCK queues what fits now (the
+ * message ends only once its last byte is queued) or returns
+ * EGRESS_ERR_AGAIN. Text must be UTF-8 (the broker closes with 1007
+ * otherwise); a message over the broker's bound closes with 1009. Return
+ * the count, EGRESS_ERR_CLOSED after egress_ws_control() sent a close,
+ * or the stream's error.
+ */
+int egress_ws_write(struct egress_request *ws, const void *buf, size_t len,
+    int flags);
+
+/*
+ * Receive the next piece of what the destination sent into buf (len
+ * bytes; at least 125 so that any control fits): a message's bytes (a
+ * message larger than len, or one the broker passed in several frames,
+ * comes in pieces; last marks its end), a ping (the broker has already
+ * answered it), a pong, or the destination's close (then nothing more
+ * comes; this side's close is sent automatically if it was not). Fill
+ * *ret. Blocking, or EGRESS_ERR_AGAIN under EGRESS_NONBLOCK. Return 0,
+ * EGRESS_ERR_CLOSED after the close was received, or the stream's error.
+ */
+int egress_ws_recv(struct egress_request *ws, void *buf, size_t len,
+    struct egress_ws_frame *ret, int flags);
+
+/*
+ * Send a control: EGRESS_WS_PING or EGRESS_WS_PONG with len (at most
+ * 125) bytes of buf and code 0, or EGRESS_WS_CLOSE with code (0 for none,
+ * else 1000..4999) and a reason of len (at most 123) bytes. A close ends
+ * this side: the destination's close then arrives through
+ * egress_ws_recv(). Never blocks. Return 0, EGRESS_ERR_INVALID,
+ * EGRESS_ERR_AGAIN before the stream's REQUEST went out,
+ * EGRESS_ERR_CLOSED once closed, or the stream's error.
+ */
+int egress_ws_control(struct egress_request *ws, int kind, unsigned code,
+    const void *buf, size_t len);
+
 /* ---- One-call convenience --------------------------------------------- */
 
 /* A whole response, owned by the caller: free with egress_response_free(). */

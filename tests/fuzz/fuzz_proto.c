@@ -6,8 +6,9 @@
  * then fed to the state machine of a broker and of a client that sent its
  * HELLO, with a small stream table, as egressd and the shim would (the
  * client sends each REQUEST it sees instead of receiving it). The
- * broker answers each accepted REQUEST with a RESPONSE and returns flow
- * control credit, so the send side runs too. Invariants (stream counts,
+ * broker answers each accepted REQUEST with a RESPONSE (101 for a
+ * websocket stream), each WS_CONTROL with a pong or a close, and returns
+ * flow control credit, so the send side runs too. Invariants (stream counts,
  * window bounds, no change on a refused frame) abort on violation.
  */
 #include <stdint.h>
@@ -106,6 +107,24 @@ answer(struct side *sd, struct proto_stream *s, const struct proto_msg *in)
 		m.stream = in->stream;
 		m.flags = in->stream & 1 ? PROTO_FLAG_END_STREAM : 0;
 		m.response.status = 200;
+		if (in->request.transport == PROTO_TRANSPORT_WEBSOCKET) {
+			m.flags = 0;
+			m.response.status = 101;
+		}
+		try_send(sd, s, &m);
+	} else if (in->type == PROTO_MSG_WS_CONTROL && s != NULL) {
+		/* Echo a ping as a pong, a close as a close. */
+		m.type = PROTO_MSG_WS_CONTROL;
+		m.stream = in->stream;
+		m.ws_control.opcode = in->ws_control.opcode == PROTO_WS_CLOSE ?
+		    PROTO_WS_CLOSE :
+		    PROTO_WS_PONG;
+		m.flags = m.ws_control.opcode == PROTO_WS_CLOSE ?
+		    PROTO_FLAG_END_STREAM :
+		    0;
+		m.ws_control.code = m.ws_control.opcode == PROTO_WS_CLOSE ?
+		    in->ws_control.code :
+		    0;
 		try_send(sd, s, &m);
 	} else if (in->type == PROTO_MSG_DATA) {
 		if (proto_conn_consumed(&sd->conn, s, (uint32_t)in->data.len,

@@ -14,6 +14,10 @@
  * sandbox failed: no request is sent); on a request error,
  * "egress-fixture-plugin: CODE: message" on stderr and the exit status of
  * egress-fetch for that code (10..19), 1 for other failures, 2 for usage.
+ * With a ws:// or wss:// URL it opens a WebSocket through the broker
+ * instead, sends the text message "hello from the sandbox", prints the
+ * first message it receives as "message: TEXT", closes (1000) and waits
+ * for the destination's close ("close: CODE").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -76,6 +80,54 @@ probe(int af, const char *name)
 	return e == EPERM ? 0 : -1;
 }
 
+static int
+fail(struct egress_request *ws, int rv)
+{
+	const char *msg = egress_request_message(ws);
+
+	fprintf(stderr, "egress-fixture-plugin: %s: %s\n",
+	    egress_err_code(rv) ? egress_err_code(rv) : "error",
+	    msg != NULL && msg[0] ? msg : egress_strerror(rv));
+	return exit_code(rv);
+}
+
+/* One message there and back over a WebSocket, then the close. */
+static int
+websocket(struct egress_client *c, const char *url)
+{
+	static const char hello[] = "hello from the sandbox";
+	struct egress_request *ws = NULL;
+	struct egress_ws_frame f;
+	char buf[4096];
+	int rv, printed = 0;
+
+	if ((rv = egress_ws_open(c, url, NULL, 0, NULL, NULL, NULL, &ws)) < 0)
+		return fail(NULL, rv);
+	if ((rv = egress_ws_wait(ws, 0)) != 0)
+		return rv > 0 ? 16 : fail(ws, rv);
+	rv = egress_ws_write(ws, hello, sizeof(hello) - 1, EGRESS_WS_MSG_END);
+	if (rv < 0)
+		return fail(ws, rv);
+	for (;;) {
+		if ((rv = egress_ws_recv(ws, buf, sizeof(buf), &f, 0)) < 0)
+			return fail(ws, rv);
+		if (f.kind == EGRESS_WS_TEXT && !printed) {
+			printf("message: %.*s\n", (int)f.len, buf);
+			printed = f.last;
+			if (printed &&
+			    (rv = egress_ws_control(ws, EGRESS_WS_CLOSE, 1000,
+				 NULL, 0)) < 0)
+				return fail(ws, rv);
+		} else if (f.kind == EGRESS_WS_CLOSE) {
+			printf("close: %u\n", f.code);
+			break;
+		}
+	}
+	(void)fflush(stdout);
+	egress_request_free(ws);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -118,6 +170,12 @@ main(int argc, char **argv)
 		    egress_err_code(rv) ? egress_err_code(rv) : "error",
 		    egress_strerror(rv));
 		return exit_code(rv);
+	}
+	if (strcmp(u.scheme, "ws") == 0 || strcmp(u.scheme, "wss") == 0) {
+		rv = websocket(c, target);
+		egress_client_free(c);
+		url_done(&u);
+		return rv;
 	}
 	memset(&head, 0, sizeof(head));
 	head.method = "GET";

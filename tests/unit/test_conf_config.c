@@ -61,6 +61,7 @@ Test(conf_config, empty_file_gives_every_default)
 	cr_expect_eq(s->between_bytes_timeout_ms, 30000);
 	cr_expect_eq(s->stream_idle_timeout_ms, 300000);
 	cr_expect_eq(s->stream_max_lifetime_ms, 3600000);
+	cr_expect_eq(s->websocket_max_message_bytes, 16 * 1024 * 1024);
 	cr_expect_null(s->ca_file);
 	cr_expect_eq(s->ninstances, 0);
 	cr_expect_null(conf_instance_find(s, "weather"));
@@ -416,6 +417,13 @@ ParameterizedTestParameters(conf_config, errors)
 		{ "[limits]\nstream_idle_timeout_ms = 0\n",
 		    "/nonexistent/c.ini:2: [limits] stream_idle_timeout_ms: "
 		    "'0' is not a duration; " },
+		{ "[limits]\nwebsocket_max_message_bytes = 1023\n",
+		    "/nonexistent/c.ini:2: [limits] websocket_max_message_bytes: "
+		    "'1023' is not a size; write a whole number of bytes from "
+		    "1024 to 268435456, in decimal digits (default 16777216)" },
+		{ "[limits]\nwebsocket_max_message_bytes = 16M\n",
+		    "/nonexistent/c.ini:2: [limits] websocket_max_message_bytes: "
+		    "'16M' is not a size; " },
 		{ "[limits]\nbetween_bytes_timeout_ms = 0x10\n",
 		    "/nonexistent/c.ini:2: [limits] between_bytes_timeout_ms: "
 		    "'0x10' is not a duration; " },

@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The client side of RFC 6455 over OpenSSL, http-parser and libwslay
+ * (see wsproto.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <http_parser.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <wslay/wslay.h>
+
+#include <egress/error.h>
+
+#include "broker/net/http1_head.h"
+#include "broker/net/wsproto.h"
+
+#define WS_GUID	      "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define WS_KEY_LEN    WSPROTO_KEY_LEN
+#define WS_ACCEPT_LEN 28 /* base64 of 20 bytes */
+
+/* ---- The handshake response -------------------------------------------- */
+
+struct hs_parse {
+	struct wsproto_head *h;
+	int overflow;
+	int done;
+};
+
+static int
+hs_on_field(http_parser *p, const char *at, size_t n)
+{
+	struct hs_parse *hp = p->data;
+
+	struct wsproto_head *h = hp->h;
+
+	if (h->nheaders == WSPROTO_HEADERS_MAX) {
+		hp->overflow = 1;
+		return 1;
+	}
+	h->headers[h->nheaders].name = at;
+	h->headers[h->nheaders].name_len = n;
+	h->headers[h->nheaders].value = "";
+	h->headers[h->nheaders].value_len = 0;
+	h->nheaders++;
+	return 0;
+}
+
+static int
+hs_on_value(http_parser *p, const char *at, size_t n)
+{
+	struct hs_parse *hp = p->data;
+
+	struct wsproto_head *h = hp->h;
+
+	if (h->nheaders == 0)
+		return 1;
+	h->headers[h->nheaders - 1].value = at;
+	h->headers[h->nheaders - 1].value_len = n;
+	return 0;
+}
+
+static int
+hs_on_complete(http_parser *p)
+{
+	struct hs_parse *hp = p->data;
+
+	hp->done = 1;
+	return 1; /* no body is read here */
+}
+
+static const http_parser_settings hs_settings = {
+	.on_header_field = hs_on_field,
+	.on_header_value = hs_on_value,
+	.on_headers_complete = hs_on_complete,
+};
+
+/* Answer whether the n bytes at s equal lit, ASCII case-insensitively. */
+static int
+ci_is(const char *s, size_t n, const char *lit)
+{
+	return n == strlen(lit) && strncasecmp(s, lit, n) == 0;
+}
+
+/* Answer whether the comma-separated list at s (n bytes) holds token. */
+static int
+list_has(const char *s, size_t n, const char *tok, size_t tn)
+{
+	size_t i = 0, j;
+	const char *t;
+	size_t tl;
+
+	while (i <= n) {
+		for (j = i; j < n && s[j] != ','; j++)
+			;
+		t = s + i;
+		tl = j - i;
+		http1_trim(&t, &tl);
+		if (tl == tn && strncasecmp(t, tok, tn) == 0)
+			return 1;
+		i = j + 1;
+	}
+	return 0;
+}
+
+/* The Sec-WebSocket-Accept value for key (RFC 6455, 4.2.2). */
+static int
+hs_accept(const char *key, char out[WS_ACCEPT_LEN + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char buf[WS_KEY_LEN + sizeof(WS_GUID)];
+	size_t n = strlen(key);
+
+	if (n != WS_KEY_LEN)
+		return -1;
+	memcpy(buf, key, n);
+	memcpy(buf + n, WS_GUID, sizeof(WS_GUID) - 1);
+	if (EVP_Digest(buf, n + sizeof(WS_GUID) - 1, md, &mdlen, EVP_sha1(),
+		NULL) != 1 ||
+	    mdlen != 20)
+		return -1;
+	return EVP_EncodeBlock((unsigned char *)out, md, 20) == WS_ACCEPT_LEN ?
+	    0 :
+	    -1;
+}
+
+int
+wsproto_response_check(const char *head, size_t len, const char *key,
+    const char *protos, struct wsproto_head *ret)
+{
+	char accept[WS_ACCEPT_LEN + 1];
+	struct hs_parse parse, *hp = &parse;
+	http_parser p;
+	size_t i;
+	int up = 0, conn = 0, acc = 0, proto = 0;
+
+	memset(hp, 0, sizeof(*hp));
+	ret->nheaders = 0;
+	ret->status = 0;
+	hp->h = ret;
+	http_parser_init(&p, HTTP_RESPONSE);
+	p.data = hp;
+	(void)http_parser_execute(&p, &hs_settings, head, len);
+	if (!hp->done || hp->overflow ||
+	    (HTTP_PARSER_ERRNO(&p) != HPE_OK &&
+		HTTP_PARSER_ERRNO(&p) != HPE_CB_headers_complete))
+		return -1;
+	ret->status = (int)p.status_code;
+	if (p.status_code != 101)
+		return p.status_code >= 200 && p.status_code <= 999 ? 0 : -1;
+	if (p.http_major != 1 || p.http_minor != 1 || hs_accept(key, accept))
+		return -1;
+	for (i = 0; i < ret->nheaders; i++) {
+		const struct http1_header *h = &ret->headers[i];
+		const char *v = h->value;
+		size_t vl = h->value_len;
+
+		http1_trim(&v, &vl);
+		if (http1_header_is(h, "Upgrade")) {
+			if (up++ || !ci_is(v, vl, "websocket"))
+				return -1;
+		} else if (http1_header_is(h, "Connection")) {
+			if (list_has(v, vl, "upgrade", 7))
+				conn = 1;
+		} else if (http1_header_is(h, "Sec-WebSocket-Accept")) {
+			if (acc++ || vl != WS_ACCEPT_LEN ||
+			    memcmp(v, accept, WS_ACCEPT_LEN) != 0)
+				return -1;
+		} else if (http1_header_is(h, "Sec-WebSocket-Extensions")) {
+			return -1; /* none was offered */
+		} else if (http1_header_is(h, "Sec-WebSocket-Protocol")) {
+			if (proto++ || protos == NULL ||
+			    !list_has(protos, strlen(protos), v, vl) ||
+			    vl == 0 || memchr(v, ',', vl) != NULL)
+				return -1;
+		}
+	}
+	return up == 1 && conn && acc == 1 ? 1 : -1;
+}
+
+/* ---- The frame codec: libwslay ----------------------------------------- */
+
+struct wsproto {
+	wslay_event_context_ptr ctx;
+	const struct wsproto_ops *ops;
+	void *arg;
+};
+
+static ssize_t
+wp_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
+    void *user)
+{
+	struct wsproto *w = user;
+	ssize_t n = w->ops->recv(w->arg, buf, len);
+
+	if (n <= 0) {
+		wslay_event_set_error(ctx,
+		    n == 0 ? WSLAY_ERR_WOULDBLOCK :
+			     WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+	return n;
+}
+
+static ssize_t
+wp_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
+    int flags, void *user)
+{
+	struct wsproto *w = user;
+	ssize_t n = w->ops->send(w->arg, data, len);
+
+	if (n <= 0) {
+		wslay_event_set_error(ctx,
+		    n == 0 ? WSLAY_ERR_WOULDBLOCK :
+			     WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+	return n;
+}
+
+static int
+wp_genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+    void *user)
+{
+	return RAND_bytes(buf, (int)len) == 1 ? 0 : -1;
+}
+
+static void
+wp_msg_cb(wslay_event_context_ptr ctx,
+    const struct wslay_event_on_msg_recv_arg *a, void *user)
+{
+	struct wsproto *w = user;
+	const uint8_t *p = a->msg;
+	size_t n = a->msg_length;
+
+	if (a->opcode == WSLAY_CONNECTION_CLOSE) {
+		/* The reason follows the 2-byte code. */
+		p = n > 2 ? a->msg + 2 : NULL;
+		n = n > 2 ? n - 2 : 0;
+	}
+	if (w->ops->on_msg(w->arg, a->opcode, a->status_code, p, n) != 0)
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+}
+
+static const struct wslay_event_callbacks wp_callbacks = {
+	.recv_callback = wp_recv_cb,
+	.send_callback = wp_send_cb,
+	.genmask_callback = wp_genmask_cb,
+	.on_msg_recv_callback = wp_msg_cb,
+};
+
+int
+wsproto_new(const struct wsproto_ops *ops, void *arg, size_t max_message,
+    struct wsproto **ret)
+{
+	struct wsproto *w = calloc(1, sizeof(*w));
+
+	if (w == NULL)
+		return EGRESS_ERR_NOMEM;
+	w->ops = ops;
+	w->arg = arg;
+	if (wslay_event_context_client_init(&w->ctx, &wp_callbacks, w) != 0) {
+		free(w);
+		return EGRESS_ERR_NOMEM;
+	}
+	wslay_event_config_set_max_recv_msg_length(w->ctx, max_message);
+	*ret = w;
+	return 0;
+}
+
+void
+wsproto_free(struct wsproto *w)
+{
+	if (w == NULL)
+		return;
+	wslay_event_context_free(w->ctx);
+	free(w);
+}
+
+int
+wsproto_recv(struct wsproto *w)
+{
+	return wslay_event_recv(w->ctx) == 0 ? 0 : -1;
+}
+
+int
+wsproto_send(struct wsproto *w)
+{
+	return wslay_event_send(w->ctx) == 0 ? 0 : -1;
+}
+
+int
+wsproto_want_read(const struct wsproto *w)
+{
+	return wslay_event_want_read(w->ctx);
+}
+
+int
+wsproto_want_write(const struct wsproto *w)
+{
+	return wslay_event_want_write(w->ctx);
+}
+
+int
+wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n)
+{
+	struct wslay_event_msg m;
+
+	m.opcode = (uint8_t)opcode;
+	m.msg = p;
+	m.msg_length = n;
+	return wslay_event_queue_msg(w->ctx, &m) == 0 ? 0 : -1;
+}
+
+int
+wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
+    size_t n)
+{
+	return wslay_event_queue_close(w->ctx, (uint16_t)code,
+		   code != 0 ? reason : NULL, code != 0 ? n : 0) == 0 ?
+	    0 :
+	    -1;
+}
+
+void
+wsproto_shutdown_read(struct wsproto *w)
+{
+	wslay_event_shutdown_read(w->ctx);
+}
+
+int
+wsproto_close_sent(const struct wsproto *w)
+{
+	return wslay_event_get_close_sent(w->ctx);
+}
+
+int
+wsproto_close_received(const struct wsproto *w)
+{
+	return wslay_event_get_close_received(w->ctx);
+}
+
+unsigned
+wsproto_code_sent(const struct wsproto *w)
+{
+	return wslay_event_get_status_code_sent(w->ctx);
+}
+
+size_t
+wsproto_queued_bytes(const struct wsproto *w)
+{
+	return wslay_event_get_queued_msg_length(w->ctx);
+}
+
+size_t
+wsproto_queued_count(const struct wsproto *w)
+{
+	return wslay_event_get_queued_msg_count(w->ctx);
+}
+
+int
+wsproto_key_new(char key[WSPROTO_KEY_LEN + 1])
+{
+	unsigned char raw[16];
+
+	if (RAND_bytes(raw, sizeof(raw)) != 1 ||
+	    EVP_EncodeBlock((unsigned char *)key, raw, sizeof(raw)) !=
+		WSPROTO_KEY_LEN)
+		return EGRESS_ERR_UNAVAILABLE;
+	return 0;
+}
+
+/* ---- Fuzzing ----------------------------------------------------------- */
+
+struct fuzz_in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static ssize_t
+fuzz_recv(void *arg, uint8_t *buf, size_t len)
+{
+	struct fuzz_in *in = arg;
+	size_t n = len < in->n ? len : in->n;
+
+	memcpy(buf, in->p, n);
+	in->p += n;
+	in->n -= n;
+	return (ssize_t)n;
+}
+
+static ssize_t
+fuzz_send(void *arg, const uint8_t *buf, size_t len)
+{
+	return (ssize_t)len;
+}
+
+static int
+fuzz_msg(void *arg, int opcode, unsigned code, const uint8_t *p, size_t n)
+{
+	return 0;
+}
+
+static const struct wsproto_ops fuzz_ops = { fuzz_recv, fuzz_send, fuzz_msg };
+
+int
+wsproto_fuzz_upstream(const char *key, const char *protos, const uint8_t *data,
+    size_t n)
+{
+	static struct wsproto_head head;
+	struct wsproto *w = NULL;
+	struct fuzz_in in;
+	const uint8_t *e = NULL;
+	size_t i, len;
+	int rc;
+
+	for (i = 0; i + 4 <= n && i + 4 <= HTTP1_HEAD_MAX; i++)
+		if (memcmp(data + i, "\r\n\r\n", 4) == 0) {
+			e = data + i + 4;
+			break;
+		}
+	if (e == NULL)
+		return -1;
+	len = (size_t)(e - data);
+	rc = wsproto_response_check((const char *)data, len, key, protos,
+	    &head);
+	if (rc != 1)
+		return rc;
+	in.p = e;
+	in.n = n - len;
+	if (wsproto_new(&fuzz_ops, &in, 65536, &w) != 0)
+		return -1;
+	while (in.n > 0 && wsproto_want_read(w) && wsproto_recv(w) == 0)
+		if (wsproto_want_write(w))
+			(void)wsproto_send(w);
+	wsproto_free(w);
+	return 1;
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for websocket streams (broker/request_ws.c, broker/wsock.c),
+ * driven through a real session by a fake guest on a socketpair, against
+ * a loopback upstream the test answers by hand: the opening handshake as
+ * the broker writes it (its own key and version, the guest's headers,
+ * the authorized Host), the 101 checked, a message each way (the
+ * guest's masked upstream), the upstream's close passed to the guest and
+ * answered; a version-1 connection refused (invalid-request), no
+ * websocket_client permission (denied), a guest Host override and a
+ * handshake header of the guest's own (invalid-request).
+ */
+#include "daemon_test.h"
+
+#include <criterion/parameterized.h>
+#include <openssl/evp.h>
+
+#include "broker/request.h"
+#include "broker/wsock.h"
+
+static const char ws_manifest[] =
+    "[plugin]\n"
+    "name = unit\n"
+    "version = 1.0.0\n"
+    "permissions = http_client, websocket_client\n"
+    "[egress]\n"
+    "operator_defined = true\n";
+
+static void
+ws_setup(void)
+{
+	char text[2048];
+
+	dt_setup();
+	ct_write_str("manifest.ini", ws_manifest);
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\n"
+	    "signature_mode = disabled\n"
+	    "[plugins.entries.app]\n"
+	    "plugin = unit\n"
+	    "manifest = manifest.ini\n"
+	    "permissions = http_client, websocket_client\n"
+	    "egress_hosts = 127.0.0.1\n"
+	    "egress_allow_loopback = 127.0.0.1\n"
+	    "[plugins.entries.webonly]\n"
+	    "plugin = unit\n"
+	    "manifest = manifest.ini\n"
+	    "permissions = http_client\n"
+	    "egress_hosts = 127.0.0.1\n"
+	    "egress_allow_loopback = 127.0.0.1\n"
+	    "[broker]\n"
+	    "instance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "[resolver]\n"
+	    "servers = 127.0.0.1:9\n"
+	    "[limits]\n"
+	    "connect_timeout_ms = 5000\n",
+	    ct_dir, ct_dir);
+	ct_write_str("egressd.ini", text);
+	confstate_reload(&dt_b.conf);
+	cr_assert(confstate_is_valid(&dt_b.conf));
+}
+
+TestSuite(ws, .init = ws_setup, .fini = dt_teardown);
+
+static struct proto_msg M;
+
+/* A websocket REQUEST for authority and path, with extra headers. */
+static void
+ws_request(struct proto_msg *m, uint32_t stream, const char *authority,
+    char *hdrs)
+{
+	dt_request(m, stream, 0, "GET", "ws", authority, "/feed?x=1", hdrs);
+	m->request.transport = PROTO_TRANSPORT_WEBSOCKET;
+}
+
+static int
+ws_next(struct dt_peer *p, struct proto_msg *m)
+{
+	int rv;
+
+	while ((rv = dt_recv(p, m)) == 1 && m->type == PROTO_MSG_WINDOW_UPDATE)
+		;
+	return rv;
+}
+
+static void
+ws_expect_error(struct dt_peer *p, uint32_t stream, uint32_t code)
+{
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_ERROR, "got %s",
+	    proto_type_name(M.type));
+	cr_assert_eq(M.stream, stream);
+	cr_assert_eq(M.error.code, code, "code %u, want %u", M.error.code,
+	    code);
+}
+
+/* The Sec-WebSocket-Accept value of the key in the request u read. */
+static void
+ws_accept_of(const struct dt_upstream *u, char out[29])
+{
+	const char *k = strstr(u->req, "Sec-WebSocket-Key: ");
+	char buf[24 + 36];
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	cr_assert_not_null(k, "no key in %s", u->req);
+	memcpy(buf, k + 19, 24);
+	memcpy(buf + 24, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 36);
+	cr_assert_eq(EVP_Digest(buf, sizeof(buf), md, &mdlen, EVP_sha1(),
+			 NULL),
+	    1);
+	cr_assert_eq(EVP_EncodeBlock((unsigned char *)out, md, 20), 28);
+}
+
+Test(ws, handshake_message_each_way_upstream_close)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	char hdrs[] = "Authorization: Bearer x\nOrigin: https://o.example";
+	char accept[29], reply[256];
+	static const uint8_t text[] = { 0x81, 3, 'a', 'b', 'c' };
+	static const uint8_t close[] = { 0x88, 5, 0x0f, 0xa1, 'b', 'y', 'e' };
+	struct dt_upstream u;
+	const uint8_t *f;
+	char *expo = NULL;
+	size_t before, elen = 0;
+	int i;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_request(&M, 1, u.authority, hdrs);
+	dt_send(p, &M);
+	dt_upstream_wait_request(&u);
+	cr_assert(strncmp(u.req, "GET /feed?x=1 HTTP/1.1\r\n", 24) == 0, "%s",
+	    u.req);
+	cr_assert_not_null(strstr(u.req, "\r\nUpgrade: websocket\r\n"));
+	cr_assert_not_null(strstr(u.req, "\r\nConnection: Upgrade\r\n"));
+	cr_assert_not_null(strstr(u.req, "\r\nSec-WebSocket-Version: 13\r\n"));
+	cr_assert_not_null(strstr(u.req, "\r\nAuthorization: Bearer x\r\n"));
+	cr_assert_not_null(strstr(u.req, "\r\nOrigin: https://o.example\r\n"));
+	(void)snprintf(reply, sizeof(reply), "\r\nHost: %s\r\n", u.authority);
+	cr_assert_not_null(strstr(u.req, reply), "%s", u.req);
+	ws_accept_of(&u, accept);
+	accept[28] = '\0';
+	(void)snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	    accept);
+	dt_upstream_reply(&u, reply);
+	dt_write_all(u.cfd, text, sizeof(text));
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_RESPONSE);
+	cr_assert_eq(M.response.status, 101);
+	cr_assert_eq(M.flags & PROTO_FLAG_END_STREAM, 0);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_DATA);
+	cr_assert_eq(M.flags, PROTO_FLAG_MSG_END);
+	cr_assert_eq(M.data.len, 3);
+	cr_assert(memcmp(M.data.ptr, "abc", 3) == 0);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 1);
+
+	/* The guest's message goes up masked. */
+	before = u.reqlen;
+	dt_msg(&M, PROTO_MSG_DATA, PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY, 1);
+	M.data.ptr = (const uint8_t *)"hi";
+	M.data.len = 2;
+	dt_send(p, &M);
+	for (i = 0; i < DT_ITERS && u.reqlen < before + 8; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd);
+	}
+	cr_assert_eq(u.reqlen, before + 8);
+	f = (const uint8_t *)u.req + before;
+	cr_assert_eq(f[0], 0x82);
+	cr_assert_eq(f[1], 0x82);
+	cr_assert_eq(f[6] ^ f[2], 'h');
+	cr_assert_eq(f[7] ^ f[3], 'i');
+
+	/* The upstream's close reaches the guest; the guest answers. */
+	dt_write_all(u.cfd, close, sizeof(close));
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_WS_CONTROL);
+	cr_assert_eq(M.ws_control.opcode, PROTO_WS_CLOSE);
+	cr_assert_eq(M.ws_control.code, 4001);
+	cr_assert_eq(M.ws_control.len, 3);
+	cr_assert_eq(M.flags, PROTO_FLAG_END_STREAM);
+	dt_msg(&M, PROTO_MSG_WS_CONTROL, PROTO_FLAG_END_STREAM, 1);
+	M.ws_control.opcode = PROTO_WS_CLOSE;
+	dt_send(p, &M);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "transport"),
+	    "websocket");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "4001");
+	cr_assert_str_eq(dt_log_last("egress.close", "messages_in"), "1");
+	cr_assert_str_eq(dt_log_last("egress.close", "messages_out"), "1");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	/* Metrics by transport, and the messages. */
+	cr_assert_eq(metrics_format(dt_b.metrics, NULL, &expo, &elen), 0);
+	cr_assert_not_null(strstr(expo,
+	    "egressd_connections_closed_total{transport=\"websocket\"} 1\n"));
+	cr_assert_not_null(strstr(expo,
+	    "egressd_websocket_messages_total{direction=\"in\"} 1\n"));
+	cr_assert_not_null(strstr(expo,
+	    "egressd_websocket_messages_total{direction=\"out\"} 1\n"));
+	free(expo);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* A version-1 connection has no websocket streams. */
+Test(ws, version_1_is_invalid_request)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+
+	cr_assert_not_null(p);
+	dt_peer_open(p, "app");
+	dt_send_hello(p, 1);
+	cr_assert_eq(dt_recv(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_HELLO);
+	cr_assert_eq(M.hello.version, 1);
+	ws_request(&M, 1, "127.0.0.1:9", NULL);
+	dt_send(p, &M);
+	ws_expect_error(p, 1, PROTO_CODE_INVALID_REQUEST);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
+	    "invalid-request");
+	cr_assert_str_eq(dt_log_last("egress.decision", "detail"),
+	    "websocket needs protocol version 2");
+	dt_peer_close(p);
+	free(p);
+}
+
+struct refusal {
+	char name[24];
+	char instance[16];
+	char hdrs[96];
+	uint32_t code;
+	char reason[24];
+};
+
+static struct refusal refusals[] = {
+	{ "no-permission", "webonly", "", PROTO_CODE_DENIED, "no-permission" },
+	{ "host-override", "app", "Host: 127.0.0.2:9",
+	    PROTO_CODE_INVALID_REQUEST, "invalid-request" },
+	{ "own-key", "app", "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==",
+	    PROTO_CODE_INVALID_REQUEST, "invalid-request" },
+	{ "upgrade", "app", "Upgrade: h2c", PROTO_CODE_INVALID_REQUEST,
+	    "invalid-request" },
+	{ "extensions", "app", "Sec-WebSocket-Extensions: permessage-deflate",
+	    PROTO_CODE_INVALID_REQUEST, "invalid-request" },
+};
+
+ParameterizedTestParameters(ws, refused)
+{
+	return cr_make_param_array(struct refusal, refusals,
+	    sizeof(refusals) / sizeof(refusals[0]));
+}
+
+ParameterizedTest(struct refusal *c, ws, refused)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+
+	cr_assert_not_null(p);
+	dt_peer_hello(p, c->instance);
+	ws_request(&M, 1, "127.0.0.1:9", c->hdrs[0] ? c->hdrs : NULL);
+	dt_send(p, &M);
+	ws_expect_error(p, 1, c->code);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"), c->reason,
+	    "%s", c->name);
+	cr_assert_str_eq(dt_log_last("egress.decision", "transport"),
+	    "websocket");
+	cr_assert_eq(lease_count(dt_b.leases, c->instance), 0);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* The guest's close that the upstream never answers: after
+ * WSOCK_CLOSE_WAIT_MS the guest gets close 1006 and the stream ends. */
+Test(ws, unanswered_close_is_1006, .timeout = 30)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	char accept[29], reply[256];
+	struct dt_upstream u;
+	int i;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_request(&M, 1, u.authority, NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(&u);
+	ws_accept_of(&u, accept);
+	accept[28] = '\0';
+	(void)snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	    accept);
+	dt_upstream_reply(&u, reply);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.response.status, 101);
+	dt_msg(&M, PROTO_MSG_WS_CONTROL, PROTO_FLAG_END_STREAM, 1);
+	M.ws_control.opcode = PROTO_WS_CLOSE;
+	M.ws_control.code = 1000;
+	dt_send(p, &M);
+	/* Bounded wait: twice the close wait. */
+	for (i = 0; i < 2 * WSOCK_CLOSE_WAIT_MS / DT_POLL_MS &&
+	     dt_log_count("egress.close") == 0;
+	     i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1006");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	/* The upstream saw the guest's close frame: masked, code 1000. */
+	cr_assert_geq(u.reqlen, 8);
+	cr_assert_eq((uint8_t)u.req[u.reqlen - 8], 0x88);
+	cr_assert_eq((uint8_t)u.req[u.reqlen - 7], 0x82);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_WS_CONTROL);
+	cr_assert_eq(M.ws_control.code, 1006);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}

@@ -26,7 +26,7 @@ static char method[PROTO_METHOD_MAX], scheme[PROTO_SCHEME_MAX];
 static char authority[PROTO_AUTHORITY_MAX], path[PROTO_PATH_MAX];
 static char name[PROTO_NAME_MAX], value[PROTO_VALUE_MAX];
 static char message[PROTO_MESSAGE_MAX], profile[PROTO_PROFILE_MAX];
-static uint8_t data[PROTO_DATA_MAX];
+static uint8_t data[PROTO_DATA_MAX], ctl[PROTO_WS_PAYLOAD_MAX];
 static struct proto_msg a, b;
 
 static const uint8_t types[] = {
@@ -41,6 +41,7 @@ static const uint8_t types[] = {
 	PROTO_MSG_GOAWAY,
 	PROTO_MSG_PING,
 	PROTO_MSG_PONG,
+	PROTO_MSG_WS_CONTROL,
 };
 
 /* Types whose fields hold no pointer, and type 0. */
@@ -93,6 +94,12 @@ msg_set(struct proto_msg *m, uint8_t t, int null, int bounded)
 		str_set(&m->error.message, message, sizeof(message), null,
 		    bounded);
 		break;
+	case PROTO_MSG_WS_CONTROL:
+		m->ws_control.ptr = null ? NULL : ctl;
+		m->ws_control.len = bounded ?
+		    Frama_C_size_t_interval(0, sizeof(ctl)) :
+		    Frama_C_size_t_interval(0, SIZE_MAX);
+		break;
 	}
 	/* Only these types read the header list. */
 	if (t != PROTO_MSG_REQUEST && t != PROTO_MSG_RESPONSE &&
@@ -124,6 +131,7 @@ main(void)
 	Frama_C_make_unknown(message, sizeof(message));
 	Frama_C_make_unknown(profile, sizeof(profile));
 	Frama_C_make_unknown((char *)data, sizeof(data));
+	Frama_C_make_unknown((char *)ctl, sizeof(ctl));
 
 	for (i = 0; i < sizeof(types); i++) {
 		msg_set(&a, types[i], 0, 0);
@@ -147,7 +155,7 @@ main(void)
 	}
 	Frama_C_make_unknown((char *)&a, sizeof(a));
 	Frama_C_make_unknown((char *)&b, sizeof(b));
-	a.type = (uint8_t)Frama_C_unsigned_char_interval(PROTO_MSG_PONG + 1,
+	a.type = (uint8_t)Frama_C_unsigned_char_interval(PROTO_MSG_WS_CONTROL + 1,
 	    255);
 	(void)proto_encode(&a, out, size, &f);
 	(void)proto_msg_equal(&a, &b);

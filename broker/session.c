@@ -486,6 +486,7 @@ session_data(struct session *s, const struct proto_hdr *h)
 	memset(&m, 0, offsetof(struct proto_msg, headers));
 	m.type = PROTO_MSG_DATA;
 	m.flags = h->flags;
+	m.version = h->version; /* checked against the negotiated one */
 	m.stream = h->stream;
 	m.data.len = h->length;
 	if ((t = session_find(s, h->stream)) != NULL)

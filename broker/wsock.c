@@ -226,7 +226,8 @@ ws_enqueue(struct wsock *w, uint8_t kind, uint16_t code, const void *p,
 	else
 		w->qhead = it;
 	w->qtail = it;
-	w->qbytes += n;
+	/* An empty message or ping still costs its item. */
+	w->qbytes += n + sizeof(*it);
 	if (kind == PROTO_WS_CLOSE) {
 		w->down_closed = 1;
 		if (w->close_code == 0)
@@ -243,6 +244,7 @@ ws_item_pop(struct wsock *w)
 	w->qhead = it->next;
 	if (w->qhead == NULL)
 		w->qtail = NULL;
+	w->qbytes -= sizeof(*it);
 	free(it);
 }
 
@@ -272,6 +274,36 @@ ws_send_control(struct wsock *w, struct ws_item *it)
 }
 
 static void ws_check_done(struct wsock *w);
+static void ws_read(struct wsock *w);
+
+/*
+ * Should reading from the upstream wait? While the guest has not taken
+ * RELAY_DOWN_HIGH bytes, and while what goes upstream (frames written,
+ * and the codec's queue, where libwslay puts a pong for every ping it
+ * reads) is full: an upstream that pings and never reads is back-pressured
+ * like one that sends data.
+ */
+static int
+ws_read_must_wait(const struct wsock *w)
+{
+	return w->qbytes >= RELAY_DOWN_HIGH ||
+	    evbuffer_get_length(bufferevent_get_output(w->up)) >=
+	    RELAY_UP_HIGH ||
+	    wsproto_queued_count(w->ctx) >= WSOCK_QUEUED_MAX;
+}
+
+/* Read again once neither side is full; frames already in the input
+ * first. */
+static void
+ws_read_resume(struct wsock *w)
+{
+	if (!w->read_paused || w->up_eof || ws_read_must_wait(w))
+		return;
+	w->read_paused = 0;
+	(void)bufferevent_enable(w->up, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(w->up)) > 0)
+		ws_read(w);
+}
 
 /* Send queued items within the windows. */
 static void
@@ -323,10 +355,7 @@ ws_push(struct wsock *w)
 	}
 	if (w->over)
 		return;
-	if (w->read_paused && w->qbytes < RELAY_DOWN_HIGH && !w->up_eof) {
-		w->read_paused = 0;
-		(void)bufferevent_enable(w->up, EV_READ);
-	}
+	ws_read_resume(w);
 	ws_check_done(w);
 }
 
@@ -339,7 +368,7 @@ ws_codec_recv(void *arg, uint8_t *buf, size_t len)
 	struct wsock *w = arg;
 	int n;
 
-	if (w->qbytes >= RELAY_DOWN_HIGH)
+	if (ws_read_must_wait(w))
 		return 0;
 	n = evbuffer_remove(bufferevent_get_input(w->up), buf, len);
 	if (n <= 0)
@@ -441,11 +470,13 @@ ws_read(struct wsock *w)
 	ws_check_failed(w);
 	if (w->over)
 		return;
-	if (w->qbytes >= RELAY_DOWN_HIGH && !w->read_paused) {
+	ws_send(w);
+	if (w->over)
+		return;
+	if (ws_read_must_wait(w) && !w->read_paused) {
 		(void)bufferevent_disable(w->up, EV_READ);
 		w->read_paused = 1;
 	}
-	ws_send(w);
 	ws_push(w);
 }
 
@@ -487,6 +518,8 @@ ws_read_cb(struct bufferevent *bev, void *arg)
 		ws_read(w);
 }
 
+static void ws_credit(struct wsock *w);
+
 static void
 ws_write_cb(struct bufferevent *bev, void *arg)
 {
@@ -495,6 +528,12 @@ ws_write_cb(struct bufferevent *bev, void *arg)
 	if (w->state != WS_OPEN)
 		return;
 	ws_send(w);
+	if (w->over)
+		return;
+	ws_credit(w); /* the guest may send again */
+	ws_read_resume(w);
+	if (w->over)
+		return;
 	ws_check_done(w);
 }
 
@@ -627,6 +666,8 @@ ws_fail_both(struct wsock *w, uint16_t code)
 	(void)wsproto_close(w->ctx, code, NULL, 0);
 	wsproto_shutdown_read(w->ctx);
 	ws_close_wait(w);
+	if (w->over)
+		return;	     /* the timer could not be armed: ended */
 	w->guest_closed = 1; /* nothing more is taken from it */
 	if (!w->down_closed &&
 	    ws_enqueue(w, PROTO_WS_CLOSE, code, NULL, 0) != 0) {
@@ -711,6 +752,8 @@ wsock_guest_control(struct wsock *w, const struct proto_msg *m)
 			    m->ws_control.len);
 		if (!w->down_closed)
 			ws_close_wait(w);
+		if (w->over)
+			return;
 		ws_send(w);
 		ws_check_done(w);
 		return;
@@ -718,6 +761,14 @@ wsock_guest_control(struct wsock *w, const struct proto_msg *m)
 	if (w->state != WS_OPEN || w->guest_closed ||
 	    wsproto_close_sent(w->ctx))
 		return;
+	/* Outside flow control: while the upstream is backed up, a ping or
+	 * pong is not queued (RFC 6455 lets a pong answer only the latest
+	 * ping), so a guest cannot grow the queue without bound. */
+	if (evbuffer_get_length(bufferevent_get_output(w->up)) >=
+		RELAY_UP_HIGH ||
+	    wsproto_queued_count(w->ctx) >= WSOCK_CONTROL_MAX) {
+		return;
+	}
 	(void)wsproto_queue(w->ctx,
 	    m->ws_control.opcode == PROTO_WS_PING ? WSPROTO_PING :
 						    WSPROTO_PONG,
@@ -752,6 +803,8 @@ wsock_detach(struct wsock *w)
 	if (w->close_code == 0)
 		w->close_code = 1001;
 	ws_close_wait(w); /* a peer that never drains its input ends too */
+	if (w->over)
+		return;
 	if (w->read_paused) {
 		w->read_paused = 0;
 		(void)bufferevent_enable(w->up, EV_READ);

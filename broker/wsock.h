@@ -46,6 +46,9 @@ struct wsock;
 /* Messages queued towards the upstream at which the stream fails (a
  * guest sending empty messages faster than the upstream reads). */
 #define WSOCK_QUEUED_MAX	  4096
+#define WSOCK_CONTROL_MAX \
+	16 /* queued upstream: a guest ping or pong
+				     beyond is not sent */
 
 /*
  * Called once when the stream is over. err 0: the close handshake ended

@@ -305,10 +305,48 @@ wsproto_want_write(const struct wsproto *w)
 }
 
 int
+wsproto_utf8_ok(const uint8_t *p, size_t n)
+{
+	size_t i = 0, k, need;
+	uint32_t c;
+
+	while (i < n) {
+		c = p[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			need = 1, c &= 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			need = 2, c &= 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			need = 3, c &= 0x07;
+		else
+			return 0; /* a continuation byte, 0xc0, 0xc1, > 0xf4 */
+		if (n - i - 1 < need)
+			return 0;
+		for (k = 1; k <= need; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return 0;
+			c = (c << 6) | (p[i + k] & 0x3f);
+		}
+		/* Overlong forms, surrogates, beyond U+10FFFF. */
+		if ((need == 2 && c < 0x800) || (need == 3 && c < 0x10000) ||
+		    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+			return 0;
+		i += need + 1;
+	}
+	return 1;
+}
+
+int
 wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n)
 {
 	struct wslay_event_msg m;
 
+	if (opcode == WSPROTO_TEXT && !wsproto_utf8_ok(p, n))
+		return -1;
 	m.opcode = (uint8_t)opcode;
 	m.msg = p;
 	m.msg_length = n;
@@ -319,8 +357,11 @@ int
 wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
     size_t n)
 {
+	/* A reason that is not UTF-8 is not sent (the code still is). */
+	if (code == 0 || !wsproto_utf8_ok(reason, n))
+		n = 0;
 	return wslay_event_queue_close(w->ctx, (uint16_t)code,
-		   code != 0 ? reason : NULL, code != 0 ? n : 0) == 0 ?
+		   n != 0 ? reason : NULL, n) == 0 ?
 	    0 :
 	    -1;
 }

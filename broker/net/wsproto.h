@@ -100,16 +100,21 @@ int wsproto_send(struct wsproto *w);
 int wsproto_want_read(const struct wsproto *w);
 int wsproto_want_write(const struct wsproto *w);
 
+/* Answer whether p[0..n) is well-formed UTF-8 (RFC 3629: no overlong
+ * form, no surrogate, nothing above U+10FFFF). */
+int wsproto_utf8_ok(const uint8_t *p, size_t n);
+
 /*
  * Queue one message (WSPROTO_TEXT or WSPROTO_BINARY, unfragmented; text
- * must be UTF-8) or control (WSPROTO_PING, WSPROTO_PONG: at most 125
+ * that is not UTF-8 is refused) or control (WSPROTO_PING, WSPROTO_PONG: at most 125
  * bytes) of n bytes at p (copied). Return 0, or -1 (invalid, or a close
  * was already queued).
  */
 int wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n);
 
 /* Queue a close with code (0: none, and no reason) and a reason of n
- * bytes (at most 123). Return 0 or -1 (a close was already queued). */
+ * bytes (at most 123; not sent when it is not UTF-8). Return 0 or -1 (a
+ * close was already queued). */
 int wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
     size_t n);
 

@@ -155,7 +155,8 @@ main(void)
 	}
 	Frama_C_make_unknown((char *)&a, sizeof(a));
 	Frama_C_make_unknown((char *)&b, sizeof(b));
-	a.type = (uint8_t)Frama_C_unsigned_char_interval(PROTO_MSG_WS_CONTROL + 1,
+	a.type = (uint8_t)Frama_C_unsigned_char_interval(PROTO_MSG_WS_CONTROL +
+		1,
 	    255);
 	(void)proto_encode(&a, out, size, &f);
 	(void)proto_msg_equal(&a, &b);

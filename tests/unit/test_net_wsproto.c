@@ -199,3 +199,42 @@ Test(wsproto, masked_server_frame_is_1002)
 	cr_assert_eq(feed(f, sizeof(f), 1024, &io), 1002);
 	cr_assert_eq(io.msgs, 0);
 }
+
+/* What the broker sends upstream is UTF-8 where text must be: the
+ * guest's text messages are refused otherwise (the stream fails with
+ * 1007); RFC 3629's boundaries. */
+Test(wsproto, utf8_of_what_is_sent)
+{
+	static const struct {
+		const char *s;
+		size_t n;
+		int ok;
+	} cases[] = {
+		{ "", 0, 1 },
+		{ "plain ascii", 11, 1 },
+		{ "\xc3\xa9t\xc3\xa9", 6, 1 }, /* U+00E9 */
+		{ "\xe2\x82\xac", 3, 1 },      /* U+20AC */
+		{ "\xf0\x9f\x98\x80", 4, 1 },  /* U+1F600 */
+		{ "\xf4\x8f\xbf\xbf", 4, 1 },  /* U+10FFFF */
+		{ "\xed\x9f\xbf", 3, 1 },      /* U+D7FF */
+		{ "\x80", 1, 0 },	       /* a lone continuation */
+		{ "\xc0\xaf", 2, 0 },	       /* overlong '/' */
+		{ "\xc1\xbf", 2, 0 },	       /* overlong */
+		{ "\xe0\x80\xaf", 3, 0 },      /* overlong */
+		{ "\xf0\x80\x80\xaf", 4, 0 },  /* overlong */
+		{ "\xed\xa0\x80", 3, 0 },      /* U+D800, a surrogate */
+		{ "\xed\xbf\xbf", 3, 0 },      /* U+DFFF */
+		{ "\xf4\x90\x80\x80", 4, 0 },  /* beyond U+10FFFF */
+		{ "\xf5\x80\x80\x80", 4, 0 },
+		{ "\xe2\x82", 2, 0 }, /* truncated */
+		{ "a\xe2\x82", 3, 0 },
+		{ "\xc3\x28", 2, 0 }, /* not a continuation */
+		{ "\xff", 1, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(wsproto_utf8_ok((const uint8_t *)cases[i].s,
+				 cases[i].n),
+		    cases[i].ok, "case %zu", i);
+}

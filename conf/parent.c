@@ -36,6 +36,7 @@ basic_auth(const char *cred)
 
 	if (out == NULL)
 		return NULL;
+	// NOLINTNEXTLINE(bugprone-not-null-terminated-result): EVP_EncodeBlock ends it
 	memcpy(out, "Basic ", 6);
 	(void)EVP_EncodeBlock((unsigned char *)out + 6,
 	    (const unsigned char *)cred, (int)n);
@@ -82,10 +83,8 @@ conf_upstream_proxy(const char *cpath, const char *dir,
 	    6;
 	memcpy(s->upstream_proxy_addr.bytes, d.host.addr, 16);
 	s->upstream_proxy_port = d.port;
-	if ((s->upstream_proxy_url = strdup(u->str)) == NULL) {
-		nomem = 1;
-		return 0;
-	}
+	if ((s->upstream_proxy_url = strdup(u->str)) == NULL)
+		return EGRESS_ERR_NOMEM;
 	if (c == NULL || c->str == NULL || c->str[0] == '\0')
 		return 0;
 	if ((path = resolve(dir, c->str)) == NULL ||

@@ -116,6 +116,7 @@ hs_accept(const char *key, char out[WS_ACCEPT_LEN + 1])
 
 	if (n != WS_KEY_LEN)
 		return -1;
+	// NOLINTNEXTLINE(bugprone-not-null-terminated-result): hashed by length
 	memcpy(buf, key, n);
 	memcpy(buf + n, WS_GUID, sizeof(WS_GUID) - 1);
 	if (EVP_Digest(buf, n + sizeof(WS_GUID) - 1, md, &mdlen, EVP_sha1(),

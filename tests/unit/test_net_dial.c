@@ -628,7 +628,9 @@ Test(broker_dial, https_exchange)
 static void
 connected_cb(struct bufferevent *bev, short what, void *arg)
 {
-	*(short *)arg |= what;
+	short *ev = arg;
+
+	*ev = (short)(*ev | what);
 }
 
 /* A close_notify that finds the socket's buffer full is written once
@@ -918,6 +920,7 @@ Test(broker_dial, parent_head_too_long)
 	struct outcome o;
 
 	memset(reply, 'a', sizeof(reply) - 1);
+	// NOLINTNEXTLINE(bugprone-not-null-terminated-result): reply's last byte stays 0
 	memcpy(reply, "HTTP/1.1 200 OK\r\nX: ", 20);
 	parent_start(&pp, base, reply, 0);
 	o = parent_dial(base, NULL, &pp, 80, NULL);

@@ -65,13 +65,13 @@ static struct hs_case hs_cases[] = {
 	{ "garbage", "hello\r\n\r\n", "", -1, 0 },
 };
 
-ParameterizedTestParameters(wsproto, response_check)
+ParameterizedTestParameters(wsproto, handshake_answers)
 {
 	return cr_make_param_array(struct hs_case, hs_cases,
 	    sizeof(hs_cases) / sizeof(hs_cases[0]));
 }
 
-ParameterizedTest(struct hs_case *c, wsproto, response_check)
+ParameterizedTest(struct hs_case *c, wsproto, handshake_answers)
 {
 	static struct wsproto_head h;
 	int rc = wsproto_response_check(c->head, strlen(c->head), KEY,

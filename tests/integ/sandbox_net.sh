@@ -35,6 +35,11 @@ mkdir -m 0755 "$LAB_DIR/bin"
 cp "$(dirname "$0")/sandbox_net_probe.py" "$LAB_DIR/bin/"
 chmod 0644 "$LAB_DIR/bin/sandbox_net_probe.py"
 PROBE=$LAB_DIR/bin/sandbox_net_probe.py
+# A copy another uid can run, wherever the build tree is (a checkout in
+# a 0700 folder is not).
+cp "$EGRESS_SANDBOX" "$LAB_DIR/bin/"
+chmod 0755 "$LAB_DIR/bin/$(basename "$EGRESS_SANDBOX")"
+SB_COPY=$LAB_DIR/bin/$(basename "$EGRESS_SANDBOX")
 SB_REG=$LAB_DIR/run/sandbox-registry
 CTL=$LAB_DIR/run/control.sock
 W_ENV=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
@@ -190,7 +195,7 @@ lab_mark
 UU=64811
 SB_RC=0
 lab_ns_b setpriv --reuid "$UU" --regid "$UU" --clear-groups \
-    timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" --instance weather \
+    timeout -k 5 "$(egress_wait 30)" "$SB_COPY" --instance weather \
     --net --control "$CTL" --registry "$LAB_DIR/run/reg-$UU" -- \
     "${W_ENV[@]}" "$PY" "$PROBE" hello 127.0.0.1 >"$LAB_DIR/unpriv.out" \
     2>"$LAB_DIR/unpriv.err" || SB_RC=$?
@@ -205,12 +210,11 @@ fi
 
 # No privilege to create the namespaces at all: inside the worker filter
 # of a plain egress-sandbox, unshare fails; --net refuses, saying why.
-cp "$EGRESS_SANDBOX" "$LAB_DIR/bin/"
 SB_RC=0
 lab_ns_b timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" \
     --instance weather --control "$CTL" --user "$UU:$UU" \
     --registry "$SB_REG" -- "${W_ENV[@]}" \
-    "$LAB_DIR/bin/$(basename "$EGRESS_SANDBOX")" \
+    "$SB_COPY" \
     --instance weather --net --control "$CTL" -- /bin/true \
     2>"$LAB_DIR/nopriv.err" || SB_RC=$?
 lab_expect_eq "--net without the privilege: exit status" 4 "$SB_RC"

@@ -97,7 +97,8 @@ ws_send_lines(struct ws_relay *r)
 		off += line + (nl != NULL ? 1 : 0);
 		r->sent = 0;
 	}
-	memmove(r->in, r->in + off, r->len - off);
+	if (off > 0 && r->len > off)
+		memmove(r->in, r->in + off, r->len - off);
 	r->len -= off;
 }
 

@@ -164,9 +164,22 @@ manifest = $manifest
 permissions = http_client
 egress_hosts = api.weather.example
 INI
+# The wrapper's suppressions file, where uid 65534 can read it (the
+# checkout may be in a folder only its owner can enter).
+uwrap=()
+for a in ${EGRESS_WRAP_CMD[@]+"${EGRESS_WRAP_CMD[@]}"}; do
+	case $a in
+	--suppressions=*)
+		cp "${a#--suppressions=}" "$run/wrap.supp"
+		chmod 0644 "$run/wrap.supp"
+		a=--suppressions=$run/wrap.supp
+		;;
+	esac
+	uwrap+=("$a")
+done
 setpriv --reuid=65534 --regid=65534 --clear-groups --bounding-set=-all \
 	--inh-caps=-all --no-new-privs \
-	"${EGRESS_WRAP_CMD[@]}" "$root/sbin/egressd" --foreground \
+	${uwrap[@]+"${uwrap[@]}"} "$root/sbin/egressd" --foreground \
 	-c "$run/egressd.ini" 2> "$run/egressd.err" &
 pid=$!
 for _ in $(seq 1 "$((100 * EGRESS_WAIT_SCALE))"); do

@@ -9,7 +9,10 @@
 # plain HTTP goes through a CONNECT too. The decision event names the
 # parent. A denied destination never reaches the parent; a CONNECT the
 # parent refuses is connect-failed. A request in flight when the parent
-# is removed does not leave its connection in the pool.
+# is removed does not leave its connection in the pool. A parent that
+# requires credentials (squid's basic_ncsa_auth) gets them from
+# credentials_file: wrong ones are connect-failed, a rewritten file is
+# used from the next connection, and the password is never logged.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -133,4 +136,79 @@ lab_expect_eq "the name or metadata in squid's log" 0 \
 lab_expect_eq "refused CONNECT" 1 \
     "$(grep " CONNECT $LAB_PUB4:8443 " "$SQ/access.log" | grep -c DENIED || true)"
 lab_expect_no_metadata_hits
+lab_expect_log_valid
+
+# ---- a parent that requires credentials
+lab_stop squid
+AUTH_PORT=3131
+SA=$LAB_DIR/squid-auth
+PW=parent-pw-9f3c
+mkdir -p "$SA"
+printf 'egress:%s\n' "$(openssl passwd -apr1 "$PW")" >"$SA/passwd"
+cat >"$SA/squid.conf" <<SQUID
+http_port 127.0.0.1:$AUTH_PORT
+pid_filename $SA/squid.pid
+cache_log $SA/cache.log
+access_log stdio:$SA/access.log squid
+cache_store_log none
+cache deny all
+cache_mem 8 MB
+coredump_dir $SA
+pinger_enable off
+shutdown_lifetime 0 seconds
+dns_nameservers 127.0.0.1
+auth_param basic program /usr/lib/squid/basic_ncsa_auth $SA/passwd
+auth_param basic realm lab
+acl authed proxy_auth REQUIRED
+acl to_lab dst $LAB_PUB4/32
+acl CONNECT method CONNECT
+http_access deny !CONNECT
+http_access deny !to_lab
+http_access deny !authed
+http_access allow all
+SQUID
+chown -R proxy:proxy "$SA" 2>/dev/null || true
+lab_spawn squid-auth "$LAB_NS_B" squid -N -n egressauth -f "$SA/squid.conf"
+auth_up() { lab_ns_b bash -c "exec 3<>/dev/tcp/127.0.0.1/$AUTH_PORT"; }
+lab_poll 30 auth_up 2>/dev/null ||
+    lab_fail "squid (auth) did not listen: $(tail -n 5 "$SA/cache.log" 2>/dev/null)"
+
+CRED=$LAB_DIR/etc/parent.cred
+write_cred() {
+	(umask 077 && printf 'egress:%s\n' "$1" >"$CRED.new")
+	mv -f "$CRED.new" "$CRED"
+}
+write_cred wrong-pw-1d2e
+{
+	lab_config_base
+	printf '\n[upstream_proxy]\nurl = http://127.0.0.1:%s\n' "$AUTH_PORT"
+	printf 'credentials_file = %s\n' "$CRED"
+	lab_entry weather weather "api.weather.example"
+} | lab_config_install
+lab_egressd_start weather
+
+# wrong credentials: the parent answers 407, the request is connect-failed
+lab_fetch weather https://api.weather.example/small
+lab_expect_fetch_error connect-failed
+lab_expect_decision weather allow - api.weather.example
+lab_expect_close error connect-failed
+
+# the rewritten file is used from the next connection
+lab_mark
+write_cred "$PW"
+lab_wait_events egress.config 1
+lab_mark
+lab_fetch weather https://api.weather.example/small
+lab_expect_fetch_ok
+lab_expect_fetch_body_file "$LAB_DIR/www/small"
+lab_expect_eq "decision names the parent" "http://127.0.0.1:$AUTH_PORT" \
+    "$(parent_of_last)"
+lab_egressd_stop
+lab_poll 10 grep -q " egress HIER_DIRECT/$LAB_PUB4" "$SA/access.log" ||
+    lab_fail "squid logged no tunnel for user egress: $(cat "$SA/access.log")"
+lab_expect_eq "CONNECTs refused for credentials (407)" 1 \
+    "$(grep " CONNECT $LAB_PUB4:443 " "$SA/access.log" | grep -c '/407 ' || true)"
+lab_expect_eq "the password in the broker's log" 0 \
+    "$(grep -c -e "$PW" -e wrong-pw-1d2e -e "$(printf 'egress:%s' "$PW" | base64)" \
+    "$LAB_BROKER_LOG" || true)"
 lab_expect_log_valid

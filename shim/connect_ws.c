@@ -131,18 +131,20 @@ ws_step(struct ws_relay *r)
 				ws_write_all("\n", 1);
 			break;
 		case EGRESS_WS_PONG:
-			fprintf(stderr, "egress-connect: pong: %.*s\n",
-			    (int)f.len, r->out);
+			fputs("egress-connect: pong: ", stderr);
+			tool_put_escaped(stderr, r->out, f.len);
+			fputc('\n', stderr);
 			break;
 		case EGRESS_WS_CLOSE:
 			r->closed = 1;
 			r->code = f.code;
 			if (f.code != 1000 && f.code != 1001 &&
-			    f.code != 1005 && f.code != 0)
-				fprintf(stderr,
-				    "egress-connect: closed: %u%s%.*s\n",
-				    f.code, f.len > 0 ? ": " : "", (int)f.len,
-				    r->out);
+			    f.code != 1005 && f.code != 0) {
+				fprintf(stderr, "egress-connect: closed: %u%s",
+				    f.code, f.len > 0 ? ": " : "");
+				tool_put_escaped(stderr, r->out, f.len);
+				fputc('\n', stderr);
+			}
 			break;
 		default:
 			break; /* a ping: the broker answered it */
@@ -216,9 +218,14 @@ connect_ws(struct egress_client *c, const char *url, const char *profile,
 	if (rv > 0) {
 		fprintf(stderr, "egress-connect: refused: HTTP %d\n", rv);
 		h = egress_response_headers(r.s, &nh);
-		for (i = 0; h != NULL && i < nh; i++)
-			fprintf(stderr, "egress-connect: < %s: %s\n",
-			    h[i].name, h[i].value);
+		for (i = 0; h != NULL && i < nh; i++) {
+			fputs("egress-connect: < ", stderr);
+			tool_put_escaped(stderr, h[i].name, strlen(h[i].name));
+			fputs(": ", stderr);
+			tool_put_escaped(stderr, h[i].value,
+			    strlen(h[i].value));
+			fputc('\n', stderr);
+		}
 		return tool_exit_code(EGRESS_ERR_UPSTREAM_PROTOCOL);
 	}
 	if (ping &&

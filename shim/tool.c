@@ -4,6 +4,7 @@
  * libegress (tool.h).
  */
 #include <stddef.h>
+#include <stdio.h>
 
 #include <egress/egress.h>
 
@@ -52,4 +53,20 @@ tool_err_text(int err, const char *msg, const char **ret_msg)
 			     egress_strerror(err);
 	*ret_msg = msg;
 	return code;
+}
+
+void
+tool_put_escaped(FILE *f, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (b[i] == '\\')
+			(void)fputs("\\\\", f);
+		else if (b[i] >= 0x20 && b[i] < 0x7f)
+			(void)fputc(b[i], f);
+		else
+			(void)fprintf(f, "\\x%02x", b[i]);
+	}
 }

@@ -16,7 +16,11 @@
  * retried instead of blocking. The file-descriptor limit
  * is raised (two per client: the socket and libegress's eventfd). Only
  * loopback destinations are accepted for -u, and it talks to nothing but
- * the Unix sockets it is given.
+ * the Unix sockets it is given. With -w instead of -u, the probe is a
+ * WebSocket opened on each connection (ws://, loopback only; -s of them
+ * per connection, default 1) that stays open while held: a message, a
+ * close or an error on one (a ping is fine) counts that connection as
+ * lost.
  */
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -51,6 +55,8 @@
 #define IDLE_AUTH_MAX	 256
 #define IDLE_PATH_MAX	 1024
 #define IDLE_PROBES	 32 /* default probes in flight */
+#define IDLE_URL_MAX	 (IDLE_AUTH_MAX + IDLE_PATH_MAX + 8)
+#define IDLE_WS_PER_MAX	 64 /* -s: bits of a uint64_t */
 
 enum ic_state {
 	IC_NEW,	   /* not connected yet */
@@ -73,6 +79,10 @@ struct ic {
 	int status;
 	int probe_end; /* 1: the probe ended; its error or 0 */
 	int probe_err;
+	struct egress_request **ws; /* -w: its WebSockets */
+	uint64_t ws_answered;	    /* -w: bit i: ws[i] got its answer */
+	uint64_t ws_open;	    /* -w: bit i: ws[i] is open */
+	int ws_gone; /* -w: one received something, closed or failed */
 };
 
 struct idle {
@@ -82,6 +92,9 @@ struct idle {
 	size_t nsocks;
 	int ep;
 	int probe;
+	int ws;	       /* -w: the probe is WebSockets kept open */
+	size_t ws_per; /* -s: WebSockets per connection */
+	char url[IDLE_URL_MAX];
 	size_t probe_max; /* probes in flight at once */
 	size_t inflight;
 	size_t *queue; /* IC_QUEUED connections, FIFO */
@@ -123,7 +136,8 @@ static void
 usage(void)
 {
 	(void)fprintf(stderr,
-	    "usage: egress-idle [-n CONNECTIONS] [-u URL [-c PROBES]]\n"
+	    "usage: egress-idle [-n CONNECTIONS] [-u URL | -w WSURL [-s N]] "
+	    "[-c PROBES]\n"
 	    "           [-t HOLD_SECONDS] [-T ESTABLISH_SECONDS] SOCKET...\n");
 	exit(2);
 }
@@ -198,14 +212,20 @@ parse_url(struct idle *id, const char *url)
 		    (unsigned char)url[i] >= 0x7f || url[i] == '"' ||
 		    url[i] == '\\')
 			return -1;
-	if (strncmp(url, "http://", 7) == 0) {
+	if (!id->ws && strncmp(url, "http://", 7) == 0) {
 		(void)strcpy(id->scheme, "http");
 		p = url + 7;
-	} else if (strncmp(url, "https://", 8) == 0) {
+	} else if (!id->ws && strncmp(url, "https://", 8) == 0) {
 		(void)strcpy(id->scheme, "https");
 		p = url + 8;
+	} else if (id->ws && strncmp(url, "ws://", 5) == 0) {
+		(void)strcpy(id->scheme, "ws");
+		p = url + 5;
 	} else
 		return -1;
+	if (strlen(url) >= sizeof(id->url))
+		return -1;
+	(void)strcpy(id->url, url);
 	if ((slash = strchr(p, '/')) == NULL)
 		slash = p + strlen(p);
 	n = (size_t)(slash - p);
@@ -264,6 +284,20 @@ ic_epoll(struct ic *c)
 		c->wantw = w;
 }
 
+/* -w: free c's WebSockets. */
+static void
+ws_free(struct ic *c)
+{
+	size_t i;
+
+	if (c->ws == NULL)
+		return;
+	for (i = 0; i < c->id->ws_per; i++)
+		egress_request_free(c->ws[i]);
+	free(c->ws);
+	c->ws = NULL;
+}
+
 /* c is finished with: close it and count why. */
 static void
 ic_kill(struct ic *c, const char *why, int err)
@@ -290,6 +324,7 @@ ic_kill(struct ic *c, const char *why, int err)
 		(void)epoll_ctl(id->ep, EPOLL_CTL_DEL, c->fd, NULL);
 		egress_request_free(c->req);
 		c->req = NULL;
+		ws_free(c);
 		egress_client_free(c->ec);
 		c->ec = NULL;
 	}
@@ -304,6 +339,54 @@ ic_established(struct ic *c)
 }
 
 /*
+ * -w: wait for the handshake's answer; once open, anything that arrives
+ * (a message, a close, an error) marks the WebSocket gone.
+ */
+static void
+ws_probe_cb(struct ic *c, struct egress_request *req)
+{
+	struct egress_ws_frame f;
+	uint64_t bit, all;
+	size_t i;
+	int n;
+
+	for (i = 0; i < c->id->ws_per && c->ws[i] != req; i++)
+		;
+	if (i == c->id->ws_per)
+		return;
+	bit = (uint64_t)1 << i;
+	all = c->id->ws_per == 64 ? ~(uint64_t)0 :
+				    ((uint64_t)1 << c->id->ws_per) - 1;
+	if (c->ws_open & bit) {
+		/* a keepalive ping (the broker answers it) is no loss */
+		while ((n = egress_ws_recv(req, scratch, sizeof(scratch), &f,
+			    EGRESS_NONBLOCK)) >= 0 &&
+		    f.kind == EGRESS_WS_PING)
+			;
+		if (n != EGRESS_ERR_AGAIN)
+			c->ws_gone = 1;
+		return;
+	}
+	if (c->ws_answered & bit)
+		return;
+	n = egress_ws_wait(req, EGRESS_NONBLOCK);
+	if (n == EGRESS_ERR_AGAIN)
+		return;
+	c->ws_answered |= bit;
+	if (n < 0 && c->probe_err == 0)
+		c->probe_err = n;
+	else if (n > 0)
+		c->status = n; /* refused with this status */
+	else if (n == 0)
+		c->ws_open |= bit;
+	if (c->ws_answered == all) {
+		c->probe_end = 1;
+		if (c->ws_open == all)
+			c->status = 101;
+	}
+}
+
+/*
  * The probe request's callback: read its body to the end. It runs inside
  * egress_client_step(), so it only records the outcome; ic_ready() acts.
  */
@@ -314,6 +397,10 @@ probe_cb(struct egress_request *req, unsigned int events, void *arg)
 	int n;
 
 	(void)events;
+	if (c->id->ws) {
+		ws_probe_cb(c, req);
+		return;
+	}
 	if (c->probe_end)
 		return;
 	if (c->status == 0) {
@@ -345,14 +432,15 @@ static void
 probe_done(struct ic *c)
 {
 	c->id->inflight--;
-	c->st = IC_QUEUED; /* no longer in flight, not established */
-	egress_request_free(c->req);
+	c->st = IC_QUEUED;	     /* no longer in flight, not established */
+	egress_request_free(c->req); /* NULL with -w */
 	c->req = NULL;
 	if (c->probe_err != 0) {
 		ic_kill(c, "probe request failed", c->probe_err);
 		return;
 	}
-	if (c->status < 200 || c->status > 299) {
+	if (c->id->ws ? c->status != 101 :
+			(c->status < 200 || c->status > 299)) {
 		errmsg(c->id, "probe status %d", c->status);
 		ic_kill(c, "probe refused", 0);
 		return;
@@ -383,9 +471,21 @@ probe_start(struct ic *c)
 	head.nheaders = 1;
 	c->st = IC_PROBE;
 	id->inflight++;
-	rv = egress_request_start(c->ec, &head, probe_cb, c, &c->req);
-	if (rv == 0)
-		rv = egress_request_finish(c->req, NULL, 0);
+	if (id->ws) {
+		size_t i;
+
+		rv = (c->ws = calloc(id->ws_per,
+			  sizeof(struct egress_request *))) == NULL ?
+		    EGRESS_ERR_NOMEM :
+		    0;
+		for (i = 0; rv == 0 && i < id->ws_per; i++)
+			rv = egress_ws_open_profile(c->ec, id->url, NULL, h, 1,
+			    NULL, probe_cb, c, &c->ws[i]);
+	} else {
+		rv = egress_request_start(c->ec, &head, probe_cb, c, &c->req);
+		if (rv == 0)
+			rv = egress_request_finish(c->req, NULL, 0);
+	}
 	if (rv != 0) {
 		ic_kill(c, "probe start", rv);
 		return;
@@ -477,6 +577,10 @@ ic_ready(struct ic *c)
 	}
 	if (c->st == IC_PROBE && c->probe_end)
 		probe_done(c);
+	if (c->st == IC_IDLE && c->ws_gone) {
+		ic_kill(c, "the WebSocket received data, closed or failed", 0);
+		return;
+	}
 	if (c->st != IC_DEAD)
 		ic_epoll(c);
 	probe_pump(c->id);
@@ -571,7 +675,7 @@ main(int argc, char *argv[])
 	memset(&id, 0, sizeof(id));
 	id.n = 10000;
 	id.probe_max = IDLE_PROBES;
-	while ((ch = getopt(argc, argv, "n:u:c:t:T:")) != -1) {
+	while ((ch = getopt(argc, argv, "n:u:w:s:c:t:T:")) != -1) {
 		switch (ch) {
 		case 'c':
 			id.probe_max = parse_ulong(optarg, 1, IDLE_CONN_MAX);
@@ -580,7 +684,14 @@ main(int argc, char *argv[])
 			id.n = parse_ulong(optarg, 1, IDLE_CONN_MAX);
 			break;
 		case 'u':
+		case 'w':
+			if (url != NULL)
+				usage(); /* one probe URL */
 			url = optarg;
+			id.ws = ch == 'w';
+			break;
+		case 's':
+			id.ws_per = parse_ulong(optarg, 1, IDLE_WS_PER_MAX);
 			break;
 		case 't':
 			hold = (double)parse_ulong(optarg, 0, IDLE_HOLD_MAX);
@@ -609,12 +720,16 @@ main(int argc, char *argv[])
 	if (url != NULL) {
 		if (parse_url(&id, url) != 0) {
 			(void)fprintf(stderr,
-			    "egress-idle: -u needs an http "
-			    "or https URL on a loopback address\n");
+			    "egress-idle: -u needs an http or https "
+			    "URL, -w a ws URL, on a loopback address\n");
 			return 2;
 		}
 		id.probe = 1;
 	}
+	if (id.ws_per != 0 && !id.ws)
+		usage(); /* -s only with -w */
+	if (id.ws_per == 0)
+		id.ws_per = 1;
 	if (raise_nofile(id.n) != 0)
 		return 2;
 	if ((id.c = calloc(id.n, sizeof(*id.c))) == NULL ||
@@ -691,6 +806,7 @@ main(int argc, char *argv[])
 
 	for (i = 0; i < id.n; i++) {
 		egress_request_free(id.c[i].req);
+		ws_free(&id.c[i]);
 		egress_client_free(id.c[i].ec);
 	}
 	(void)printf("{\"event\":\"closed\",\"held_s\":%.3f,\"lost\":%zu,"

@@ -58,6 +58,16 @@ for s in ss: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in ss])')
 }
 
+# lab_free_port: print a loopback port that is free now, from the kernel.
+lab_free_port()
+{
+	python3 -c '
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
 # lab_wait_port PORT: wait until something accepts on 127.0.0.1:PORT.
 lab_wait_port()
 {
@@ -129,16 +139,17 @@ EOF
 }
 
 # lab_egressd_files: the manifest of package "bench" (granted 127.0.0.1)
-# and a configuration with instance "bench" of it; lab_egressd_idle adds
+# and a configuration with instance "bench" of it (permissions
+# $LAB_PERMS, default http_client); lab_egressd_idle adds
 # more instances after it.
 lab_egressd_files()
 {
 	mkdir -p "$T/egressd/packages/bench" "$T/egressd/run"
-	cat >"$T/egressd/packages/bench/manifest.ini" <<'EOF'
+	cat >"$T/egressd/packages/bench/manifest.ini" <<EOF
 [plugin]
 name = bench
 version = 1.0.0
-permissions = http_client
+permissions = ${LAB_PERMS:-http_client}
 
 [egress]
 hosts = 127.0.0.1
@@ -168,7 +179,7 @@ max_connections_per_instance = 512
 [plugins.entries.bench]
 plugin = bench
 manifest = packages/bench/manifest.ini
-permissions = http_client
+permissions = ${LAB_PERMS:-http_client}
 egress_hosts = 127.0.0.1
 egress_allow_loopback = 127.0.0.1
 EOF
@@ -264,8 +275,10 @@ lab_hwm_kib()
 }
 
 # lab_egressd_idle EGRESSD NINSTANCES NOFILE: as lab_egressd (instance
-# "bench", granted 127.0.0.1), plus NINSTANCES instances idle001.. with the
-# same manifest and grant, for scripts/bench-idle; the broker runs under
+# "bench", granted 127.0.0.1), plus NINSTANCES instances idle001.. of
+# another plugin, "idle", with the same grant, for scripts/bench-idle (so
+# the idle instances borrow from the shared pools as another plugin,
+# beside "bench", not out of its plugin's part); the broker runs under
 # prlimit --nofile=NOFILE (its own RLIMIT_NOFILE, soft and hard). Sets
 # EGRESSD_PID, EGRESS_SOCK (bench's socket) and IDLE_SOCKS (an array of
 # the idle instances' sockets). NOFILE above the hard limit this shell
@@ -280,14 +293,18 @@ lab_egressd_idle()
 		    LAB_NOFILE=$hard
 	fi
 	lab_egressd_files
+	mkdir -p "$T/egressd/packages/idle"
+	sed 's/^name = bench$/name = idle/' \
+	    "$T/egressd/packages/bench/manifest.ini" \
+	    >"$T/egressd/packages/idle/manifest.ini"
 	IDLE_SOCKS=()
 	for name in $(seq -f 'idle%03g' "$2"); do
 		cat >>"$T/egressd/egressd.ini" <<EOF2
 
 [plugins.entries.$name]
-plugin = bench
-manifest = packages/bench/manifest.ini
-permissions = http_client
+plugin = idle
+manifest = packages/idle/manifest.ini
+permissions = ${LAB_PERMS:-http_client}
 egress_hosts = 127.0.0.1
 egress_allow_loopback = 127.0.0.1
 EOF2

@@ -11,13 +11,17 @@
 # errors, every request answered and every body byte counted. Two negative
 # runs show that failures are counted: a destination the instance was not
 # granted (every request denied) and a port nothing listens on. Speed is
-# not asserted. Loopback only; every process is stopped by pid.
+# not asserted. Loopback only; every process is stopped by pid. Then
+# egress-stream-bench: a source, read whole directly, through egressd as a
+# tcp stream, and through squid's CONNECT when squid is installed; and a
+# stream to a destination not granted, counted as an error.
 #
-# Usage: bench_smoke.sh EGRESS_BENCH EGRESSD
+# Usage: bench_smoke.sh EGRESS_BENCH EGRESSD EGRESS_STREAM_BENCH
 set -euo pipefail
 
 BENCH=${1:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD}
-EGRESSD=${2:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD}
+EGRESSD=${2:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD SB}
+SB=${3:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD SB}
 for p in nginx openssl python3 jq; do
 	command -v "$p" >/dev/null 2>&1 ||
 	    { echo "SKIP: $p not installed"; exit 77; }
@@ -36,6 +40,9 @@ fail()
 
 lab_certs
 lab_nginx 1 || fail "nginx did not start: $(cat "$T/nginx/error.log")"
+SRC_PORT=$(lab_free_port)
+LAB_PERMS="http_client, socket_client"
+LAB_SQUID_PORTS=$SRC_PORT
 lab_egressd "$EGRESSD" || fail "egressd did not start"
 U=http://127.0.0.1:$HTTP_PORT
 S=https://127.0.0.1:$HTTPS_PORT
@@ -113,6 +120,43 @@ expect_errors "shim to a destination not granted" -m shim \
     -s "$EGRESS_SOCK" -c 2 "http://127.0.0.2:$HTTP_PORT/small"
 expect_errors "direct to a closed port" -m direct -c 2 \
     "http://127.0.0.1:$DNS_PORT/small"
+
+# ---- egress-stream-bench
+SRC_BYTES=3000000
+"$SB" serve -l "$SRC_PORT" -b "$SRC_BYTES" >"$T/src.log" 2>&1 &
+LAB_PIDS+=($!)
+lab_wait_port "$SRC_PORT" || fail "the stream source did not start"
+# expect_stream NAME ARGS...: 3 streams, each read whole.
+expect_stream()
+{
+	local name=$1 line rc=0
+	shift
+	line=$(timeout 60 "$SB" -c 3 "$@" "$SRC_PORT" 2>"$T/err") || rc=$?
+	[ "$rc" = 0 ] || fail "$name: exit $rc: $(cat "$T/err") $line"
+	jq -e --argjson b "$SRC_BYTES" '.errors == 0 and .streams == 3 and
+	    .bytes == 3 * $b and .bytes_per_s > 0 and .client_cpu_s >= 0' \
+	    <<<"$line" >/dev/null || fail "$name: $line"
+	ok "$name: 3 streams, $((3 * SRC_BYTES)) bytes, 0 errors"
+}
+expect_stream "stream direct" -m direct
+expect_stream "stream through egressd (tcp)" -m shim -s "$EGRESS_SOCK"
+got=$(jq -c 'select(.event == "egress.decision" and .transport == "tcp"
+    and .verdict == "allow")' "$T/egressd/egressd.log" | wc -l)
+[ "$got" = 3 ] || fail "broker logged $got allowed tcp decisions, want 3"
+ok "the broker decided every tcp stream"
+if command -v squid >/dev/null 2>&1; then
+	lab_squid || fail "squid did not start"
+	expect_stream "stream through squid's CONNECT" -m proxy -p "$SQUID_PORT"
+else
+	echo "# squid not installed: the CONNECT stream not exercised"
+fi
+rc=0
+line=$(timeout 60 "$SB" -m shim -s "$EGRESS_SOCK" -c 2 "$DNS_PORT" \
+    2>/dev/null) || rc=$?
+[ "$rc" = 1 ] && jq -e '.errors == 2 and .bytes == 0' <<<"$line" >/dev/null ||
+    fail "a tcp stream to a port nothing serves: exit $rc: $line"
+ok "failed streams are counted as errors"
+
 rc=0; "$BENCH" -m direct -n 1 http://192.0.2.1/ 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || fail "a non-loopback target was not refused (exit $rc)"
 ok "non-loopback targets are refused"

@@ -219,7 +219,7 @@ pinger_enable off
 shutdown_lifetime 0 seconds
 dns_nameservers 127.0.0.1
 acl upstream dst 127.0.0.1/32
-acl upstream_ports port $HTTP_PORT $HTTPS_PORT $CLOSE_PORT
+acl upstream_ports port $HTTP_PORT $HTTPS_PORT $CLOSE_PORT ${LAB_SQUID_PORTS:-}
 acl CONNECT method CONNECT
 acl clients src 127.0.0.1/32
 http_access deny !clients

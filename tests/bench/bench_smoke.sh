@@ -14,14 +14,18 @@
 # not asserted. Loopback only; every process is stopped by pid. Then
 # egress-stream-bench: a source, read whole directly, through egressd as a
 # tcp stream, and through squid's CONNECT when squid is installed; and a
-# stream to a destination not granted, counted as an error.
+# stream to a destination not granted, counted as an error. And
+# egress-ws-bench: its echo server, round trips directly and through
+# egressd, and a WebSocket refused by the broker counted as an error.
 #
 # Usage: bench_smoke.sh EGRESS_BENCH EGRESSD EGRESS_STREAM_BENCH
+#            EGRESS_WS_BENCH
 set -euo pipefail
 
 BENCH=${1:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD}
 EGRESSD=${2:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD SB}
-SB=${3:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD SB}
+SB=${3:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD SB WB}
+WB=${4:?usage: bench_smoke.sh EGRESS_BENCH EGRESSD SB WB}
 for p in nginx openssl python3 jq; do
 	command -v "$p" >/dev/null 2>&1 ||
 	    { echo "SKIP: $p not installed"; exit 77; }
@@ -41,7 +45,7 @@ fail()
 lab_certs
 lab_nginx 1 || fail "nginx did not start: $(cat "$T/nginx/error.log")"
 SRC_PORT=$(lab_free_port)
-LAB_PERMS="http_client, socket_client"
+LAB_PERMS="http_client, socket_client, websocket_client"
 LAB_SQUID_PORTS=$SRC_PORT
 lab_egressd "$EGRESSD" || fail "egressd did not start"
 U=http://127.0.0.1:$HTTP_PORT
@@ -156,6 +160,37 @@ line=$(timeout 60 "$SB" -m shim -s "$EGRESS_SOCK" -c 2 "$DNS_PORT" \
 [ "$rc" = 1 ] && jq -e '.errors == 2 and .bytes == 0' <<<"$line" >/dev/null ||
     fail "a tcp stream to a port nothing serves: exit $rc: $line"
 ok "failed streams are counted as errors"
+
+# ---- egress-ws-bench
+WS_PORT=$(lab_free_port)
+"$WB" serve -l "$WS_PORT" >"$T/echo.log" 2>&1 &
+LAB_PIDS+=($!)
+lab_wait_port "$WS_PORT" || fail "the WebSocket echo server did not start"
+# expect_ws NAME ARGS...: 2 WebSockets for 1 s, echoes counted, no error.
+expect_ws()
+{
+	local name=$1 line rc=0
+	shift
+	line=$(timeout 60 "$WB" -c 2 -t 1 "$@" "$WS_PORT" 2>"$T/err") || rc=$?
+	[ "$rc" = 0 ] || fail "$name: exit $rc: $(cat "$T/err") $line"
+	jq -e '.errors == 0 and .streams == 2 and .messages > 0 and
+	    .msgs_per_s > 0 and .p50_us > 0 and .p99_us >= .p50_us' \
+	    <<<"$line" >/dev/null || fail "$name: $line"
+	ok "$name: $(jq -r .messages <<<"$line") echoes, 0 errors"
+}
+expect_ws "WebSocket echo direct" -m direct
+expect_ws "WebSocket echo through egressd" -m shim -s "$EGRESS_SOCK"
+got=$(jq -c 'select(.event == "egress.decision" and
+    .transport == "websocket" and .verdict == "allow")' \
+    "$T/egressd/egressd.log" | wc -l)
+[ "$got" = 2 ] || fail "broker logged $got allowed websocket decisions, want 2"
+ok "the broker decided every WebSocket"
+rc=0
+line=$(timeout 60 "$WB" -m shim -s "$EGRESS_SOCK" -c 2 -t 1 "$DNS_PORT" \
+    2>/dev/null) || rc=$?
+[ "$rc" = 1 ] && jq -e '.errors == 2 and .messages == 0' <<<"$line" \
+    >/dev/null || fail "a WebSocket to a port nothing serves: exit $rc: $line"
+ok "failed WebSockets are counted as errors"
 
 rc=0; "$BENCH" -m direct -n 1 http://192.0.2.1/ 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || fail "a non-loopback target was not refused (exit $rc)"

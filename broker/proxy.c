@@ -33,6 +33,7 @@
 #include "broker/net/http1_req.h"
 #include "broker/net/share.h"
 #include "broker/proxy.h"
+#include "broker/proxy_port.h"
 #include "broker/request.h"
 #include "broker/session.h"
 #include "broker/tunnel.h"
@@ -906,6 +907,7 @@ proxy_read_head(struct proxy_conn *c)
 		}
 		c->preauth = 0;
 		c->shared = c->b->session_share != NULL;
+		proxy_ports_resume(c->b, c->instance);
 	}
 	if (q->form == HTTP1_REQ_AUTHORITY)
 		return proxy_connect(c, q, (size_t)hl);
@@ -1058,7 +1060,10 @@ static void
 proxy_free(struct proxy_conn *c)
 {
 	struct broker *b = c->b;
+	char instance[CONF_NAME_MAX + 1];
+	int preauth = c->preauth;
 
+	memcpy(instance, c->instance, sizeof(instance));
 	if (c->r != NULL) {
 		request_abort(c->r);
 		c->r = NULL;
@@ -1085,12 +1090,13 @@ proxy_free(struct proxy_conn *c)
 		evbuffer_free(c->body);
 	http1_req_parser_free(c->parser);
 	free(c);
+	if (preauth)
+		proxy_ports_resume(b, instance);
 	if (b->draining && b->nsessions == 0)
 		(void)event_base_loopexit(b->base, NULL);
 }
 
-/* Count the connections of instance not yet authenticated. */
-static size_t
+size_t
 proxy_preauth_count(struct broker *b, const char *instance)
 {
 	struct proxy_conn *c;

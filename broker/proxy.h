@@ -58,13 +58,16 @@ struct evbuffer;
  * instance. With PROXY_AUTH (and no PROXY_SHARED) it takes no unit until
  * its first request carried the token: until then it counts against
  * PROXY_PREAUTH_MAX connections of instance, over which it is refused
- * (closed). Every request head must be complete within PROXY_HEAD_MS of
+ * (closed; the ports stop accepting before that, proxy_port.h). Every request head must be complete within PROXY_HEAD_MS of
  * its first byte (the first request's: of the accept), whatever arrives
  * meanwhile, or the connection is answered 408 and closed. Return 0, or
  * a negative error with fd closed and in freed.
  */
 int proxy_accept(struct broker *b, int fd, const char *instance,
     struct evbuffer *in, unsigned flags);
+
+/* The number of instance's proxy connections not yet authenticated. */
+size_t proxy_preauth_count(struct broker *b, const char *instance);
 
 /*
  * Begin draining: close idle proxy connections now, and the others once

@@ -30,6 +30,7 @@ struct proxy_port {
 	struct evconnlistener *l;
 	char instance[CONF_NAME_MAX + 1];
 	char *listen;
+	int paused; /* PROXY_PREAUTH_MAX connections unauthenticated */
 };
 
 static void
@@ -53,6 +54,22 @@ port_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 
 	p->b->activity++;
 	(void)proxy_accept(p->b, fd, p->instance, NULL, PROXY_AUTH);
+	/* Full: the next connections wait in the backlog, not refused. */
+	if (proxy_preauth_count(p->b, p->instance) >= PROXY_PREAUTH_MAX &&
+	    evconnlistener_disable(p->l) == 0)
+		p->paused = 1;
+}
+
+void
+proxy_ports_resume(struct broker *b, const char *instance)
+{
+	struct proxy_port *p;
+
+	for (p = b->proxy_ports; p != NULL; p = p->next)
+		if (p->paused && strcmp(p->instance, instance) == 0 &&
+		    proxy_preauth_count(b, instance) < PROXY_PREAUTH_MAX &&
+		    evconnlistener_enable(p->l) == 0)
+			p->paused = 0;
 }
 
 static void

@@ -27,6 +27,15 @@ struct broker;
  */
 int proxy_ports_apply(struct broker *b, const struct conf_snapshot *s);
 
+/*
+ * A connection of instance's port stopped being unauthenticated (it was
+ * authorized or closed): resume accepting on that port if it was paused.
+ * A port stops accepting while PROXY_PREAUTH_MAX of its connections are
+ * not yet authenticated, so that a burst of connections waits in the
+ * listen backlog instead of being closed.
+ */
+void proxy_ports_resume(struct broker *b, const char *instance);
+
 /* Close every proxy port (connections already accepted stay). */
 void proxy_ports_free(struct broker *b);
 

@@ -41,6 +41,7 @@
 #include <event2/event.h>
 #include <http_parser.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -52,6 +53,7 @@
 #define BENCH_GRACE_S	       30 /* to finish in-flight requests */
 #define BENCH_HOST_MAX	       256
 #define BENCH_PATH_MAX	       2048
+#define BENCH_AUTH_MAX	       320 /* the -a header line */
 #define BENCH_SHIM_CLIENTS_MAX 64
 #define BENCH_ERRMSG_MAX       5 /* error messages printed to stderr */
 /* Bytes one read may take: libevent's default (16 KiB) made the direct
@@ -114,6 +116,8 @@ struct bench {
 	const char *socket_path;
 	const char *label;
 	const char *cafile;
+	/* -a: "Proxy-Authorization: Basic ...\r\n", or "" */
+	char proxy_auth[BENCH_AUTH_MAX];
 	int newconn;
 	int insecure;
 	size_t conc;
@@ -177,8 +181,26 @@ usage(void)
 	    "usage: egress-bench -m direct|proxy|shim [-c CONC] [-n COUNT]\n"
 	    "           [-t SECONDS] [-w WARMUP] [-k] [-x PROXY_HOST:PORT]\n"
 	    "           [-s SOCKET] [-C SHIM_CLIENTS] [--cacert FILE]\n"
-	    "           [--insecure] [-l LABEL] URL\n");
+	    "           [--insecure] [-a USER:PASSWORD] [-l LABEL] URL\n");
 	exit(2);
+}
+
+/* -a USER:PASSWORD: the Proxy-Authorization line of proxy mode. */
+static int
+set_proxy_auth(struct bench *b, const char *cred)
+{
+	static const char pre[] = "Proxy-Authorization: Basic ";
+	size_t n = strlen(cred), k = sizeof(pre) - 1;
+	int e;
+
+	/* 192 bytes are 256 in base64: the line fits BENCH_AUTH_MAX */
+	if (n == 0 || n > 192 || strchr(cred, ':') == NULL)
+		return -1;
+	memcpy(b->proxy_auth, pre, k);
+	e = EVP_EncodeBlock((unsigned char *)b->proxy_auth + k,
+	    (const unsigned char *)cred, (int)n);
+	memcpy(b->proxy_auth + k + (size_t)e, "\r\n", 3);
+	return 0;
 }
 
 /* ---- Targets ---------------------------------------------------------- */
@@ -467,7 +489,7 @@ send_request(struct slot *s)
 	struct bench *b = s->b;
 	struct evbuffer *out = bufferevent_get_output(s->bev);
 	const char *close_hdr = b->newconn ? "Connection: close\r\n" : "";
-	char req[BENCH_PATH_MAX + 2 * BENCH_HOST_MAX + 128];
+	char req[BENCH_PATH_MAX + 2 * BENCH_HOST_MAX + BENCH_AUTH_MAX + 128];
 	size_t len, done = 0;
 	ssize_t n;
 	int w;
@@ -475,8 +497,9 @@ send_request(struct slot *s)
 	if (b->mode == MODE_PROXY && !b->t.tls)
 		w = snprintf(req, sizeof(req),
 		    "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n"
-		    "User-Agent: egress-bench\r\n%s\r\n",
-		    b->t.authority, b->t.path, b->t.authority, close_hdr);
+		    "User-Agent: egress-bench\r\n%s%s\r\n",
+		    b->t.authority, b->t.path, b->t.authority, b->proxy_auth,
+		    close_hdr);
 	else
 		w = snprintf(req, sizeof(req),
 		    "GET %s HTTP/1.1\r\nHost: %s\r\n"
@@ -750,8 +773,8 @@ bev_event_cb(struct bufferevent *bev, short what, void *arg)
 		    b->t.tls) {
 			(void)
 			    evbuffer_add_printf(bufferevent_get_output(s->bev),
-				"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n",
-				b->t.authority, b->t.authority);
+				"CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n",
+				b->t.authority, b->t.authority, b->proxy_auth);
 			s->st = ST_TUNNEL;
 		} else
 			send_request(s);
@@ -1061,7 +1084,7 @@ main(int argc, char *argv[])
 	b.mode = MODE_DIRECT;
 	b.conc = 1;
 	b.label = "";
-	while ((ch = getopt_long(argc, argv, "m:c:n:t:w:kx:s:C:l:", longopts,
+	while ((ch = getopt_long(argc, argv, "m:c:n:t:w:kx:s:C:l:a:", longopts,
 		    NULL)) != -1) {
 		switch (ch) {
 		case 'm':
@@ -1116,6 +1139,10 @@ main(int argc, char *argv[])
 			break;
 		case 'I':
 			b.insecure = 1;
+			break;
+		case 'a':
+			if (set_proxy_auth(&b, optarg) != 0)
+				usage();
 			break;
 		default:
 			usage();

@@ -140,8 +140,9 @@ EOF
 
 # lab_egressd_files: the manifest of package "bench" (granted 127.0.0.1)
 # and a configuration with instance "bench" of it (permissions
-# $LAB_PERMS, default http_client); lab_egressd_idle adds
-# more instances after it.
+# $LAB_PERMS, default http_client; with LAB_PROXY_PORT set, its proxy
+# front listens on 127.0.0.1:LAB_PROXY_PORT with the token
+# LAB_PROXY_TOKEN); lab_egressd_idle adds more instances after it.
 lab_egressd_files()
 {
 	mkdir -p "$T/egressd/packages/bench" "$T/egressd/run"
@@ -183,6 +184,13 @@ permissions = ${LAB_PERMS:-http_client}
 egress_hosts = 127.0.0.1
 egress_allow_loopback = 127.0.0.1
 EOF
+	if [ -n "${LAB_PROXY_PORT:-}" ]; then
+		(umask 077 && printf '%s\n' "$LAB_PROXY_TOKEN" \
+		    >"$T/egressd/proxy.token")
+		printf 'proxy_listen = 127.0.0.1:%s\nproxy_token_file = %s\n' \
+		    "$LAB_PROXY_PORT" "$T/egressd/proxy.token" \
+		    >>"$T/egressd/egressd.ini"
+	fi
 }
 
 # lab_egressd EGRESSD

@@ -47,6 +47,8 @@ lab_nginx 1 || fail "nginx did not start: $(cat "$T/nginx/error.log")"
 SRC_PORT=$(lab_free_port)
 LAB_PERMS="http_client, socket_client, websocket_client"
 LAB_SQUID_PORTS=$SRC_PORT
+LAB_PROXY_PORT=$(lab_free_port)
+LAB_PROXY_TOKEN=smoke-proxy-token-0123456789
 lab_egressd "$EGRESSD" || fail "egressd did not start"
 U=http://127.0.0.1:$HTTP_PORT
 S=https://127.0.0.1:$HTTPS_PORT
@@ -108,6 +110,12 @@ done
     fail "broker logged $((got - before)) allowed decisions, want $((4 * COUNT))"
 ok "the broker decided every shim request (allow, instance bench)"
 
+expect_ok "proxy mode through egressd's proxy front, with the token" 100 \
+    -m proxy -x "127.0.0.1:$LAB_PROXY_PORT" -a "x:$LAB_PROXY_TOKEN" -c 4 \
+    "$U/small"
+expect_ok "proxy front, CONNECT for https" 100 -m proxy \
+    -x "127.0.0.1:$LAB_PROXY_PORT" -a "x:$LAB_PROXY_TOKEN" -c 2 "${CA[@]}" \
+    "$S/small"
 expect_ok "proxy mode (absolute form) to nginx" 100 -m proxy \
     -x "127.0.0.1:$HTTP_PORT" -c 2 "$U/small"
 if command -v tinyproxy >/dev/null 2>&1; then
@@ -120,6 +128,9 @@ else
 	echo "# tinyproxy not installed: CONNECT not exercised"
 fi
 
+expect_errors "proxy front with a wrong token (407)" -m proxy \
+    -x "127.0.0.1:$LAB_PROXY_PORT" -a "x:not-the-token-0123456789" -c 2 \
+    "$U/small"
 expect_errors "shim to a destination not granted" -m shim \
     -s "$EGRESS_SOCK" -c 2 "http://127.0.0.2:$HTTP_PORT/small"
 expect_errors "direct to a closed port" -m direct -c 2 \

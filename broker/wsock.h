@@ -32,6 +32,7 @@
 #include "broker/guest.h"
 #include "broker/net/http1_head.h"
 
+struct broker;
 struct bufferevent;
 struct event_base;
 struct proto_msg;
@@ -62,6 +63,8 @@ typedef void (*wsock_end_fn)(void *arg, int err);
 
 struct wsock_params {
 	struct event_base *base;
+	struct broker *b; /* charged the stream's buffers in its instance's
+			     memory budget (broker_mem_room()); NULL: none */
 	const struct guest *g;	 /* borrowed for the wsock's life */
 	struct proto_stream *st; /* borrowed for the wsock's life */
 	const char *host;	 /* the Host value (http1_format_host()) */
@@ -110,11 +113,22 @@ void wsock_guest_control(struct wsock *w, const struct proto_msg *m);
 void wsock_flush(struct wsock *w);
 
 /*
- * The guest is gone: send close 1001 upstream (unless a close was sent
- * already) and end with err 0 once it is written. The guest's operations
- * are no longer called but consumed(). May call end.
+ * The guest is gone (1001: it vanished or reset the stream; 1008: the
+ * stream was revoked and the guest told so): send close code upstream
+ * (unless a close was sent already) and end with err 0 once it is
+ * written, or after WSOCK_CLOSE_WAIT_MS. The guest's operations are no
+ * longer called but consumed(). May call end.
  */
-void wsock_detach(struct wsock *w);
+void wsock_detach(struct wsock *w, uint16_t code);
+
+/*
+ * The broker closes an open stream (1001: it is draining): send close
+ * code upstream and to the guest, take nothing more from the guest, and
+ * end with err 0 once both closes are through (the upstream's bounded
+ * by WSOCK_CLOSE_WAIT_MS). Return 0, or -1 when w is not open (the
+ * handshake has not completed, or it is ending already). May call end.
+ */
+int wsock_close(struct wsock *w, uint16_t code);
 
 /* Answer whether the opening handshake completed (a 101 was accepted). */
 int wsock_is_open(const struct wsock *w);

@@ -16,7 +16,11 @@
  * ways). Both directions run under flow control: the guest's bytes are
  * credited back only while the upstream's output and the codec's queue
  * stay under RELAY_UP_HIGH, and upstream bytes are read only while fewer
- * than RELAY_DOWN_HIGH bytes wait for the guest's windows. Close
+ * than RELAY_DOWN_HIGH bytes wait for the guest's windows. What the
+ * stream buffers (items for the guest, the message the codec assembles,
+ * the guest's message, the codec's queue) takes credit from the
+ * instance's memory budget: without credit, the upstream is not read and
+ * the guest not credited until memory is given back. Close
  * handshake both ways; an upstream that ends without a close frame, or
  * does not answer a close within WSOCK_CLOSE_WAIT_MS, is reported as
  * close 1006; a guest that is gone gets close 1001 sent

@@ -8,13 +8,15 @@
  * guest's masked upstream), the upstream's close passed to the guest and
  * answered; a version-1 connection refused (invalid-request), no
  * websocket_client permission (denied), a guest Host override and a
- * handshake header of the guest's own (invalid-request).
+ * handshake header of the guest's own (invalid-request); the stream's
+ * buffers charged to its instance's memory budget.
  */
 #include "daemon_test.h"
 
 #include <criterion/parameterized.h>
 #include <openssl/evp.h>
 
+#include "broker/net/share.h"
 #include "broker/request.h"
 #include "broker/wsock.h"
 
@@ -327,4 +329,170 @@ Test(ws, unanswered_close_is_1006, .timeout = 30)
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);
+}
+
+/* ---- The memory budget -------------------------------------------------- */
+
+/*
+ * The broker's memory budget at its smallest (16 MiB: each instance is
+ * guaranteed and capped at 4 MiB), messages of at most 2 MiB, and two
+ * instances with websocket_client.
+ */
+static void
+ws_budget_setup(void)
+{
+	char text[2048];
+	const char *entry = "plugin = unit\n"
+			    "manifest = manifest.ini\n"
+			    "permissions = http_client, websocket_client\n"
+			    "egress_hosts = 127.0.0.1\n"
+			    "egress_allow_loopback = 127.0.0.1\n";
+
+	dt_setup();
+	ct_write_str("manifest.ini", ws_manifest);
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\n"
+	    "signature_mode = disabled\n"
+	    "[plugins.entries.app]\n%s"
+	    "[plugins.entries.app2]\n%s"
+	    "[broker]\n"
+	    "instance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "memory_max = 16M\n"
+	    "[resolver]\n"
+	    "servers = 127.0.0.1:9\n"
+	    "[limits]\n"
+	    "connect_timeout_ms = 5000\n"
+	    "websocket_max_message_bytes = 2097152\n",
+	    entry, entry, ct_dir, ct_dir);
+	ct_write_str("egressd.ini", text);
+	confstate_reload(&dt_b.conf);
+	cr_assert(confstate_is_valid(&dt_b.conf));
+	/* The budget is fixed at start: start it again at this size. */
+	share_free(dt_b.mem_share);
+	dt_b.mem_share = NULL;
+	event_free(dt_b.mem_wake_ev);
+	dt_b.mem_wake_ev = NULL;
+	cr_assert_eq(broker_apply_conf(&dt_b, dt_b.conf.cur->snap), 0);
+	cr_assert_eq(dt_b.memory_max, 16U << 20);
+}
+
+TestSuite(ws_budget, .init = ws_budget_setup, .fini = dt_teardown);
+
+/* Open websocket stream sid of p to u (its 101 answered). */
+static void
+ws_open_on(struct dt_peer *p, uint32_t sid, struct dt_upstream *u)
+{
+	char accept[29], reply[256];
+
+	ws_request(&M, sid, u->authority, NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(u);
+	ws_accept_of(u, accept);
+	accept[28] = '\0';
+	(void)snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	    accept);
+	dt_upstream_reply(u, reply);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_RESPONSE);
+	cr_assert_eq(M.stream, sid);
+	cr_assert_eq(M.response.status, 101);
+}
+
+#define WS_BIG (1536U * 1024) /* one message: 1.5 MiB */
+
+static uint8_t ws_big[10 + WS_BIG];
+static size_t ws_got[8]; /* DATA bytes the guest got, by stream */
+
+/*
+ * Run the loop, writing the frame ws_big to u as its socket takes it
+ * (from *off) and taking what p receives (it grants no window), until
+ * p got DATA on stream sid (return 1) or DT_ITERS turns passed (0).
+ */
+static int
+ws_pump(struct dt_peer *p, struct dt_upstream *u, size_t *off, uint32_t sid)
+{
+	ssize_t k;
+	int i;
+
+	for (i = 0; i < DT_ITERS; i++) {
+		if (*off < sizeof(ws_big) &&
+		    (k = write(u->cfd, ws_big + *off, sizeof(ws_big) - *off)) >
+			0)
+			*off += (size_t)k;
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			if (M.type == PROTO_MSG_DATA && M.stream < 8)
+				ws_got[M.stream] += M.data.len;
+		if (ws_got[sid] > 0)
+			return 1;
+		dt_step(-1);
+	}
+	return 0;
+}
+
+static size_t
+ws_held(const char *instance)
+{
+	return share_held(dt_b.mem_share, instance) * 1024;
+}
+
+Test(ws_budget, an_instance_at_its_budget_buffers_no_more, .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p)), *q = malloc(sizeof(*q));
+	struct dt_upstream u[4];
+	size_t off[4] = { 0 };
+	uint64_t len = WS_BIG;
+	int i;
+
+	cr_assert(p != NULL && q != NULL);
+	/* One unfragmented binary frame of WS_BIG bytes (64-bit length). */
+	ws_big[0] = 0x82;
+	ws_big[1] = 127;
+	for (i = 0; i < 8; i++)
+		ws_big[2 + i] = (uint8_t)(len >> (56 - 8 * i));
+	memset(ws_big + 10, 'm', WS_BIG);
+	memset(ws_got, 0, sizeof(ws_got));
+	for (i = 0; i < 4; i++)
+		dt_upstream_open(&u[i]);
+	dt_peer_hello(p, "app");
+	dt_peer_hello(q, "app2");
+	ws_open_on(p, 1, &u[0]);
+	ws_open_on(p, 3, &u[1]);
+	ws_open_on(p, 5, &u[2]);
+	ws_open_on(q, 1, &u[3]);
+
+	/* Two whole messages wait for a guest that does not read: they are
+	 * charged to its instance. */
+	cr_assert(ws_pump(p, &u[0], &off[0], 1), "stream 1 got nothing");
+	cr_assert(ws_pump(p, &u[1], &off[1], 3), "stream 3 got nothing");
+	cr_assert_geq(ws_held("app"), 2 * (WS_BIG - PROTO_STREAM_WINDOW),
+	    "app holds %zu bytes", ws_held("app"));
+
+	/* A third does not fit the 4 MiB the instance may hold: the broker
+	 * stops reading it. */
+	cr_assert_not(ws_pump(p, &u[2], &off[2], 5),
+	    "a third message was buffered beyond the budget");
+	cr_assert_leq(ws_held("app"), 4U << 20);
+
+	/* Another instance is not held back. */
+	cr_assert(ws_pump(q, &u[3], &off[3], 1), "app2 got nothing");
+
+	/* When the streams end, their credit is given back. */
+	dt_peer_close(p);
+	for (i = 0; i < DT_ITERS && ws_held("app") > 0; i++) {
+		dt_upstream_read(&u[0]);
+		dt_upstream_read(&u[1]);
+		dt_upstream_read(&u[2]);
+		dt_step(-1);
+	}
+	cr_assert_eq(ws_held("app"), 0, "app still holds %zu bytes",
+	    ws_held("app"));
+	for (i = 0; i < 4; i++)
+		dt_upstream_close(&u[i]);
+	dt_peer_close(q);
+	free(p);
+	free(q);
 }

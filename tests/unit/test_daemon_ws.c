@@ -9,7 +9,8 @@
  * answered; a version-1 connection refused (invalid-request), no
  * websocket_client permission (denied), a guest Host override and a
  * handshake header of the guest's own (invalid-request); the stream's
- * buffers charged to its instance's memory budget.
+ * buffers charged to its instance's memory budget; an upstream ping
+ * flood queues a bounded number of pongs.
  */
 #include "daemon_test.h"
 
@@ -495,4 +496,71 @@ Test(ws_budget, an_instance_at_its_budget_buffers_no_more, .timeout = 60)
 	dt_peer_close(q);
 	free(p);
 	free(q);
+}
+
+/* ---- An upstream ping flood --------------------------------------------- */
+
+/*
+ * The upstream sends pings (125 bytes each) as fast as its socket takes
+ * them and reads nothing back, its receive buffer shrunk so that the
+ * broker's pongs back up at once; the guest takes every frame (the
+ * pings it is told of), so only the bound on what waits for the
+ * upstream can stop the broker reading. What the stream holds is
+ * charged to the instance's memory budget: it stays under 2 MiB (4096
+ * queued pongs and 64 KiB of output, with their overhead), where an
+ * unbounded queue grows by a pong for every ping read.
+ */
+Test(ws, upstream_ping_flood_queues_bounded_pongs, .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	static uint8_t pings[512 * 127];
+	struct dt_upstream u;
+	size_t i, off = sizeof(pings), held, most = 0;
+	uint64_t sent = 0;
+	int small = 4096, it;
+	ssize_t k;
+
+	cr_assert_not_null(p);
+	for (i = 0; i < sizeof(pings); i += 127) {
+		pings[i] = 0x89; /* FIN, ping */
+		pings[i + 1] = 125;
+		memset(pings + i + 2, 'p', 125);
+	}
+	dt_upstream_open(&u);
+	/* Inherited by the accepted connection. */
+	cr_assert_eq(setsockopt(u.lfd, SOL_SOCKET, SO_RCVBUF, &small,
+			 sizeof(small)),
+	    0);
+	dt_peer_hello(p, "app");
+	ws_open_on(p, 1, &u);
+	for (it = 0; it < 4 * DT_ITERS; it++) {
+		if (off == sizeof(pings))
+			off = 0;
+		while (off < sizeof(pings) &&
+		    (k = write(u.cfd, pings + off, sizeof(pings) - off)) > 0) {
+			off += (size_t)k;
+			sent += (uint64_t)k;
+		}
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			;
+		held = share_held(dt_b.mem_share, "app") * 1024;
+		if (held > most)
+			most = held;
+		cr_assert_leq(held, 2U << 20,
+		    "the stream holds %zu bytes after %llu bytes of pings",
+		    held, (unsigned long long)sent);
+		if (off < sizeof(pings))
+			dt_step(u.cfd); /* the broker stopped reading */
+		else
+			dt_step(-1);
+	}
+	/* The flood was real: far more pings than the bound holds pongs. */
+	cr_assert_gt(sent, (uint64_t)4 * 4096 * 127, "only %llu bytes sent",
+	    (unsigned long long)sent);
+	cr_log_info("ping flood: %llu bytes sent, at most %zu held",
+	    (unsigned long long)sent, most);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
 }

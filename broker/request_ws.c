@@ -17,6 +17,7 @@
 
 #include "broker/broker.h"
 #include "broker/guest.h"
+#include "broker/metrics.h"
 #include "broker/net/http1_head.h"
 #include "broker/request.h"
 #include "broker/request_int.h"
@@ -185,9 +186,13 @@ request_ws_leave(struct request *r, uint16_t code)
 		return 0;
 	/* Revoked: the guest learns it now, as for every stream; the
 	 * upstream gets close 1008 and a bounded wait. */
-	if (r->revoked != NULL && r->st.state != PROTO_STREAM_CLOSED)
-		(void)r->g.ops->send_error(r->g.ctx, &r->st,
-		    proto_err_to_wire(EGRESS_ERR_DENIED));
+	if (r->revoked != NULL) {
+		uint32_t wire = proto_err_to_wire(EGRESS_ERR_DENIED);
+
+		metrics_upstream_error(r->b->metrics, proto_code_name(wire));
+		if (r->st.state != PROTO_STREAM_CLOSED)
+			(void)r->g.ops->send_error(r->g.ctx, &r->st, wire);
+	}
 	r->ws_left = r->revoked == NULL;
 	r->st.state = PROTO_STREAM_CLOSED; /* nothing more for the guest */
 	wsock_detach(r->ws, code);	   /* may finish r */

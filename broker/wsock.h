@@ -23,9 +23,12 @@
  * the guest not credited until memory is given back. Close
  * handshake both ways; an upstream that ends without a close frame, or
  * does not answer a close within WSOCK_CLOSE_WAIT_MS, is reported as
- * close 1006; a guest that is gone gets close 1001 sent
- * upstream. The module decides nothing: the owner (request.c) made the
- * decision, holds the lease and logs.
+ * close 1006; a guest that is gone (or reset the stream) gets close
+ * 1001 sent upstream, a revoked stream 1008 (wsock_detach()), and the
+ * broker's drain closes both ways with 1001 (wsock_close()), each before
+ * the connection closes. The module decides nothing: the owner
+ * (request.c, request_ws.c) made the decision, holds the lease and
+ * logs.
  */
 #ifndef EGRESS_BROKER_WSOCK_H
 #define EGRESS_BROKER_WSOCK_H

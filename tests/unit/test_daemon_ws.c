@@ -10,7 +10,8 @@
  * websocket_client permission (denied), a guest Host override and a
  * handshake header of the guest's own (invalid-request); the stream's
  * buffers charged to its instance's memory budget; an upstream ping
- * flood queues a bounded number of pongs.
+ * flood queues a bounded number of pongs; a guest RESET sends close
+ * 1001 upstream before the connection closes.
  */
 #include "daemon_test.h"
 
@@ -560,6 +561,48 @@ Test(ws, upstream_ping_flood_queues_bounded_pongs, .timeout = 60)
 	    (unsigned long long)sent);
 	cr_log_info("ping flood: %llu bytes sent, at most %zu held",
 	    (unsigned long long)sent, most);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- A guest RESET ------------------------------------------------------ */
+
+Test(ws, guest_reset_sends_close_1001_upstream)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	const uint8_t *f;
+	size_t before;
+	unsigned code;
+	int i;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_open_on(p, 1, &u);
+	before = u.reqlen;
+	dt_msg(&M, PROTO_MSG_RESET, 0, 1);
+	M.reset.code = PROTO_CODE_CANCELLED;
+	dt_send(p, &M);
+	/* The close frame comes before the end of the connection. */
+	for (i = 0; i < DT_ITERS && !u.eof; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd);
+	}
+	cr_assert(u.eof, "the broker kept the upstream connection open");
+	cr_assert_eq(u.reqlen, before + 8, "%zu bytes after the reset",
+	    u.reqlen - before);
+	f = (const uint8_t *)u.req + before;
+	cr_assert_eq(f[0], 0x88); /* FIN, close */
+	cr_assert_eq(f[1], 0x82); /* masked, 2 bytes */
+	code = (unsigned)((f[6] ^ f[2]) << 8 | (f[7] ^ f[3]));
+	cr_assert_eq(code, 1001);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1001");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

@@ -161,10 +161,12 @@ void request_linger_abort_all(struct broker *b);
 size_t request_revoke_streams(struct broker *b, const struct conf_snapshot *s);
 
 /*
- * The broker is draining: close every open websocket (request_ws.c) with
- * code (1001, going away) both ways, the upstream's close bounded by
- * WSOCK_CLOSE_WAIT_MS, each logged with egress.close reason (static).
- * Return how many were closed.
+ * The broker is draining: close every websocket (request_ws.c) with code
+ * (1001, going away) both ways, the upstream's close bounded by
+ * WSOCK_CLOSE_WAIT_MS (one still in its handshake once its 101 came;
+ * one still connecting once connected, as b->draining is then set),
+ * each logged with egress.close reason (static). Return how many were
+ * closed.
  */
 size_t request_ws_close_all(struct broker *b, uint16_t code,
     const char *reason);

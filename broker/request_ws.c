@@ -177,6 +177,11 @@ request_begin_ws(struct request *r, struct bufferevent *bev,
 		return;
 	}
 	request_relays_link(r);
+	/* Connected while the broker drains: closed once open. */
+	if (r->b->draining) {
+		r->close_reason = "draining";
+		(void)wsock_close(r->ws, 1001);
+	}
 }
 
 int
@@ -208,7 +213,7 @@ request_ws_close_all(struct broker *b, uint16_t code, const char *reason)
 	for (r = b->relays; r != NULL; r = next) {
 		next = r->rnext;
 		if (r->ws == NULL || r->phase != PHASE_RELAY ||
-		    !wsock_is_open(r->ws) || r->close_reason != NULL)
+		    r->close_reason != NULL)
 			continue;
 		r->close_reason = reason;
 		if (wsock_close(r->ws, code) == 0) /* may free r */

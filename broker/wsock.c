@@ -66,6 +66,7 @@ struct wsock {
 	int guest_closed; /* the guest's close arrived */
 	int down_closed;  /* a close item was queued for the guest */
 	unsigned close_code;
+	uint16_t close_on_open; /* wsock_close() during the handshake */
 
 	struct evbuffer *down; /* the bytes of the items */
 	struct ws_item *qhead, *qtail;
@@ -552,6 +553,7 @@ ws_check_done(struct wsock *w)
 /* ---- The upstream's events ---------------------------------------------- */
 
 static void ws_handshake_read(struct wsock *w);
+static void ws_fail_both(struct wsock *w, uint16_t code);
 
 static void
 ws_read_cb(struct bufferevent *bev, void *arg)
@@ -686,6 +688,11 @@ ws_handshake_read(struct wsock *w)
 		ws_over(w, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
+	if (w->close_on_open != 0) {
+		(void)evbuffer_drain(in, evbuffer_get_length(in));
+		ws_fail_both(w, w->close_on_open);
+		return;
+	}
 	ws_read(w); /* frames that came with the head */
 }
 
@@ -731,8 +738,12 @@ ws_fail_both(struct wsock *w, uint16_t code)
 int
 wsock_close(struct wsock *w, uint16_t code)
 {
-	if (w->over || w->detached || w->state != WS_OPEN)
+	if (w->over || w->detached)
 		return -1;
+	if (w->state == WS_HANDSHAKE) {
+		w->close_on_open = code;
+		return 0;
+	}
 	if (w->close_code == 0 && !w->down_closed && !w->up_eof &&
 	    !wsproto_close_sent(w->ctx))
 		w->close_code = code;

@@ -129,11 +129,12 @@ void wsock_flush(struct wsock *w);
 void wsock_detach(struct wsock *w, uint16_t code);
 
 /*
- * The broker closes an open stream (1001: it is draining): send close
- * code upstream and to the guest, take nothing more from the guest, and
- * end with err 0 once both closes are through (the upstream's bounded
- * by WSOCK_CLOSE_WAIT_MS). Return 0, or -1 when w is not open (the
- * handshake has not completed, or it is ending already). May call end.
+ * The broker closes the stream (1001: it is draining): send close code
+ * upstream and to the guest, take nothing more from the guest, and end
+ * with err 0 once both closes are through (the upstream's bounded by
+ * WSOCK_CLOSE_WAIT_MS). During the handshake, that happens once a 101
+ * was accepted (the guest gets the RESPONSE, then the close). Return 0,
+ * or -1 when w is ending already. May call end.
  */
 int wsock_close(struct wsock *w, uint16_t code);
 

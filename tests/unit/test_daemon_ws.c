@@ -11,7 +11,8 @@
  * handshake header of the guest's own (invalid-request); the stream's
  * buffers charged to its instance's memory budget; an upstream ping
  * flood queues a bounded number of pongs; a guest RESET sends close
- * 1001 upstream before the connection closes.
+ * 1001 upstream before the connection closes; the drain closes a
+ * websocket still in its handshake once it is open.
  */
 #include "daemon_test.h"
 
@@ -603,6 +604,73 @@ Test(ws, guest_reset_sends_close_1001_upstream)
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
 	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1001");
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- The drain ---------------------------------------------------------- */
+
+/*
+ * The broker drains (request_ws_close_all(), as SIGTERM calls it) while a
+ * websocket waits for its 101: once the 101 came, the guest gets the
+ * RESPONSE and then close 1001, the upstream close 1001, and the close
+ * event has reason draining.
+ */
+Test(ws, drain_during_the_handshake_closes_once_open)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	char accept[29], reply[256];
+	struct dt_upstream u;
+	const uint8_t *f;
+	size_t before;
+	int i;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_request(&M, 1, u.authority, NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(&u);
+	dt_b.draining = 1;
+	cr_assert_eq(request_ws_close_all(&dt_b, 1001, "draining"), 1);
+	before = u.reqlen;
+	ws_accept_of(&u, accept);
+	accept[28] = '\0';
+	(void)snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	    accept);
+	dt_upstream_reply(&u, reply);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_RESPONSE);
+	cr_assert_eq(M.response.status, 101);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_WS_CONTROL);
+	cr_assert_eq(M.ws_control.opcode, PROTO_WS_CLOSE);
+	cr_assert_eq(M.ws_control.code, 1001);
+	for (i = 0; i < DT_ITERS && u.reqlen < before + 8; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd);
+	}
+	cr_assert_geq(u.reqlen, before + 8);
+	f = (const uint8_t *)u.req + before;
+	cr_assert_eq(f[0], 0x88);
+	cr_assert_eq((unsigned)((f[6] ^ f[2]) << 8 | (f[7] ^ f[3])), 1001);
+	/* The guest answers; the stream is over. */
+	dt_msg(&M, PROTO_MSG_WS_CONTROL, PROTO_FLAG_END_STREAM, 1);
+	M.ws_control.opcode = PROTO_WS_CLOSE;
+	M.ws_control.code = 1001;
+	dt_send(p, &M);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "reason"), "draining");
+	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1001");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	dt_b.draining = 0;
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

@@ -1460,6 +1460,8 @@ request_revoke_streams(struct broker *b, const struct conf_snapshot *s)
 
 	for (r = b->relays; r != NULL; r = next) {
 		next = r->rnext;
+		if (r->revoked != NULL || r->ws_left)
+			continue; /* a websocket closing already */
 		if (revoke_is_allowed(b, s, g_instance(r),
 			request_policy_transport(r), &r->dest, &r->connected,
 			r->tls_profile, &reason))

@@ -770,6 +770,9 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		listen_stop(b->listen);
 		proxy_ports_free(b);
 		(void)proxy_drain_all(b);
+		/* Open websockets would last until the drain timeout: they
+		 * are closed now, going away (1001), both ways. */
+		(void)request_ws_close_all(b, 1001, "draining");
 		if (session_drain_all(b) == 0) {
 			(void)event_base_loopexit(b->base, NULL);
 			return;

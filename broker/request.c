@@ -218,7 +218,7 @@ request_log_close(struct request *r, const char *error)
 	c.connected = r->has_connected ? &r->connected : NULL;
 	c.status = r->status;
 	c.error = r->revoked != NULL ? "revoked" : error;
-	c.reason = r->revoked;
+	c.reason = r->revoked != NULL ? r->revoked : r->close_reason;
 	c.bytes_in = r->bytes_in;
 	c.bytes_out = r->bytes_out;
 	c.websocket = r->transport == PROTO_TRANSPORT_WEBSOCKET;
@@ -326,6 +326,8 @@ request_discard(struct request *r)
 void
 request_on_reset(struct request *r)
 {
+	if (request_ws_leave(r, 1001))
+		return; /* the upstream gets its close first */
 	request_upstream_done(r);
 	request_log_close(r, "cancelled");
 	r->st.state = PROTO_STREAM_CLOSED;
@@ -1311,6 +1313,21 @@ request_still_allowed(struct request *r)
 	return ok;
 }
 
+int
+request_connected_check(struct request *r, struct bufferevent *bev,
+    const struct policy_addr *used)
+{
+	r->connected = *used;
+	r->has_connected = 1;
+	/* A reload while connecting passed this stream by (only relaying
+	 * ones are revoked): decide again on the snapshot in force now. */
+	if (request_still_allowed(r))
+		return 0;
+	r->up = bev; /* closed with the upstream side */
+	request_fail(r, EGRESS_ERR_DENIED);
+	return -1;
+}
+
 /*
  * The stream's connection is up (TLS verified for tls): tell the guest
  * with RESPONSE 200 and relay bytes until both sides ended, the idle
@@ -1328,15 +1345,8 @@ request_begin_relay(struct request *r, struct bufferevent *bev,
 		request_begin_ws(r, bev, used);
 		return;
 	}
-	r->connected = *used;
-	r->has_connected = 1;
-	/* A reload while connecting passed this stream by (only relaying
-	 * ones are revoked): decide again on the snapshot in force now. */
-	if (!request_still_allowed(r)) {
-		r->up = bev; /* closed with the upstream side */
-		request_fail(r, EGRESS_ERR_DENIED);
+	if (request_connected_check(r, bev, used) != 0)
 		return;
-	}
 	r->phase = PHASE_RELAY;
 	if (r->timer != NULL)
 		(void)evtimer_del(r->timer);
@@ -1419,7 +1429,7 @@ request_linger(struct request *r)
 		r->lnext->lprev = r;
 	r->b->lingering = r;
 	if (r->ws != NULL)
-		wsock_detach(r->ws); /* close 1001; may finish and free r */
+		wsock_detach(r->ws, 1001); /* may finish and free r */
 	else
 		relay_detach(r->relay); /* may finish and free r */
 	return 1;
@@ -1450,12 +1460,15 @@ request_revoke_streams(struct broker *b, const struct conf_snapshot *s)
 
 	for (r = b->relays; r != NULL; r = next) {
 		next = r->rnext;
+		if (r->revoked != NULL || r->ws_left)
+			continue; /* a websocket closing already */
 		if (revoke_is_allowed(b, s, g_instance(r),
 			request_policy_transport(r), &r->dest, &r->connected,
 			r->tls_profile, &reason))
 			continue;
 		r->revoked = reason;
-		request_fail(r, EGRESS_ERR_DENIED); /* may free r */
+		if (!request_ws_leave(r, 1008))		    /* may free r */
+			request_fail(r, EGRESS_ERR_DENIED); /* may free r */
 		n++;
 	}
 	return n;

@@ -148,15 +148,28 @@ void request_linger_abort_all(struct broker *b);
 
 /*
  * A reload swapped snapshot s in (borrowed for the call): decide every
- * open tcp or tls stream again against s, through the same decide path
- * with the address it is connected to standing for the answers (no new
- * lookup), and close each one s no longer allows (the instance, its
- * permission, the grant, the declaration, the address class): ERROR
- * denied to the guest, and egress.close with error "revoked" and the
- * policy reason. s NULL (the configuration broke) closes every one, with
- * reason "policy-unavailable". Return how many were closed.
+ * open tcp, tls or websocket stream again against s, through the same
+ * decide path with the address it is connected to standing for the
+ * answers (no new lookup), and close each one s no longer allows (the
+ * instance, its permission, the grant, the declaration, the address
+ * class): ERROR denied to the guest (an open websocket's upstream gets
+ * close 1008 before its connection closes), and egress.close with error
+ * "revoked" and the policy reason. s NULL (the configuration broke)
+ * closes every one, with reason "policy-unavailable". Return how many
+ * were closed.
  */
 size_t request_revoke_streams(struct broker *b, const struct conf_snapshot *s);
+
+/*
+ * The broker is draining: close every websocket (request_ws.c) with code
+ * (1001, going away) both ways, the upstream's close bounded by
+ * WSOCK_CLOSE_WAIT_MS (one still in its handshake once its 101 came;
+ * one still connecting once connected, as b->draining is then set),
+ * each logged with egress.close reason (static). Return how many were
+ * closed.
+ */
+size_t request_ws_close_all(struct broker *b, uint16_t code,
+    const char *reason);
 
 /* Answer whether r still has work (1) or only waits for the guest (0). */
 int request_is_active(const struct request *r);

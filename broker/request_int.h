@@ -101,6 +101,8 @@ struct request {
 	struct request *lnext, *lprev; /* in b->lingering */
 	struct request *rnext, *rprev; /* in b->relays */
 	const char *revoked;	       /* the reason a reload closed it */
+	const char *close_reason; /* else why the broker closed it (static) */
+	int ws_left; /* websocket: the guest reset it, its close went up */
 	char linger_instance[CONF_NAME_MAX + 1];
 };
 
@@ -133,6 +135,24 @@ void request_invalid(struct request *r, const char *detail);
 /* Answer whether r's stream is still allowed by the snapshot in force
  * (1), or not (0, r->revoked set). */
 int request_still_allowed(struct request *r);
+
+/*
+ * r's connection is up on used: record it and decide again on the
+ * snapshot in force now. Return 0, or -1 when r was failed (denied; bev,
+ * whose ownership moves to r, closed with it).
+ */
+int request_connected_check(struct request *r, struct bufferevent *bev,
+    const struct policy_addr *used);
+
+/*
+ * The guest is done with r's open websocket (request_ws.c): it reset the
+ * stream (code 1001), or a reload revoked it (code 1008, r->revoked set;
+ * the guest gets ERROR denied). The stream is closed for the guest; the
+ * upstream gets a close with code, and r ends (logged, finished) once it
+ * is written or after the bounded wait. Return 1 when r was taken that
+ * way (it may be finished already), 0 when r is no open websocket.
+ */
+int request_ws_leave(struct request *r, uint16_t code);
 
 /* Link r into b->relays (open long-lived streams, for revocation). */
 void request_relays_link(struct request *r);

@@ -17,6 +17,7 @@
 
 #include "broker/broker.h"
 #include "broker/guest.h"
+#include "broker/metrics.h"
 #include "broker/net/http1_head.h"
 #include "broker/request.h"
 #include "broker/request_int.h"
@@ -126,7 +127,8 @@ request_ws_end(void *arg, int err)
 		return;
 	}
 	request_upstream_done(r);
-	request_log_close(r, r->g.ops == &guest_gone_ops ? "cancelled" : NULL);
+	request_log_close(r,
+	    r->g.ops == &guest_gone_ops || r->ws_left ? "cancelled" : NULL);
 	request_release_exchange(r);
 	if (r->g.ops == &guest_gone_ops)
 		r->st.state = PROTO_STREAM_CLOSED; /* nobody to wait for */
@@ -141,14 +143,8 @@ request_begin_ws(struct request *r, struct bufferevent *bev,
 	char host[PROTO_AUTHORITY_MAX + 16];
 	uint64_t t = broker_now_ms();
 
-	r->connected = *used;
-	r->has_connected = 1;
-	/* A reload while connecting passed this stream by: decide again. */
-	if (!request_still_allowed(r)) {
-		r->up = bev; /* closed with the upstream side */
-		request_fail(r, EGRESS_ERR_DENIED);
+	if (request_connected_check(r, bev, used) != 0)
 		return;
-	}
 	if (http1_format_host(&r->dest, host, sizeof(host)) < 0) {
 		r->up = bev;
 		request_fail(r, EGRESS_ERR_INVALID_REQUEST);
@@ -159,6 +155,7 @@ request_begin_ws(struct request *r, struct bufferevent *bev,
 		(void)evtimer_del(r->timer);
 	memset(&p, 0, sizeof(p));
 	p.base = r->b->base;
+	p.b = r->b;
 	p.g = &r->g;
 	p.st = &r->st;
 	p.host = host;
@@ -180,6 +177,51 @@ request_begin_ws(struct request *r, struct bufferevent *bev,
 		return;
 	}
 	request_relays_link(r);
+	/* Connected while the broker drains: closed once open. */
+	if (r->b->draining) {
+		r->close_reason = "draining";
+		(void)wsock_close(r->ws, 1001);
+	}
+}
+
+int
+request_ws_leave(struct request *r, uint16_t code)
+{
+	if (r->phase != PHASE_RELAY || r->ws == NULL || !wsock_is_open(r->ws))
+		return 0;
+	/* Revoked: the guest learns it now, as for every stream; the
+	 * upstream gets close 1008 and a bounded wait. */
+	if (r->revoked != NULL) {
+		uint32_t wire = proto_err_to_wire(EGRESS_ERR_DENIED);
+
+		metrics_upstream_error(r->b->metrics, proto_code_name(wire));
+		if (r->st.state != PROTO_STREAM_CLOSED)
+			(void)r->g.ops->send_error(r->g.ctx, &r->st, wire);
+	}
+	r->ws_left = r->revoked == NULL;
+	r->st.state = PROTO_STREAM_CLOSED; /* nothing more for the guest */
+	wsock_detach(r->ws, code);	   /* may finish r */
+	return 1;
+}
+
+size_t
+request_ws_close_all(struct broker *b, uint16_t code, const char *reason)
+{
+	struct request *r, *next;
+	size_t n = 0;
+
+	for (r = b->relays; r != NULL; r = next) {
+		next = r->rnext;
+		if (r->ws == NULL || r->phase != PHASE_RELAY ||
+		    r->close_reason != NULL)
+			continue;
+		r->close_reason = reason;
+		if (wsock_close(r->ws, code) == 0) /* may free r */
+			n++;
+		else
+			r->close_reason = NULL;
+	}
+	return n;
 }
 
 void

@@ -45,6 +45,7 @@ struct ws_item {
 
 struct wsock {
 	struct event_base *base;
+	struct broker *b; /* its memory budget, or NULL: none */
 	const struct guest *g;
 	struct proto_stream *st;
 	struct bufferevent *up;
@@ -65,6 +66,7 @@ struct wsock {
 	int guest_closed; /* the guest's close arrived */
 	int down_closed;  /* a close item was queued for the guest */
 	unsigned close_code;
+	uint16_t close_on_open; /* wsock_close() during the handshake */
 
 	struct evbuffer *down; /* the bytes of the items */
 	struct ws_item *qhead, *qtail;
@@ -74,6 +76,13 @@ struct wsock {
 	int msg_binary;
 	int msg_started;
 	size_t owed; /* guest bytes not yet credited */
+
+	/* Charged to the instance's memory budget: the items for the guest,
+	 * the upstream bytes the codec took since its last message (the
+	 * message it assembles), the guest's message being assembled and
+	 * the codec's queue towards the upstream. */
+	struct broker_mem mem;
+	size_t asm_bytes;
 
 	uint64_t bytes_up, bytes_down, msgs_up, msgs_down;
 	uint64_t last_ms, idle_ms, deadline_ms, hs_deadline_ms;
@@ -115,6 +124,36 @@ ws_touch(struct wsock *w)
 	w->last_ms = broker_now_ms();
 	if (w->activity != NULL)
 		(*w->activity)++;
+}
+
+/* The bytes w holds that its instance's memory budget is charged. */
+static size_t
+ws_mem_used(const struct wsock *w)
+{
+	return w->qbytes + w->asm_bytes +
+	    (w->msg != NULL ? evbuffer_get_length(w->msg) : 0) +
+	    (w->ctx != NULL ? wsproto_queued_bytes(w->ctx) : 0);
+}
+
+/* Answer whether what w holds fits its credit (taking more from the
+ * budget as needed; when it cannot, ws_mem_wake() runs once memory was
+ * given back). Without a broker, everything fits. */
+static int
+ws_mem_room(struct wsock *w)
+{
+	if (w->b == NULL)
+		return 1;
+	return broker_mem_room(w->b, w->g->ops->instance(w->g->ctx), &w->mem,
+	    ws_mem_used(w), 2 * w->max_message + 4 * RELAY_DOWN_HIGH);
+}
+
+/* Give back the credit beyond what w holds now. */
+static void
+ws_mem_trim(struct wsock *w)
+{
+	if (w->b != NULL)
+		broker_mem_trim(w->b, w->g->ops->instance(w->g->ctx), &w->mem,
+		    ws_mem_used(w), 0);
 }
 
 static void
@@ -284,9 +323,9 @@ static void ws_read(struct wsock *w);
  * like one that sends data.
  */
 static int
-ws_read_must_wait(const struct wsock *w)
+ws_read_must_wait(struct wsock *w)
 {
-	return w->qbytes >= RELAY_DOWN_HIGH ||
+	return w->qbytes >= RELAY_DOWN_HIGH || !ws_mem_room(w) ||
 	    evbuffer_get_length(bufferevent_get_output(w->up)) >=
 	    RELAY_UP_HIGH ||
 	    wsproto_queued_count(w->ctx) >= WSOCK_QUEUED_MAX;
@@ -320,6 +359,7 @@ ws_push(struct wsock *w)
 			w->qbytes -= it->len - it->sent;
 			ws_item_pop(w);
 		}
+		ws_mem_trim(w);
 		return;
 	}
 	while (!w->over && (it = w->qhead) != NULL &&
@@ -355,6 +395,7 @@ ws_push(struct wsock *w)
 	}
 	if (w->over)
 		return;
+	ws_mem_trim(w);
 	ws_read_resume(w);
 	ws_check_done(w);
 }
@@ -374,6 +415,7 @@ ws_codec_recv(void *arg, uint8_t *buf, size_t len)
 	if (n <= 0)
 		return 0;
 	w->bytes_down += (uint64_t)n;
+	w->asm_bytes += (size_t)n;
 	return n;
 }
 
@@ -397,6 +439,12 @@ ws_codec_msg(void *arg, int opcode, unsigned code, const uint8_t *p, size_t n)
 {
 	struct wsock *w = arg;
 
+	/* What the codec assembled is now an item: a control frame (its
+	 * 2-byte head and payload) may come amid a message's fragments. */
+	if (opcode == WSPROTO_PING || opcode == WSPROTO_PONG)
+		w->asm_bytes -= w->asm_bytes < n + 2 ? w->asm_bytes : n + 2;
+	else
+		w->asm_bytes = 0;
 	switch (opcode) {
 	case WSPROTO_TEXT:
 	case WSPROTO_BINARY:
@@ -505,6 +553,7 @@ ws_check_done(struct wsock *w)
 /* ---- The upstream's events ---------------------------------------------- */
 
 static void ws_handshake_read(struct wsock *w);
+static void ws_fail_both(struct wsock *w, uint16_t code);
 
 static void
 ws_read_cb(struct bufferevent *bev, void *arg)
@@ -530,6 +579,7 @@ ws_write_cb(struct bufferevent *bev, void *arg)
 	ws_send(w);
 	if (w->over)
 		return;
+	ws_mem_trim(w);
 	ws_credit(w); /* the guest may send again */
 	ws_read_resume(w);
 	if (w->over)
@@ -638,6 +688,11 @@ ws_handshake_read(struct wsock *w)
 		ws_over(w, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
+	if (w->close_on_open != 0) {
+		(void)evbuffer_drain(in, evbuffer_get_length(in));
+		ws_fail_both(w, w->close_on_open);
+		return;
+	}
 	ws_read(w); /* frames that came with the head */
 }
 
@@ -652,7 +707,9 @@ ws_credit(struct wsock *w)
 	if (n == 0 || w->over ||
 	    evbuffer_get_length(bufferevent_get_output(w->up)) >=
 		RELAY_UP_HIGH ||
-	    wsproto_queued_bytes(w->ctx) >= RELAY_UP_HIGH)
+	    (w->ctx != NULL &&
+		wsproto_queued_bytes(w->ctx) >= RELAY_UP_HIGH) ||
+	    !ws_mem_room(w))
 		return;
 	w->owed = 0;
 	w->g->ops->consumed(w->g->ctx, w->st, n);
@@ -676,6 +733,22 @@ ws_fail_both(struct wsock *w, uint16_t code)
 	}
 	ws_send(w);
 	ws_push(w);
+}
+
+int
+wsock_close(struct wsock *w, uint16_t code)
+{
+	if (w->over || w->detached)
+		return -1;
+	if (w->state == WS_HANDSHAKE) {
+		w->close_on_open = code;
+		return 0;
+	}
+	if (w->close_code == 0 && !w->down_closed && !w->up_eof &&
+	    !wsproto_close_sent(w->ctx))
+		w->close_code = code;
+	ws_fail_both(w, code);
+	return 0;
 }
 
 void
@@ -776,6 +849,19 @@ wsock_guest_control(struct wsock *w, const struct proto_msg *m)
 	ws_send(w);
 }
 
+/* Memory was given back somewhere: take what waited for it. */
+static void
+ws_mem_wake(void *arg)
+{
+	struct wsock *w = arg;
+
+	if (w->over)
+		return;
+	ws_credit(w);
+	if (!w->over && w->state == WS_OPEN)
+		ws_read_resume(w);
+}
+
 void
 wsock_flush(struct wsock *w)
 {
@@ -788,20 +874,21 @@ wsock_flush(struct wsock *w)
 }
 
 void
-wsock_detach(struct wsock *w)
+wsock_detach(struct wsock *w, uint16_t code)
 {
 	if (w->over)
 		return;
 	w->detached = 1;
+	w->guest_closed = 1; /* nothing more is taken from it */
 	if (w->state != WS_OPEN) {
 		ws_over(w, 0);
 		return;
 	}
 	ws_push(w); /* drops what waits for the guest */
 	if (!wsproto_close_sent(w->ctx) && !w->up_eof)
-		(void)wsproto_close(w->ctx, 1001, NULL, 0);
+		(void)wsproto_close(w->ctx, code, NULL, 0);
 	if (w->close_code == 0)
-		w->close_code = 1001;
+		w->close_code = code;
 	ws_close_wait(w); /* a peer that never drains its input ends too */
 	if (w->over)
 		return;
@@ -878,6 +965,9 @@ wsock_start(const struct wsock_params *p, struct bufferevent *bev,
 		return EGRESS_ERR_NOMEM;
 	}
 	w->base = p->base;
+	w->b = p->b;
+	w->mem.wake = ws_mem_wake;
+	w->mem.arg = w;
 	w->g = p->g;
 	w->st = p->st;
 	w->up = bev;
@@ -977,6 +1067,9 @@ wsock_free(struct wsock *w)
 {
 	if (w == NULL)
 		return;
+	if (w->b != NULL)
+		broker_mem_trim(w->b, w->g->ops->instance(w->g->ctx), &w->mem,
+		    0, 1);
 	bufferevent_setcb(w->up, NULL, NULL, NULL, NULL);
 	(void)bufferevent_disable(w->up, EV_READ | EV_WRITE);
 	if (event_base_once(w->base, -1, EV_TIMEOUT, ws_up_free_cb, w->up,

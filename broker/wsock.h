@@ -16,12 +16,19 @@
  * ways). Both directions run under flow control: the guest's bytes are
  * credited back only while the upstream's output and the codec's queue
  * stay under RELAY_UP_HIGH, and upstream bytes are read only while fewer
- * than RELAY_DOWN_HIGH bytes wait for the guest's windows. Close
+ * than RELAY_DOWN_HIGH bytes wait for the guest's windows. What the
+ * stream buffers (items for the guest, the message the codec assembles,
+ * the guest's message, the codec's queue) takes credit from the
+ * instance's memory budget: without credit, the upstream is not read and
+ * the guest not credited until memory is given back. Close
  * handshake both ways; an upstream that ends without a close frame, or
  * does not answer a close within WSOCK_CLOSE_WAIT_MS, is reported as
- * close 1006; a guest that is gone gets close 1001 sent
- * upstream. The module decides nothing: the owner (request.c) made the
- * decision, holds the lease and logs.
+ * close 1006; a guest that is gone (or reset the stream) gets close
+ * 1001 sent upstream, a revoked stream 1008 (wsock_detach()), and the
+ * broker's drain closes both ways with 1001 (wsock_close()), each before
+ * the connection closes. The module decides nothing: the owner
+ * (request.c, request_ws.c) made the decision, holds the lease and
+ * logs.
  */
 #ifndef EGRESS_BROKER_WSOCK_H
 #define EGRESS_BROKER_WSOCK_H
@@ -32,6 +39,7 @@
 #include "broker/guest.h"
 #include "broker/net/http1_head.h"
 
+struct broker;
 struct bufferevent;
 struct event_base;
 struct proto_msg;
@@ -62,6 +70,8 @@ typedef void (*wsock_end_fn)(void *arg, int err);
 
 struct wsock_params {
 	struct event_base *base;
+	struct broker *b; /* charged the stream's buffers in its instance's
+			     memory budget (broker_mem_room()); NULL: none */
 	const struct guest *g;	 /* borrowed for the wsock's life */
 	struct proto_stream *st; /* borrowed for the wsock's life */
 	const char *host;	 /* the Host value (http1_format_host()) */
@@ -110,11 +120,23 @@ void wsock_guest_control(struct wsock *w, const struct proto_msg *m);
 void wsock_flush(struct wsock *w);
 
 /*
- * The guest is gone: send close 1001 upstream (unless a close was sent
- * already) and end with err 0 once it is written. The guest's operations
- * are no longer called but consumed(). May call end.
+ * The guest is gone (1001: it vanished or reset the stream; 1008: the
+ * stream was revoked and the guest told so): send close code upstream
+ * (unless a close was sent already) and end with err 0 once it is
+ * written, or after WSOCK_CLOSE_WAIT_MS. The guest's operations are no
+ * longer called but consumed(). May call end.
  */
-void wsock_detach(struct wsock *w);
+void wsock_detach(struct wsock *w, uint16_t code);
+
+/*
+ * The broker closes the stream (1001: it is draining): send close code
+ * upstream and to the guest, take nothing more from the guest, and end
+ * with err 0 once both closes are through (the upstream's bounded by
+ * WSOCK_CLOSE_WAIT_MS). During the handshake, that happens once a 101
+ * was accepted (the guest gets the RESPONSE, then the close). Return 0,
+ * or -1 when w is ending already. May call end.
+ */
+int wsock_close(struct wsock *w, uint16_t code);
 
 /* Answer whether the opening handshake completed (a 101 was accepted). */
 int wsock_is_open(const struct wsock *w);

@@ -8,13 +8,18 @@
  * guest's masked upstream), the upstream's close passed to the guest and
  * answered; a version-1 connection refused (invalid-request), no
  * websocket_client permission (denied), a guest Host override and a
- * handshake header of the guest's own (invalid-request).
+ * handshake header of the guest's own (invalid-request); the stream's
+ * buffers charged to its instance's memory budget; an upstream ping
+ * flood queues a bounded number of pongs; a guest RESET sends close
+ * 1001 upstream before the connection closes; the drain closes a
+ * websocket still in its handshake once it is open.
  */
 #include "daemon_test.h"
 
 #include <criterion/parameterized.h>
 #include <openssl/evp.h>
 
+#include "broker/net/share.h"
 #include "broker/request.h"
 #include "broker/wsock.h"
 
@@ -324,6 +329,348 @@ Test(ws, unanswered_close_is_1006, .timeout = 30)
 	cr_assert_eq(ws_next(p, &M), 1);
 	cr_assert_eq(M.type, PROTO_MSG_WS_CONTROL);
 	cr_assert_eq(M.ws_control.code, 1006);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- The memory budget -------------------------------------------------- */
+
+/*
+ * The broker's memory budget at its smallest (16 MiB: each instance is
+ * guaranteed and capped at 4 MiB), messages of at most 2 MiB, and two
+ * instances with websocket_client.
+ */
+static void
+ws_budget_setup(void)
+{
+	char text[2048];
+	const char *entry = "plugin = unit\n"
+			    "manifest = manifest.ini\n"
+			    "permissions = http_client, websocket_client\n"
+			    "egress_hosts = 127.0.0.1\n"
+			    "egress_allow_loopback = 127.0.0.1\n";
+
+	dt_setup();
+	ct_write_str("manifest.ini", ws_manifest);
+	(void)snprintf(text, sizeof(text),
+	    "[plugins.security]\n"
+	    "signature_mode = disabled\n"
+	    "[plugins.entries.app]\n%s"
+	    "[plugins.entries.app2]\n%s"
+	    "[broker]\n"
+	    "instance_socket_dir = %s/run\n"
+	    "control_socket = %s/control.sock\n"
+	    "memory_max = 16M\n"
+	    "[resolver]\n"
+	    "servers = 127.0.0.1:9\n"
+	    "[limits]\n"
+	    "connect_timeout_ms = 5000\n"
+	    "websocket_max_message_bytes = 2097152\n",
+	    entry, entry, ct_dir, ct_dir);
+	ct_write_str("egressd.ini", text);
+	confstate_reload(&dt_b.conf);
+	cr_assert(confstate_is_valid(&dt_b.conf));
+	/* The budget is fixed at start: start it again at this size. */
+	share_free(dt_b.mem_share);
+	dt_b.mem_share = NULL;
+	event_free(dt_b.mem_wake_ev);
+	dt_b.mem_wake_ev = NULL;
+	cr_assert_eq(broker_apply_conf(&dt_b, dt_b.conf.cur->snap), 0);
+	cr_assert_eq(dt_b.memory_max, 16U << 20);
+}
+
+TestSuite(ws_budget, .init = ws_budget_setup, .fini = dt_teardown);
+
+/* Open websocket stream sid of p to u (its 101 answered). */
+static void
+ws_open_on(struct dt_peer *p, uint32_t sid, struct dt_upstream *u)
+{
+	char accept[29], reply[256];
+
+	ws_request(&M, sid, u->authority, NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(u);
+	ws_accept_of(u, accept);
+	accept[28] = '\0';
+	(void)snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	    accept);
+	dt_upstream_reply(u, reply);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_RESPONSE);
+	cr_assert_eq(M.stream, sid);
+	cr_assert_eq(M.response.status, 101);
+}
+
+#define WS_BIG (1536U * 1024) /* one message: 1.5 MiB */
+
+static uint8_t ws_big[10 + WS_BIG];
+static size_t ws_got[8]; /* DATA bytes the guest got, by stream */
+
+/*
+ * Run the loop, writing the frame ws_big to u as its socket takes it
+ * (from *off) and taking what p receives (it grants no window), until
+ * p got DATA on stream sid (return 1) or DT_ITERS turns passed (0).
+ */
+static int
+ws_pump(struct dt_peer *p, struct dt_upstream *u, size_t *off, uint32_t sid)
+{
+	ssize_t k;
+	int i;
+
+	for (i = 0; i < DT_ITERS; i++) {
+		if (*off < sizeof(ws_big) &&
+		    (k = write(u->cfd, ws_big + *off, sizeof(ws_big) - *off)) >
+			0)
+			*off += (size_t)k;
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			if (M.type == PROTO_MSG_DATA && M.stream < 8)
+				ws_got[M.stream] += M.data.len;
+		if (ws_got[sid] > 0)
+			return 1;
+		dt_step(-1);
+	}
+	return 0;
+}
+
+static size_t
+ws_held(const char *instance)
+{
+	return share_held(dt_b.mem_share, instance) * 1024;
+}
+
+Test(ws_budget, an_instance_at_its_budget_buffers_no_more, .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p)), *q = malloc(sizeof(*q));
+	struct dt_upstream u[4];
+	size_t off[4] = { 0 };
+	uint64_t len = WS_BIG;
+	int i;
+
+	cr_assert(p != NULL && q != NULL);
+	/* One unfragmented binary frame of WS_BIG bytes (64-bit length). */
+	ws_big[0] = 0x82;
+	ws_big[1] = 127;
+	for (i = 0; i < 8; i++)
+		ws_big[2 + i] = (uint8_t)(len >> (56 - 8 * i));
+	memset(ws_big + 10, 'm', WS_BIG);
+	memset(ws_got, 0, sizeof(ws_got));
+	for (i = 0; i < 4; i++)
+		dt_upstream_open(&u[i]);
+	dt_peer_hello(p, "app");
+	dt_peer_hello(q, "app2");
+	ws_open_on(p, 1, &u[0]);
+	ws_open_on(p, 3, &u[1]);
+	ws_open_on(p, 5, &u[2]);
+	ws_open_on(q, 1, &u[3]);
+
+	/* Two whole messages wait for a guest that does not read: they are
+	 * charged to its instance. */
+	cr_assert(ws_pump(p, &u[0], &off[0], 1), "stream 1 got nothing");
+	cr_assert(ws_pump(p, &u[1], &off[1], 3), "stream 3 got nothing");
+	cr_assert_geq(ws_held("app"), 2 * (WS_BIG - PROTO_STREAM_WINDOW),
+	    "app holds %zu bytes", ws_held("app"));
+
+	/* A third does not fit the 4 MiB the instance may hold: the broker
+	 * stops reading it. */
+	cr_assert_not(ws_pump(p, &u[2], &off[2], 5),
+	    "a third message was buffered beyond the budget");
+	cr_assert_leq(ws_held("app"), 4U << 20);
+
+	/* Another instance is not held back. */
+	cr_assert(ws_pump(q, &u[3], &off[3], 1), "app2 got nothing");
+
+	/* When the streams end, their credit is given back. */
+	dt_peer_close(p);
+	for (i = 0; i < DT_ITERS && ws_held("app") > 0; i++) {
+		dt_upstream_read(&u[0]);
+		dt_upstream_read(&u[1]);
+		dt_upstream_read(&u[2]);
+		dt_step(-1);
+	}
+	cr_assert_eq(ws_held("app"), 0, "app still holds %zu bytes",
+	    ws_held("app"));
+	for (i = 0; i < 4; i++)
+		dt_upstream_close(&u[i]);
+	dt_peer_close(q);
+	free(p);
+	free(q);
+}
+
+/* ---- An upstream ping flood --------------------------------------------- */
+
+/*
+ * The upstream sends pings (125 bytes each) as fast as its socket takes
+ * them and reads nothing back, its receive buffer shrunk so that the
+ * broker's pongs back up at once; the guest takes every frame (the
+ * pings it is told of), so only the bound on what waits for the
+ * upstream can stop the broker reading. What the stream holds is
+ * charged to the instance's memory budget: it stays under 2 MiB (4096
+ * queued pongs and 64 KiB of output, with their overhead), where an
+ * unbounded queue grows by a pong for every ping read.
+ */
+Test(ws, upstream_ping_flood_queues_bounded_pongs, .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	static uint8_t pings[512 * 127];
+	struct dt_upstream u;
+	size_t i, off = sizeof(pings), held, most = 0;
+	uint64_t sent = 0;
+	int small = 4096, it;
+	ssize_t k;
+
+	cr_assert_not_null(p);
+	for (i = 0; i < sizeof(pings); i += 127) {
+		pings[i] = 0x89; /* FIN, ping */
+		pings[i + 1] = 125;
+		memset(pings + i + 2, 'p', 125);
+	}
+	dt_upstream_open(&u);
+	/* Inherited by the accepted connection. */
+	cr_assert_eq(setsockopt(u.lfd, SOL_SOCKET, SO_RCVBUF, &small,
+			 sizeof(small)),
+	    0);
+	dt_peer_hello(p, "app");
+	ws_open_on(p, 1, &u);
+	for (it = 0; it < 4 * DT_ITERS; it++) {
+		if (off == sizeof(pings))
+			off = 0;
+		while (off < sizeof(pings) &&
+		    (k = write(u.cfd, pings + off, sizeof(pings) - off)) > 0) {
+			off += (size_t)k;
+			sent += (uint64_t)k;
+		}
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			;
+		held = share_held(dt_b.mem_share, "app") * 1024;
+		if (held > most)
+			most = held;
+		cr_assert_leq(held, 2U << 20,
+		    "the stream holds %zu bytes after %llu bytes of pings",
+		    held, (unsigned long long)sent);
+		if (off < sizeof(pings))
+			dt_step(u.cfd); /* the broker stopped reading */
+		else
+			dt_step(-1);
+	}
+	/* The flood was real: far more pings than the bound holds pongs. */
+	cr_assert_gt(sent, (uint64_t)4 * 4096 * 127, "only %llu bytes sent",
+	    (unsigned long long)sent);
+	cr_log_info("ping flood: %llu bytes sent, at most %zu held",
+	    (unsigned long long)sent, most);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- A guest RESET ------------------------------------------------------ */
+
+Test(ws, guest_reset_sends_close_1001_upstream)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	const uint8_t *f;
+	size_t before;
+	unsigned code;
+	int i;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_open_on(p, 1, &u);
+	before = u.reqlen;
+	dt_msg(&M, PROTO_MSG_RESET, 0, 1);
+	M.reset.code = PROTO_CODE_CANCELLED;
+	dt_send(p, &M);
+	/* The close frame comes before the end of the connection. */
+	for (i = 0; i < DT_ITERS && !u.eof; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd);
+	}
+	cr_assert(u.eof, "the broker kept the upstream connection open");
+	cr_assert_eq(u.reqlen, before + 8, "%zu bytes after the reset",
+	    u.reqlen - before);
+	f = (const uint8_t *)u.req + before;
+	cr_assert_eq(f[0], 0x88); /* FIN, close */
+	cr_assert_eq(f[1], 0x82); /* masked, 2 bytes */
+	code = (unsigned)((f[6] ^ f[2]) << 8 | (f[7] ^ f[3]));
+	cr_assert_eq(code, 1001);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1001");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- The drain ---------------------------------------------------------- */
+
+/*
+ * The broker drains (request_ws_close_all(), as SIGTERM calls it) while a
+ * websocket waits for its 101: once the 101 came, the guest gets the
+ * RESPONSE and then close 1001, the upstream close 1001, and the close
+ * event has reason draining.
+ */
+Test(ws, drain_during_the_handshake_closes_once_open)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	char accept[29], reply[256];
+	struct dt_upstream u;
+	const uint8_t *f;
+	size_t before;
+	int i;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_request(&M, 1, u.authority, NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(&u);
+	dt_b.draining = 1;
+	cr_assert_eq(request_ws_close_all(&dt_b, 1001, "draining"), 1);
+	before = u.reqlen;
+	ws_accept_of(&u, accept);
+	accept[28] = '\0';
+	(void)snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	    accept);
+	dt_upstream_reply(&u, reply);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_RESPONSE);
+	cr_assert_eq(M.response.status, 101);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_WS_CONTROL);
+	cr_assert_eq(M.ws_control.opcode, PROTO_WS_CLOSE);
+	cr_assert_eq(M.ws_control.code, 1001);
+	for (i = 0; i < DT_ITERS && u.reqlen < before + 8; i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd);
+	}
+	cr_assert_geq(u.reqlen, before + 8);
+	f = (const uint8_t *)u.req + before;
+	cr_assert_eq(f[0], 0x88);
+	cr_assert_eq((unsigned)((f[6] ^ f[2]) << 8 | (f[7] ^ f[3])), 1001);
+	/* The guest answers; the stream is over. */
+	dt_msg(&M, PROTO_MSG_WS_CONTROL, PROTO_FLAG_END_STREAM, 1);
+	M.ws_control.opcode = PROTO_WS_CLOSE;
+	M.ws_control.code = 1001;
+	dt_send(p, &M);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "reason"), "draining");
+	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1001");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	dt_b.draining = 0;
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

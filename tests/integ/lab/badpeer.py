@@ -15,9 +15,15 @@ Modes (argv[1]), socket path argv[2]:
   before-hello a well-formed PING as the first frame (no HELLO)
   double-hello HELLO twice
   ping         HELLO, then PING: expect the HELLO answer and a PONG
+  ws-reset AUTHORITY
+               HELLO offering version 2, a websocket REQUEST for
+               ws://AUTHORITY/, and once its RESPONSE 101 came, RESET on
+               that stream (cancelled); prints "reset", then keeps the
+               connection open for 20 s, or until the broker closes it
 For the violation modes, exit 0 when the broker closed the connection
 within 5 s (after at most some frames, printed), 1 when it left it open.
-For ping, exit 0 when the PONG arrived with the same opaque bytes."""
+For ping, exit 0 when the PONG arrived with the same opaque bytes; for
+ws-reset, exit 0 when the RESPONSE 101 came before the RESET."""
 
 import os
 import socket
@@ -26,7 +32,10 @@ import sys
 import time
 
 VERSION = 1
-HELLO, DATA, ERROR, PING, PONG = 1, 4, 8, 10, 11
+HELLO, REQUEST, RESPONSE, DATA, RESET, ERROR, PING, PONG = \
+    1, 2, 3, 4, 7, 8, 10, 11
+CANCELLED = 10
+TRANSPORT_WEBSOCKET = 2
 PAYLOAD_MAX = 98304
 
 
@@ -38,6 +47,39 @@ def frame(ftype, payload=b"", stream=0, flags=0, length=None):
 
 def hello():
     return frame(HELLO, struct.pack("!H", VERSION))
+
+
+def pstr(b):
+    return struct.pack("!H", len(b)) + b
+
+
+def ws_reset(s, authority):
+    send(s, frame(HELLO, struct.pack("!H", 2)))
+    req = struct.pack("!BIIII", TRANSPORT_WEBSOCKET, 0, 0, 0, 0) + \
+        pstr(b"GET") + pstr(b"ws") + pstr(authority.encode()) + \
+        pstr(b"/") + struct.pack("!H", 0)
+    send(s, frame(REQUEST, req, stream=1))
+    for f in read_frames(s, time.monotonic() + 10):
+        if f is None:
+            print("closed before the RESPONSE")
+            return 1
+        ftype, stream, payload = f
+        if ftype == ERROR:
+            print("ERROR frame %r" % payload)
+            return 1
+        if ftype == RESPONSE and stream == 1:
+            status = struct.unpack("!H", payload[:2])[0]
+            if status != 101:
+                print("RESPONSE %d" % status)
+                return 1
+            send(s, frame(RESET, struct.pack("!I", CANCELLED), stream=1))
+            print("reset", flush=True)
+            for g in read_frames(s, time.monotonic() + 20):
+                if g is None:
+                    break
+            return 0
+    print("no RESPONSE within 10 s")
+    return 1
 
 
 def read_frames(s, deadline):
@@ -109,6 +151,8 @@ def main():
         send(s, frame(PING, b"12345678"))
     elif mode == "double-hello":
         send(s, hello() + hello())
+    elif mode == "ws-reset":
+        return ws_reset(s, sys.argv[3])
     elif mode == "ping":
         send(s, hello() + frame(PING, b"pinglab!"))
         got_hello = False

@@ -3,8 +3,10 @@
 """WebSocket peers of the lab (python3-websockets), in the outside
 namespace:
 
-  ws_peer.py echo ADDR PORT DIR [CERT KEY]
-      An echo server (wss with CERT and KEY). Each text or binary message
+  ws_peer.py echo ADDR PORT DIR [CERT KEY [CLIENTCA]]
+      An echo server (wss with CERT and KEY; with CLIENTCA, TLS 1.2 at
+      most and a client certificate CLIENTCA signed required, so that a
+      missing one fails the handshake itself). Each text or binary message
       comes back as it came, except these text commands: "frag" is
       answered by one message sent in three fragments ("ab", "cd", "ef");
       "close-me" makes the server close with 4001 "bye"; "drop" makes it
@@ -12,7 +14,8 @@ namespace:
       by a text message of N bytes. Subprotocol "chat" is accepted when
       asked for. The path /redirect is answered 302 with a Location. For
       each connection, DIR/conn.N.json records the request's Host,
-      Authorization, Origin and Sec-WebSocket-Protocol headers, and once
+      Authorization, Origin and Sec-WebSocket-Protocol headers, the
+      common name of the client's certificate (client_cn), and once
       it is over, the close code received from the client (null for
       none).
   ws_peer.py badaccept ADDR PORT
@@ -49,7 +52,11 @@ async def echo(ws, d):
     COUNT[0] += 1
     n = COUNT[0]
     h = ws.request_headers
+    cert = ws.transport.get_extra_info("peercert") or {}
+    cn = [v for rdn in cert.get("subject", ()) for (k, v) in rdn
+          if k == "commonName"]
     record(d, n, {
+        "client_cn": cn[0] if cn else None,
         "host": h.get("Host"),
         "authorization": h.get("Authorization"),
         "origin": h.get("Origin"),
@@ -111,6 +118,10 @@ async def main():
         if len(sys.argv) > 6:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(sys.argv[5], sys.argv[6])
+        if len(sys.argv) > 7:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(sys.argv[7])
+            ctx.maximum_version = ssl.TLSVersion.TLSv1_2
         server = await websockets.server.serve(
             lambda ws, path: echo(ws, d), addr, port, ssl=ctx,
             subprotocols=["chat"], process_request=process_request,

@@ -11,9 +11,13 @@
 # or connected (invalid-request, reason tls-profile-not-allowed), as is a
 # profile on a tcp stream; a profile whose CA does not sign the
 # upstream's certificate fails verification (tls-failed), as does a
-# certificate for another name under the profile. The profile's files are
-# watched; a reload after which the entry no longer lists the profile
-# closes a stream opened under it.
+# certificate for another name under the profile. A wss WebSocket under
+# the profile reaches a python3-websockets upstream that requires the
+# client certificate (tests/integ/lab/ws_peer.py); without a profile the
+# upstream fails the handshake, under the foreign profile the broker
+# does, and an unlisted profile is refused before anything is looked up.
+# The profile's files are watched; a reload after which the entry no
+# longer lists the profile closes a stream opened under it.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -22,8 +26,12 @@ lab_up
 
 [ -x "${EGRESS_CONNECT:-}" ] ||
     lab_fail "set EGRESS_CONNECT to the built egress-connect"
+WS_PYTHON=${WS_PYTHON:-/usr/bin/python3}
+"$WS_PYTHON" -c 'import websockets' 2>/dev/null ||
+    lab_fail "python3-websockets missing: apt-get install python3-websockets"
 P=$LAB_SRC_DIR/stream_peer.py
 MTLS_PORT=7445
+WSS_PORT=7447
 OTHER_PORT=7446
 HTTPS_PORT=8443
 T=$LAB_DIR/tp
@@ -142,9 +150,11 @@ config()
 	    "$d/client.crt" "$d/client.key"
 	lab_entry sock sockets "$HOSTS" "" "http_client, socket_client"
 	printf 'tls_profiles = %s\n' "$1"
+	lab_entry wsock feeds "$HOSTS" "" "http_client, websocket_client"
+	printf 'tls_profiles = %s\n' "$1"
 }
 config "mtls, foreign" | lab_config_install
-lab_egressd_start sock
+lab_egressd_start sock wsock
 
 # The profiles an instance may select, where instances are listed.
 [ -x "${EGRESSCTL:-}" ] || lab_fail "EGRESSCTL is not set"
@@ -221,6 +231,51 @@ lab_connect sock "tls://other.weather.example:$OTHER_PORT" "$T/lines" \
     --profile mtls
 lab_expect_connect_error tls-failed
 lab_expect_close error tls-failed
+
+# ---- wss under the profile, to an upstream that requires the client
+# certificate
+mkdir -p "$T/ws"
+lab_spawn wsmtls "$LAB_NS_O" "$WS_PYTHON" "$LAB_SRC_DIR/ws_peer.py" echo \
+    "$LAB_PUB4" "$WSS_PORT" "$T/ws" "$d/good.crt" "$d/good.key" "$d/cca.crt"
+lab_poll 10 grep -q ready "$LAB_DIR/log/wsmtls.out" ||
+    lab_fail "the wss peer did not start: $(cat "$LAB_DIR/log/wsmtls.err")"
+WSS_URL="wss://api.weather.example:$WSS_PORT/"
+# stdin stays open until the echo came back (its end sends the close).
+lab_mark
+mkfifo "$T/wsin"
+lab_spawn wsconn "$LAB_NS_B" sh -c 'exec "$@" <"$0"' "$T/wsin" \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/wsock.sock" --profile mtls "$WSS_URL"
+exec {wsin}>"$T/wsin"
+cat "$T/lines" >&"$wsin"
+lab_poll 10 cmp -s "$T/lines" "$LAB_DIR/log/wsconn.out" ||
+    lab_fail "no wss echo: $(cat "$LAB_DIR/log/wsconn.err")"
+exec {wsin}>&-
+lab_poll 10 lab__gone "${LAB_PID[wsconn]}" ||
+    lab_fail "egress-connect did not end with its stdin"
+lab_stop wsconn
+lab_expect_eq "wss egress-connect's exit status" 0 "$LAB_STOP_RC"
+lab_ok "the wss echo with the client certificate"
+lab_expect_eq "client certificate the wss upstream saw" "lab plugin" \
+    "$(jq -r .client_cn "$T/ws/conn.1.json")"
+lab_expect_decision wsock allow - api.weather.example
+lab_expect_eq "close transport" websocket \
+    "$(lab_events egress.close | tail -n 1 | jq -r .transport)"
+lab_connect wsock "$WSS_URL" "$T/lines"
+lab_expect_connect_error tls-failed
+lab_expect_close error tls-failed
+lab_connect wsock "$WSS_URL" "$T/lines" --profile foreign
+lab_expect_connect_error tls-failed
+lab_expect_close error tls-failed
+lab_connect wsock "$WSS_URL" "$T/lines" --profile unlisted
+lab_expect_connect_error invalid-request
+lab_expect_decision wsock deny tls-profile-not-allowed
+lab_expect_eq "no lookup for the refused profile" 0 \
+    "$(($(lab_dns_count api.weather.example A) + \
+    $(lab_dns_count api.weather.example AAAA)))"
+lab_expect_eq "wss connections the upstream served" 1 \
+    "$(ls "$T/ws" | grep -c '^conn\.[0-9]*\.json$')"
+lab_stop wsmtls
 
 # ---- the profile's files are watched as the configuration is: a
 # rewritten client certificate (here one the upstream does not trust)

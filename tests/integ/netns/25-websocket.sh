@@ -6,13 +6,16 @@
 # echo, a fragmented message, ping and pong, the guest's headers and
 # subprotocol passed on with the authorized Host, every close path
 # (guest-initiated, upstream-initiated, abnormal 1006, a guest that
-# vanishes: 1001 upstream), an over-size message (1009), wss with SNI and
+# vanishes or resets its stream: 1001 upstream), an over-size message
+# (1009), wss with SNI and
 # verification (another name's certificate refused), a wrong
 # Sec-WebSocket-Accept and a 302 (refused, never followed), a guest Host
 # override and a handshake header of the guest's own (invalid-request),
 # refused without websocket_client and for metadata and mixed-zone
-# answers as HTTP is, the one budget shared with a tcp stream, and an
-# open websocket closed by a reload that revokes websocket_client.
+# answers as HTTP is, the one budget shared with a tcp stream, an open
+# websocket closed by a reload that revokes websocket_client (1008
+# upstream, denied to the guest), and the broker's drain closing an open
+# websocket both ways (1001) long before the drain timeout.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -231,6 +234,23 @@ lab_poll 10 jq -e '.close_code == 1001' "$D/plain/conn.$gone_n.json" ||
 lab_ok "a vanished guest's websocket was closed with 1001"
 lab_expect_close error cancelled
 
+# ---- a guest that resets its stream: close 1001 upstream first
+n_before=$(ls "$D/plain" | wc -l)
+lab_mark
+lab_spawn wsreset "$LAB_NS_B" "$LAB_PYTHON" "$LAB_SRC_DIR/badpeer.py" \
+    ws-reset "$LAB_SOCK_DIR/ws.sock" "api.weather.example:$WS_PORT"
+lab_poll 10 grep -qx reset "$LAB_DIR/log/wsreset.out" ||
+    lab_fail "no reset after a 101: $(cat "$LAB_DIR/log/wsreset.out")"
+reset_n=$((n_before + 1))
+lab_poll 10 jq -e '.close_code == 1001' "$D/plain/conn.$reset_n.json" ||
+    lab_fail "the peer did not get close 1001 at the reset:" \
+    "$(cat "$D/plain/conn.$reset_n.json")"
+lab_ok "a reset websocket's upstream got close 1001"
+lab_expect_close error cancelled
+lab_expect_eq "close code" 1001 "$(last_field egress.close close_code)"
+lab_is_running wsreset || lab_fail "the guest's connection ended at its reset"
+lab_stop wsreset
+
 # ---- wss: SNI and verification; another name's certificate refused
 WANT=2 ws_connect ws "wss://api.weather.example:$WSS_PORT/" "$D/lines"
 expect_rc 0
@@ -315,6 +335,7 @@ exec {in4}>"$D/in4"
 printf 'four\n' >&"$in4"
 lab_poll 10 grep -qx four "$LAB_DIR/log/wsrev.out" ||
     lab_fail "the websocket did not open"
+rev_n=$(ls "$D/plain" | wc -l)
 lab_mark
 {
 	MAX_CONN=2 lab_config_base
@@ -330,6 +351,53 @@ lab_stop wsrev
 lab_expect_eq "revoked websocket's exit status (denied)" 10 "$LAB_STOP_RC"
 lab_expect_close error revoked
 lab_expect_close reason no-permission
+lab_expect_eq "close code" 1008 "$(last_field egress.close close_code)"
+lab_poll 10 jq -e '.close_code == 1008' "$D/plain/conn.$rev_n.json" ||
+    lab_fail "the peer did not get close 1008 at the revocation:" \
+    "$(cat "$D/plain/conn.$rev_n.json")"
+lab_ok "the revoked websocket's upstream got close 1008"
 exec {in4}>&-
 
-lab_finish
+# ---- the drain closes an open websocket both ways (1001) at once: the
+# broker exits long before its drain timeout (60 s here)
+{
+	MAX_CONN=2 lab_config_base |
+	    sed 's/^drain_timeout_ms = .*/drain_timeout_ms = 60000/'
+	lab_entry ws feeds "$HOSTS" mixed.weather.example \
+	    "http_client, socket_client, websocket_client"
+} | lab_config_install
+lab_mark
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config 1
+lab_expect_eq "reload" loaded "$(last_field egress.config status)"
+mkfifo "$D/in5"
+lab_spawn wsdrain "$LAB_NS_B" sh -c 'exec "$@" <"$0"' "$D/in5" \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/ws.sock" "$URL/"
+exec {in5}>"$D/in5"
+printf 'five\n' >&"$in5"
+lab_poll 10 grep -qx five "$LAB_DIR/log/wsdrain.out" ||
+    lab_fail "the websocket did not open: $(cat "$LAB_DIR/log/wsdrain.err")" \
+    "$(lab_events egress.config)"
+drain_n=$(ls "$D/plain" | wc -l)
+lab_expect_no_metadata_hits
+lab_mark
+kill -TERM "$(lab_egressd_pid)"
+lab_poll 10 jq -e '.close_code == 1001' "$D/plain/conn.$drain_n.json" ||
+    lab_fail "the peer did not get close 1001 at the drain:" \
+    "$(cat "$D/plain/conn.$drain_n.json")"
+lab_ok "the drain sent close 1001 upstream"
+lab_poll 10 lab__gone "${LAB_PID[wsdrain]}" ||
+    lab_fail "the guest was not told of the drain's close (stdin open)"
+lab_stop wsdrain
+# A close 1000 or 1001 ends egress-connect with status 0; its stdin is
+# still open, so only the close could end it.
+lab_expect_eq "guest's exit status at the drain's close" 0 "$LAB_STOP_RC"
+exec {in5}>&-
+lab_poll 10 lab__gone "$(lab_egressd_pid)" ||
+    lab_fail "egressd still drains with the websocket closed"
+lab_expect_close reason draining
+lab_expect_eq "close code" 1001 "$(last_field egress.close close_code)"
+lab_expect_log_valid
+lab_stop egressd TERM
+lab_expect_eq "egressd exit status after SIGTERM" 0 "$LAB_STOP_RC"

@@ -245,6 +245,8 @@ struct conf_snapshot {
 	char *inspect_ca_cert; /* the inspection CA (resolved; the default
 				  CONF_INSPECT_CA_CERT when unset) */
 	char *inspect_ca_key;  /* its key (owner-only) */
+	char *inspect_ca_pem;  /* the CA certificate as PEM, when an entry
+				  has tls_inspect; else NULL */
 	struct conf_tls_profile *tls_profiles; /* sorted by name */
 	size_t ntls_profiles;
 

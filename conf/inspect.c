@@ -206,6 +206,24 @@ ca_path(const char *dir, const struct conf_val *value, const char *def)
 	return p;
 }
 
+/* The PEM text of x, in *ret (malloc'd). */
+static int
+ca_pem(X509 *x, char **ret)
+{
+	BIO *bio = BIO_new(BIO_s_mem());
+	char *p = NULL;
+	long n;
+	int rc = EGRESS_ERR_NOMEM;
+
+	if (bio != NULL && PEM_write_bio_X509(bio, x) == 1 &&
+	    (n = BIO_get_mem_data(bio, &p)) > 0 &&
+	    (*ret = strndup(p, (size_t)n)) != NULL)
+		rc = 0;
+	ERR_clear_error();
+	BIO_free(bio);
+	return rc;
+}
+
 int
 conf_inspect_build(const char *path, const char *dir,
     const struct conf_val *cert, const struct conf_val *key,
@@ -242,9 +260,11 @@ conf_inspect_build(const char *path, const char *dir,
 		return EGRESS_ERR_NOMEM;
 	if (conf_inspect_ca_read(s->inspect_ca_cert, s->inspect_ca_key, &x,
 		&pk, &file, &why) == 0) {
+		int rc = ca_pem(x, &s->inspect_ca_pem);
+
 		X509_free(x);
 		EVP_PKEY_free(pk);
-		return 0;
+		return rc;
 	}
 	if (file == s->inspect_ca_key)
 		line = key != NULL ? key->line : first->tls_inspect;

@@ -12,13 +12,24 @@
 # host is still refused (502 tls-failed: inspection never weakens the
 # broker's own verification); a CONNECT inside the tunnel is refused;
 # an entry without tls_inspect still gets a byte tunnel (curl verifies
-# nginx's own certificate end to end).
+# nginx's own certificate end to end). Then real clients inside
+# egress-sandbox --net --inspect (an unprivileged uid): the CA bundle
+# (system roots and the inspection CA) is in SSL_CERT_FILE and the other
+# clients' variables; curl (two requests, two decisions), Python
+# requests and git clone over HTTPS succeed with no CA option of their
+# own; the bundle is gone once the command ended; --inspect for an
+# instance that does not inspect is refused.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 . "$(dirname "$0")/../lab/curl.sh"
 lab_init
 lab_need_bins
 [ -x "${EGRESSCTL:-}" ] || lab_fail "EGRESSCTL is not set"
+[ -x "${EGRESS_SANDBOX:-}" ] || lab_fail "set EGRESS_SANDBOX to the built binary"
+PY=/usr/bin/python3
+command -v git >/dev/null || lab_fail "missing git (apt-get install -y git)"
+"$PY" -c "import requests" 2>/dev/null ||
+    lab_fail "missing python3's requests (apt-get install -y python3-requests)"
 lab_up
 
 lab_dns_set api.weather.example="$LAB_PUB4" \
@@ -164,5 +175,96 @@ pcurl "${P[@]}" --cacert "$ICA" https://api.weather.example/small
 [ "$LAB_CURL_RC" != 0 ] ||
     lab_fail "the uninspected tunnel answered with the inspection CA"
 lab_ok "the uninspected tunnel is not terminated"
+
+# ---- egress-sandbox --net --inspect ----------------------------------------
+WU=64811
+CTL=$LAB_DIR/run/control.sock
+W=$LAB_DIR/work
+install -d -m 0700 -o "$WU" -g "$WU" "$W"
+www=$LAB_DIR/www
+git init -q --bare "$www/git/tiny.git"
+git init -q "$LAB_DIR/src"
+printf 'egressd lab repository\n' >"$LAB_DIR/src/README"
+git -C "$LAB_DIR/src" add README
+git -C "$LAB_DIR/src" -c user.name=lab -c user.email=lab@lab.example \
+    commit -q -m "a commit"
+git -C "$LAB_DIR/src" push -q "$www/git/tiny.git" HEAD:refs/heads/main
+git -C "$www/git/tiny.git" symbolic-ref HEAD refs/heads/main
+git -C "$www/git/tiny.git" update-server-info
+UNSET=()
+for v in REQUESTS_CA_BUNDLE CURL_CA_BUNDLE SSL_CERT_FILE SSL_CERT_DIR \
+    GIT_SSL_CAINFO PIP_CERT NODE_EXTRA_CA_CERTS; do
+	UNSET+=(-u "$v")
+done
+# sb INSTANCE OUT COMMAND...: run COMMAND under egress-sandbox --net
+# --inspect as WU, in W; stdout and stderr to OUT.out and OUT.err, status
+# in SB_RC.
+sb()
+{
+	local inst=$1 out=$LAB_DIR/$2
+	shift 2
+	lab_mark
+	SB_RC=0
+	env "${UNSET[@]}" ip netns exec "$LAB_NS_B" timeout -k 5 \
+	    "$(egress_wait 60)" "$EGRESS_SANDBOX" --instance "$inst" --net \
+	    --inspect --control "$CTL" --user "$WU:$WU" \
+	    --registry "$LAB_DIR/run/sandbox-registry" -- env -C "$W" \
+	    HOME="$W" \
+	    "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	    "$@" >"$out.out" 2>"$out.err" || SB_RC=$?
+}
+sb_ok()
+{
+	local what=$1
+	shift
+	sb "$@"
+	[ "$SB_RC" = 0 ] || lab_fail "$what: status $SB_RC:" \
+	    "$(tail -n 5 "$LAB_DIR/$2.err")"
+	lab_ok "$what: succeeded"
+}
+A=api.weather.example
+
+sb_ok "the bundle's variables" weather env sh -c \
+    'for v in SSL_CERT_FILE CURL_CA_BUNDLE REQUESTS_CA_BUNDLE GIT_SSL_CAINFO PIP_CERT NODE_EXTRA_CA_CERTS; do printenv "$v"; done | sort -u; cat "$SSL_CERT_FILE"'
+bundle=$(head -n 1 "$LAB_DIR/env.out")
+case $bundle in /tmp/egress-sandbox-ca.*) ;;
+*) lab_fail "one bundle in every variable, got: $(head -n 3 "$LAB_DIR/env.out")" ;;
+esac
+grep -qF "$(sed -n 2p "$ICA")" "$LAB_DIR/env.out" ||
+    lab_fail "the bundle lacks the inspection CA"
+[ "$(grep -c 'BEGIN CERTIFICATE' "$LAB_DIR/env.out")" -gt 1 ] ||
+    lab_fail "the bundle lacks the system roots"
+[ ! -e "$bundle" ] || lab_fail "the bundle $bundle is left behind"
+lab_ok "one bundle with the system roots and the inspection CA, removed after"
+
+sb_ok "curl, two requests" weather curl curl -sS --max-time 20 \
+    -w '%{http_code}\n' -o /dev/null "https://$A/small" -o /dev/null \
+    "https://$A/host"
+lab_expect_eq "curl statuses" "200
+200" "$(cat "$LAB_DIR/curl.out")"
+lab_wait_events egress.decision 3
+lab_expect_eq "curl decisions" "weather allow tls-inspect $A 443
+weather allow http $A 443
+weather allow http $A 443" "$(lab_events egress.decision | jq -r "$tuple")"
+lab_expect_hits "$LAB_PUB4" 1 /small
+
+sb_ok "python requests" weather py "$PY" -c \
+    "import requests; r = requests.get('https://$A/host', timeout=20); print(r.status_code, r.text)"
+lab_expect_eq "requests answer" "200 host=$A sni=$A" "$(cat "$LAB_DIR/py.out")"
+lab_wait_events egress.decision 2
+lab_expect_eq "requests decisions" "weather allow tls-inspect $A 443
+weather allow http $A 443" "$(lab_events egress.decision | jq -r "$tuple")"
+
+sb_ok "git clone" weather git git clone -q "https://$A/git/tiny.git" tiny
+lab_expect_eq "the clone" "egressd lab repository" "$(cat "$W/tiny/README")"
+[ "$(lab_events egress.decision | jq -r .transport | grep -c '^http$')" -ge 2 ] ||
+    lab_fail "git's requests were not decided one by one"
+lab_ok "git's requests decided one by one"
+
+sb plain refused true
+lab_expect_eq "--inspect without tls_inspect" 3 "$SB_RC"
+grep -q "does not inspect" "$LAB_DIR/refused.err" ||
+    lab_fail "no reason given: $(cat "$LAB_DIR/refused.err")"
+lab_ok "--inspect without tls_inspect is refused"
 
 lab_finish

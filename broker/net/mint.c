@@ -217,7 +217,9 @@ mint_make(struct mint *m, const char *name, time_t now)
 	    !add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature") ||
 	    !add_ext(x, &ctx, NID_ext_key_usage, "serverAuth") ||
 	    !add_ext(x, &ctx, NID_subject_key_identifier, "hash") ||
-	    !add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always") ||
+	    /* A CA without a key identifier gets leaves without one. */
+	    (X509_get0_subject_key_id(m->ca) != NULL &&
+		!add_ext(x, &ctx, NID_authority_key_identifier, "keyid")) ||
 	    !add_san(x, name))
 		goto out;
 	/* A digest for EC and RSA CAs; none for Ed25519. */

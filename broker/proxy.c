@@ -1346,6 +1346,8 @@ proxy_inspect(struct proxy_conn *c)
 	(void)snprintf(hd.scheme, sizeof(hd.scheme), "https");
 	if (http1_format_host(&hd, auth, sizeof(auth)) < 0 ||
 	    inspect_wrap(b, c->bev, d->host.name, &tls) != 0) {
+		proxy_log_refusal(c, 502, "inspect",
+		    "the TLS of the tunnel could not be terminated");
 		proxy_free(c);
 		return;
 	}

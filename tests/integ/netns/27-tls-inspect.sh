@@ -12,7 +12,8 @@
 # host is still refused (502 tls-failed: inspection never weakens the
 # broker's own verification); a CONNECT inside the tunnel is refused;
 # an entry without tls_inspect still gets a byte tunnel (curl verifies
-# nginx's own certificate end to end). Then real clients inside
+# nginx's own certificate end to end); a redirect inside the tunnel comes
+# back untouched and is not followed. Then real clients inside
 # egress-sandbox --net --inspect (an unprivileged uid): the CA bundle
 # (system roots and the inspection CA) is in SSL_CERT_FILE and the other
 # clients' variables; curl (two requests, two decisions), Python
@@ -152,6 +153,13 @@ lab_expect_eq "Host mismatch decision" \
     "weather deny http api.weather.example 443 invalid-request Host header differs from the authority" \
     "$(lab_decision | jq -r "$tuple"' + " \(.reason) \(.detail)"')"
 lab_expect_hits "$LAB_PUB4" 0
+
+# A redirect to the metadata address inside the tunnel: returned
+# untouched, never followed by the broker.
+pcurl "${W[@]}" --cacert "$ICA" https://api.weather.example/redirect
+lab_expect_curl 302
+lab_expect_curl_header Location "http://$LAB_META4/"
+lab_expect_hits "$LAB_META4" 0
 
 # An upstream certificate for another name: still refused.
 pcurl "${W[@]}" --cacert "$ICA" https://wrongcert.weather.example/small

@@ -268,7 +268,9 @@ mint_leaf(struct mint *m, const char *name, time_t now, X509 **ret)
 		return EGRESS_ERR_NOMEM;
 	if (l == NULL) {
 		/* A new slot, or the least recently used one. */
-		l = m->n < m->max ? &m->leaves[m->n++] : old;
+		l = m->n < m->max ? &m->leaves[m->n++] :
+		    old != NULL	  ? old :
+				    &m->leaves[0];
 	}
 	X509_free(l->cert);
 	memcpy(l->name, name, len + 1);

@@ -26,10 +26,10 @@ write_ca(const char *cert, const char *key, int ca, int mode)
 
 	cr_assert_not_null(f = fopen(cert, "w"));
 	cr_assert_eq(PEM_write_X509(f, x), 1);
-	fclose(f);
+	(void)fclose(f);
 	cr_assert_not_null(f = fopen(key, "w"));
 	cr_assert_eq(PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL), 1);
-	fclose(f);
+	(void)fclose(f);
 	cr_assert_eq(chmod(key, (mode_t)mode), 0);
 	X509_free(x);
 	EVP_PKEY_free(k);
@@ -108,7 +108,7 @@ Test(conf_inspect, named_paths_and_bad_files, .init = ct_mkdir,
 	x = ca_test_make(1, &k);
 	cr_assert_not_null(f = fopen(ct_path("ca.pem"), "w"));
 	cr_assert_eq(PEM_write_X509(f, x), 1);
-	fclose(f);
+	(void)fclose(f);
 	cr_expect_eq(load(text, &e), EGRESS_ERR_INVALID);
 	cr_expect(has_error(&e, "c.ini:3: [tls] inspect_ca_key: "), "%s",
 	    ct_errors(&e));

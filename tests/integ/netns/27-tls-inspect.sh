@@ -13,7 +13,8 @@
 # broker's own verification); a CONNECT inside the tunnel is refused;
 # an entry without tls_inspect still gets a byte tunnel (curl verifies
 # nginx's own certificate end to end); a redirect inside the tunnel comes
-# back untouched and is not followed. Then real clients inside
+# back untouched and is not followed; an IP-literal CONNECT without SNI
+# gets a leaf for its address. Then real clients inside
 # egress-sandbox --net --inspect (an unprivileged uid): the CA bundle
 # (system roots and the inspection CA) is in SSL_CERT_FILE and the other
 # clients' variables; curl (two requests, two decisions), Python
@@ -36,7 +37,7 @@ lab_up
 lab_dns_set api.weather.example="$LAB_PUB4" \
     other.weather.example="$LAB_PUB4" \
     wrongcert.weather.example="$LAB_PUB4"
-HOSTS="api.weather.example, other.weather.example, wrongcert.weather.example"
+HOSTS="api.weather.example, other.weather.example, wrongcert.weather.example, $LAB_PUB4"
 E=$LAB_DIR/etc
 mkdir -p "$E"
 (umask 077; printf 'weather-token-0123456789\n' >"$E/weather.token";
@@ -143,6 +144,14 @@ grep -q "DNS:api.weather.example" "$LAB_DIR/leaf.txt" ||
 grep -q "Issuer: CN = egressd inspection CA" "$LAB_DIR/leaf.txt" ||
     lab_fail "the leaf is not the inspection CA's"
 lab_ok "the leaf names the host and is the inspection CA's"
+
+# An IP-literal host (curl sends no SNI for it): a leaf for the address.
+pcurl "${W[@]}" --cacert "$ICA" "https://$LAB_PUB4/small"
+lab_expect_curl 200
+lab_wait_events egress.decision 2
+lab_expect_eq "IP-literal decisions" "weather allow tls-inspect $LAB_PUB4 443
+weather allow http $LAB_PUB4 443" "$(lab_events egress.decision | jq -r "$tuple")"
+lab_expect_hits "$LAB_PUB4" 1 /small
 
 # A Host that differs from the SNI, inside the tunnel: refused.
 pcurl "${W[@]}" --cacert "$ICA" -H 'Host: other.weather.example' \

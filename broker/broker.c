@@ -30,6 +30,7 @@
 #include "broker/net/pool.h"
 #include "broker/net/share.h"
 #include "broker/session.h"
+#include "broker/inspect.h"
 #include "broker/tlsprof.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -287,6 +288,8 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 	/* After [tls]: a profile without ca_file uses its CA file. */
 	if ((err = tlsprof_apply(b, s)) != 0 && ret == 0)
 		ret = err;
+	if ((err = inspect_apply(b, s)) != 0 && ret == 0)
+		ret = err;
 	if ((s->upstream_proxy_url == NULL) != (b->parent_url == NULL) ||
 	    (s->upstream_proxy_url != NULL &&
 		strcmp(s->upstream_proxy_url, b->parent_url) != 0)) {
@@ -506,6 +509,7 @@ broker_release(struct broker *b)
 	free(b->parent_url);
 	b->tls_ca = NULL;
 	tlsprof_release(b);
+	inspect_release(b);
 	lease_table_set_share(b->leases, NULL);
 	lease_table_free(b->leases);
 	b->leases = NULL;

@@ -37,6 +37,7 @@ struct control_server;
 struct share;
 struct request;
 struct broker_tlsprof;
+struct mint;
 
 /*
  * The fair shares of the pools instances contend for (share.h): each
@@ -120,6 +121,8 @@ struct broker {
 					    (tlsprof.h) */
 	size_t ntlsprofs;
 	uint64_t tlsprof_seq; /* their generations */
+	struct mint *inspect; /* the inspection CA's leaves and TLS server
+				 (inspect.h); NULL: none loaded */
 
 	struct lease_table *leases; /* per-instance upstream counts */
 	struct pool *pool;	    /* idle keep-alive upstreams; NULL:

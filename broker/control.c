@@ -562,6 +562,7 @@ cmd_attach_listener(const struct control_ops *ops, void *b, const char *name,
 	const struct conf_instance *ci;
 	const char *msg = "attach-listener failed";
 	uint64_t hold = 0;
+	json_t *o;
 	int rc = 0, err;
 
 	if (ops->attach_listener == NULL || ops->detach_listener == NULL) {
@@ -587,9 +588,18 @@ cmd_attach_listener(const struct control_ops *ops, void *b, const char *name,
 	if (err != 0 || hold == 0)
 		return reply_error("attach-listener failed", "failed", fn,
 		    arg);
-	rc = reply_json_hold(json_pack("{s:s, s:I}", "attached_listener",
-				 ci->name, "listeners", (json_int_t)nfds),
-	    -1, hold, fn, arg);
+	/* An inspected instance's launcher gets the CA to hand its
+	 * clients (egress-sandbox --inspect). */
+	o = json_pack("{s:s, s:I}", "attached_listener", ci->name, "listeners",
+	    (json_int_t)nfds);
+	if (o != NULL && ci->tls_inspect &&
+	    ops->snapshot(b)->inspect_ca_pem != NULL &&
+	    json_object_set_new(o, "inspect_ca",
+		json_string(ops->snapshot(b)->inspect_ca_pem)) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	rc = reply_json_hold(o, -1, hold, fn, arg);
 	if (rc != 0)
 		ops->detach_listener(b, hold);
 	return rc;

@@ -28,6 +28,7 @@
 #include "broker/broker.h"
 #include "broker/confstate.h"
 #include "broker/guest.h"
+#include "broker/inspect.h"
 #include "broker/log.h"
 #include "broker/net/http1_head.h"
 #include "broker/net/http1_req.h"
@@ -89,9 +90,18 @@ struct proxy_conn {
 	int eof;	 /* the client half-closed: what it sent is served */
 
 	struct http1_req q; /* the head parsed last */
+
+	/* PROXY_INSPECT: the authority of every request, HOST[:PORT] of
+	 * the tunnel's https:// origin. */
+	char authority[POLICY_NAME_MAX + 16];
+	int inspecting; /* the tunnel ended for inspection: hand over */
+	/* PROXY_INSPECT: watches the TLS records queued to the socket,
+	 * which must be written before a close. */
+	struct evbuffer_cb_entry *under_cb;
 };
 
 static void proxy_free(struct proxy_conn *c);
+static void proxy_inspect(struct proxy_conn *c);
 static void proxy_schedule(struct proxy_conn *c);
 static void proxy_head_arm(struct proxy_conn *c);
 static int proxy_take_share(struct broker *b, const char *instance);
@@ -105,6 +115,17 @@ static struct evbuffer *
 proxy_out(struct proxy_conn *c)
 {
 	return bufferevent_get_output(c->bev);
+}
+
+/* Bytes not yet written to the socket: the output, and under TLS the
+ * records made of it. */
+static size_t
+proxy_out_len(struct proxy_conn *c)
+{
+	struct bufferevent *u = bufferevent_get_underlying(c->bev);
+
+	return evbuffer_get_length(proxy_out(c)) +
+	    (u != NULL ? evbuffer_get_length(bufferevent_get_output(u)) : 0);
 }
 
 static int
@@ -587,7 +608,11 @@ proxy_begin(struct proxy_conn *c, const struct http1_req *q)
 		    q->headers[i].value_len);
 	}
 	m.nheaders = q->nheaders;
-	if (q->form == HTTP1_REQ_ABSOLUTE) {
+	if (q->form == HTTP1_REQ_ABSOLUTE && (c->flags & PROXY_INSPECT)) {
+		proxy_refuse(c, 400, "malformed",
+		    "absolute-form inside an inspected tunnel");
+		return -1;
+	} else if (q->form == HTTP1_REQ_ABSOLUTE) {
 		if (q->scheme_len == 5 &&
 		    strncasecmp(q->scheme, "https", 5) == 0)
 			https = 1;
@@ -598,6 +623,14 @@ proxy_begin(struct proxy_conn *c, const struct http1_req *q)
 			return -1;
 		}
 		set_str(&m.request.authority, q->authority, q->authority_len);
+	} else if (q->form == HTTP1_REQ_ORIGIN && (c->flags & PROXY_INSPECT) &&
+	    host != NULL) {
+		/* Inside an inspected tunnel: https:// + the name its
+		 * ClientHello was checked for; a different Host is the
+		 * pipeline's "Host header differs from the authority". */
+		https = 1;
+		set_str(&m.request.authority, c->authority,
+		    strlen(c->authority));
 	} else if (q->form == HTTP1_REQ_ORIGIN &&
 	    (c->flags & PROXY_ORIGIN_FORM) && host != NULL) {
 		const char *v = host->value;
@@ -800,6 +833,11 @@ proxy_tunnel_done(void *arg)
 {
 	struct proxy_conn *c = arg;
 
+	if (tunnel_inspect_dest(c->tun) != NULL) {
+		c->inspecting = 1; /* proxy_step() hands over */
+		proxy_schedule(c);
+		return;
+	}
 	c->closing = 1;
 	c->resp_done = 1;
 	bufferevent_setcb(c->bev, proxy_read_cb, proxy_write_cb,
@@ -815,6 +853,11 @@ proxy_connect(struct proxy_conn *c, const struct http1_req *q, size_t hl)
 	struct policy_dest dest;
 	struct policy_err perr;
 
+	if (c->flags & PROXY_INSPECT) {
+		proxy_refuse(c, 405, "method",
+		    "CONNECT inside an inspected tunnel");
+		return 0;
+	}
 	memset(&dest, 0, sizeof(dest));
 	perr.msg[0] = '\0';
 	if (q->content_length > 0 || q->chunked ||
@@ -963,11 +1006,15 @@ proxy_process(struct proxy_conn *c)
 static void
 proxy_step(struct proxy_conn *c)
 {
+	if (c->inspecting) {
+		proxy_inspect(c);
+		return;
+	}
 	if (c->closing) {
 		if ((c->r == NULL || c->resp_done) &&
 		    (c->tun == NULL || tunnel_is_done(c->tun))) {
 			(void)bufferevent_disable(c->bev, EV_READ);
-			if (evbuffer_get_length(proxy_out(c)) == 0)
+			if (proxy_out_len(c) == 0)
 				proxy_free(c);
 		}
 		return;
@@ -1012,7 +1059,7 @@ proxy_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct proxy_conn *c = arg;
 
-	if (c->closing && evbuffer_get_length(proxy_out(c)) == 0 &&
+	if (c->closing && proxy_out_len(c) == 0 &&
 	    (c->r == NULL || c->resp_done) &&
 	    (c->tun == NULL || tunnel_is_done(c->tun))) {
 		proxy_free(c);
@@ -1038,6 +1085,8 @@ proxy_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
+	if (what == BEV_EVENT_CONNECTED)
+		return; /* an inspected tunnel's TLS handshake is done */
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
 	    c->r != NULL && c->body_done) {
 		/* Quiet while its answer is made: as expected. */
@@ -1084,6 +1133,10 @@ proxy_free(struct proxy_conn *c)
 		event_free(c->defer);
 	if (c->head_timer != NULL)
 		event_free(c->head_timer);
+	if (c->under_cb != NULL)
+		(void)evbuffer_remove_cb_entry(
+		    bufferevent_get_output(bufferevent_get_underlying(c->bev)),
+		    c->under_cb);
 	if (c->bev != NULL)
 		bufferevent_free(c->bev); /* closes the socket */
 	if (c->body != NULL)
@@ -1146,9 +1199,24 @@ proxy_take_input(struct proxy_conn *c, struct evbuffer *in)
 	return rv;
 }
 
-int
-proxy_accept(struct broker *b, int fd, const char *instance,
-    struct evbuffer *in, unsigned flags)
+/* Records went out to the socket: a closing connection may be done. */
+static void
+proxy_under_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	(void)buf;
+	if (info->n_deleted > 0 && c->closing)
+		proxy_schedule(c);
+}
+
+/* proxy_accept() on fd, or else on bev (owned: freed on failure), with
+ * authority the implied one of PROXY_INSPECT. */
+static int
+proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
+    const char *instance, struct evbuffer *in, unsigned flags,
+    const char *authority)
 {
 	struct timeval idle = { PROXY_IDLE_MS / 1000, 0 };
 	struct proxy_conn *c = NULL;
@@ -1200,7 +1268,16 @@ proxy_accept(struct broker *b, int fd, const char *instance,
 	c->body = evbuffer_new();
 	c->defer = event_new(b->base, -1, 0, proxy_defer_cb, c);
 	c->head_timer = evtimer_new(b->base, proxy_head_timeout, c);
-	c->bev = bufferevent_socket_new(b->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (authority != NULL)
+		(void)snprintf(c->authority, sizeof(c->authority), "%s",
+		    authority);
+	if (bev != NULL) {
+		c->bev = bev;
+		bev = NULL;
+	} else {
+		c->bev = bufferevent_socket_new(b->base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
+	}
 	if (c->bev != NULL)
 		fd = -1;
 	if (c->pc.state != PROTO_CONN_OPEN || c->parser == NULL ||
@@ -1213,6 +1290,15 @@ proxy_accept(struct broker *b, int fd, const char *instance,
 	}
 	bufferevent_setcb(c->bev, proxy_read_cb, proxy_write_cb,
 	    proxy_event_cb, c);
+	if (bufferevent_get_underlying(c->bev) != NULL &&
+	    (c->under_cb = evbuffer_add_cb(
+		 bufferevent_get_output(bufferevent_get_underlying(c->bev)),
+		 proxy_under_cb, c)) == NULL) {
+		proxy_free(c);
+		err = EGRESS_ERR_NOMEM;
+		c = NULL;
+		goto out;
+	}
 	bufferevent_setwatermark(c->bev, EV_READ, 0, PROXY_IN_HIGH);
 	bufferevent_setwatermark(c->bev, EV_WRITE, PROXY_OUT_LOW, 0);
 	(void)bufferevent_set_timeouts(c->bev, &idle, &idle);
@@ -1231,9 +1317,54 @@ out:
 		share_release(b->session_share, instance, 1);
 	if (fd >= 0 && c == NULL)
 		(void)close(fd);
+	if (bev != NULL)
+		bufferevent_free(bev);
 	if (in != NULL)
 		evbuffer_free(in);
 	return err;
+}
+
+int
+proxy_accept(struct broker *b, int fd, const char *instance,
+    struct evbuffer *in, unsigned flags)
+{
+	return proxy_accept_on(b, fd, NULL, instance, in,
+	    flags & ~(unsigned)PROXY_INSPECT, NULL);
+}
+
+/*
+ * The tunnel of c ended for inspection: put the TLS server on c's
+ * connection and serve what it decrypts as a new connection of the
+ * front (its session share handed over), each request for
+ * https://HOST[:PORT]; c goes.
+ */
+static void
+proxy_inspect(struct proxy_conn *c)
+{
+	char instance[CONF_NAME_MAX + 1], auth[POLICY_NAME_MAX + 16];
+	const struct policy_dest *d = tunnel_inspect_dest(c->tun);
+	struct bufferevent *tls = NULL;
+	struct policy_dest hd;
+	struct broker *b = c->b;
+	unsigned flags = PROXY_INSPECT;
+
+	hd = *d;
+	(void)snprintf(hd.scheme, sizeof(hd.scheme), "https");
+	if (http1_format_host(&hd, auth, sizeof(auth)) < 0 ||
+	    inspect_wrap(b, c->bev, d->host.name, &tls) != 0) {
+		proxy_log_refusal(c, 502, "inspect",
+		    "the TLS of the tunnel could not be terminated");
+		proxy_free(c);
+		return;
+	}
+	c->bev = NULL; /* tls's now */
+	if (c->shared) {
+		flags |= PROXY_SHARED;
+		c->shared = 0;
+	}
+	memcpy(instance, c->instance, sizeof(instance));
+	proxy_free(c);
+	(void)proxy_accept_on(b, -1, tls, instance, NULL, flags, auth);
 }
 
 size_t
@@ -1247,7 +1378,7 @@ proxy_drain_all(struct broker *b)
 		c->closing = 1;
 		if (c->r == NULL &&
 		    (c->tun == NULL || tunnel_is_done(c->tun)) &&
-		    evbuffer_get_length(proxy_out(c)) == 0) {
+		    proxy_out_len(c) == 0) {
 			proxy_free(c);
 			continue;
 		}

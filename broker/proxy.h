@@ -19,7 +19,12 @@
  * shim's fixed masked message, header X-Egress-Error), budget 429 with
  * Retry-After, DNS, connect, TLS and upstream failures 502, timeouts
  * 504, malformed requests 400, methods not relayed 405. CONNECT makes
- * the connection a tunnel (tunnel.h). Requests on one connection are served one at a time in order: a
+ * the connection a tunnel (tunnel.h); for an instance with tls_inspect,
+ * a tunnel whose ClientHello passed its checks is terminated here
+ * (inspect.h) and the decrypted connection is served as origin-form
+ * requests for https:// + the CONNECT authority, each on the pipeline
+ * (so Host must equal that name); absolute-form and CONNECT inside it
+ * are refused. Requests on one connection are served one at a time in order: a
  * pipelined request waits, unread, until the previous response is
  * complete. Request bodies (Content-Length or chunked) flow under the
  * stream's window; response bodies are written as they arrive and stop
@@ -49,6 +54,10 @@ struct evbuffer;
 #define PROXY_AUTH \
 	0x4 /* each request must carry the instance's
 				 proxy token (407 otherwise) */
+#define PROXY_INSPECT \
+	0x8 /* inside an inspected tunnel: origin-form
+				 for its https:// authority only (not a
+				 flag of proxy_accept()) */
 
 /*
  * Serve an HTTP proxy client on fd for instance (copied). Takes ownership

@@ -19,6 +19,7 @@
 
 #include "broker/broker.h"
 #include "broker/confstate.h"
+#include "broker/inspect.h"
 #include "broker/log.h"
 #include "broker/metrics.h"
 #include "broker/net/decide.h"
@@ -71,6 +72,7 @@ struct tunnel {
 	int cl_eof;  /* the client is done sending */
 	int up_shut; /* ... and the upstream was told so */
 	int decided, logged_close;
+	int inspected;	     /* handed to inspection (tunnel_inspect_dest()) */
 	const char *revoked; /* the reason a reload closed it */
 	char detail[2 * TLS_HELLO_SNI_MAX + 64];
 	uint64_t start_ms, start_us, bytes_in, bytes_out;
@@ -494,6 +496,30 @@ tunnel_connect(struct tunnel *t)
 	}
 }
 
+/* An inspected instance: the broker terminates the TLS (inspect.h) once
+ * the ClientHello was checked; the requests inside are decided one by
+ * one, so the tunnel holds no lease. */
+static int
+tunnel_inspect(struct tunnel *t)
+{
+	const struct conf_instance *ci = conf_instance_find(t->conf->snap,
+	    t->instance);
+
+	if (ci == NULL || !ci->tls_inspect)
+		return 0;
+	t->kind = "tls-inspect";
+	if (!inspect_is_ready(t->b)) {
+		(void)snprintf(t->detail, sizeof(t->detail),
+		    "the inspection CA is not loaded");
+		tunnel_refuse(t, "policy-unavailable");
+		return 1;
+	}
+	tunnel_log_decision(t, 1, NULL);
+	t->inspected = 1;
+	tunnel_finish(t, NULL);
+	return 1;
+}
+
 /* The client's first bytes: which tunnel, and may it be? */
 static void
 tunnel_peek(struct bufferevent *bev, void *arg)
@@ -550,6 +576,8 @@ tunnel_peek(struct bufferevent *bev, void *arg)
 		tunnel_refuse(t, "sni-mismatch");
 		return;
 	}
+	if (tunnel_inspect(t))
+		return;
 	tunnel_connect(t);
 }
 
@@ -740,6 +768,12 @@ tunnel_start(struct broker *b, const char *instance, struct bufferevent *bev,
 	(void)bufferevent_disable(bev, EV_READ);
 	*ret = t;
 	return 0;
+}
+
+const struct policy_dest *
+tunnel_inspect_dest(const struct tunnel *t)
+{
+	return t->inspected ? &t->dest : NULL;
 }
 
 int

@@ -18,7 +18,10 @@
  * only, and a byte relay in both directions that
  * stops reading one side while the other has TUNNEL_HIGH bytes queued.
  * One egress.decision (transport "tunnel" when refused before any byte
- * was read) and one egress.close event per tunnel. A reload decides every
+ * was read) and one egress.close event per tunnel. For an instance with
+ * tls_inspect, a tunnel that passed these checks is not connected: it
+ * ends at once as transport "tls-inspect" (no lease held) and the proxy
+ * front terminates its TLS (inspect.h). A reload decides every
  * tunnel again (tunnel_recheck()). What a tunnel cannot
  * check: anything inside the TLS it carries, such as an HTTP Host that
  * differs from the SNI.
@@ -61,6 +64,15 @@ int tunnel_start(struct broker *b, const char *instance,
  * still connecting is decided again, the same way, once connected.
  */
 int tunnel_recheck(struct tunnel *t, const struct conf_snapshot *s);
+
+/*
+ * The destination of a tunnel that ended by being handed to TLS
+ * inspection (its instance has tls_inspect, its ClientHello passed the
+ * checks above, and the decision was logged with transport
+ * "tls-inspect"): the client's bytes, from its ClientHello on, are still
+ * unread in bev, for inspect_wrap(). NULL for any other tunnel.
+ */
+const struct policy_dest *tunnel_inspect_dest(const struct tunnel *t);
 
 /* Answer whether t is over (done was called). */
 int tunnel_is_done(const struct tunnel *t);

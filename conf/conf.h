@@ -176,7 +176,10 @@ struct conf_instance {
 	char **tls_profiles; /* tls_profiles: the [tls.profiles.NAME] names
 				its requests may select */
 	size_t ntls_profiles;
-	int line; /* of the section header */
+	int tls_inspect; /* tls_inspect = true: CONNECT tunnels with a
+			    matching SNI are terminated and their requests
+			    decided one by one */
+	int line;	 /* of the section header */
 	/* The manifest, or NULL when refused; then manifest_error says why
 	 * (file:line messages joined with "; "). */
 	struct conf_manifest *manifest;
@@ -238,7 +241,12 @@ struct conf_snapshot {
 	size_t nextra_methods;
 
 	/* [tls] */
-	char *ca_file;			       /* NULL: system store */
+	char *ca_file;	       /* NULL: system store */
+	char *inspect_ca_cert; /* the inspection CA (resolved; the default
+				  CONF_INSPECT_CA_CERT when unset) */
+	char *inspect_ca_key;  /* its key (owner-only) */
+	char *inspect_ca_pem;  /* the CA certificate as PEM, when an entry
+				  has tls_inspect; else NULL */
 	struct conf_tls_profile *tls_profiles; /* sorted by name */
 	size_t ntls_profiles;
 
@@ -308,6 +316,17 @@ int conf_load(const char *path, struct conf_snapshot **ret,
 int conf_peek_control_socket(const char *path, char **ret, int *ret_found,
     struct conf_errors *reterr);
 
+/*
+ * Read only the inspection CA's paths from the configuration at path
+ * ([tls] inspect_ca_cert and inspect_ca_key, else CONF_INSPECT_CA_CERT and
+ * CONF_INSPECT_CA_KEY in its folder), even when other parts of the file
+ * are invalid (the CA may be what is missing). Write *ret_cert and
+ * *ret_key (malloc'd) and add every error of the file to reterr. Return
+ * 0, or a negative error when the file cannot be read.
+ */
+int conf_peek_inspect_ca(const char *path, char **ret_cert, char **ret_key,
+    struct conf_errors *reterr);
+
 /* Same over the bytes of a configuration; path and its folder are used for
  * messages and for resolving relative paths. */
 int conf_load_buffer(const char *path, const char *buf, size_t len,
@@ -330,6 +349,31 @@ conf_tls_profile_find(const struct conf_snapshot *s, const char *name,
  */
 int conf_instance_has_tls_profile(const struct conf_instance *ci,
     const char *name, size_t len);
+
+/* The inspection CA's files when [tls] does not name them, in the
+ * configuration's folder. */
+#define CONF_INSPECT_CA_CERT "inspect-ca.pem"
+#define CONF_INSPECT_CA_KEY  "inspect-ca.key"
+
+struct x509_st;
+struct evp_pkey_st;
+
+/*
+ * Read the inspection CA: the first PEM certificate of cert_path, which
+ * must be a CA certificate (basicConstraints CA:TRUE) allowed to sign
+ * certificates, and the one unencrypted PEM private key of key_path, a
+ * regular file only its owner may access (opened without following a
+ * final symlink), matching it. Write *ret_cert and *ret_key (the caller
+ * frees them) and return 0; else return EGRESS_ERR_INVALID with *ret_file
+ * the path at fault and *ret_why what is wrong with it (static text,
+ * never a byte of the key). The key's bytes are wiped once parsed.
+ */
+int conf_inspect_ca_read(const char *cert_path, const char *key_path,
+    struct x509_st **ret_cert, struct evp_pkey_st **ret_key,
+    const char **ret_file, const char **ret_why);
+
+/* Answer whether an entry of s has tls_inspect = true. */
+int conf_has_inspect(const struct conf_snapshot *s);
 
 /* Find an instance by name (binary search). Return NULL when absent. */
 const struct conf_instance *conf_instance_find(const struct conf_snapshot *s,

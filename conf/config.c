@@ -93,6 +93,8 @@ static const struct conf_keydef limits_keys[] = {
 };
 static const struct conf_keydef tls_keys[] = {
 	{ "ca_file", 0 },
+	{ "inspect_ca_cert", 0 },
+	{ "inspect_ca_key", 0 },
 	{ NULL, 0 },
 };
 static const struct conf_keydef metrics_keys[] = {
@@ -118,6 +120,7 @@ static const struct conf_keydef entry_keys[] = {
 	{ "stream_idle_timeout_ms", 0 },
 	{ "stream_max_lifetime_ms", 0 },
 	{ "tls_profiles", 1 },
+	{ "tls_inspect", 0 },
 	{ NULL, 0 },
 };
 
@@ -1089,6 +1092,8 @@ build_entry(struct cfg_parse *cp, struct conf_snapshot *s,
 	if (conf_tls_profiles_entry(cp->path, sec->name, &v->list, s, ci,
 		cp->errs) != 0)
 		cp->nomem = 1;
+	conf_inspect_entry(cp->path, sec->name,
+	    conf_sec_cval(sec, "tls_inspect"), ci, cp->errs);
 
 	/* DIR/NAME.sock must fit a Unix socket address. */
 	if (s->instance_socket_dir != NULL &&
@@ -1308,6 +1313,10 @@ load_buffer(const char *path, const char *buf, size_t len,
 		}
 	}
 	check_proxy_listen(&cp, s);
+	if (conf_inspect_build(path, s->dir,
+		fixed_val(&cp, SEC_TLS, "inspect_ca_cert"),
+		fixed_val(&cp, SEC_TLS, "inspect_ca_key"), s, &errs) != 0)
+		cp.nomem = 1;
 	build_keyring(&cp, s);
 	if (cp.nomem) {
 		rc = EGRESS_ERR_NOMEM;
@@ -1374,55 +1383,79 @@ conf_read_error(const char *path, struct conf_errors *reterr)
 		    path, strerror(errno));
 }
 
-int
-conf_peek_control_socket(const char *path, char **ret, int *ret_found,
+/* Read and parse the configuration at path into cp (the caller frees cp
+ * with cfg_parse_done(), its dir and *ret_buf), errors in reterr. */
+static int
+peek_parse(const char *path, struct cfg_parse *cp, char **ret_buf,
     struct conf_errors *reterr)
 {
-	struct cfg_parse cp;
 	struct conf_file_id id;
-	char *buf = NULL, *sock = NULL;
 	size_t len = 0;
 	int r;
 
 	memset(&id, 0, sizeof(id));
-	memset(&cp, 0, sizeof(cp));
-	r = conf_read_file(path, CONFIG_FILE_MAX, &buf, &len, &id);
+	memset(cp, 0, sizeof(*cp));
+	r = conf_read_file(path, CONFIG_FILE_MAX, ret_buf, &len, &id);
 	if (r == EGRESS_ERR_NOT_FOUND)
 		conf_errors_addf(reterr, "%s: no such configuration file",
 		    path);
 	else if (r == EGRESS_ERR_TOO_BIG)
 		conf_errors_addf(reterr,
-		    "%s: the configuration is over %d "
-		    "bytes",
-		    path, CONFIG_FILE_MAX);
+		    "%s: the configuration is over %d bytes", path,
+		    CONFIG_FILE_MAX);
 	else if (r == EGRESS_ERR_IO)
 		conf_read_error(path, reterr);
 	if (r != 0)
 		return r;
-	cp.path = path;
-	cp.errs = reterr;
-	if ((cp.dir = dir_of(path)) == NULL ||
-	    conf_ini_parse(path, buf, len, cfg_section, &cp, reterr) ==
+	cp->path = path;
+	cp->errs = reterr;
+	if ((cp->dir = dir_of(path)) == NULL ||
+	    conf_ini_parse(path, *ret_buf, len, cfg_section, cp, reterr) ==
 		EGRESS_ERR_NOMEM ||
-	    cp.nomem || (sock = strdup(DEF_CONTROL_SOCKET)) == NULL) {
-		r = EGRESS_ERR_NOMEM;
+	    cp->nomem)
+		return EGRESS_ERR_NOMEM;
+	return 0;
+}
+
+int
+conf_peek_path(const char *path, const char *section, const char *key,
+    const char *def, char **ret, int *ret_found, struct conf_errors *reterr)
+{
+	struct cfg_parse cp;
+	char *buf = NULL, *v = NULL;
+	int idx, r;
+
+	for (idx = 0; idx < SEC_NFIXED; idx++)
+		if (strcmp(fixed_secs[idx].name, section) == 0)
+			break;
+	if (idx == SEC_NFIXED)
+		return EGRESS_ERR_INVALID;
+	if ((r = peek_parse(path, &cp, &buf, reterr)) != 0)
 		goto out;
-	}
-	/* A value too long to resolve keeps the default (error added). */
-	r = get_path(&cp, SEC_BROKER, "control_socket", &sock);
-	if (r == EGRESS_ERR_NOMEM)
+	r = EGRESS_ERR_NOMEM;
+	if ((def[0] == '/' ? (v = strdup(def)) == NULL :
+			     asprintf(&v, "%s/%s", cp.dir, def) < 0) ||
+	    /* A value too long to resolve keeps the default (error added). */
+	    (r = get_path(&cp, idx, key, &v)) == EGRESS_ERR_NOMEM)
 		goto out;
-	*ret_found = r == 0 &&
-	    fixed_val(&cp, SEC_BROKER, "control_socket") != NULL;
+	*ret_found = r == 0 && fixed_val(&cp, idx, key) != NULL;
 	r = 0;
-	*ret = sock;
-	sock = NULL;
+	*ret = v;
+	v = NULL;
 out:
-	free(sock);
+	free(v);
 	free((char *)cp.dir);
 	cfg_parse_done(&cp);
 	free(buf);
 	return r;
+}
+
+int
+conf_peek_control_socket(const char *path, char **ret, int *ret_found,
+    struct conf_errors *reterr)
+{
+	return conf_peek_path(path, "broker", "control_socket",
+	    DEF_CONTROL_SOCKET, ret, ret_found, reterr);
 }
 
 int

@@ -264,6 +264,36 @@ int conf_method_is_valid(const char *m);
  */
 char *conf_token_read(const char *path, const char **why);
 
+/*
+ * Read only [section] key (a fixed section's path value) from the
+ * configuration at path, even when other parts of the file are invalid:
+ * write *ret (malloc'd, resolved against the file's folder; def, resolved
+ * the same way, when the file has no valid such line) and *ret_found (1
+ * when the line was read), and add every error of the file to reterr.
+ * Return 0, or a negative error when the file cannot be read (the reason
+ * in reterr).
+ */
+int conf_peek_path(const char *path, const char *section, const char *key,
+    const char *def, char **ret, int *ret_found, struct conf_errors *reterr);
+
+/* Set ci->tls_inspect from the entry's tls_inspect value v (section sec
+ * of the file at path, for messages): true or false, else an error. */
+void conf_inspect_entry(const char *path, const char *sec,
+    const struct conf_val *v, struct conf_instance *ci,
+    struct conf_errors *errs);
+
+/*
+ * Resolve the [tls] inspect_ca_cert and inspect_ca_key values cert and key
+ * (NULL: unset, CONF_INSPECT_CA_CERT and CONF_INSPECT_CA_KEY in dir) into
+ * s, and when an entry of s has tls_inspect, check the CA they name with
+ * conf_inspect_ca_read() and record both with conf_track_file(); a problem
+ * is one "FILE:LINE: ..." message in errs naming the file. Return 0, or
+ * EGRESS_ERR_NOMEM.
+ */
+int conf_inspect_build(const char *path, const char *dir,
+    const struct conf_val *cert, const struct conf_val *key,
+    struct conf_snapshot *s, struct conf_errors *errs);
+
 /* As conf_token_read(), for [upstream_proxy] credentials_file: one line
  * USER:PASSWORD (a non-empty user, then ':'), 3 to CONF_TOKEN_MAX visible
  * ASCII characters. */

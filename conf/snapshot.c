@@ -58,6 +58,9 @@ conf_snapshot_free(struct conf_snapshot *s)
 		free(s->extra_methods[i]);
 	free(s->extra_methods);
 	free(s->ca_file);
+	free(s->inspect_ca_cert);
+	free(s->inspect_ca_key);
+	free(s->inspect_ca_pem);
 	conf_tls_profiles_free(s);
 	free(s->upstream_proxy_url);
 	if (s->upstream_proxy_auth != NULL)

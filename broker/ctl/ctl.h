@@ -75,6 +75,9 @@ const char *ctl_cmd(const struct ctl_ctx *ctx);
  */
 int ctl_conf_load(const char *path, struct conf_snapshot **ret_snap);
 
+/* `egressctl ca init|show`: the inspection CA of tls_inspect entries. */
+int ctl_ca_main(struct ctl_ctx *ctx, int argc, char **argv);
+
 /* `egressctl trust add|list|remove`: the trusted_keys list. */
 int ctl_trust_main(struct ctl_ctx *ctx, int argc, char **argv);
 

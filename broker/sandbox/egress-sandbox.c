@@ -394,7 +394,8 @@ usage(FILE *f)
 	    "[--user USER[:GROUP]] [--registry DIR] -- COMMAND [ARG...]\n"
 	    "       egress-sandbox --socket PATH [--fd N] "
 	    "[--user USER[:GROUP]] [--registry DIR] -- COMMAND [ARG...]\n"
-	    "       egress-sandbox --instance NAME --net [--control PATH] "
+	    "       egress-sandbox --instance NAME --net [--inspect] "
+	    "[--control PATH] "
 	    "[--user USER[:GROUP]] [--registry DIR] -- COMMAND [ARG...]\n"
 	    "       egress-sandbox --print-seccomp-profile\n"
 	    "       egress-sandbox --help | --version\n");
@@ -515,7 +516,7 @@ control_read(int cfd, char *line, int *ret_got)
 
 int
 sandbox_control(const char *path, const char *req, const int *fds, size_t nfds,
-    const char *ok_key, int *ret_fd)
+    const char *ok_key, int *ret_fd, char **ret_ca)
 {
 	char line[SANDBOX_REPLY_MAX + 1];
 	int cfd, got;
@@ -534,6 +535,12 @@ sandbox_control(const char *path, const char *req, const int *fds, size_t nfds,
 		    json_is_string(e) ? json_string_value(e) : line);
 		json_decref(doc);
 		sandbox_die(EXIT_ATTACH, "attach refused", msg);
+	}
+	if (ret_ca != NULL) {
+		json_t *ca = json_object_get(doc, "inspect_ca");
+
+		*ret_ca = json_is_string(ca) ? strdup(json_string_value(ca)) :
+					       NULL;
 	}
 	json_decref(doc);
 	if (ret_fd != NULL)
@@ -556,7 +563,8 @@ attach(const char *path, const char *instance)
 	if (snprintf(req, sizeof(req), "attach %s\n", instance) >=
 	    (int)sizeof(req))
 		sandbox_die(EXIT_USAGE, "instance name too long", NULL);
-	(void)close(sandbox_control(path, req, NULL, 0, "attached", &got));
+	(void)close(sandbox_control(path, req, NULL, 0, "attached", &got,
+	    NULL));
 	if (got < 0)
 		sandbox_die(EXIT_ATTACH, "attach reply carried no descriptor",
 		    NULL);
@@ -1343,8 +1351,8 @@ main(int argc, char **argv)
 			(void)printf("egress-sandbox %s\n", EGRESSD_VERSION);
 			return 0;
 		}
-		if (strcmp(a, "--net") == 0) {
-			net_mode = 1;
+		if (strcmp(a, "--net") == 0 || strcmp(a, "--inspect") == 0) {
+			net_mode |= a[2] == 'n' ? 1 : 2;
 			continue;
 		}
 		if (!option_is_known(a))
@@ -1370,6 +1378,8 @@ main(int argc, char **argv)
 	if ((instance == NULL) == (sockpath == NULL))
 		return usage_error("give exactly one of",
 		    "--instance or --socket");
+	if (net_mode == 2)
+		return usage_error("--inspect needs", "--net");
 	if (net_mode && (sockpath != NULL || fd_given))
 		return usage_error("--net takes neither of",
 		    "--socket or --fd");
@@ -1377,7 +1387,7 @@ main(int argc, char **argv)
 	root = worker_identity(user, &uid, &gid);
 	if (net_mode) {
 		/* Held open: the broker serves the listeners until it closes. */
-		fd = sandbox_net_enter(control, instance, root);
+		fd = sandbox_net_enter(control, instance, root, net_mode & 2);
 		target = -1;
 	} else if (sockpath != NULL) {
 		if ((fd = unixsock_connect(sockpath)) < 0)
@@ -1404,5 +1414,6 @@ main(int argc, char **argv)
 	registry_leave(registry, uid, regfd);
 	/* --net: the broker closes the listeners now. */
 	(void)close(fd);
+	sandbox_net_leave();
 	return rc;
 }

@@ -30,11 +30,12 @@ _Noreturn void sandbox_die(int code, const char *what, const char *detail);
  * one-line JSON reply; exit with EXIT_ATTACH unless its object has the
  * member ok_key (the broker's error is printed). Write the descriptor the
  * reply carried (CLOEXEC, or -1 when none) to *ret_fd when ret_fd is not
- * NULL (otherwise one is closed). Return the control connection (CLOEXEC;
- * the caller closes it).
+ * NULL (otherwise one is closed), and when ret_ca is not NULL the reply's
+ * inspect_ca string to *ret_ca (malloc'd; NULL when it has none). Return
+ * the control connection (CLOEXEC; the caller closes it).
  */
 int sandbox_control(const char *path, const char *req, const int *fds,
-    size_t nfds, const char *ok_key, int *ret_fd);
+    size_t nfds, const char *ok_key, int *ret_fd, char **ret_ca);
 
 /*
  * Enter the --net sandbox: a new network namespace (as root; otherwise
@@ -44,11 +45,21 @@ int sandbox_control(const char *path, const char *req, const int *fds,
  * names only an unroutable nameserver; listening sockets on
  * 127.0.0.1:SANDBOX_PROXY_PORT and [::1] (when IPv6 is there), handed to
  * the broker at control by `attach-listener instance`. Set the proxy
- * variables in the environment. Return the control connection, which
- * keeps the listeners served until it is closed. Exit on any failure
- * (EXIT_SANDBOX, EXIT_ATTACH when the broker refuses).
+ * variables in the environment. With inspect, the broker must inspect
+ * the instance's TLS (its reply carries the inspection CA, else exit
+ * EXIT_ATTACH): write the system roots and that CA to a new file in /tmp
+ * (mode 0444) and set SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE,
+ * GIT_SSL_CAINFO, PIP_CERT and NODE_EXTRA_CA_CERTS to it. Return the
+ * control connection, which keeps the listeners served until it is
+ * closed. Exit on any failure (EXIT_SANDBOX, EXIT_ATTACH when the broker
+ * refuses).
  */
-int sandbox_net_enter(const char *control, const char *instance, int root);
+int sandbox_net_enter(const char *control, const char *instance, int root,
+    int inspect);
+
+/* Remove what sandbox_net_enter() left on disk (the --inspect bundle),
+ * once the command ended. */
+void sandbox_net_leave(void);
 
 /*
  * Add to ctx the socket rules of the --net filter: connect, bind, listen,

@@ -16,6 +16,12 @@
  * default without a nameserver line, 127.0.0.1, is not left in place).
  * The filter keeps socket(AF_UNIX) closed, so neither nscd nor
  * systemd-resolved's varlink socket can resolve names for it either.
+ *
+ * --inspect: the instance's TLS tunnels are terminated by the broker with
+ * leaves of its inspection CA, whose certificate the attach-listener
+ * reply carries. A bundle of the system's roots and that certificate is
+ * written to a new file in /tmp (mode 0444, removed when the command
+ * ended) and every common client is pointed at it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +42,22 @@
 
 #define SANDBOX_RESOLV	   "/etc/resolv.conf"
 #define SANDBOX_LISTEN_MAX 2
+#define SANDBOX_ROOTS_MAX  (16 * 1024 * 1024)
+
+/* The system's root bundle: the first of these that is a file. */
+static const char *const roots_paths[] = {
+	"/etc/ssl/certs/ca-certificates.crt", /* Debian, Ubuntu, Alpine */
+	"/etc/pki/tls/certs/ca-bundle.crt",   /* Fedora, RHEL */
+	"/etc/ssl/ca-bundle.pem",	      /* openSUSE */
+	"/etc/ssl/cert.pem",		      /* BSDs, macOS-like layouts */
+};
+
+/* The variables the bundle is given in. */
+static const char *const bundle_vars[] = { "SSL_CERT_FILE", "CURL_CA_BUNDLE",
+	"REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT",
+	"NODE_EXTRA_CA_CERTS" };
+
+static char bundle_path[64]; /* the --inspect bundle, removed at the end */
 
 static const char resolv_text[] =
     "# egress-sandbox --net: no DNS in this network namespace. Names\n"
@@ -189,9 +211,85 @@ net_listener(int af)
 	return fd;
 }
 
-int
-sandbox_net_enter(const char *control, const char *instance, int root)
+/* Copy the system roots (if any are found) to fd. */
+static void
+bundle_roots(int fd)
 {
+	char buf[65536];
+	struct stat sb;
+	size_t i, total = 0;
+	ssize_t n;
+	int in = -1;
+
+	for (i = 0; i < sizeof(roots_paths) / sizeof(roots_paths[0]); i++) {
+		if ((in = open(roots_paths[i], O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		if (fstat(in, &sb) == 0 && S_ISREG(sb.st_mode))
+			break;
+		(void)close(in);
+		in = -1;
+	}
+	if (in < 0)
+		return;
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		total += (size_t)n;
+		if (total > SANDBOX_ROOTS_MAX ||
+		    write(fd, buf, (size_t)n) != n) {
+			sandbox_net_leave();
+			sandbox_die(EXIT_SANDBOX, "--inspect: the CA bundle",
+			    total > SANDBOX_ROOTS_MAX ?
+				"the system roots are over 16 MiB" :
+				strerror(errno));
+		}
+	}
+	if (n < 0 || write(fd, "\n", 1) != 1) {
+		sandbox_net_leave();
+		sandbox_die(EXIT_SANDBOX, "--inspect: the system roots",
+		    strerror(errno));
+	}
+	(void)close(in);
+}
+
+/* Write the system roots and ca to a new file and point the clients'
+ * variables at it. */
+static void
+bundle_write(const char *ca)
+{
+	size_t i;
+	int fd;
+
+	(void)snprintf(bundle_path, sizeof(bundle_path),
+	    "/tmp/egress-sandbox-ca.XXXXXX");
+	if ((fd = mkostemp(bundle_path, O_CLOEXEC)) < 0) {
+		bundle_path[0] = '\0';
+		sandbox_die(EXIT_SANDBOX, "--inspect: the CA bundle",
+		    strerror(errno));
+	}
+	bundle_roots(fd);
+	if (write(fd, ca, strlen(ca)) != (ssize_t)strlen(ca) ||
+	    fchmod(fd, 0444) != 0 || close(fd) != 0) {
+		sandbox_net_leave();
+		sandbox_die(EXIT_SANDBOX, "--inspect: the CA bundle",
+		    strerror(errno));
+	}
+	for (i = 0; i < sizeof(bundle_vars) / sizeof(bundle_vars[0]); i++)
+		if (setenv(bundle_vars[i], bundle_path, 1) != 0)
+			sandbox_die(EXIT_SANDBOX, "setenv", strerror(errno));
+}
+
+void
+sandbox_net_leave(void)
+{
+	if (bundle_path[0] != '\0')
+		(void)unlink(bundle_path);
+	bundle_path[0] = '\0';
+}
+
+int
+sandbox_net_enter(const char *control, const char *instance, int root,
+    int inspect)
+{
+	char *ca = NULL;
 	static const char *const unset[] = { "no_proxy", "NO_PROXY",
 		"EGRESS_FD" };
 	static const char *const set[] = { "http_proxy", "https_proxy",
@@ -217,7 +315,12 @@ sandbox_net_enter(const char *control, const char *instance, int root)
 		    "egress-sandbox: no IPv6 loopback (%s): the proxy "
 		    "listens on 127.0.0.1 only\n",
 		    strerror(errno));
-	cfd = sandbox_control(control, req, fds, n, "attached_listener", NULL);
+	cfd = sandbox_control(control, req, fds, n, "attached_listener", NULL,
+	    inspect ? &ca : NULL);
+	if (inspect && ca == NULL)
+		sandbox_die(EXIT_ATTACH, "--inspect",
+		    "the broker does not inspect this instance's TLS "
+		    "(tls_inspect = true in its entry)");
 	for (i = 0; i < n; i++)
 		(void)close(fds[i]);
 	for (i = 0; i < sizeof(unset) / sizeof(unset[0]); i++)
@@ -226,6 +329,9 @@ sandbox_net_enter(const char *control, const char *instance, int root)
 	for (i = 0; i < sizeof(set) / sizeof(set[0]); i++)
 		if (setenv(set[i], SANDBOX_PROXY_URL, 1) != 0)
 			sandbox_die(EXIT_SANDBOX, "setenv", strerror(errno));
+	if (ca != NULL)
+		bundle_write(ca);
+	free(ca);
 	return cfd;
 }
 

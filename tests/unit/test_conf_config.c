@@ -432,7 +432,23 @@ ParameterizedTestParameters(conf_config, errors)
 		    "line 2); keep one" },
 		{ "[tls]\ncafile = a\n",
 		    "/nonexistent/c.ini:2: [tls] cafile: unknown key; [tls] "
-		    "takes: ca_file" },
+		    "takes: ca_file, inspect_ca_cert, inspect_ca_key" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "tls_inspect = yes\n",
+		    "/nonexistent/c.ini:4: [plugins.entries.x] tls_inspect: "
+		    "'yes' is not a boolean; write true or false (the "
+		    "default)" },
+		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "tls_inspect = true\n",
+		    "/nonexistent/c.ini:4: [tls] inspect_ca_cert: "
+		    "/nonexistent/inspect-ca.pem does not exist; egressctl ca "
+		    "init writes it (the inspection CA that tls_inspect of "
+		    "[plugins.entries.x] needs)" },
+		{ "[tls]\ninspect_ca_cert = /nonexistent/ca.pem\n"
+		  "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+		  "tls_inspect = true\n",
+		    "/nonexistent/c.ini:2: [tls] inspect_ca_cert: "
+		    "/nonexistent/ca.pem does not exist; " },
 		{ "[resolvers]\n",
 		    "/nonexistent/c.ini:1: [resolvers]: unknown section; the "
 		    "sections are [security], [plugins], [plugins.security], "
@@ -468,7 +484,7 @@ ParameterizedTestParameters(conf_config, errors)
 		    "permissions, egress_hosts, egress_allow_private, "
 		    "egress_allow_loopback, socket_owner, socket_group, proxy_listen, "
 		    "proxy_token_file, stream_idle_timeout_ms, "
-		    "stream_max_lifetime_ms, tls_profiles" },
+		    "stream_max_lifetime_ms, tls_profiles, tls_inspect" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
 		  "stream_idle_timeout_ms = 0\n",
 		    "/nonexistent/c.ini:4: [plugins.entries.x] "

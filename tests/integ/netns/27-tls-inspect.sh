@@ -1,0 +1,287 @@
+#!/bin/bash
+# SPDX-License-Identifier: ISC
+#
+# TLS inspection (tls_inspect = true) with real curl and the lab's nginx,
+# through a proxy port: an entry that inspects is refused while its CA is
+# missing, and while the CA key is group-readable (the message names the
+# file); `egressctl ca init` writes the CA; curl, trusting only the
+# inspection CA, gets two answers over one CONNECT (one tls-inspect
+# decision for the tunnel, then one decision per request); a Host that
+# differs from the SNI inside the tunnel is refused (400, invalid-request,
+# nothing reaches nginx); an upstream whose certificate names another
+# host is still refused (502 tls-failed: inspection never weakens the
+# broker's own verification); a CONNECT inside the tunnel is refused;
+# an entry without tls_inspect still gets a byte tunnel (curl verifies
+# nginx's own certificate end to end); a redirect inside the tunnel comes
+# back untouched and is not followed; an IP-literal CONNECT without SNI
+# gets a leaf for its address. Then real clients inside
+# egress-sandbox --net --inspect (an unprivileged uid): the CA bundle
+# (system roots and the inspection CA) is in SSL_CERT_FILE and the other
+# clients' variables; curl (two requests, two decisions), Python
+# requests and git clone over HTTPS succeed with no CA option of their
+# own; the bundle is gone once the command ended; --inspect for an
+# instance that does not inspect is refused.
+set -euo pipefail
+. "$(dirname "$0")/../lab/lab.sh"
+. "$(dirname "$0")/../lab/curl.sh"
+lab_init
+lab_need_bins
+[ -x "${EGRESSCTL:-}" ] || lab_fail "EGRESSCTL is not set"
+[ -x "${EGRESS_SANDBOX:-}" ] || lab_fail "set EGRESS_SANDBOX to the built binary"
+PY=/usr/bin/python3
+command -v git >/dev/null || lab_fail "missing git (apt-get install -y git)"
+"$PY" -c "import requests" 2>/dev/null ||
+    lab_fail "missing python3's requests (apt-get install -y python3-requests)"
+lab_up
+
+lab_dns_set api.weather.example="$LAB_PUB4" \
+    other.weather.example="$LAB_PUB4" \
+    wrongcert.weather.example="$LAB_PUB4"
+HOSTS="api.weather.example, other.weather.example, wrongcert.weather.example, $LAB_PUB4"
+E=$LAB_DIR/etc
+mkdir -p "$E"
+(umask 077; printf 'weather-token-0123456789\n' >"$E/weather.token";
+    printf 'plain-token-0123456789\n' >"$E/plain.token")
+{
+	lab_config_base
+	lab_entry weather weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3128\nproxy_token_file = weather.token\n'
+	printf 'tls_inspect = true\n'
+	lab_entry plain weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3129\nproxy_token_file = plain.token\n'
+} | lab_config_install
+ctl() { lab_ns_b "$EGRESSCTL" -c "$LAB_CONF" "$@"; }
+
+# No CA yet: the whole configuration is refused, naming the file.
+rc=0
+ctl check weather https://api.weather.example/ >"$LAB_DIR/ctl.out" \
+    2>"$LAB_DIR/ctl.err" || rc=$?
+lab_expect_eq "no inspection CA: refused" 3 "$rc"
+grep -q "tls_inspect: .*$E/inspect-ca.pem does not exist" \
+    "$LAB_DIR/ctl.err" 2>/dev/null ||
+    grep -q "inspect_ca_cert: $E/inspect-ca.pem does not exist" \
+    "$LAB_DIR/ctl.err" ||
+    lab_fail "no message naming the CA file: $(cat "$LAB_DIR/ctl.err")"
+lab_ok "the missing CA is named"
+
+# ca init writes it; a second init refuses without --force.
+ctl ca init >"$LAB_DIR/ca.out" || lab_fail "ca init failed"
+lab_expect_eq "key mode" 600 "$(stat -c %a "$E/inspect-ca.key")"
+rc=0
+ctl ca init >/dev/null 2>&1 || rc=$?
+lab_expect_eq "ca init over an existing CA" 1 "$rc"
+fp=$(ctl ca show | sed -n 's/^fingerprint //p')
+lab_expect_eq "ca show fingerprint" \
+    "sha256:$(openssl x509 -in "$E/inspect-ca.pem" -noout -fingerprint \
+    -sha256 | sed 's/.*=//; s/://g' | tr A-F a-f)" "$fp"
+openssl x509 -in "$E/inspect-ca.pem" -noout -text >"$LAB_DIR/ca.txt"
+grep -q "CA:TRUE, pathlen:0" "$LAB_DIR/ca.txt" ||
+    lab_fail "the CA is not CA:TRUE, pathlen:0"
+lab_ok "the CA is a CA"
+
+# A key its group may read: refused at load, naming the key file.
+chmod 640 "$E/inspect-ca.key"
+rc=0
+ctl check weather https://api.weather.example/ >/dev/null \
+    2>"$LAB_DIR/ctl.err" || rc=$?
+lab_expect_eq "group-readable key: refused" 3 "$rc"
+grep -q "inspect_ca_key: $E/inspect-ca.key is group- or world-accessible" \
+    "$LAB_DIR/ctl.err" ||
+    lab_fail "no message naming the key file: $(cat "$LAB_DIR/ctl.err")"
+lab_ok "the group-readable key is named"
+chmod 600 "$E/inspect-ca.key"
+
+lab_egressd_start weather plain
+lab_wait_port 3128 3129
+ICA=$E/inspect-ca.pem
+CA=$LAB_DIR/pki/ca.crt
+W=(-x http://127.0.0.1:3128 --proxy-user w:weather-token-0123456789)
+P=(-x http://127.0.0.1:3129 --proxy-user p:plain-token-0123456789)
+pcurl()
+{
+	lab_mark
+	LAB_CURL_OUT=$LAB_DIR/curl.out
+	LAB_CURL_HDR=$LAB_DIR/curl.hdr
+	LAB_CURL_RC=0
+	LAB_CURL_STATUS=$(lab_ns_b timeout -k 5 "$(egress_wait 30)" \
+	    curl -sS -o "$LAB_CURL_OUT" -D "$LAB_CURL_HDR" -w '%{http_code}' \
+	    "$@" 2>"$LAB_DIR/curl.err") || LAB_CURL_RC=$?
+}
+tuple='"\(.instance) \(.verdict) \(.transport) \(.host) \(.port)"'
+
+# Two requests over one inspected tunnel: curl trusts only the
+# inspection CA, so the answer's certificate is the broker's leaf.
+pcurl "${W[@]}" --cacert "$ICA" https://api.weather.example/small \
+    -o "$LAB_DIR/curl2.out" https://api.weather.example/host
+lab_expect_curl 200200
+lab_expect_eq "the second answer" \
+    "host=api.weather.example sni=api.weather.example" \
+    "$(cat "$LAB_DIR/curl2.out")"
+lab_expect_eq "one CONNECT" 1 \
+    "$(grep -c '^HTTP/1.1 200 Connection established' "$LAB_CURL_HDR")"
+lab_expect_eq "two answers" 2 "$(grep -c '^HTTP/1.1 200 OK' "$LAB_CURL_HDR")"
+lab_wait_events egress.decision 3
+lab_expect_eq "decisions" \
+"weather allow tls-inspect api.weather.example 443
+weather allow http api.weather.example 443
+weather allow http api.weather.example 443" \
+    "$(lab_events egress.decision | jq -r "$tuple")"
+lab_expect_hits "$LAB_PUB4" 1 /small
+lab_expect_hits "$LAB_PUB4" 1 /host
+lab_expect_eq "the broker's SNI upstream" api.weather.example \
+    "$(lab_sni_seen "$LAB_PUB4" | sort -u)"
+lab_ns_b timeout 20 openssl s_client -proxy 127.0.0.1:3128 \
+    -proxy_user w -proxy_pass pass:weather-token-0123456789 \
+    -connect api.weather.example:443 -servername api.weather.example \
+    -alpn h2,http/1.1 </dev/null >"$LAB_DIR/s_client.out" 2>&1 || true
+grep -q "ALPN protocol: http/1.1" "$LAB_DIR/s_client.out" ||
+    lab_fail "ALPN is not http/1.1: $(cat "$LAB_DIR/s_client.out")"
+lab_ok "ALPN offers http/1.1 only"
+lab_ns_b openssl x509 -noout -text -in <(sed -n \
+    '/BEGIN CERT/,/END CERT/p' "$LAB_DIR/s_client.out") >"$LAB_DIR/leaf.txt"
+grep -q "DNS:api.weather.example" "$LAB_DIR/leaf.txt" ||
+    lab_fail "the leaf does not name api.weather.example"
+grep -q "Issuer: CN = egressd inspection CA" "$LAB_DIR/leaf.txt" ||
+    lab_fail "the leaf is not the inspection CA's"
+lab_ok "the leaf names the host and is the inspection CA's"
+
+# An IP-literal host (curl sends no SNI for it): a leaf for the address.
+pcurl "${W[@]}" --cacert "$ICA" "https://$LAB_PUB4/small"
+lab_expect_curl 200
+lab_wait_events egress.decision 2
+lab_expect_eq "IP-literal decisions" "weather allow tls-inspect $LAB_PUB4 443
+weather allow http $LAB_PUB4 443" "$(lab_events egress.decision | jq -r "$tuple")"
+lab_expect_hits "$LAB_PUB4" 1 /small
+
+# A Host that differs from the SNI, inside the tunnel: refused.
+pcurl "${W[@]}" --cacert "$ICA" -H 'Host: other.weather.example' \
+    https://api.weather.example/host
+lab_expect_curl 400
+lab_wait_events egress.decision 2
+lab_expect_eq "Host mismatch decision" \
+    "weather deny http api.weather.example 443 invalid-request Host header differs from the authority" \
+    "$(lab_decision | jq -r "$tuple"' + " \(.reason) \(.detail)"')"
+lab_expect_hits "$LAB_PUB4" 0
+
+# A redirect to the metadata address inside the tunnel: returned
+# untouched, never followed by the broker.
+pcurl "${W[@]}" --cacert "$ICA" https://api.weather.example/redirect
+lab_expect_curl 302
+lab_expect_curl_header Location "http://$LAB_META4/"
+lab_expect_hits "$LAB_META4" 0
+
+# An upstream certificate for another name: still refused.
+pcurl "${W[@]}" --cacert "$ICA" https://wrongcert.weather.example/small
+lab_expect_curl 502
+lab_expect_curl_header X-Egress-Error tls-failed
+lab_expect_hits "$LAB_PUB4" 0
+
+# A CONNECT inside the inspected tunnel is not relayed.
+pcurl "${W[@]}" --cacert "$ICA" -X CONNECT \
+    --request-target other.weather.example:443 https://api.weather.example/
+lab_expect_curl 405
+lab_expect_hits "$LAB_PUB4" 0
+
+# Without tls_inspect: a byte tunnel, nginx's own certificate.
+pcurl "${P[@]}" --cacert "$CA" https://api.weather.example/small
+lab_expect_curl 200
+lab_wait_events egress.close 1
+lab_expect_eq "plain tunnel" "plain allow tls-tunnel api.weather.example 443" \
+    "$(lab_decision | jq -r "$tuple")"
+pcurl "${P[@]}" --cacert "$ICA" https://api.weather.example/small
+[ "$LAB_CURL_RC" != 0 ] ||
+    lab_fail "the uninspected tunnel answered with the inspection CA"
+lab_ok "the uninspected tunnel is not terminated"
+
+# ---- egress-sandbox --net --inspect ----------------------------------------
+WU=64811
+CTL=$LAB_DIR/run/control.sock
+W=$LAB_DIR/work
+install -d -m 0700 -o "$WU" -g "$WU" "$W"
+www=$LAB_DIR/www
+git init -q --bare "$www/git/tiny.git"
+git init -q "$LAB_DIR/src"
+printf 'egressd lab repository\n' >"$LAB_DIR/src/README"
+git -C "$LAB_DIR/src" add README
+git -C "$LAB_DIR/src" -c user.name=lab -c user.email=lab@lab.example \
+    commit -q -m "a commit"
+git -C "$LAB_DIR/src" push -q "$www/git/tiny.git" HEAD:refs/heads/main
+git -C "$www/git/tiny.git" symbolic-ref HEAD refs/heads/main
+git -C "$www/git/tiny.git" update-server-info
+UNSET=()
+for v in REQUESTS_CA_BUNDLE CURL_CA_BUNDLE SSL_CERT_FILE SSL_CERT_DIR \
+    GIT_SSL_CAINFO PIP_CERT NODE_EXTRA_CA_CERTS; do
+	UNSET+=(-u "$v")
+done
+# sb INSTANCE OUT COMMAND...: run COMMAND under egress-sandbox --net
+# --inspect as WU, in W; stdout and stderr to OUT.out and OUT.err, status
+# in SB_RC.
+sb()
+{
+	local inst=$1 out=$LAB_DIR/$2
+	shift 2
+	lab_mark
+	SB_RC=0
+	env "${UNSET[@]}" ip netns exec "$LAB_NS_B" timeout -k 5 \
+	    "$(egress_wait 60)" "$EGRESS_SANDBOX" --instance "$inst" --net \
+	    --inspect --control "$CTL" --user "$WU:$WU" \
+	    --registry "$LAB_DIR/run/sandbox-registry" -- env -C "$W" \
+	    HOME="$W" \
+	    "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	    "$@" >"$out.out" 2>"$out.err" || SB_RC=$?
+}
+sb_ok()
+{
+	local what=$1
+	shift
+	sb "$@"
+	[ "$SB_RC" = 0 ] || lab_fail "$what: status $SB_RC:" \
+	    "$(tail -n 5 "$LAB_DIR/$2.err")"
+	lab_ok "$what: succeeded"
+}
+A=api.weather.example
+
+sb_ok "the bundle's variables" weather env sh -c \
+    'for v in SSL_CERT_FILE CURL_CA_BUNDLE REQUESTS_CA_BUNDLE GIT_SSL_CAINFO PIP_CERT NODE_EXTRA_CA_CERTS; do printenv "$v"; done | sort -u; cat "$SSL_CERT_FILE"'
+bundle=$(head -n 1 "$LAB_DIR/env.out")
+case $bundle in /tmp/egress-sandbox-ca.*) ;;
+*) lab_fail "one bundle in every variable, got: $(head -n 3 "$LAB_DIR/env.out")" ;;
+esac
+grep -qF "$(sed -n 2p "$ICA")" "$LAB_DIR/env.out" ||
+    lab_fail "the bundle lacks the inspection CA"
+[ "$(grep -c 'BEGIN CERTIFICATE' "$LAB_DIR/env.out")" -gt 1 ] ||
+    lab_fail "the bundle lacks the system roots"
+[ ! -e "$bundle" ] || lab_fail "the bundle $bundle is left behind"
+lab_ok "one bundle with the system roots and the inspection CA, removed after"
+
+sb_ok "curl, two requests" weather curl curl -sS --max-time 20 \
+    -w '%{http_code}\n' -o /dev/null "https://$A/small" -o /dev/null \
+    "https://$A/host"
+lab_expect_eq "curl statuses" "200
+200" "$(cat "$LAB_DIR/curl.out")"
+lab_wait_events egress.decision 3
+lab_expect_eq "curl decisions" "weather allow tls-inspect $A 443
+weather allow http $A 443
+weather allow http $A 443" "$(lab_events egress.decision | jq -r "$tuple")"
+lab_expect_hits "$LAB_PUB4" 1 /small
+
+sb_ok "python requests" weather py "$PY" -c \
+    "import requests; r = requests.get('https://$A/host', timeout=20); print(r.status_code, r.text)"
+lab_expect_eq "requests answer" "200 host=$A sni=$A" "$(cat "$LAB_DIR/py.out")"
+lab_wait_events egress.decision 2
+lab_expect_eq "requests decisions" "weather allow tls-inspect $A 443
+weather allow http $A 443" "$(lab_events egress.decision | jq -r "$tuple")"
+
+sb_ok "git clone" weather git git clone -q "https://$A/git/tiny.git" tiny
+lab_expect_eq "the clone" "egressd lab repository" "$(cat "$W/tiny/README")"
+[ "$(lab_events egress.decision | jq -r .transport | grep -c '^http$')" -ge 2 ] ||
+    lab_fail "git's requests were not decided one by one"
+lab_ok "git's requests decided one by one"
+
+sb plain refused true
+lab_expect_eq "--inspect without tls_inspect" 3 "$SB_RC"
+grep -q "does not inspect" "$LAB_DIR/refused.err" ||
+    lab_fail "no reason given: $(cat "$LAB_DIR/refused.err")"
+lab_ok "--inspect without tls_inspect is refused"
+
+lab_finish

@@ -1464,7 +1464,8 @@ shim_stream_upgrade(struct egress_request *r, struct proto_msg *m, int flags)
 	if (r->err == 0 && c->err == 0 &&
 	    r->ps.upgrade == PROTO_UPGRADE_NONE) {
 		if (!r->resp || r->finished)
-			rv = r->finished ? EGRESS_ERR_CLOSED : EGRESS_ERR_INVALID;
+			rv = r->finished ? EGRESS_ERR_CLOSED :
+					   EGRESS_ERR_INVALID;
 		else if (c->pc.version < PROTO_VERSION_WS)
 			rv = EGRESS_ERR_UNAVAILABLE; /* a version-1 broker */
 		else if (buf_size(&r->in) > 0) {

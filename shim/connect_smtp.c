@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * egress-connect's SMTP STARTTLS dialog (see connect_smtp.h): blocking
- * reads and writes on the stream, each reply parsed line by line
- * ("NNN-" continues, "NNN " ends), every byte bounded.
+ * reads and writes on the stream; each reply is scanned whole from what
+ * was read (smtp_reply_scan(), "NNN-" continues, "NNN " ends), every
+ * byte bounded, and what follows a reply is never taken as the next one:
+ * the server speaks only when it is its turn.
  */
 #include <string.h>
 
@@ -10,15 +12,9 @@
 
 #include "shim/connect_smtp.h"
 
-struct smtp {
-	struct egress_request *s;
-	char buf[SMTP_LINE_MAX];
-	size_t len; /* bytes in buf */
-};
-
-/* Return 1 when the n bytes at p are a reply line "NNN" then ' ' or
- * '-' (or the end), with the code in *ret_code and the kind in
- * *ret_last; else 0. */
+/* Return 1 when the n bytes at p (without the line end) are a reply line
+ * "NNN" then ' ' or '-' (or nothing), with the code in *ret_code and
+ * whether it is the last line in *ret_last; else 0. */
 static int
 smtp_line(const char *p, size_t n, int *ret_code, int *ret_last)
 {
@@ -30,64 +26,105 @@ smtp_line(const char *p, size_t n, int *ret_code, int *ret_last)
 	return 1;
 }
 
-/*
- * Read one whole reply; its code in *ret_code. Bytes after its last line
- * stay in m->buf. Return 0 or an error with *ret_msg.
- */
-static int
-smtp_reply(struct smtp *m, int *ret_code, const char **ret_msg)
+int
+smtp_reply_scan(const char *p, size_t n, int *ret_code)
 {
-	size_t total = 0, eol;
-	char *nl;
-	int n, code = 0, first = -1, last = 0;
+	size_t off = 0, len;
+	const char *nl;
+	int code = 0, first = -1, last = 0;
 
 	while (!last) {
-		nl = memchr(m->buf, '\n', m->len);
-		if (nl == NULL) {
-			if (m->len == sizeof(m->buf)) {
-				*ret_msg = "SMTP reply line too long";
-				return EGRESS_ERR_UPSTREAM_PROTOCOL;
-			}
-			n = egress_stream_read(m->s, m->buf + m->len,
-			    sizeof(m->buf) - m->len, 0);
-			if (n < 0)
-				return n;
-			if (n == 0) {
-				*ret_msg = "the server ended the connection";
-				return EGRESS_ERR_UPSTREAM_PROTOCOL;
-			}
-			m->len += (size_t)n;
-			continue;
-		}
-		eol = (size_t)(nl - m->buf);
-		total += eol + 1;
-		if (!smtp_line(m->buf,
-			eol > 0 && m->buf[eol - 1] == '\r' ? eol - 1 : eol,
-			&code, &last) ||
-		    (first >= 0 && code != first) || total > SMTP_REPLY_MAX) {
-			*ret_msg = "not an SMTP reply";
-			return EGRESS_ERR_UPSTREAM_PROTOCOL;
-		}
+		nl = memchr(p + off, '\n', n - off);
+		if (nl == NULL)
+			return n - off >= SMTP_LINE_MAX ||
+				n >= SMTP_REPLY_MAX ?
+			    -1 :
+			    0;
+		len = (size_t)(nl - (p + off));
+		if (len + 1 > SMTP_LINE_MAX)
+			return -1;
+		if (len > 0 && p[off + len - 1] == '\r')
+			len--;
+		if (!smtp_line(p + off, len, &code, &last) ||
+		    (first >= 0 && code != first))
+			return -1;
 		first = code;
-		m->len -= eol + 1;
-		memmove(m->buf, nl + 1, m->len);
+		off = (size_t)(nl - p) + 1;
+		if (off > SMTP_REPLY_MAX)
+			return -1;
 	}
 	*ret_code = code;
-	return 0;
+	return (int)off;
 }
 
-/* Send a command; nothing the server said may be left unread. */
-static int
-smtp_command(struct smtp *m, const char *cmd, const char **ret_msg)
+enum smtp_go
+smtp_starttls_answer(const char *p, size_t n)
 {
-	int n;
+	int code = 0, len = smtp_reply_scan(p, n, &code);
 
-	if (m->len > 0) {
+	if (len < 0)
+		return SMTP_GO_BAD;
+	if (len == 0)
+		return SMTP_GO_MORE;
+	if (code != 220)
+		return SMTP_GO_REFUSED;
+	return (size_t)len == n ? SMTP_GO_UPGRADE : SMTP_GO_INJECTED;
+}
+
+struct smtp {
+	struct egress_request *s;
+	char buf[SMTP_REPLY_MAX];
+	size_t len; /* bytes in buf */
+};
+
+/* Read until buf holds one whole reply (or more). Return its length
+ * with its code in *ret_code, or an error with *ret_msg. */
+static int
+smtp_read_reply(struct smtp *m, int *ret_code, const char **ret_msg)
+{
+	int n, len;
+
+	while ((len = smtp_reply_scan(m->buf, m->len, ret_code)) == 0) {
+		n = egress_stream_read(m->s, m->buf + m->len,
+		    sizeof(m->buf) - m->len, 0);
+		if (n < 0)
+			return n;
+		if (n == 0) {
+			*ret_msg = "the server ended the connection";
+			return EGRESS_ERR_UPSTREAM_PROTOCOL;
+		}
+		m->len += (size_t)n;
+	}
+	if (len < 0) {
+		*ret_msg = "not an SMTP reply";
+		return EGRESS_ERR_UPSTREAM_PROTOCOL;
+	}
+	return len;
+}
+
+/* Send cmd and read the whole reply, which must be want and all the
+ * server sent. Return 0 or an error with *ret_msg. */
+static int
+smtp_exchange(struct smtp *m, const char *cmd, int want, const char *what,
+    const char **ret_msg)
+{
+	int code = 0, n;
+
+	if (cmd != NULL &&
+	    (n = egress_stream_write(m->s, cmd, strlen(cmd), 0)) < 0)
+		return n;
+	if ((n = smtp_read_reply(m, &code, ret_msg)) < 0)
+		return n;
+	if (code != want) {
+		*ret_msg = what;
+		return EGRESS_ERR_UPSTREAM_PROTOCOL;
+	}
+	if ((size_t)n != m->len) {
 		*ret_msg = "the server sent more than its reply";
 		return EGRESS_ERR_UPSTREAM_PROTOCOL;
 	}
-	n = egress_stream_write(m->s, cmd, strlen(cmd), 0);
-	return n < 0 ? n : 0;
+	m->len = 0;
+	return 0;
 }
 
 int
@@ -95,35 +132,31 @@ connect_smtp(struct egress_request *s, const char *profile,
     const char **ret_msg)
 {
 	static struct smtp m;
-	int code, rv;
+	int code = 0, rv;
 
 	memset(&m, 0, sizeof(m));
 	m.s = s;
 	*ret_msg = NULL;
-	if ((rv = smtp_reply(&m, &code, ret_msg)) != 0)
+	if ((rv = smtp_exchange(&m, NULL, 220, "the SMTP greeting is not 220",
+		 ret_msg)) != 0 ||
+	    (rv = smtp_exchange(&m, "EHLO localhost\r\n", 250,
+		 "EHLO was refused", ret_msg)) != 0)
 		return rv;
-	if (code != 220) {
-		*ret_msg = "the SMTP greeting is not 220";
-		return EGRESS_ERR_UPSTREAM_PROTOCOL;
-	}
-	if ((rv = smtp_command(&m, "EHLO localhost\r\n", ret_msg)) != 0 ||
-	    (rv = smtp_reply(&m, &code, ret_msg)) != 0)
+	if ((rv = egress_stream_write(s, "STARTTLS\r\n", 10, 0)) < 0 ||
+	    (rv = smtp_read_reply(&m, &code, ret_msg)) < 0)
 		return rv;
-	if (code != 250) {
-		*ret_msg = "EHLO was refused";
-		return EGRESS_ERR_UPSTREAM_PROTOCOL;
-	}
-	if ((rv = smtp_command(&m, "STARTTLS\r\n", ret_msg)) != 0 ||
-	    (rv = smtp_reply(&m, &code, ret_msg)) != 0)
-		return rv;
-	if (code != 220) {
-		*ret_msg = "the server refused STARTTLS";
-		return EGRESS_ERR_TLS_FAILED;
-	}
-	if (m.len > 0) {
-		/* Plaintext after the go-ahead: an injection, never shown. */
+	switch (smtp_starttls_answer(m.buf, m.len)) {
+	case SMTP_GO_UPGRADE:
+		return egress_stream_starttls(s, profile, 0);
+	case SMTP_GO_INJECTED:
+		/* Plaintext after the go-ahead: never shown. */
 		*ret_msg = "plaintext after the STARTTLS go-ahead";
 		return EGRESS_ERR_TLS_FAILED;
+	case SMTP_GO_REFUSED:
+		*ret_msg = "the server refused STARTTLS";
+		return EGRESS_ERR_TLS_FAILED;
+	default:
+		*ret_msg = "not an SMTP reply";
+		return EGRESS_ERR_UPSTREAM_PROTOCOL;
 	}
-	return egress_stream_starttls(s, profile, 0);
 }

@@ -144,11 +144,14 @@ relay_hold_check(struct relay *r)
 static void
 relay_push(struct relay *r)
 {
-	struct evbuffer *in = bufferevent_get_input(r->up);
+	struct evbuffer *in;
 	struct proto_msg m;
 	size_t len;
 	uint32_t n;
 
+	if (r->up == NULL)
+		return; /* taken (relay_take_upstream()): nothing moves */
+	in = bufferevent_get_input(r->up);
 	if (r->detached) {
 		/* Nobody reads it any more. */
 		(void)evbuffer_drain(in, evbuffer_get_length(in));
@@ -219,11 +222,12 @@ relay_shut_wait(struct relay *r)
 static void
 relay_pump(struct relay *r)
 {
-	struct evbuffer *out = bufferevent_get_output(r->up);
+	struct evbuffer *out;
 	size_t n = evbuffer_get_length(r->from_guest);
 
-	if (r->over)
-		return;
+	if (r->over || r->up == NULL)
+		return; /* over, or taken: nothing moves */
+	out = bufferevent_get_output(r->up);
 	if (r->hold != NULL && n == 0) {
 		relay_hold_check(r);
 		return;

@@ -186,6 +186,12 @@ Test(starttls, handshake_fails)
 	}
 	cr_assert_eq((unsigned char)u.req[10], 0x16,
 	    "not a TLS handshake record after the go-ahead");
+	/* Credit from the guest during the handshake moves nothing. */
+	dt_msg(&M, PROTO_MSG_WINDOW_UPDATE, 0, 1);
+	M.window_update.increment = 1000;
+	dt_send(p, &M);
+	for (i = 0; i < 20; i++)
+		dt_step(-1);
 	dt_upstream_reply(&u, "500 not tls\r\n");
 	sl_expect_error(p, PROTO_CODE_TLS_FAILED);
 	sl_wait_close();

@@ -10,10 +10,11 @@
 # guest's bytes in plaintext after the go-ahead; an upstream that
 # injects plaintext after its go-ahead fails the stream and the injected
 # bytes never reach the guest's output; a certificate for another name
-# is refused; an unlisted profile is refused (invalid-request); and a
+# is refused; an unlisted profile is refused (invalid-request); a
 # guest that sends DATA right after its STARTTLS frame breaks the
 # protocol: its connection is dropped and the upstream never sees that
-# plaintext.
+# plaintext; and a reload after which the entry no longer lists the
+# upgrade's profile closes the upgraded stream (revoked).
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -74,14 +75,16 @@ lab_expect_connect_error()
 }
 
 lab_dns_set mail.weather.example="$LAB_PUB4"
+# config PROFILES: the configuration, the entry listing PROFILES.
+config()
 {
 	lab_config_base
 	printf '\n[tls.profiles.labca]\nca_file = %s\n' "$d/ca.crt"
 	printf '\n[tls.profiles.unlisted]\nca_file = %s\n' "$d/ca.crt"
-	lab_entry mail sockets mail.weather.example "" \
-	    socket_client
-	printf 'tls_profiles = labca\n'
-} | lab_config_install
+	lab_entry mail sockets mail.weather.example "" socket_client
+	printf 'tls_profiles = %s\n' "$1"
+}
+config labca | lab_config_install
 lab_egressd_start mail
 
 printf 'SECRET-AFTER-UPGRADE line one\nline two\n' >"$T/lines"
@@ -171,5 +174,28 @@ if grep -q PLAINTEXT-AFTER "$T/rec-record" 2>/dev/null; then
 fi
 lab_ok "the upstream never saw the guest's plaintext after STARTTLS"
 lab_is_running egressd || lab_fail "egressd died"
+
+# ---- a reload decides the upgraded stream again with its profile: once
+# the entry no longer lists it, the stream is closed (revoked)
+mkfifo "$T/in"
+lab_spawn held "$LAB_NS_B" sh -c 'exec "$@" <"$0"' "$T/in" \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/mail.sock" --profile labca --starttls smtp \
+    "tcp://mail.weather.example:2525"
+exec {in}>"$T/in"
+printf 'held over tls\n' >&"$in"
+lab_poll 10 grep -qx 'held over tls' "$LAB_DIR/log/held.out" ||
+    lab_fail "the upgraded stream did not echo"
+lab_mark
+config unlisted | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[held]}" ||
+    lab_fail "the upgraded stream stayed open after its profile was unlisted"
+lab_stop held
+lab_expect_eq "revoked stream's exit status (denied)" 10 "$LAB_STOP_RC"
+lab_expect_close error revoked
+lab_expect_close reason tls-profile-not-allowed
+lab_expect_close starttls upgraded
+exec {in}>&-
 
 lab_finish

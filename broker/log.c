@@ -514,6 +514,10 @@ log_close_event(const struct log_close *c)
 		else
 			lb_uint(c->close_code);
 	}
+	if (c->starttls != NULL) {
+		LB_LIT(",\"starttls\":");
+		lb_str(c->starttls);
+	}
 	LB_LIT(",\"duration_ms\":");
 	lb_uint(c->duration_ms);
 	lb_end("egress.close", c->instance, NULL);

@@ -168,16 +168,18 @@ struct log_close {
 	const struct policy_addr *connected; /* NULL: none */
 	int status;			     /* 0: no response (JSON null) */
 	const char *error;		     /* guest-visible code, or NULL */
-	const char *reason;  /* why a reload revoked it (omitted when
+	const char *reason;   /* why a reload revoked it (omitted when
 			       NULL) */
-	uint64_t bytes_in;   /* response body (stream: all) bytes from
+	uint64_t bytes_in;    /* response body (stream: all) bytes from
 			       the upstream */
-	uint64_t bytes_out;  /* request body (stream: all) bytes to the
+	uint64_t bytes_out;   /* request body (stream: all) bytes to the
 			       upstream */
-	int websocket;	     /* the three fields below are logged */
-	uint64_t msgs_in;    /* websocket messages from the upstream */
-	uint64_t msgs_out;   /* websocket messages to the upstream */
-	unsigned close_code; /* websocket close code; 0: none (null) */
+	int websocket;	      /* the three fields below are logged */
+	uint64_t msgs_in;     /* websocket messages from the upstream */
+	uint64_t msgs_out;    /* websocket messages to the upstream */
+	unsigned close_code;  /* websocket close code; 0: none (null) */
+	const char *starttls; /* a tcp stream's STARTTLS: "upgraded" or why
+				 it failed; NULL: none asked (omitted) */
 	uint64_t duration_ms;
 };
 

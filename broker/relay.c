@@ -9,6 +9,9 @@
  * RELAY_DOWN_HIGH and reading stops until the guest takes some, which is
  * the back-pressure the upstream sees.
  */
+#include <sys/socket.h>
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,13 +40,15 @@ struct relay {
 	void *arg;
 	unsigned long *activity;
 
-	int guest_ended; /* the guest's END_STREAM arrived */
-	int up_shut;	 /* ... and reached the upstream */
-	int up_eof;	 /* the upstream's end of file arrived */
-	int down_ended;	 /* ... and reached the guest */
-	int over;	 /* end was called */
-	int read_paused; /* the upstream's input is full */
-	int detached;	 /* the guest is gone: flush, then end */
+	int guest_ended;    /* the guest's END_STREAM arrived */
+	int up_shut;	    /* ... and reached the upstream */
+	int up_eof;	    /* the upstream's end of file arrived */
+	int down_ended;	    /* ... and reached the guest */
+	int over;	    /* end was called */
+	int read_paused;    /* the upstream's input is full */
+	int detached;	    /* the guest is gone: flush, then end */
+	relay_hold_fn hold; /* held (relay_hold()): called once, then NULL */
+	void *hold_arg;
 
 	uint64_t bytes_up, bytes_down;
 	uint64_t last_ms;     /* the last byte either way */
@@ -68,8 +73,11 @@ relay_over(struct relay *r, int err)
 	if (r->over)
 		return;
 	r->over = 1;
-	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
-	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+	r->hold = NULL;
+	if (r->up != NULL) {
+		bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
+		(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+	}
 	(void)evtimer_del(r->timer);
 	if (r->shut_ev != NULL)
 		(void)event_del(r->shut_ev);
@@ -83,18 +91,74 @@ relay_check_done(struct relay *r)
 		relay_over(r, 0);
 }
 
+static void relay_pump(struct relay *r);
+
+/* End the hold with verdict: no more callbacks; the owner acts. */
+static void
+relay_hold_end(struct relay *r, enum relay_hold_verdict v)
+{
+	relay_hold_fn fn = r->hold;
+
+	r->hold = NULL;
+	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
+	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+	fn(r->hold_arg, v);
+}
+
+/*
+ * While held: any upstream byte not delivered to the guest, in the
+ * input or still in the socket, or the upstream's end, ends the hold;
+ * once every guest byte reached the socket and nothing else is there,
+ * the connection is quiet.
+ */
+static void
+relay_hold_check(struct relay *r)
+{
+	struct evbuffer *out = bufferevent_get_output(r->up);
+	unsigned char c;
+	ssize_t n;
+
+	if (evbuffer_get_length(bufferevent_get_input(r->up)) > 0) {
+		relay_hold_end(r, RELAY_HOLD_INJECTED);
+		return;
+	}
+	if (r->up_eof) {
+		relay_hold_end(r, RELAY_HOLD_ENDED);
+		return;
+	}
+	if (evbuffer_get_length(r->from_guest) > 0 ||
+	    evbuffer_get_length(out) > 0)
+		return; /* the write callback comes back */
+	n = recv(bufferevent_getfd(r->up), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0)
+		relay_hold_end(r, RELAY_HOLD_INJECTED);
+	else if (n == 0)
+		relay_hold_end(r, RELAY_HOLD_ENDED);
+	else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		relay_hold_end(r, RELAY_HOLD_QUIET);
+	else
+		relay_hold_end(r, RELAY_HOLD_ENDED);
+}
+
 /* Upstream input to the guest within the windows; then its end. */
 static void
 relay_push(struct relay *r)
 {
-	struct evbuffer *in = bufferevent_get_input(r->up);
+	struct evbuffer *in;
 	struct proto_msg m;
 	size_t len;
 	uint32_t n;
 
+	if (r->up == NULL)
+		return; /* taken (relay_take_upstream()): nothing moves */
+	in = bufferevent_get_input(r->up);
 	if (r->detached) {
 		/* Nobody reads it any more. */
 		(void)evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	if (r->hold != NULL) {
+		relay_hold_check(r);
 		return;
 	}
 	while (!r->over && (len = evbuffer_get_length(in)) > 0 &&
@@ -137,8 +201,6 @@ relay_push(struct relay *r)
 	relay_check_done(r);
 }
 
-static void relay_pump(struct relay *r);
-
 static void
 relay_shut_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -160,11 +222,16 @@ relay_shut_wait(struct relay *r)
 static void
 relay_pump(struct relay *r)
 {
-	struct evbuffer *out = bufferevent_get_output(r->up);
+	struct evbuffer *out;
 	size_t n = evbuffer_get_length(r->from_guest);
 
-	if (r->over)
+	if (r->over || r->up == NULL)
+		return; /* over, or taken: nothing moves */
+	out = bufferevent_get_output(r->up);
+	if (r->hold != NULL && n == 0) {
+		relay_hold_check(r);
 		return;
+	}
 	if (n > 0 && evbuffer_get_length(out) < RELAY_UP_HIGH) {
 		if (evbuffer_add_buffer(out, r->from_guest) != 0) {
 			relay_over(r, EGRESS_ERR_UNAVAILABLE);
@@ -174,6 +241,8 @@ relay_pump(struct relay *r)
 		relay_touch(r);
 		r->g->ops->consumed(r->g->ctx, r->st, n);
 	}
+	if (r->hold != NULL)
+		return; /* the write callback comes back once written */
 	if (!r->guest_ended || r->up_shut ||
 	    evbuffer_get_length(r->from_guest) > 0 ||
 	    evbuffer_get_length(out) > 0)
@@ -338,6 +407,51 @@ relay_bytes_down(const struct relay *r)
 	return r->bytes_down;
 }
 
+void
+relay_hold(struct relay *r, relay_hold_fn fn, void *arg)
+{
+	r->hold = fn;
+	r->hold_arg = arg;
+	if (r->read_paused) {
+		/* Whatever waits in the socket must be seen. */
+		(void)bufferevent_enable(r->up, EV_READ);
+		r->read_paused = 0;
+	}
+	relay_pump(r); /* may end the hold */
+}
+
+struct bufferevent *
+relay_take_upstream(struct relay *r)
+{
+	struct bufferevent *bev = r->up;
+
+	r->up = NULL;
+	if (bev != NULL) {
+		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+		(void)bufferevent_disable(bev, EV_READ | EV_WRITE);
+	}
+	return bev;
+}
+
+int
+relay_resume(struct relay *r, struct bufferevent *bev)
+{
+	if (r->over || r->up != NULL) {
+		bufferevent_free(bev);
+		return EGRESS_ERR_INVALID;
+	}
+	r->up = bev;
+	r->up_eof = 0;
+	relay_touch(r);
+	bufferevent_setcb(bev, relay_read_cb, relay_write_cb, relay_event_cb,
+	    r);
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	if (bufferevent_enable(bev, EV_READ | EV_WRITE) != 0)
+		return EGRESS_ERR_NOMEM;
+	relay_pump(r);
+	return 0;
+}
+
 static void
 relay_up_free_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -350,11 +464,13 @@ relay_free(struct relay *r)
 	if (r == NULL)
 		return;
 	/* Possibly inside one of its callbacks: free it from the loop. */
-	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
-	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
-	if (event_base_once(r->base, -1, EV_TIMEOUT, relay_up_free_cb, r->up,
-		&zero_tv) != 0)
-		bufferevent_free(r->up);
+	if (r->up != NULL) {
+		bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
+		(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+		if (event_base_once(r->base, -1, EV_TIMEOUT, relay_up_free_cb,
+			r->up, &zero_tv) != 0)
+			bufferevent_free(r->up);
+	}
 	if (r->timer != NULL)
 		event_free(r->timer);
 	if (r->shut_ev != NULL)

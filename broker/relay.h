@@ -90,6 +90,47 @@ void relay_detach(struct relay *r);
  * May call end. */
 void relay_flush(struct relay *r);
 
+/* How a hold (relay_hold()) ended. */
+enum relay_hold_verdict {
+	RELAY_HOLD_QUIET = 0,	 /* every guest byte written, nothing from
+				    the upstream pending: the connection
+				    may change hands */
+	RELAY_HOLD_INJECTED = 1, /* upstream bytes arrived that the guest
+				    never got (in the input or the socket) */
+	RELAY_HOLD_ENDED = 2,	 /* the upstream ended or failed its side */
+};
+
+/* Called once when a hold ends; the relay's upstream then has no
+ * callbacks and is disabled. */
+typedef void (*relay_hold_fn)(void *arg, enum relay_hold_verdict v);
+
+/*
+ * Hold r for a change of its connection (STARTTLS): from now on no
+ * upstream byte goes to the guest. The guest bytes already given still
+ * go upstream; once all of them reached the socket, fn(arg, ...) tells
+ * whether the connection is quiet (nothing undelivered from the
+ * upstream, in the input or in the socket, and no end) or not. The guest
+ * must give no more bytes meanwhile. The idle timeout and the lifetime
+ * keep running (end may still be called instead; then fn never is).
+ * May call fn (or end) before it returns.
+ */
+void relay_hold(struct relay *r, relay_hold_fn fn, void *arg);
+
+/*
+ * Take r's upstream bufferevent (callbacks unset, disabled; the caller
+ * owns it now) after a quiet hold. r waits, timers running, until
+ * relay_resume() or relay_free().
+ */
+struct bufferevent *relay_take_upstream(struct relay *r);
+
+/*
+ * Go on relaying over bev (connected: for STARTTLS the TLS bufferevent
+ * on the connection taken; no callbacks set; ownership moves to r, also
+ * on failure). Return 0, EGRESS_ERR_INVALID (r is over or has an
+ * upstream: bev is freed) or EGRESS_ERR_NOMEM. May call end.
+ */
+int relay_resume(struct relay *r, struct bufferevent *bev);
+
 /* Return the bytes relayed to the upstream (up) and to the guest. */
 uint64_t relay_bytes_up(const struct relay *r);
 uint64_t relay_bytes_down(const struct relay *r);

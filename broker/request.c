@@ -37,6 +37,7 @@
 #include "broker/request.h"
 #include "broker/request_int.h"
 #include "broker/revoke.h"
+#include "broker/starttls.h"
 #include "broker/tlsprof.h"
 #include "broker/wsock.h"
 #include "conf/conf.h"
@@ -168,6 +169,7 @@ request_upstream_done(struct request *r)
 		http1_exchange_free(r->x);
 		r->x = NULL;
 	}
+	starttls_cancel(r);
 	if (r->relay != NULL) {
 		r->bytes_in = relay_bytes_down(r->relay);
 		r->bytes_out = relay_bytes_up(r->relay);
@@ -225,6 +227,7 @@ request_log_close(struct request *r, const char *error)
 	c.msgs_in = r->msgs_in;
 	c.msgs_out = r->msgs_out;
 	c.close_code = r->close_code;
+	c.starttls = r->starttls;
 	c.duration_ms = broker_now_ms() - r->start_ms;
 	log_close_event(&c);
 	metrics_bytes(r->b->metrics, c.instance, r->bytes_in, r->bytes_out);

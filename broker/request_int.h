@@ -22,6 +22,7 @@
 struct bufferevent;
 struct evbuffer;
 struct relay;
+struct starttls;
 struct wsock;
 
 enum request_phase {
@@ -61,6 +62,9 @@ struct request {
 	struct http1_exchange *x;
 	struct relay *relay;	    /* a tcp or tls stream, once connected */
 	struct wsock *ws;	    /* a websocket stream, once connected */
+	struct starttls *stls;	    /* a tcp stream's upgrade under way */
+	const char *starttls;	    /* close event: the upgrade's outcome
+				       (static; NULL: none asked) */
 	uint64_t msgs_in, msgs_out; /* websocket messages each way */
 	unsigned close_code;	    /* websocket: the close code */
 	unsigned idle_ms;	    /* its idle timeout (0: none) */

@@ -28,6 +28,7 @@
 #include "broker/proxy.h"
 #include "broker/request.h"
 #include "broker/session.h"
+#include "broker/starttls.h"
 #include "conf/conf.h"
 #include "proto/proto.h"
 
@@ -467,6 +468,10 @@ session_frame(struct session *s, struct proto_msg *m)
 	case PROTO_MSG_WS_CONTROL:
 		if (r != NULL)
 			request_on_ws_control(r, m); /* may free t */
+		return 0;
+	case PROTO_MSG_STARTTLS:
+		if (r != NULL)
+			request_on_starttls(r, m); /* may free t */
 		return 0;
 	default:
 		return -1; /* the table refuses every other type */

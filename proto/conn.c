@@ -17,7 +17,7 @@
 
 #include "proto/proto.h"
 
-#define TYPE_LAST PROTO_MSG_WS_CONTROL
+#define TYPE_LAST PROTO_MSG_STARTTLS
 
 #define CS(x)	  (1U << (x))
 #define C_START	  CS(PROTO_CONN_START)
@@ -45,6 +45,7 @@ static const struct conn_rule conn_rules[3][TYPE_LAST + 1] = {
 		[PROTO_MSG_PING] = { C_LIVE, C_LIVE },
 		[PROTO_MSG_PONG] = { C_LIVE, C_LIVE },
 		[PROTO_MSG_WS_CONTROL] = { C_LIVE, C_LIVE },
+		[PROTO_MSG_STARTTLS] = { C_LIVE, C_LIVE },
 	},
 	[PROTO_ROLE_BROKER] = {
 		[PROTO_MSG_HELLO] = { C_HRECV, C_START },
@@ -59,6 +60,7 @@ static const struct conn_rule conn_rules[3][TYPE_LAST + 1] = {
 		[PROTO_MSG_PING] = { C_LIVE, C_LIVE },
 		[PROTO_MSG_PONG] = { C_LIVE, C_LIVE },
 		[PROTO_MSG_WS_CONTROL] = { C_LIVE, C_LIVE },
+		[PROTO_MSG_STARTTLS] = { C_LIVE, C_LIVE },
 	},
 };
 
@@ -94,6 +96,7 @@ static const struct stream_rule stream_rules[TYPE_LAST + 1] = {
 	    HEAD_ANY },
 	[PROTO_MSG_WS_CONTROL] = { S_OPEN | S_HCL, S_OPEN | S_HCR,
 	    HEAD_NEEDS },
+	[PROTO_MSG_STARTTLS] = { S_OPEN | S_HCL, S_OPEN | S_HCR, HEAD_NEEDS },
 };
 
 /*
@@ -110,13 +113,55 @@ messages_check(const struct proto_stream *s, const struct proto_msg *m)
 	if (s->messages)
 		return (m->type == PROTO_MSG_DATA &&
 			   (m->flags & PROTO_FLAG_END_STREAM)) ||
-			m->type == PROTO_MSG_TRAILERS ?
+			m->type == PROTO_MSG_TRAILERS ||
+			m->type == PROTO_MSG_STARTTLS ?
 		    PROTO_FAULT_MESSAGES :
 		    PROTO_FAULT_NONE;
 	return m->type == PROTO_MSG_WS_CONTROL ||
 		(m->type == PROTO_MSG_DATA && (m->flags & msg_flags)) ?
 	    PROTO_FAULT_MESSAGES :
 	    PROTO_FAULT_NONE;
+}
+
+/*
+ * The rules of STARTTLS (version 2): only the client asks, once, after
+ * both heads (the stream is connected); only the broker answers, once,
+ * what was asked. While the answer is due the client sends no DATA or
+ * TRAILERS and the broker sends no DATA; a client still receives the
+ * broker's DATA sent before the request reached it (they crossed).
+ * from_client: the frame's sender is the client; sending: this side
+ * sends it. Return the fault or PROTO_FAULT_NONE.
+ */
+static enum proto_fault
+upgrade_check(const struct proto_stream *s, const struct proto_msg *m,
+    int from_client, int sending)
+{
+	if (m->type == PROTO_MSG_STARTTLS) {
+		if (!s->local_head || !s->remote_head)
+			return PROTO_FAULT_STREAM_STATE;
+		return s->upgrade ==
+			(from_client ? PROTO_UPGRADE_NONE :
+				       PROTO_UPGRADE_ASKED) ?
+		    PROTO_FAULT_NONE :
+		    PROTO_FAULT_UPGRADE;
+	}
+	if (s->upgrade != PROTO_UPGRADE_ASKED)
+		return PROTO_FAULT_NONE;
+	if (from_client &&
+	    (m->type == PROTO_MSG_DATA || m->type == PROTO_MSG_TRAILERS))
+		return PROTO_FAULT_UPGRADE;
+	if (!from_client && sending && m->type == PROTO_MSG_DATA)
+		return PROTO_FAULT_UPGRADE;
+	return PROTO_FAULT_NONE;
+}
+
+static void
+upgrade_apply(struct proto_stream *s, const struct proto_msg *m)
+{
+	if (m->type == PROTO_MSG_STARTTLS)
+		s->upgrade = s->upgrade == PROTO_UPGRADE_NONE ?
+		    PROTO_UPGRADE_ASKED :
+		    PROTO_UPGRADE_DONE;
 }
 
 static int
@@ -192,6 +237,7 @@ proto_stream_init(struct proto_stream *s, uint32_t id)
 	s->local_head = 0;
 	s->remote_head = 0;
 	s->messages = 0;
+	s->upgrade = PROTO_UPGRADE_NONE;
 	s->flow.send = PROTO_STREAM_WINDOW;
 	s->flow.recv = PROTO_STREAM_WINDOW;
 	s->flow.unacked = 0;
@@ -292,6 +338,7 @@ conn_check(const struct proto_conn *c, const struct proto_msg *m, int send,
 		    EGRESS_ERR_INVALID);
 	if (c->version < PROTO_VERSION_WS && !is_pre_open(c) &&
 	    (m->type == PROTO_MSG_WS_CONTROL ||
+		m->type == PROTO_MSG_STARTTLS ||
 		(m->type == PROTO_MSG_DATA &&
 		    (m->flags & (PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY)))))
 		return fail(reterr_fault, PROTO_FAULT_NOT_NEGOTIATED, err);
@@ -367,6 +414,11 @@ proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
 	if (messages_check(s, m) != PROTO_FAULT_NONE)
 		return fail(reterr_fault, messages_check(s, m),
 		    EGRESS_ERR_PROTOCOL);
+	if (upgrade_check(s, m, c->role == PROTO_ROLE_BROKER, 0) !=
+	    PROTO_FAULT_NONE)
+		return fail(reterr_fault,
+		    upgrade_check(s, m, c->role == PROTO_ROLE_BROKER, 0),
+		    EGRESS_ERR_PROTOCOL);
 
 	switch (m->type) {
 	case PROTO_MSG_RESPONSE:
@@ -388,6 +440,9 @@ proto_conn_recv(struct proto_conn *c, struct proto_stream *s,
 	case PROTO_MSG_RESET:
 	case PROTO_MSG_ERROR:
 		stream_close(c, s);
+		return PROTO_ACCEPT;
+	case PROTO_MSG_STARTTLS:
+		upgrade_apply(s, m);
 		return PROTO_ACCEPT;
 	}
 	if (m->flags & PROTO_FLAG_END_STREAM)
@@ -499,6 +554,11 @@ proto_conn_send(struct proto_conn *c, struct proto_stream *s,
 	if (messages_check(s, m) != PROTO_FAULT_NONE)
 		return fail(reterr_fault, messages_check(s, m),
 		    EGRESS_ERR_INVALID);
+	if (upgrade_check(s, m, c->role == PROTO_ROLE_CLIENT, 1) !=
+	    PROTO_FAULT_NONE)
+		return fail(reterr_fault,
+		    upgrade_check(s, m, c->role == PROTO_ROLE_CLIENT, 1),
+		    EGRESS_ERR_INVALID);
 
 	switch (m->type) {
 	case PROTO_MSG_RESPONSE:
@@ -524,6 +584,9 @@ proto_conn_send(struct proto_conn *c, struct proto_stream *s,
 	case PROTO_MSG_RESET:
 	case PROTO_MSG_ERROR:
 		stream_close(c, s);
+		return 0;
+	case PROTO_MSG_STARTTLS:
+		upgrade_apply(s, m);
 		return 0;
 	}
 	if (m->flags & PROTO_FLAG_END_STREAM)

@@ -14,7 +14,7 @@
 
 #include "proto/proto.h"
 
-#define PROTO_TYPE_LAST PROTO_MSG_WS_CONTROL
+#define PROTO_TYPE_LAST PROTO_MSG_STARTTLS
 #define PROTO_CODE_LAST PROTO_CODE_PROTOCOL
 
 /* Which stream ids a type may carry. */
@@ -55,6 +55,8 @@ static const struct type_rule {
 	    PROTO_PING_SIZE },
 	[PROTO_MSG_WS_CONTROL] = { "WS_CONTROL", PROTO_FLAG_END_STREAM, 0,
 	    SID_NONZERO, 3, 3 + PROTO_WS_PAYLOAD_MAX, 2 },
+	[PROTO_MSG_STARTTLS] = { "STARTTLS", 0, 0, SID_NONZERO, 2,
+	    2 + PROTO_PROFILE_MAX, 2 },
 };
 
 static const char *const code_names[PROTO_CODE_LAST + 1] = {
@@ -134,6 +136,7 @@ static const char *const fault_strs[] = {
 	    "message not in the negotiated protocol version",
 	[PROTO_FAULT_MESSAGES] =
 	    "message frame not valid on this kind of stream",
+	[PROTO_FAULT_UPGRADE] = "frame not valid in the stream's STARTTLS",
 };
 
 /*@ requires \valid_read(p + (0 .. 1));
@@ -545,6 +548,9 @@ rd_payload(struct rd *r, struct proto_msg *m)
 		return 0;
 	case PROTO_MSG_WS_CONTROL:
 		return rd_ws_control(r, m);
+	case PROTO_MSG_STARTTLS:
+		return rd_str(r, 0, PROTO_PROFILE_MAX,
+		    &m->starttls.tls_profile);
 	default:
 		r->fault = PROTO_FAULT_TYPE;
 		return -1;
@@ -715,6 +721,11 @@ payload_size(const struct proto_msg *m, size_t *ret_size)
 		if (proto_ws_control_check(m) != PROTO_FAULT_NONE)
 			return proto_ws_control_check(m);
 		size = 3 + m->ws_control.len;
+		break;
+	case PROTO_MSG_STARTTLS:
+		if (sz_str(&m->starttls.tls_profile, 0, PROTO_PROFILE_MAX,
+			&size) != 0)
+			return PROTO_FAULT_STRING;
 		break;
 	default:
 		return PROTO_FAULT_TYPE;
@@ -892,6 +903,9 @@ proto_encode(const struct proto_msg *m, uint8_t *buf, size_t size,
 		if (m->ws_control.len > 0)
 			wr_bytes(&w, m->ws_control.ptr, m->ws_control.len);
 		break;
+	case PROTO_MSG_STARTTLS:
+		wr_str(&w, &m->starttls.tls_profile);
+		break;
 	}
 	return total;
 }
@@ -1049,6 +1063,9 @@ proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 		    (a->ws_control.len == 0 ||
 			memcmp(a->ws_control.ptr, b->ws_control.ptr,
 			    a->ws_control.len) == 0);
+	case PROTO_MSG_STARTTLS:
+		return str_eq(&a->starttls.tls_profile,
+		    &b->starttls.tls_profile);
 	default:
 		return 1;
 	}

@@ -70,6 +70,7 @@ enum proto_type {
 	PROTO_MSG_PING = 10,
 	PROTO_MSG_PONG = 11,
 	PROTO_MSG_WS_CONTROL = 12, /* version 2: websocket streams */
+	PROTO_MSG_STARTTLS = 13,   /* version 2: a tcp stream's upgrade */
 };
 
 /* Frame flags. Every bit not defined for a type is reserved. */
@@ -139,6 +140,7 @@ enum proto_fault {
 	PROTO_FAULT_WINDOW_EXCEEDED, /* DATA beyond the granted window */
 	PROTO_FAULT_NOT_NEGOTIATED,  /* not in the negotiated version */
 	PROTO_FAULT_MESSAGES,	     /* message frame on the wrong stream */
+	PROTO_FAULT_UPGRADE,	     /* not valid in the stream's upgrade */
 };
 
 /* ---- Messages --------------------------------------------------------- */
@@ -230,6 +232,12 @@ struct proto_msg {
 			const uint8_t *ptr; /* ping/pong bytes, close reason */
 			size_t len;
 		} ws_control;
+		struct {
+			/* client: the TLS profile to upgrade with (empty:
+			 * the broker's default trust); broker: the same,
+			 * echoed */
+			struct proto_str tls_profile;
+		} starttls;
 	};
 	size_t nheaders;
 	struct proto_header headers[PROTO_HEADERS_MAX];
@@ -442,6 +450,17 @@ enum proto_stream_state {
 };
 
 /*
+ * A stream's STARTTLS (version 2): none yet; the client's STARTTLS went
+ * out (no client DATA or TRAILERS until the answer); the broker answered
+ * (the stream is TLS from here on; a second STARTTLS is a violation).
+ */
+enum proto_upgrade {
+	PROTO_UPGRADE_NONE = 0,
+	PROTO_UPGRADE_ASKED = 1,
+	PROTO_UPGRADE_DONE = 2,
+};
+
+/*
  * Flow-control credit of one stream or of the connection. send: DATA bytes
  * this side may still send; recv: DATA bytes the peer may still send us;
  * unacked: bytes received and consumed but not yet granted back with a
@@ -465,6 +484,7 @@ struct proto_stream {
 	uint8_t remote_head; /* the peer sent REQUEST/RESPONSE */
 	uint8_t messages;    /* a websocket stream (version 2): DATA carries
 				messages, WS_CONTROL is valid */
+	uint8_t upgrade;     /* enum proto_upgrade: STARTTLS's progress */
 	struct proto_flow flow;
 };
 

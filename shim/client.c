@@ -85,15 +85,6 @@ struct egress_client {
 	struct proto_msg rmsg; /* decode scratch */
 };
 
-uint64_t
-shim_now_ms(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* ---- Buffers ---------------------------------------------------------- */
 
 static int
@@ -163,34 +154,6 @@ notify_locked(struct egress_client *c)
 }
 
 static void
-set_message(struct egress_request *req, int err, const char *msg, size_t len)
-{
-	const char *text;
-
-	if (msg == NULL) {
-		text = egress_err_code(err) != NULL ||
-			err == EGRESS_ERR_PROTOCOL ?
-		    proto_code_message(proto_err_to_wire(err)) :
-		    egress_strerror(err);
-		len = strlen(text);
-		msg = text;
-	}
-	if (len > EGRESS_MESSAGE_MAX)
-		len = EGRESS_MESSAGE_MAX;
-	memcpy(req->msg, msg, len);
-	req->msg[len] = '\0';
-}
-
-/* Map a wire code from a RESET or ERROR frame to an error value. */
-static int
-wire_err(uint32_t code)
-{
-	if (proto_code_name(code) == NULL)
-		return EGRESS_ERR_PROTOCOL;
-	return proto_wire_to_err(code);
-}
-
-static void
 req_event(struct egress_request *req, unsigned int ev)
 {
 	if (req->cb != NULL)
@@ -205,7 +168,7 @@ req_fail(struct egress_request *req, int err, const char *msg, size_t len)
 	if (req->err != 0 || req->body_end)
 		return;
 	req->err = err;
-	set_message(req, err, msg, len);
+	shim_set_message(req->msg, err, msg, len);
 	free(req->head_frame);
 	req->head_frame = NULL;
 	free(req->fin_frame);
@@ -566,6 +529,13 @@ dispatch_stream(struct egress_client *c, struct egress_request *r,
 			ws_record(c, r, m);
 			break;
 		}
+		if (r->ps.upgrade == PROTO_UPGRADE_ASKED) {
+			/* Plaintext after the go-ahead: never delivered. */
+			credit_conn(c, (uint32_t)m->data.len);
+			req_reset(r, PROTO_CODE_CANCELLED);
+			req_fail(r, EGRESS_ERR_TLS_FAILED, NULL, 0);
+			return;
+		}
 		if (m->data.len > 0) {
 			ANALYZER_STORED_BEGIN
 			if (buf_reserve(&r->in, m->data.len) != 0) {
@@ -593,11 +563,14 @@ dispatch_stream(struct egress_client *c, struct egress_request *r,
 	case PROTO_MSG_WINDOW_UPDATE:
 		c->dirty = 1;
 		return;
+	case PROTO_MSG_STARTTLS:
+		req_event(r, EGRESS_EV_WRITABLE);
+		return;
 	case PROTO_MSG_RESET:
-		req_fail(r, wire_err(m->reset.code), NULL, 0);
+		req_fail(r, shim_wire_err(m->reset.code), NULL, 0);
 		return;
 	case PROTO_MSG_ERROR:
-		req_fail(r, wire_err(m->error.code), m->error.message.ptr,
+		req_fail(r, shim_wire_err(m->error.code), m->error.message.ptr,
 		    m->error.message.len);
 		return;
 	default:
@@ -634,8 +607,8 @@ dispatch(struct egress_client *c, const struct proto_msg *m)
 	switch (m->type) {
 	case PROTO_MSG_ERROR:
 		c->pc.state = PROTO_CONN_CLOSED;
-		conn_fail(c, wire_err(m->error.code), m->error.message.ptr,
-		    m->error.message.len);
+		conn_fail(c, shim_wire_err(m->error.code),
+		    m->error.message.ptr, m->error.message.len);
 		break;
 	case PROTO_MSG_GOAWAY:
 		for (r = c->head; r != NULL; r = r->next)
@@ -734,7 +707,8 @@ static int
 can_write(const struct egress_request *r)
 {
 	return r->started && !r->finished && r->err == 0 &&
-	    out_room(r->c) > 0 && proto_conn_sendable(&r->c->pc, &r->ps) > 0;
+	    r->ps.upgrade != PROTO_UPGRADE_ASKED && out_room(r->c) > 0 &&
+	    proto_conn_sendable(&r->c->pc, &r->ps) > 0;
 }
 
 /*
@@ -769,6 +743,7 @@ enum wait_for {
 	WAIT_HEAD,
 	WAIT_READ,
 	WAIT_WRITE,
+	WAIT_UPGRADE,
 };
 
 static int
@@ -783,6 +758,8 @@ is_ready(const struct egress_request *r, enum wait_for w)
 		return buf_size(&r->in) > 0 || r->body_end;
 	case WAIT_WRITE:
 		return r->finished || can_write(r);
+	case WAIT_UPGRADE:
+		return r->ps.upgrade == PROTO_UPGRADE_DONE;
 	}
 	return 1;
 }
@@ -1473,6 +1450,44 @@ shim_request_control(struct egress_request *r, struct proto_msg *m)
 		flush_locked(c);
 		notify_locked(c);
 	}
+	(void)pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+int
+shim_stream_upgrade(struct egress_request *r, struct proto_msg *m, int flags)
+{
+	struct egress_client *c = r->c;
+	int rv = 0;
+
+	(void)pthread_mutex_lock(&c->mu);
+	if (r->err == 0 && c->err == 0 &&
+	    r->ps.upgrade == PROTO_UPGRADE_NONE) {
+		if (!r->resp || r->finished)
+			rv = r->finished ? EGRESS_ERR_CLOSED :
+					   EGRESS_ERR_INVALID;
+		else if (c->pc.version < PROTO_VERSION_WS)
+			rv = EGRESS_ERR_UNAVAILABLE; /* a version-1 broker */
+		else if (buf_size(&r->in) > 0) {
+			/* Unread bytes after the go-ahead: an injection,
+			 * never returned. */
+			buf_consume(&r->in, buf_size(&r->in));
+			req_reset(r, PROTO_CODE_CANCELLED);
+			req_fail(r, EGRESS_ERR_TLS_FAILED, NULL, 0);
+		} else {
+			m->stream = r->ps.id;
+			rv = out_frame(c, &r->ps, m);
+		}
+		flush_locked(c);
+		notify_locked(c);
+	}
+	if (rv == 0 && !(flags & EGRESS_NONBLOCK))
+		wait_locked(r, WAIT_UPGRADE);
+	if (rv == 0)
+		rv = r->err != 0			? r->err :
+		    c->err != 0				? c->err :
+		    r->ps.upgrade == PROTO_UPGRADE_DONE ? 0 :
+							  EGRESS_ERR_AGAIN;
 	(void)pthread_mutex_unlock(&c->mu);
 	return rv;
 }

@@ -6,7 +6,8 @@
  * an instance socket (--socket PATH, or the inherited connection named by
  * EGRESS_FD), relays stdin to the destination and the destination to
  * stdout, half-closes the stream when stdin ends, and exits once both
- * directions ended. One thread, one poll(2) loop over stdin and the
+ * directions ended; with --starttls smtp a tcp stream first speaks
+ * SMTP up to STARTTLS and is upgraded (connect_smtp.c). One thread, one poll(2) loop over stdin and the
  * broker connection, driven by egress_client_step(). Exit status as
  * egress-fetch's: 0 when both directions ended cleanly, 10..19 for the
  * guest-visible error codes (docs/shim.md), 2 for usage errors, 1 for any
@@ -25,6 +26,7 @@
 
 #include <egress/egress.h>
 
+#include "shim/connect_smtp.h"
 #include "shim/connect_ws.h"
 #include "shim/tool.h"
 
@@ -36,6 +38,8 @@ print_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: egress-connect --socket PATH [--profile NAME] URL\n"
+	    "       egress-connect --socket PATH [--profile NAME] "
+	    "--starttls smtp tcp://HOST:PORT\n"
 	    "       egress-connect --socket PATH [--profile NAME] "
 	    "[-H 'NAME: VALUE']...\n"
 	    "                      [--subprotocol P]... [--binary] [--ping] "
@@ -227,80 +231,24 @@ add_header(struct egress_header *hs, size_t *nh, int ch, char *arg)
 	(*nh)++;
 }
 
-int
-main(int argc, char **argv)
+/* A tcp or tls stream to url (--starttls smtp: upgraded first); stdin
+ * and stdout relayed until both ended. Return 0 (errors exit). */
+static int
+connect_stream(const char *path, const char *url, const char *profile,
+    int starttls)
 {
-	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "profile", required_argument, NULL, 'r' },
-		{ "header", required_argument, NULL, 'H' },
-		{ "subprotocol", required_argument, NULL, 'P' },
-		{ "binary", no_argument, NULL, 'b' },
-		{ "ping", no_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static struct relay r;
-	static struct egress_header hs[HEADERS_MAX];
-	size_t nh = 0;
-	int binary = 0, ping = 0;
-	const char *path = NULL, *profile = NULL, *authority;
+	const char *authority, *msg;
 	struct pollfd pfd[2];
-	int ch, transport, rv, timeout;
+	int transport, rv, timeout;
 	nfds_t n;
 
-	while ((ch = getopt_long(argc, argv, "VH:", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 's':
-			path = optarg;
-			break;
-		case 'r':
-			profile = optarg;
-			break;
-		case 'H':
-		case 'P':
-			add_header(hs, &nh, ch, optarg);
-			break;
-		case 'b':
-			binary = 1;
-			break;
-		case 'p':
-			ping = 1;
-			break;
-		case 'h':
-			print_usage(stdout);
-			return 0;
-		case 'V':
-			printf("egress-connect %s\n", EGRESS_SHIM_VERSION);
-			return 0;
-		default:
-			print_usage(stderr);
-			return TOOL_EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		print_usage(stderr);
-		return TOOL_EXIT_USAGE;
-	}
-	if (strncmp(argv[optind], "ws://", 5) == 0 ||
-	    strncmp(argv[optind], "wss://", 6) == 0) {
-		(void)signal(SIGPIPE, SIG_IGN);
-		r.c = open_client(path);
-		rv = connect_ws(r.c, argv[optind], profile, hs, nh, binary,
-		    ping);
-		egress_client_free(r.c);
-		return rv;
-	}
-	if (nh > 0 || binary || ping)
-		die_usage("-H, --subprotocol, --binary and --ping are for "
-			  "ws:// and wss:// URLs",
-		    NULL);
-	parse_url(argv[optind], &transport, &authority);
+	parse_url(url, &transport, &authority);
 	(void)signal(SIGPIPE, SIG_IGN); /* a closed stdout is EPIPE */
 	r.c = open_client(path);
-	rv = egress_stream_open_profile(r.c, transport, authority, profile,
-	    NULL, NULL, NULL, &r.s);
+	/* With --starttls the profile is the upgrade's. */
+	rv = egress_stream_open_profile(r.c, transport, authority,
+	    starttls ? NULL : profile, NULL, NULL, NULL, &r.s);
 	if (rv < 0)
 		die_err(rv == EGRESS_ERR_INVALID || rv == EGRESS_ERR_TOO_BIG ?
 			EGRESS_ERR_INVALID_REQUEST :
@@ -308,6 +256,11 @@ main(int argc, char **argv)
 		    NULL);
 	if ((rv = egress_stream_wait(r.s, 0)) < 0)
 		die_stream(r.s, rv);
+	if (starttls && (rv = connect_smtp(r.s, profile, &msg)) < 0)
+		die_err(rv,
+		    msg != NULL && egress_request_error(r.s) == 0 ?
+			msg :
+			egress_request_message(r.s));
 	while (!relay_step(&r)) {
 		pfd[0].fd = egress_client_fd(r.c);
 		pfd[0].events = POLLIN |
@@ -339,4 +292,83 @@ main(int argc, char **argv)
 	egress_request_free(r.s);
 	egress_client_free(r.c);
 	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "profile", required_argument, NULL, 'r' },
+		{ "header", required_argument, NULL, 'H' },
+		{ "subprotocol", required_argument, NULL, 'P' },
+		{ "binary", no_argument, NULL, 'b' },
+		{ "ping", no_argument, NULL, 'p' },
+		{ "starttls", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct egress_header hs[HEADERS_MAX];
+	struct egress_client *c;
+	size_t nh = 0;
+	int binary = 0, ping = 0, starttls = 0;
+	const char *path = NULL, *profile = NULL;
+	int ch, rv;
+
+	while ((ch = getopt_long(argc, argv, "VH:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			path = optarg;
+			break;
+		case 'r':
+			profile = optarg;
+			break;
+		case 'H':
+		case 'P':
+			add_header(hs, &nh, ch, optarg);
+			break;
+		case 'b':
+			binary = 1;
+			break;
+		case 'p':
+			ping = 1;
+			break;
+		case 't':
+			if (strcmp(optarg, "smtp") != 0)
+				die_usage("--starttls knows only smtp",
+				    optarg);
+			starttls = 1;
+			break;
+		case 'h':
+			print_usage(stdout);
+			return 0;
+		case 'V':
+			printf("egress-connect %s\n", EGRESS_SHIM_VERSION);
+			return 0;
+		default:
+			print_usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		print_usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
+	if (strncmp(argv[optind], "ws://", 5) == 0 ||
+	    strncmp(argv[optind], "wss://", 6) == 0) {
+		(void)signal(SIGPIPE, SIG_IGN);
+		c = open_client(path);
+		rv = connect_ws(c, argv[optind], profile, hs, nh, binary,
+		    ping);
+		egress_client_free(c);
+		return rv;
+	}
+	if (starttls && strncmp(argv[optind], "tcp://", 6) != 0)
+		die_usage("--starttls is for tcp:// URLs", argv[optind]);
+	if (nh > 0 || binary || ping)
+		die_usage("-H, --subprotocol, --binary and --ping are for "
+			  "ws:// and wss:// URLs",
+		    NULL);
+	return connect_stream(path, argv[optind], profile, starttls);
 }

@@ -2,10 +2,12 @@
 /*
  * Building frames for libegress: the checks and copies from the public
  * types into a struct proto_msg, and encoding into a new buffer, shared
- * by the request and stream openers. See shim.h.
+ * by the request and stream openers, and the small conversions of
+ * client.c. See shim.h.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <egress/egress.h>
 
@@ -88,4 +90,40 @@ shim_encode_alloc(const struct proto_msg *m, uint8_t **ret, size_t *ret_len)
 	*ret = p;
 	*ret_len = (size_t)size;
 	return 0;
+}
+
+uint64_t
+shim_now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+shim_set_message(char *dst, int err, const char *msg, size_t len)
+{
+	const char *text;
+
+	if (msg == NULL) {
+		text = egress_err_code(err) != NULL ||
+			err == EGRESS_ERR_PROTOCOL ?
+		    proto_code_message(proto_err_to_wire(err)) :
+		    egress_strerror(err);
+		len = strlen(text);
+		msg = text;
+	}
+	if (len > EGRESS_MESSAGE_MAX)
+		len = EGRESS_MESSAGE_MAX;
+	memcpy(dst, msg, len);
+	dst[len] = '\0';
+}
+
+int
+shim_wire_err(uint32_t code)
+{
+	if (proto_code_name(code) == NULL)
+		return EGRESS_ERR_PROTOCOL;
+	return proto_wire_to_err(code);
 }

@@ -37,6 +37,17 @@ int shim_client_new(int fd, struct egress_client **ret);
 /* Return the monotonic clock in milliseconds. */
 uint64_t shim_now_ms(void);
 
+/*
+ * Write into dst (EGRESS_MESSAGE_MAX + 1 bytes) the len bytes of msg
+ * (cut at EGRESS_MESSAGE_MAX) and a NUL; msg NULL: the fixed text of
+ * err (the wire code's masked message, else egress_strerror()).
+ */
+void shim_set_message(char *dst, int err, const char *msg, size_t len);
+
+/* Map a wire code of a RESET or ERROR frame to an EGRESS_ERR_* value
+ * (EGRESS_ERR_PROTOCOL for an unknown code). */
+int shim_wire_err(uint32_t code);
+
 struct egress_client;
 struct egress_header;
 struct egress_request;
@@ -120,6 +131,18 @@ int shim_response_take(struct egress_request *r, int flags, shim_take_fn *fn,
  * r's side is finished, or r's error.
  */
 int shim_request_control(struct egress_request *r, struct proto_msg *m);
+
+/*
+ * Upgrade r, a connected byte stream, with the STARTTLS m (its profile
+ * set, borrowed; its stream id is set here), as egress_stream_starttls()
+ * documents: the first call sends it (unread bytes fail r with
+ * EGRESS_ERR_TLS_FAILED instead), every call waits for the answer
+ * unless EGRESS_NONBLOCK. Return 0 once upgraded, EGRESS_ERR_AGAIN,
+ * EGRESS_ERR_INVALID (not connected yet), EGRESS_ERR_CLOSED (r's side
+ * is shut), or r's error.
+ */
+int shim_stream_upgrade(struct egress_request *r, struct proto_msg *m,
+    int flags);
 
 /*
  * gcc 12's -fanalyzer loses a block stored through a pointer it loaded

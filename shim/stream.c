@@ -4,8 +4,9 @@
  * REQUEST names the transport and a HOST:PORT authority and carries no
  * HTTP fields; the broker answers RESPONSE 200 once connected, then DATA
  * carries the bytes both ways and END_STREAM half-closes each way
- * (docs/protocol.md). Everything else (windows, blocking, the step
- * function, callbacks) is the request machinery of client.c.
+ * (docs/protocol.md); STARTTLS upgrades a tcp stream in band. Everything
+ * else (windows, blocking, the step function, callbacks) is the request
+ * machinery of client.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -83,4 +84,26 @@ int
 egress_stream_shutdown(struct egress_request *s)
 {
 	return egress_request_finish(s, NULL, 0);
+}
+
+int
+egress_stream_starttls(struct egress_request *s, const char *tls_profile,
+    int flags)
+{
+	struct proto_msg *m;
+	size_t n = tls_profile != NULL ? strlen(tls_profile) : 0;
+	int rv;
+
+	if (s == NULL)
+		return EGRESS_ERR_INVALID;
+	if (n > PROTO_PROFILE_MAX)
+		return EGRESS_ERR_TOO_BIG;
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return EGRESS_ERR_NOMEM;
+	m->type = PROTO_MSG_STARTTLS;
+	m->starttls.tls_profile.ptr = tls_profile;
+	m->starttls.tls_profile.len = n;
+	rv = shim_stream_upgrade(s, m, flags);
+	free(m);
+	return rv;
 }

@@ -331,6 +331,44 @@ dial_tls_event_cb(struct bufferevent *bev, short what, void *arg)
 		dial_finish(d, EGRESS_ERR_TLS_FAILED, NULL);
 }
 
+/*
+ * A client SSL on ctx for host: SNI = the name (none for an IP literal),
+ * the certificate verified against the name (DNS SANs only) or the IP;
+ * with no_alpn, alpn (wire form, may be empty) offered instead of the
+ * context's "http/1.1". NULL when out of memory.
+ */
+static SSL *
+dial_ssl_new(SSL_CTX *ctx, const struct policy_host *host, int no_alpn,
+    const unsigned char *alpn, size_t alpn_len)
+{
+	SSL *ssl;
+
+	if ((ssl = SSL_new(ctx)) == NULL)
+		return NULL;
+	/* A byte stream offers no application protocol (NULL clears the
+	 * context's "http/1.1"). */
+	if (no_alpn &&
+	    SSL_set_alpn_protos(ssl, alpn_len > 0 ? alpn : NULL,
+		(unsigned)alpn_len) != 0)
+		goto nomem;
+	/* Names only from DNS SANs: a certificate without one is never
+	 * matched on its subject CN. */
+	SSL_set_hostflags(ssl,
+	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+		X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+	if (host->kind == POLICY_HOST_NAME) {
+		if (SSL_set_tlsext_host_name(ssl, host->name) != 1 ||
+		    SSL_set1_host(ssl, host->name) != 1)
+			goto nomem;
+	} else if (X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl), host->addr,
+		       host->kind == POLICY_HOST_IPV4 ? 4 : 16) != 1)
+		goto nomem;
+	return ssl;
+nomem:
+	SSL_free(ssl);
+	return NULL;
+}
+
 /* The TCP connection to a->idx is up: TLS or done. */
 static void
 dial_won(struct dial *d, struct dial_attempt *a)
@@ -372,25 +410,8 @@ dial_won(struct dial *d, struct dial_attempt *a)
 		}
 		d->handshaking = 1;
 	}
-	if ((ssl = SSL_new(d->ctx)) == NULL)
-		goto nomem;
-	/* A byte stream offers no application protocol (NULL clears the
-	 * context's "http/1.1"). */
-	if (d->no_alpn &&
-	    SSL_set_alpn_protos(ssl, d->alpn_len > 0 ? d->alpn : NULL,
-		(unsigned)d->alpn_len) != 0)
-		goto nomem;
-	/* Names only from DNS SANs: a certificate without one is never
-	 * matched on its subject CN. */
-	SSL_set_hostflags(ssl,
-	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
-		X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
-	if (d->host.kind == POLICY_HOST_NAME) {
-		if (SSL_set_tlsext_host_name(ssl, d->host.name) != 1 ||
-		    SSL_set1_host(ssl, d->host.name) != 1)
-			goto nomem;
-	} else if (X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl), d->host.addr,
-		       d->host.kind == POLICY_HOST_IPV4 ? 4 : 16) != 1)
+	if ((ssl = dial_ssl_new(d->ctx, &d->host, d->no_alpn, d->alpn,
+		 d->alpn_len)) == NULL)
 		goto nomem;
 	bev = bufferevent_openssl_socket_new(d->base, fd, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
@@ -650,5 +671,32 @@ dial_shutdown_write(struct bufferevent *bev)
 	}
 	if (fd < 0 || shutdown(fd, SHUT_WR) != 0)
 		return EGRESS_ERR_IO;
+	return 0;
+}
+
+int
+dial_tls_client(struct event_base *base, struct dial_tls *tls,
+    const struct policy_host *host, int fd, struct bufferevent **ret_bev)
+{
+	struct bufferevent *bev;
+	SSL *ssl;
+
+	if (base == NULL || tls == NULL || host == NULL || fd < 0 ||
+	    ret_bev == NULL)
+		return EGRESS_ERR_INVALID;
+	if ((ssl = dial_ssl_new(tls->ctx, host, 1, tls->alpn,
+		 tls->alpn_len)) == NULL) {
+		(void)close(fd);
+		return EGRESS_ERR_NOMEM;
+	}
+	bev = bufferevent_openssl_socket_new(base, fd, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		/* libevent 2.1 may already have freed ssl: do not touch
+		 * it. */
+		(void)close(fd);
+		return EGRESS_ERR_NOMEM;
+	}
+	*ret_bev = bev;
 	return 0;
 }

@@ -147,4 +147,20 @@ void dial_cancel(struct dial *d);
 #define DIAL_SHUT_AGAIN 1
 int dial_shutdown_write(struct bufferevent *bev);
 
+/*
+ * Start the client side of TLS on fd, a connected socket that carried
+ * plain bytes so far (a STARTTLS upgrade), exactly as dial_start() does
+ * it for a byte stream: SNI = host's name (none for an IP literal), the
+ * certificate verified against the name (DNS SANs only) or the IP from
+ * tls's trust, tls's stream ALPN. On success the fd belongs to
+ * *ret_bev: a bufferevent in the handshake (BEV_OPT_CLOSE_ON_FREE, no
+ * callbacks) that reports BEV_EVENT_CONNECTED once the certificate was
+ * verified, BEV_EVENT_ERROR or BEV_EVENT_EOF when the handshake failed;
+ * the caller sets its callbacks and enables it. Takes ownership of fd:
+ * on failure it is closed. Return 0, or EGRESS_ERR_INVALID (a NULL
+ * argument or fd < 0; fd untouched) or EGRESS_ERR_NOMEM.
+ */
+int dial_tls_client(struct event_base *base, struct dial_tls *tls,
+    const struct policy_host *host, int fd, struct bufferevent **ret_bev);
+
 #endif /* EGRESS_BROKER_DIAL_H */

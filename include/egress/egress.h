@@ -396,6 +396,35 @@ int egress_stream_read(struct egress_request *s, void *buf, size_t len,
  */
 int egress_stream_shutdown(struct egress_request *s);
 
+/*
+ * STARTTLS: upgrade s, a connected EGRESS_STREAM_TCP stream, to TLS in
+ * band, after the application protocol's own STARTTLS command got its
+ * go-ahead (for SMTP: "STARTTLS", then the "220" line read, and nothing
+ * after it). The broker runs the TLS client on the same connection as
+ * for EGRESS_STREAM_TLS: SNI = the host (none for an IP literal), the
+ * certificate verified against the host from the trust of tls_profile
+ * (NUL-terminated, at most 64 bytes, one the instance's entry lists;
+ * NULL or "": the broker's default trust). From the first call on the
+ * stream carries no plaintext: writes wait (EGRESS_NONBLOCK:
+ * EGRESS_ERR_AGAIN) until the upgrade is done, and any byte that comes
+ * from the destination before it, unread when this is called or arriving
+ * after, fails the stream with EGRESS_ERR_TLS_FAILED: it is never
+ * returned (an injection). Any failure ends the stream; there is no
+ * plaintext fallback. The first call sends the request; blocking (flags
+ * 0) waits for the answer, EGRESS_NONBLOCK returns EGRESS_ERR_AGAIN
+ * until then (call again, for example on EGRESS_EV_WRITABLE, which the
+ * answer raises). Return 0 once upgraded (then read and write carry the
+ * plaintext of the TLS connection), EGRESS_ERR_AGAIN,
+ * EGRESS_ERR_INVALID (not connected yet, or a websocket), EGRESS_ERR_TOO_BIG (a
+ * longer profile name), EGRESS_ERR_CLOSED after egress_stream_shutdown(),
+ * EGRESS_ERR_UNAVAILABLE (a broker of protocol version 1), or the
+ * stream's error: EGRESS_ERR_TLS_FAILED (the handshake or verification
+ * failed, or plaintext was injected), EGRESS_ERR_INVALID_REQUEST (an
+ * unlisted profile, or a tls stream), EGRESS_ERR_TIMEOUT, ...
+ */
+int egress_stream_starttls(struct egress_request *s, const char *tls_profile,
+    int flags);
+
 /* ---- WebSocket --------------------------------------------------------- */
 
 /* Kinds of egress_ws_frame and egress_ws_control() (RFC 6455 opcodes). */

@@ -7,8 +7,9 @@
  * HELLO, with a small stream table, as egressd and the shim would (the
  * client sends each REQUEST it sees instead of receiving it). The
  * broker answers each accepted REQUEST with a RESPONSE (101 for a
- * websocket stream), each WS_CONTROL with a pong or a close, and returns
- * flow control credit, so the send side runs too. Invariants (stream counts,
+ * websocket stream), each WS_CONTROL with a pong or a close, each
+ * STARTTLS with its answer (after which the stream must be upgraded), and
+ * returns flow control credit, so the send side runs too. Invariants (stream counts,
  * window bounds, no change on a refused frame) abort on violation.
  */
 #include <stdint.h>
@@ -126,6 +127,15 @@ answer(struct side *sd, struct proto_stream *s, const struct proto_msg *in)
 		    in->ws_control.code :
 		    0;
 		try_send(sd, s, &m);
+	} else if (in->type == PROTO_MSG_STARTTLS && s != NULL &&
+	    sd->conn.role == PROTO_ROLE_BROKER) {
+		/* Asked: no client DATA until the answer, then upgraded. */
+		check(s->upgrade == PROTO_UPGRADE_ASKED);
+		m.type = PROTO_MSG_STARTTLS;
+		m.stream = in->stream;
+		m.starttls.tls_profile = in->starttls.tls_profile;
+		try_send(sd, s, &m);
+		check(s->upgrade == PROTO_UPGRADE_DONE);
 	} else if (in->type == PROTO_MSG_DATA) {
 		if (proto_conn_consumed(&sd->conn, s, (uint32_t)in->data.len,
 			&ci, &si) != 0)

@@ -10,7 +10,7 @@
  * byte bound and frames over PROTO_PAYLOAD_MAX are in the domain), any
  * header count, each string pointing to a buffer of its field's maximum
  * length of any content, into a buffer of 0 to PROTO_FRAME_MAX bytes; proto_encode() and
- * proto_msg_equal() on types without strings (and type values 0 and 12
+ * proto_msg_equal() on types without strings (and type values 0 and 14
  * to 255) with any field bytes; proto_msg_equal() on two messages of the
  * same type whose strings have any length up to their bound. The version
  * byte of a message is any value too (the REQUEST's tls profile is read
@@ -42,6 +42,7 @@ static const uint8_t types[] = {
 	PROTO_MSG_PING,
 	PROTO_MSG_PONG,
 	PROTO_MSG_WS_CONTROL,
+	PROTO_MSG_STARTTLS,
 };
 
 /* Types whose fields hold no pointer, and type 0. */
@@ -100,6 +101,10 @@ msg_set(struct proto_msg *m, uint8_t t, int null, int bounded)
 		    Frama_C_size_t_interval(0, sizeof(ctl)) :
 		    Frama_C_size_t_interval(0, SIZE_MAX);
 		break;
+	case PROTO_MSG_STARTTLS:
+		str_set(&m->starttls.tls_profile, profile, sizeof(profile),
+		    null, bounded);
+		break;
 	}
 	/* Only these types read the header list. */
 	if (t != PROTO_MSG_REQUEST && t != PROTO_MSG_RESPONSE &&
@@ -155,7 +160,7 @@ main(void)
 	}
 	Frama_C_make_unknown((char *)&a, sizeof(a));
 	Frama_C_make_unknown((char *)&b, sizeof(b));
-	a.type = (uint8_t)Frama_C_unsigned_char_interval(PROTO_MSG_WS_CONTROL +
+	a.type = (uint8_t)Frama_C_unsigned_char_interval(PROTO_MSG_STARTTLS +
 		1,
 	    255);
 	(void)proto_encode(&a, out, size, &f);

@@ -354,7 +354,7 @@ static struct bad_case bad_cases[] = {
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_VERSION },
 	{ "unknown-type-0", "00000002|01000000|00000000|0001",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TYPE },
-	{ "unknown-type-13", "00000000|010d0000|00000000", EGRESS_ERR_PROTOCOL,
+	{ "unknown-type-14", "00000000|010e0000|00000000", EGRESS_ERR_PROTOCOL,
 	    PROTO_FAULT_TYPE },
 	{ "unknown-type-255", "00000000|01ff0000|00000001",
 	    EGRESS_ERR_PROTOCOL, PROTO_FAULT_TYPE },
@@ -569,7 +569,7 @@ struct enc_case {
 
 enum {
 	MUT_TYPE0,
-	MUT_TYPE13,
+	MUT_TYPE14,
 	MUT_FLAG,
 	MUT_STREAM0,
 	MUT_STREAM_HIGH,
@@ -592,7 +592,7 @@ enum {
 
 static struct enc_case enc_cases[] = {
 	{ "type-0", RT_PING, MUT_TYPE0, PROTO_FAULT_TYPE },
-	{ "type-13", RT_PING, MUT_TYPE13, PROTO_FAULT_TYPE },
+	{ "type-14", RT_PING, MUT_TYPE14, PROTO_FAULT_TYPE },
 	{ "reset-flag", RT_RESET, MUT_FLAG, PROTO_FAULT_FLAGS },
 	{ "data-stream-0", RT_DATA, MUT_STREAM0, PROTO_FAULT_STREAM_ID },
 	{ "data-stream-high", RT_DATA, MUT_STREAM_HIGH,
@@ -635,8 +635,8 @@ ParameterizedTest(struct enc_case *c, proto, encode_refuses)
 	case MUT_TYPE0:
 		m.type = 0;
 		break;
-	case MUT_TYPE13:
-		m.type = 13;
+	case MUT_TYPE14:
+		m.type = 14;
 		break;
 	case MUT_FLAG:
 		m.flags = PROTO_FLAG_END_STREAM;
@@ -895,7 +895,7 @@ Test(proto, names)
 	    "WINDOW_UPDATE");
 	cr_assert_str_eq(proto_type_name(PROTO_MSG_PONG), "PONG");
 	cr_assert_str_eq(proto_type_name(0), "UNKNOWN");
-	cr_assert_str_eq(proto_type_name(13), "UNKNOWN");
+	cr_assert_str_eq(proto_type_name(14), "UNKNOWN");
 	cr_assert_str_eq(proto_fault_str(PROTO_FAULT_TOO_BIG),
 	    "frame length over the cap of its type");
 	cr_assert_str_eq(proto_fault_str((enum proto_fault)999),

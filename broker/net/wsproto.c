@@ -210,6 +210,7 @@ struct wsproto {
 	int frame_fin;
 	int in_msg; /* a fragmented message is being received */
 	int failed; /* a context could not be made again */
+	int busy;   /* inside libwslay: not parked from a callback */
 };
 
 static ssize_t
@@ -368,17 +369,25 @@ wsproto_recv(struct wsproto *w)
 
 	if (rc != 0)
 		return rc;
-	return wslay_event_recv(w->ctx) == 0 ? 0 : -1;
+	w->busy = 1;
+	rc = wslay_event_recv(w->ctx);
+	w->busy = 0;
+	return rc == 0 ? 0 : -1;
 }
 
 int
 wsproto_send(struct wsproto *w)
 {
+	int rc;
+
 	if (w->failed)
 		return EGRESS_ERR_NOMEM;
 	if (w->ctx == NULL)
 		return 0; /* parked: nothing queued */
-	return wslay_event_send(w->ctx) == 0 ? 0 : -1;
+	w->busy = 1;
+	rc = wslay_event_send(w->ctx);
+	w->busy = 0;
+	return rc == 0 ? 0 : -1;
 }
 
 int
@@ -400,7 +409,7 @@ wsproto_want_write(const struct wsproto *w)
 void
 wsproto_park(struct wsproto *w)
 {
-	if (w->ctx == NULL || w->failed ||
+	if (w->ctx == NULL || w->failed || w->busy ||
 	    !wslay_event_get_read_enabled(w->ctx) ||
 	    !wslay_event_get_write_enabled(w->ctx) ||
 	    wslay_event_get_close_sent(w->ctx) ||

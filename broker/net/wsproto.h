@@ -108,9 +108,9 @@ int wsproto_want_write(const struct wsproto *w);
  * fragmented message half received. Its frame state is then freed, and
  * made again, the same, by the next wsproto_recv(), wsproto_queue(),
  * wsproto_close() or wsproto_shutdown_read(); parked, w answers every
- * query as it would have. Otherwise do nothing. When the state cannot
- * be made again, that call and every later one fails with
- * EGRESS_ERR_NOMEM.
+ * query as it would have. Otherwise (or from inside one of w's ops
+ * callbacks) do nothing. When the state cannot be made again, that call
+ * and every later one fails with EGRESS_ERR_NOMEM.
  */
 void wsproto_park(struct wsproto *w);
 

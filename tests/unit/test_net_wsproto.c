@@ -104,6 +104,8 @@ struct io {
 	int op;		 /* the last message's opcode */
 	uint8_t msg[64]; /* and its first bytes */
 	size_t nmsg;
+	struct wsproto *park; /* parked from on_msg when set */
+	int parked_in_msg;
 };
 
 static ssize_t
@@ -143,6 +145,10 @@ io_msg(void *arg, int opcode, unsigned code, const uint8_t *p, size_t n)
 	io->nmsg = n < sizeof(io->msg) ? n : sizeof(io->msg);
 	if (io->nmsg > 0)
 		memcpy(io->msg, p, io->nmsg);
+	if (io->park != NULL) {
+		wsproto_park(io->park);
+		io->parked_in_msg |= wsproto_is_parked(io->park);
+	}
 	return 0;
 }
 
@@ -338,6 +344,25 @@ Test(wsproto, a_long_frame_parks_once_whole)
 	cr_assert_eq(io.msgs, 1);
 	cr_assert_eq(io.msg[0], 'z');
 	cr_assert_eq(wsproto_queued_count(w), 0);
+	wsproto_free(w);
+}
+
+/* A caller that tries to park from inside a callback is refused: the
+ * context is in use. */
+Test(wsproto, not_parked_from_its_own_callback)
+{
+	static const uint8_t f[] = { 0x81, 2, 'h', 'i', 0x82, 1, 'z' };
+	struct io io;
+	struct wsproto *w = NULL;
+
+	memset(&io, 0, sizeof(io));
+	cr_assert_eq(wsproto_new(&io_ops, &io, 1024, &w), 0);
+	io.park = w;
+	cr_assert(step(w, &io, f, 4));
+	cr_assert(step(w, &io, f + 4, sizeof(f) - 4));
+	cr_assert_eq(io.parked_in_msg, 0);
+	cr_assert_eq(io.msgs, 2);
+	expect_msg(&io, WSPROTO_BINARY, "z");
 	wsproto_free(w);
 }
 

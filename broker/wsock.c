@@ -468,16 +468,22 @@ static const struct wsproto_ops ws_codec = {
 	ws_codec_msg,
 };
 
-/* Let the codec write what it queued, within RELAY_UP_HIGH. */
+/* Let the codec write what it queued, within RELAY_UP_HIGH; park it
+ * when that leaves it idle (every read pass ends here too). */
 static void
 ws_send(struct wsock *w)
 {
+	int rc;
+
 	if (w->ctx == NULL || w->over)
 		return;
-	if (wsproto_want_write(w->ctx) && wsproto_send(w->ctx) != 0) {
-		ws_over(w, EGRESS_ERR_UPSTREAM_PROTOCOL);
+	if (wsproto_want_write(w->ctx) && (rc = wsproto_send(w->ctx)) != 0) {
+		ws_over(w,
+		    rc == EGRESS_ERR_NOMEM ? EGRESS_ERR_UNAVAILABLE :
+					     EGRESS_ERR_UPSTREAM_PROTOCOL);
 		return;
 	}
+	wsproto_park(w->ctx);
 }
 
 /*
@@ -757,6 +763,7 @@ wsock_guest_data(struct wsock *w, const uint8_t *data, size_t n, uint8_t flags)
 	int binary = (flags & PROTO_FLAG_BINARY) != 0;
 	const uint8_t *p;
 	size_t len;
+	int rc;
 
 	w->owed += n;
 	if (w->over || w->guest_closed || w->state != WS_OPEN) {
@@ -789,8 +796,13 @@ wsock_guest_data(struct wsock *w, const uint8_t *data, size_t n, uint8_t flags)
 			ws_over(w, EGRESS_ERR_UNAVAILABLE);
 			return;
 		}
-		if (wsproto_queue(w->ctx,
-			binary ? WSPROTO_BINARY : WSPROTO_TEXT, p, len) != 0) {
+		rc = wsproto_queue(w->ctx,
+		    binary ? WSPROTO_BINARY : WSPROTO_TEXT, p, len);
+		if (rc == EGRESS_ERR_NOMEM) {
+			ws_over(w, EGRESS_ERR_UNAVAILABLE);
+			return;
+		}
+		if (rc != 0) {
 			/* Text that is not UTF-8, or a close already sent. */
 			ws_fail_both(w, 1007);
 			return;

@@ -184,10 +184,33 @@ wsproto_response_check(const char *head, size_t len, const char *key,
 
 /* ---- The frame codec: libwslay ----------------------------------------- */
 
+/*
+ * An idle codec is parked: its libwslay context (some 9 KiB of frame
+ * buffers) is freed and a fresh one made at the next byte either way.
+ * That is exact only while the context holds nothing of the stream: it
+ * is open both ways, has nothing queued or half sent, and holds no byte
+ * of a frame or message it has not wholly parsed. libwslay does not
+ * expose its input buffer, so the bytes handed to it (fed) are matched
+ * against the bytes of the frames it finished (parsed): the frame
+ * callbacks give each frame's payload length, and a server's frame is
+ * unmasked with its length minimally encoded (libwslay refuses any
+ * other), so its head is 2, 4 or 10 bytes. Were the count ever off, fed
+ * and parsed would just never meet again and the codec would never be
+ * parked: safe.
+ */
 struct wsproto {
-	wslay_event_context_ptr ctx;
+	wslay_event_context_ptr ctx; /* NULL: parked */
 	const struct wsproto_ops *ops;
 	void *arg;
+	size_t max_message;
+	uint64_t fed;	 /* bytes handed to ctx */
+	uint64_t parsed; /* bytes of the frames ctx wholly parsed */
+	uint64_t frame;	 /* head and payload of the frame being parsed */
+	int frame_ctrl;
+	int frame_fin;
+	int in_msg; /* a fragmented message is being received */
+	int failed; /* a context could not be made again */
+	int busy;   /* inside libwslay: not parked from a callback */
 };
 
 static ssize_t
@@ -203,6 +226,7 @@ wp_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
 			     WSLAY_ERR_CALLBACK_FAILURE);
 		return -1;
 	}
+	w->fed += (uint64_t)n;
 	return n;
 }
 
@@ -220,6 +244,31 @@ wp_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
 		return -1;
 	}
 	return n;
+}
+
+static void
+wp_frame_start_cb(wslay_event_context_ptr ctx,
+    const struct wslay_event_on_frame_recv_start_arg *a, void *user)
+{
+	struct wsproto *w = user;
+	uint64_t head = a->payload_length < 126 ? 2 :
+	    a->payload_length < 65536		? 4 :
+						  10;
+
+	w->frame = head + a->payload_length;
+	w->frame_ctrl = (a->opcode & 8) != 0;
+	w->frame_fin = a->fin != 0;
+}
+
+static void
+wp_frame_end_cb(wslay_event_context_ptr ctx, void *user)
+{
+	struct wsproto *w = user;
+
+	w->parsed += w->frame;
+	w->frame = 0;
+	if (!w->frame_ctrl)
+		w->in_msg = !w->frame_fin;
 }
 
 static int
@@ -251,7 +300,39 @@ static const struct wslay_event_callbacks wp_callbacks = {
 	.send_callback = wp_send_cb,
 	.genmask_callback = wp_genmask_cb,
 	.on_msg_recv_callback = wp_msg_cb,
+	.on_frame_recv_start_callback = wp_frame_start_cb,
+	.on_frame_recv_end_callback = wp_frame_end_cb,
 };
+
+/* Make w's context, fresh. Return 0 or EGRESS_ERR_NOMEM. */
+static int
+wp_ctx_new(struct wsproto *w)
+{
+	if (wslay_event_context_client_init(&w->ctx, &wp_callbacks, w) != 0) {
+		w->ctx = NULL;
+		return EGRESS_ERR_NOMEM;
+	}
+	wslay_event_config_set_max_recv_msg_length(w->ctx, w->max_message);
+	w->fed = w->parsed = w->frame = 0;
+	w->in_msg = 0;
+	return 0;
+}
+
+/* Give a parked w its context back. Return 0 or EGRESS_ERR_NOMEM (w
+ * has then failed for good). */
+static int
+wp_unpark(struct wsproto *w)
+{
+	if (w->failed)
+		return EGRESS_ERR_NOMEM;
+	if (w->ctx != NULL)
+		return 0;
+	if (wp_ctx_new(w) != 0) {
+		w->failed = 1;
+		return EGRESS_ERR_NOMEM;
+	}
+	return 0;
+}
 
 int
 wsproto_new(const struct wsproto_ops *ops, void *arg, size_t max_message,
@@ -263,11 +344,11 @@ wsproto_new(const struct wsproto_ops *ops, void *arg, size_t max_message,
 		return EGRESS_ERR_NOMEM;
 	w->ops = ops;
 	w->arg = arg;
-	if (wslay_event_context_client_init(&w->ctx, &wp_callbacks, w) != 0) {
+	w->max_message = max_message;
+	if (wp_ctx_new(w) != 0) {
 		free(w);
 		return EGRESS_ERR_NOMEM;
 	}
-	wslay_event_config_set_max_recv_msg_length(w->ctx, max_message);
 	*ret = w;
 	return 0;
 }
@@ -284,25 +365,66 @@ wsproto_free(struct wsproto *w)
 int
 wsproto_recv(struct wsproto *w)
 {
-	return wslay_event_recv(w->ctx) == 0 ? 0 : -1;
+	int rc = wp_unpark(w);
+
+	if (rc != 0)
+		return rc;
+	w->busy = 1;
+	rc = wslay_event_recv(w->ctx);
+	w->busy = 0;
+	return rc == 0 ? 0 : -1;
 }
 
 int
 wsproto_send(struct wsproto *w)
 {
-	return wslay_event_send(w->ctx) == 0 ? 0 : -1;
+	int rc;
+
+	if (w->failed)
+		return EGRESS_ERR_NOMEM;
+	if (w->ctx == NULL)
+		return 0; /* parked: nothing queued */
+	w->busy = 1;
+	rc = wslay_event_send(w->ctx);
+	w->busy = 0;
+	return rc == 0 ? 0 : -1;
 }
 
 int
 wsproto_want_read(const struct wsproto *w)
 {
+	if (w->failed || w->ctx == NULL)
+		return 1; /* parked: open; failed: recv says so */
 	return wslay_event_want_read(w->ctx);
 }
 
 int
 wsproto_want_write(const struct wsproto *w)
 {
-	return wslay_event_want_write(w->ctx);
+	if (w->failed)
+		return 1; /* send says so */
+	return w->ctx != NULL && wslay_event_want_write(w->ctx);
+}
+
+void
+wsproto_park(struct wsproto *w)
+{
+	if (w->ctx == NULL || w->failed || w->busy ||
+	    !wslay_event_get_read_enabled(w->ctx) ||
+	    !wslay_event_get_write_enabled(w->ctx) ||
+	    wslay_event_get_close_sent(w->ctx) ||
+	    wslay_event_get_close_received(w->ctx) ||
+	    wslay_event_get_queued_msg_count(w->ctx) != 0 ||
+	    wslay_event_want_write(w->ctx) || w->fed != w->parsed || w->in_msg)
+		return;
+	wslay_event_context_free(w->ctx);
+	w->ctx = NULL;
+}
+
+int
+wsproto_is_parked(const struct wsproto *w)
+{
+	return w->ctx == NULL && !w->failed;
 }
 
 int
@@ -345,19 +467,29 @@ int
 wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n)
 {
 	struct wslay_event_msg m;
+	int rc;
 
 	if (opcode == WSPROTO_TEXT && !wsproto_utf8_ok(p, n))
 		return -1;
+	if ((rc = wp_unpark(w)) != 0)
+		return rc;
 	m.opcode = (uint8_t)opcode;
 	m.msg = p;
 	m.msg_length = n;
-	return wslay_event_queue_msg(w->ctx, &m) == 0 ? 0 : -1;
+	rc = wslay_event_queue_msg(w->ctx, &m);
+	if (rc == WSLAY_ERR_NOMEM)
+		return EGRESS_ERR_NOMEM;
+	return rc == 0 ? 0 : -1;
 }
 
 int
 wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
     size_t n)
 {
+	int rc;
+
+	if ((rc = wp_unpark(w)) != 0)
+		return rc;
 	/* A reason that is not UTF-8 is not sent (the code still is). */
 	if (code == 0 || !wsproto_utf8_ok(reason, n))
 		n = 0;
@@ -370,37 +502,42 @@ wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
 void
 wsproto_shutdown_read(struct wsproto *w)
 {
-	wslay_event_shutdown_read(w->ctx);
+	if (wp_unpark(w) == 0)
+		wslay_event_shutdown_read(w->ctx);
 }
+
+/* A parked codec is open with nothing queued: it answers what a fresh
+ * context would (no close either way, nothing queued). */
 
 int
 wsproto_close_sent(const struct wsproto *w)
 {
-	return wslay_event_get_close_sent(w->ctx);
+	return w->ctx != NULL && wslay_event_get_close_sent(w->ctx);
 }
 
 int
 wsproto_close_received(const struct wsproto *w)
 {
-	return wslay_event_get_close_received(w->ctx);
+	return w->ctx != NULL && wslay_event_get_close_received(w->ctx);
 }
 
 unsigned
 wsproto_code_sent(const struct wsproto *w)
 {
-	return wslay_event_get_status_code_sent(w->ctx);
+	return w->ctx != NULL ? wslay_event_get_status_code_sent(w->ctx) :
+				WSLAY_CODE_ABNORMAL_CLOSURE;
 }
 
 size_t
 wsproto_queued_bytes(const struct wsproto *w)
 {
-	return wslay_event_get_queued_msg_length(w->ctx);
+	return w->ctx != NULL ? wslay_event_get_queued_msg_length(w->ctx) : 0;
 }
 
 size_t
 wsproto_queued_count(const struct wsproto *w)
 {
-	return wslay_event_get_queued_msg_count(w->ctx);
+	return w->ctx != NULL ? wslay_event_get_queued_msg_count(w->ctx) : 0;
 }
 
 int
@@ -475,9 +612,11 @@ wsproto_fuzz_upstream(const char *key, const char *protos, const uint8_t *data,
 	in.n = n - len;
 	if (wsproto_new(&fuzz_ops, &in, 65536, &w) != 0)
 		return -1;
-	while (in.n > 0 && wsproto_want_read(w) && wsproto_recv(w) == 0)
+	while (in.n > 0 && wsproto_want_read(w) && wsproto_recv(w) == 0) {
 		if (wsproto_want_write(w))
 			(void)wsproto_send(w);
+		wsproto_park(w);
+	}
 	wsproto_free(w);
 	return 1;
 }

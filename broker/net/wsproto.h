@@ -88,17 +88,34 @@ void wsproto_free(struct wsproto *w);
  * Read and decode what recv gives, calling on_msg. A protocol error of
  * the peer (a bad frame, text that is not UTF-8, an over-size message)
  * queues a close of the codec's own and stops reading: see
- * wsproto_close_sent(). Return 0, or -1 when a callback failed.
+ * wsproto_close_sent(). Return 0, -1 when a callback failed, or
+ * EGRESS_ERR_NOMEM (see wsproto_park()).
  */
 int wsproto_recv(struct wsproto *w);
 
-/* Encode queued messages through send while it takes them. Return 0 or
- * -1 when a callback failed. */
+/* Encode queued messages through send while it takes them. Return 0, -1
+ * when a callback failed, or EGRESS_ERR_NOMEM (see wsproto_park()). */
 int wsproto_send(struct wsproto *w);
 
-/* Answer whether the codec reads more, or has something to send. */
+/* Answer whether the codec reads more, or has something to send (both
+ * true once it failed for want of memory: recv and send then say so). */
 int wsproto_want_read(const struct wsproto *w);
 int wsproto_want_write(const struct wsproto *w);
+
+/*
+ * Park w when it is idle: open both ways (no close queued, sent or
+ * received, reading not shut), nothing queued or half sent, no frame or
+ * fragmented message half received. Its frame state is then freed, and
+ * made again, the same, by the next wsproto_recv(), wsproto_queue(),
+ * wsproto_close() or wsproto_shutdown_read(); parked, w answers every
+ * query as it would have. Otherwise (or from inside one of w's ops
+ * callbacks) do nothing. When the state cannot be made again, that call
+ * and every later one fails with EGRESS_ERR_NOMEM.
+ */
+void wsproto_park(struct wsproto *w);
+
+/* Answer whether w is parked. */
+int wsproto_is_parked(const struct wsproto *w);
 
 /* Answer whether p[0..n) is well-formed UTF-8 (RFC 3629: no overlong
  * form, no surrogate, nothing above U+10FFFF). */
@@ -107,14 +124,14 @@ int wsproto_utf8_ok(const uint8_t *p, size_t n);
 /*
  * Queue one message (WSPROTO_TEXT or WSPROTO_BINARY, unfragmented; text
  * that is not UTF-8 is refused) or control (WSPROTO_PING, WSPROTO_PONG: at most 125
- * bytes) of n bytes at p (copied). Return 0, or -1 (invalid, or a close
- * was already queued).
+ * bytes) of n bytes at p (copied). Return 0, -1 (invalid, or a close
+ * was already queued), or EGRESS_ERR_NOMEM.
  */
 int wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n);
 
 /* Queue a close with code (0: none, and no reason) and a reason of n
- * bytes (at most 123; not sent when it is not UTF-8). Return 0 or -1 (a
- * close was already queued). */
+ * bytes (at most 123; not sent when it is not UTF-8). Return 0, -1 (a
+ * close was already queued), or EGRESS_ERR_NOMEM (see wsproto_park()). */
 int wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
     size_t n);
 

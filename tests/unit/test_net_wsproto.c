@@ -101,6 +101,11 @@ struct io {
 	size_t nout;
 	int msgs;
 	unsigned code;
+	int op;		 /* the last message's opcode */
+	uint8_t msg[64]; /* and its first bytes */
+	size_t nmsg;
+	struct wsproto *park; /* parked from on_msg when set */
+	int parked_in_msg;
 };
 
 static ssize_t
@@ -136,6 +141,14 @@ io_msg(void *arg, int opcode, unsigned code, const uint8_t *p, size_t n)
 	io->msgs++;
 	if (opcode == WSPROTO_CLOSE)
 		io->code = code;
+	io->op = opcode;
+	io->nmsg = n < sizeof(io->msg) ? n : sizeof(io->msg);
+	if (io->nmsg > 0)
+		memcpy(io->msg, p, io->nmsg);
+	if (io->park != NULL) {
+		wsproto_park(io->park);
+		io->parked_in_msg |= wsproto_is_parked(io->park);
+	}
 	return 0;
 }
 
@@ -198,6 +211,159 @@ Test(wsproto, masked_server_frame_is_1002)
 
 	cr_assert_eq(feed(f, sizeof(f), 1024, &io), 1002);
 	cr_assert_eq(io.msgs, 0);
+}
+
+/* ---- Parking an idle codec ---------------------------------------------- */
+
+/* Hand w the n bytes at f, read them, send what that queued, and try to
+ * park it; answer whether it parked. */
+static int
+step(struct wsproto *w, struct io *io, const uint8_t *f, size_t n)
+{
+	io->in = f;
+	io->n = n;
+	cr_assert_eq(wsproto_recv(w), 0);
+	cr_assert_eq(io->n, 0);
+	if (wsproto_want_write(w))
+		cr_assert_eq(wsproto_send(w), 0);
+	wsproto_park(w);
+	return wsproto_is_parked(w);
+}
+
+static void
+expect_msg(const struct io *io, int op, const char *s)
+{
+	cr_assert_eq(io->op, op);
+	cr_assert_eq(io->nmsg, strlen(s));
+	cr_assert_arr_eq(io->msg, s, strlen(s));
+}
+
+Test(wsproto, parks_between_messages_and_unparks_the_same)
+{
+	static const uint8_t text[] = { 0x81, 2, 'h', 'i' };
+	static const uint8_t frag1[] = { 0x01, 2, 'h', 'e' };
+	static const uint8_t ping[] = { 0x89, 1, 'x' };
+	static const uint8_t frag2[] = { 0x80, 3, 'l', 'l', 'o' };
+	static const uint8_t pong[] = { 0x8a, 0 };
+	static const uint8_t close[] = { 0x88, 2, 0x03, 0xe8 };
+	static const uint8_t up[] = { 'u', 'p' };
+	struct io io;
+	struct wsproto *w = NULL;
+
+	memset(&io, 0, sizeof(io));
+	cr_assert_eq(wsproto_new(&io_ops, &io, 1024, &w), 0);
+	cr_assert_not(wsproto_is_parked(w));
+	cr_assert(step(w, &io, text, sizeof(text)));
+	expect_msg(&io, WSPROTO_TEXT, "hi");
+	/* Parked, it answers as an open, idle codec. */
+	cr_assert(wsproto_want_read(w));
+	cr_assert_not(wsproto_want_write(w));
+	cr_assert_not(wsproto_close_sent(w));
+	cr_assert_not(wsproto_close_received(w));
+	cr_assert_eq(wsproto_queued_count(w), 0);
+	cr_assert_eq(wsproto_queued_bytes(w), 0);
+	cr_assert_eq(wsproto_code_sent(w), 1006);
+	cr_assert_eq(wsproto_send(w), 0);
+	cr_assert(wsproto_is_parked(w));
+
+	/* Mid-message, with a ping amid the fragments: never parked. */
+	cr_assert_not(step(w, &io, frag1, sizeof(frag1)));
+	cr_assert_eq(io.msgs, 1);
+	io.nout = 0;
+	cr_assert_not(step(w, &io, ping, sizeof(ping)));
+	expect_msg(&io, WSPROTO_PING, "x");
+	cr_assert(io.nout == 7 && io.out[0] == 0x8a && io.out[1] == 0x81);
+	cr_assert(step(w, &io, frag2, sizeof(frag2)));
+	cr_assert_eq(io.msgs, 3);
+	expect_msg(&io, WSPROTO_TEXT, "hello");
+	cr_assert(wsproto_is_parked(w));
+
+	/* Output unparks it too; a queued message is not parked. */
+	io.nout = 0;
+	cr_assert_eq(wsproto_queue(w, WSPROTO_BINARY, up, sizeof(up)), 0);
+	cr_assert_not(wsproto_is_parked(w));
+	wsproto_park(w);
+	cr_assert_not(wsproto_is_parked(w));
+	cr_assert(wsproto_want_write(w));
+	cr_assert_eq(wsproto_send(w), 0);
+	cr_assert(io.nout == 8 && io.out[0] == 0x82 && io.out[1] == 0x82);
+	cr_assert_eq(io.out[6], 'u' ^ io.out[2]);
+	wsproto_park(w);
+	cr_assert(wsproto_is_parked(w));
+
+	/* A pong, then the close handshake, after parking. */
+	cr_assert(step(w, &io, pong, sizeof(pong)));
+	expect_msg(&io, WSPROTO_PONG, "");
+	io.nout = 0;
+	cr_assert_not(step(w, &io, close, sizeof(close)));
+	cr_assert_eq(io.code, 1000);
+	cr_assert(wsproto_close_received(w) && wsproto_close_sent(w));
+	cr_assert_eq(wsproto_code_sent(w), 1000);
+	cr_assert(io.nout == 8 && io.out[0] == 0x88);
+	wsproto_free(w);
+}
+
+Test(wsproto, half_a_frame_is_not_parked)
+{
+	static const uint8_t head[] = { 0x81 };
+	static const uint8_t part[] = { 5, 'h', 'e' };
+	static const uint8_t rest[] = { 'l', 'l', 'o' };
+	static uint8_t mid[4 + 300] = { 0x82, 126, 0x01, 0x2c };
+	struct io io;
+	struct wsproto *w = NULL;
+
+	memset(&io, 0, sizeof(io));
+	cr_assert_eq(wsproto_new(&io_ops, &io, 100000, &w), 0);
+	cr_assert_not(step(w, &io, head, sizeof(head)));
+	cr_assert_not(step(w, &io, part, sizeof(part)));
+	cr_assert_eq(io.msgs, 0);
+	cr_assert(step(w, &io, rest, sizeof(rest)));
+	expect_msg(&io, WSPROTO_TEXT, "hello");
+
+	/* A 4-byte head: in parts, then whole. */
+	cr_assert_not(step(w, &io, mid, 3));
+	cr_assert_not(step(w, &io, mid + 3, 100));
+	cr_assert(step(w, &io, mid + 103, sizeof(mid) - 103));
+	cr_assert_eq(io.msgs, 2);
+	cr_assert_eq(io.op, WSPROTO_BINARY);
+	wsproto_free(w);
+}
+
+Test(wsproto, a_long_frame_parks_once_whole)
+{
+	static uint8_t big[10 + 70000] = { 0x82, 127, 0, 0, 0, 0, 0, 0x01,
+		0x11, 0x70 };
+	struct io io;
+	struct wsproto *w = NULL;
+
+	big[10] = 'z';
+	memset(&io, 0, sizeof(io));
+	cr_assert_eq(wsproto_new(&io_ops, &io, 100000, &w), 0);
+	cr_assert_not(step(w, &io, big, sizeof(big) - 1));
+	cr_assert(step(w, &io, big + sizeof(big) - 1, 1));
+	cr_assert_eq(io.msgs, 1);
+	cr_assert_eq(io.msg[0], 'z');
+	cr_assert_eq(wsproto_queued_count(w), 0);
+	wsproto_free(w);
+}
+
+/* A caller that tries to park from inside a callback is refused: the
+ * context is in use. */
+Test(wsproto, not_parked_from_its_own_callback)
+{
+	static const uint8_t f[] = { 0x81, 2, 'h', 'i', 0x82, 1, 'z' };
+	struct io io;
+	struct wsproto *w = NULL;
+
+	memset(&io, 0, sizeof(io));
+	cr_assert_eq(wsproto_new(&io_ops, &io, 1024, &w), 0);
+	io.park = w;
+	cr_assert(step(w, &io, f, 4));
+	cr_assert(step(w, &io, f + 4, sizeof(f) - 4));
+	cr_assert_eq(io.parked_in_msg, 0);
+	cr_assert_eq(io.msgs, 2);
+	expect_msg(&io, WSPROTO_BINARY, "z");
+	wsproto_free(w);
 }
 
 /* What the broker sends upstream is UTF-8 where text must be: the

@@ -483,7 +483,12 @@ ws_send(struct wsock *w)
 					     EGRESS_ERR_UPSTREAM_PROTOCOL);
 		return;
 	}
-	wsproto_park(w->ctx);
+	/* A stream whose guest is gone reads nothing more through the
+	 * codec once its close is written: its frame state can go. */
+	if (w->detached)
+		wsproto_retire(w->ctx);
+	else
+		wsproto_park(w->ctx);
 }
 
 /*

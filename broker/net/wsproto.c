@@ -208,9 +208,12 @@ struct wsproto {
 	uint64_t frame;	 /* head and payload of the frame being parsed */
 	int frame_ctrl;
 	int frame_fin;
-	int in_msg; /* a fragmented message is being received */
-	int failed; /* a context could not be made again */
-	int busy;   /* inside libwslay: not parked from a callback */
+	int in_msg;	    /* a fragmented message is being received */
+	int failed;	    /* a context could not be made again */
+	int busy;	    /* inside libwslay: not parked from a callback */
+	int retired;	    /* closed and freed for good (wsproto_retire) */
+	int retired_recv;   /* then: a close had been received */
+	unsigned code_sent; /* then: the code of the close sent */
 };
 
 static ssize_t
@@ -323,6 +326,8 @@ wp_ctx_new(struct wsproto *w)
 static int
 wp_unpark(struct wsproto *w)
 {
+	if (w->retired)
+		return -1; /* closed: nothing more goes through it */
 	if (w->failed)
 		return EGRESS_ERR_NOMEM;
 	if (w->ctx != NULL)
@@ -365,9 +370,11 @@ wsproto_free(struct wsproto *w)
 int
 wsproto_recv(struct wsproto *w)
 {
-	int rc = wp_unpark(w);
+	int rc;
 
-	if (rc != 0)
+	if (w->retired)
+		return 0; /* nothing is read through it any more */
+	if ((rc = wp_unpark(w)) != 0)
 		return rc;
 	w->busy = 1;
 	rc = wslay_event_recv(w->ctx);
@@ -393,6 +400,8 @@ wsproto_send(struct wsproto *w)
 int
 wsproto_want_read(const struct wsproto *w)
 {
+	if (w->retired)
+		return 0;
 	if (w->failed || w->ctx == NULL)
 		return 1; /* parked: open; failed: recv says so */
 	return wslay_event_want_read(w->ctx);
@@ -424,7 +433,22 @@ wsproto_park(struct wsproto *w)
 int
 wsproto_is_parked(const struct wsproto *w)
 {
-	return w->ctx == NULL && !w->failed;
+	return w->ctx == NULL && !w->failed && !w->retired;
+}
+
+void
+wsproto_retire(struct wsproto *w)
+{
+	if (w->ctx == NULL || w->failed || w->busy ||
+	    !wslay_event_get_close_sent(w->ctx) ||
+	    wslay_event_get_queued_msg_count(w->ctx) != 0 ||
+	    wslay_event_want_write(w->ctx))
+		return;
+	w->retired_recv = wslay_event_get_close_received(w->ctx);
+	w->code_sent = wslay_event_get_status_code_sent(w->ctx);
+	w->retired = 1;
+	wslay_event_context_free(w->ctx);
+	w->ctx = NULL;
 }
 
 int
@@ -512,18 +536,24 @@ wsproto_shutdown_read(struct wsproto *w)
 int
 wsproto_close_sent(const struct wsproto *w)
 {
+	if (w->retired)
+		return 1;
 	return w->ctx != NULL && wslay_event_get_close_sent(w->ctx);
 }
 
 int
 wsproto_close_received(const struct wsproto *w)
 {
+	if (w->retired)
+		return w->retired_recv;
 	return w->ctx != NULL && wslay_event_get_close_received(w->ctx);
 }
 
 unsigned
 wsproto_code_sent(const struct wsproto *w)
 {
+	if (w->retired)
+		return w->code_sent;
 	return w->ctx != NULL ? wslay_event_get_status_code_sent(w->ctx) :
 				WSLAY_CODE_ABNORMAL_CLOSURE;
 }

@@ -117,6 +117,17 @@ void wsproto_park(struct wsproto *w);
 /* Answer whether w is parked. */
 int wsproto_is_parked(const struct wsproto *w);
 
+/*
+ * Retire w once its close was sent and wholly written (nothing queued or
+ * half sent), for a stream whose guest is gone, which reads nothing more
+ * through w: its frame state is freed for good, and w answers from then
+ * on as a closed codec (close sent, its code; nothing to read or write;
+ * wsproto_recv() and wsproto_send() do nothing, wsproto_queue() and
+ * wsproto_close() return -1). Otherwise (or from inside a callback) do
+ * nothing.
+ */
+void wsproto_retire(struct wsproto *w);
+
 /* Answer whether p[0..n) is well-formed UTF-8 (RFC 3629: no overlong
  * form, no surrogate, nothing above U+10FFFF). */
 int wsproto_utf8_ok(const uint8_t *p, size_t n);

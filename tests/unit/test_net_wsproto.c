@@ -404,3 +404,64 @@ Test(wsproto, utf8_of_what_is_sent)
 				 cases[i].n),
 		    cases[i].ok, "case %zu", i);
 }
+
+/* ---- Retiring a closed codec -------------------------------------------- */
+
+/* A send op that takes nothing: the close stays queued. */
+static ssize_t
+io_send_blocked(void *arg, const uint8_t *buf, size_t len)
+{
+	(void)arg;
+	(void)buf;
+	(void)len;
+	return 0;
+}
+
+static const struct wsproto_ops io_blocked_ops = { io_recv, io_send_blocked,
+	io_msg };
+
+Test(wsproto, retired_once_its_close_is_written)
+{
+	struct wsproto *w = NULL;
+	struct io io;
+
+	memset(&io, 0, sizeof(io));
+	cr_assert_eq(wsproto_new(&io_ops, &io, 1024, &w), 0);
+	wsproto_retire(w); /* open: nothing happens */
+	cr_assert_eq(wsproto_close_sent(w), 0);
+	cr_assert_eq(wsproto_close(w, 1001, NULL, 0), 0);
+	wsproto_retire(w); /* queued, not written: nothing happens */
+	cr_assert_eq(wsproto_want_write(w), 1);
+	cr_assert_eq(wsproto_send(w), 0);
+	cr_assert(io.nout >= 4 && io.out[0] == 0x88);
+	wsproto_retire(w);
+	/* Closed for good: it answers as a closed codec. */
+	cr_assert_eq(wsproto_is_parked(w), 0);
+	cr_assert_eq(wsproto_close_sent(w), 1);
+	cr_assert_eq(wsproto_close_received(w), 0);
+	cr_assert_eq(wsproto_code_sent(w), 1001);
+	cr_assert_eq(wsproto_want_read(w), 0);
+	cr_assert_eq(wsproto_want_write(w), 0);
+	cr_assert_eq(wsproto_queued_bytes(w), 0);
+	cr_assert_eq(wsproto_recv(w), 0);
+	cr_assert_eq(wsproto_send(w), 0);
+	cr_assert_eq(wsproto_queue(w, WSPROTO_TEXT, (const uint8_t *)"x", 1),
+	    -1);
+	cr_assert_eq(wsproto_close(w, 1000, NULL, 0), -1);
+	wsproto_free(w);
+}
+
+Test(wsproto, not_retired_while_its_close_waits)
+{
+	struct wsproto *w = NULL;
+	struct io io;
+
+	memset(&io, 0, sizeof(io));
+	cr_assert_eq(wsproto_new(&io_blocked_ops, &io, 1024, &w), 0);
+	cr_assert_eq(wsproto_close(w, 1001, NULL, 0), 0);
+	(void)wsproto_send(w);
+	wsproto_retire(w);
+	cr_assert_eq(wsproto_want_write(w), 1);
+	cr_assert_eq(wsproto_queued_count(w), 1);
+	wsproto_free(w);
+}

@@ -25,6 +25,7 @@
 #include "broker/broker.h"
 #include "broker/guest.h"
 #include "broker/net/dial.h"
+#include "broker/net/readmore.h"
 #include "broker/relay.h"
 #include "proto/proto.h"
 
@@ -47,6 +48,7 @@ struct relay {
 	int over;	    /* end was called */
 	int read_paused;    /* the upstream's input is full */
 	int detached;	    /* the guest is gone: flush, then end */
+	int sock_err;	    /* readmore() found a socket error */
 	relay_hold_fn hold; /* held (relay_hold()): called once, then NULL */
 	void *hold_arg;
 
@@ -177,6 +179,11 @@ relay_push(struct relay *r)
 	}
 	if (r->over)
 		return;
+	if (r->sock_err) {
+		if (evbuffer_get_length(in) == 0)
+			relay_over(r, EGRESS_ERR_UPSTREAM_PROTOCOL);
+		return;
+	}
 	/* Read only while the guest takes what was read. */
 	len = evbuffer_get_length(in);
 	if (!r->up_eof && len >= RELAY_DOWN_HIGH && !r->read_paused) {
@@ -268,6 +275,15 @@ relay_read_cb(struct bufferevent *bev, void *arg)
 	struct relay *r = arg;
 
 	relay_touch(r);
+	/* libevent reads 4 KiB at a time: read on up to the input's bound,
+	 * so the guest gets larger frames (readmore.h). A socket error
+	 * found there ends the relay once what was read is delivered
+	 * (relay_push), as the bufferevent's error event would have. */
+	if (!r->read_paused && !r->up_eof && !r->sock_err &&
+	    readmore(r->up, RELAY_DOWN_HIGH) != 0) {
+		r->sock_err = 1;
+		(void)bufferevent_disable(r->up, EV_READ);
+	}
 	relay_push(r);
 }
 

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/uio.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -30,6 +29,7 @@
 #include <http_parser.h>
 
 #include "broker/net/http1.h"
+#include "broker/net/readmore.h"
 
 /* ---- the exchange ----------------------------------------------------- */
 
@@ -78,7 +78,7 @@ struct http1_exchange {
 	int err; /* set by parser callbacks */
 	int busy;
 	int zombie;
-	int sock_err; /* http1_read_more's readv failed */
+	int sock_err; /* readmore() found a socket error */
 };
 
 static void http1_process(struct http1_exchange *);
@@ -596,64 +596,12 @@ http1_process(struct http1_exchange *x)
 	http1_arm(x);
 }
 
-/*
- * libevent 2.1 reads a socket 4 KiB at a time (EVBUFFER_MAX_READ, not
- * settable before 2.2), so a 1 MiB body costs 256 reads, callbacks and
- * guest writes. When its read came back full (more is likely waiting) on
- * plain TCP, read on up to the read-ahead limit in one readv. Nothing
- * else changes: a short read, EOF or an error here is left for the
- * bufferevent's next read to see (the socket stays readable).
- */
+/* Read on past libevent's 4 KiB, up to the read-ahead (readmore.h). */
 static void
 http1_read_more(struct http1_exchange *x)
 {
-	struct evbuffer *in = bufferevent_get_input(x->bev);
-	struct evbuffer_iovec v[2];
-	struct iovec iov[2];
-	size_t have = evbuffer_get_length(in);
-	evutil_socket_t fd;
-	size_t left;
-	ssize_t n;
-	int nv, i;
-
-	if (x->paused || have < HTTP1_READ_CHUNK || have >= HTTP1_READ_HIGH ||
-	    bufferevent_openssl_get_ssl(x->bev) != NULL ||
-	    (fd = bufferevent_getfd(x->bev)) < 0)
-		return;
-	/* The bufferevent keeps its input's end frozen between its own
-	 * reads; add as it does, then freeze again. */
-	(void)evbuffer_unfreeze(in, 0);
-	nv = evbuffer_reserve_space(in, (ev_ssize_t)(HTTP1_READ_HIGH - have),
-	    v, 2);
-	if (nv < 1) {
-		(void)evbuffer_freeze(in, 0);
-		return;
-	}
-	for (i = 0; i < nv; i++) {
-		iov[i].iov_base = v[i].iov_base;
-		iov[i].iov_len = v[i].iov_len;
-	}
-	n = readv(fd, iov, nv);
-	if (n <= 0) {
-		/* An error must not be left for the bufferevent: reading the
-		 * error clears it from the socket, and its next read would
-		 * see a clean EOF (a body read until close would look whole).
-		 * EOF (0) is seen again by the bufferevent. */
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-		    errno != EINTR)
-			x->sock_err = 1;
-		(void)evbuffer_commit_space(in, v, 0);
-		(void)evbuffer_freeze(in, 0);
-		return;
-	}
-	left = (size_t)n;
-	for (i = 0; i < nv && left > 0; i++) {
-		if (v[i].iov_len > left)
-			v[i].iov_len = left;
-		left -= v[i].iov_len;
-	}
-	(void)evbuffer_commit_space(in, v, i);
-	(void)evbuffer_freeze(in, 0);
+	if (!x->paused && readmore(x->bev, HTTP1_READ_HIGH) != 0)
+		x->sock_err = 1;
 }
 
 static void

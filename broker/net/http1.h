@@ -22,11 +22,10 @@ struct http1_exchange;
 
 #define HTTP1_HEADERS_MAX 512 /* response header lines */
 #define HTTP1_INTERIM_MAX \
-	16			      /* 1xx responses before the final one;
+	16			     /* 1xx responses before the final one;
 					   more: upstream-protocol-error */
-#define HTTP1_READ_HIGH	 (128 * 1024) /* bytes read ahead, at most */
-#define HTTP1_READ_CHUNK 4096	      /* libevent 2.1 reads this */
-#define HTTP1_WRITE_LOW	 (32 * 1024)  /* on_writable threshold */
+#define HTTP1_READ_HIGH (128 * 1024) /* bytes read ahead, at most */
+#define HTTP1_WRITE_LOW (32 * 1024)  /* on_writable threshold */
 
 /* Per-exchange timeouts in milliseconds; 0 disables one. */
 struct http1_timeouts {

@@ -16,6 +16,9 @@
         Send a banner line and end its own side at once (shutdown
         SHUT_WR), then read everything the client still sends until its
         end, and write the SHA-256 of it (hex) to OUTDIR/banner.N.sha256.
+    stream_peer.py reset ADDR PORT SIZE
+        Send SIZE bytes on each connection, then reset it (SO_LINGER 0:
+        an RST, not an end of file), without reading.
     stream_peer.py hold ADDR PORT CERT KEY OUTDIR
         Accept a connection, create OUTDIR/hold.N.accepted, and start the
         TLS handshake only once OUTDIR/hold.release exists; then count
@@ -33,6 +36,7 @@ import hashlib
 import os
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -121,6 +125,23 @@ def serve_banner(s, outdir):
                          daemon=True).start()
 
 
+def reset_conn(c, size):
+    try:
+        c.sendall(b"r" * size)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    c.close()
+
+
+def serve_reset(s, size):
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=reset_conn, args=(c, size),
+                         daemon=True).start()
+
+
 def hold_conn(c, ctx, outdir, n):
     got = 0
     try:
@@ -174,6 +195,8 @@ def main():
         serve_echo(s, cert, key, snilog, clientca, alpnlog)
     elif mode == "banner":
         serve_banner(s, sys.argv[4])
+    elif mode == "reset":
+        serve_reset(s, int(sys.argv[4]))
     elif mode == "hold":
         serve_hold(s, sys.argv[4], sys.argv[5], sys.argv[6])
     else:

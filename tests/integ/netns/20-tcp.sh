@@ -32,6 +32,7 @@ HOLE_PORT=7002
 TLS_PORT=7443
 OTHER_PORT=7444
 HOLD_PORT=7445
+RESET_PORT=7446
 mkdir -p "$LAB_DIR/tcp"
 
 # lab_peer NAME ARGS...: start stream_peer.py in the outside namespace and
@@ -144,6 +145,20 @@ lab_poll 10 test -e "$LAB_DIR/tcp/banner.1.sha256" ||
 lab_expect_eq "SHA-256 of what the banner peer read after its end" \
     "$(sha256sum <"$LAB_DIR/tcp/late" | cut -d' ' -f1)" \
     "$(cat "$LAB_DIR/tcp/banner.1.sha256")"
+
+# ---- a destination that resets after its bytes: an error, never a
+# clean end, whichever read meets the reset (libevent's 4 KiB read, or
+# the broker's own read past it, when the reset has arrived by then:
+# 4096 bytes are exactly one of libevent's reads)
+for size in 4096 300000; do
+	lab_peer "reset$size" reset "$LAB_PUB4" "$RESET_PORT" "$size"
+	lab_connect sock "tcp://api.weather.example:$RESET_PORT" /dev/null
+	lab_expect_connect_error upstream-protocol-error
+	lab_expect_close error upstream-protocol-error
+	[ "$(wc -c <"$CONNECT_OUT")" -le "$size" ] ||
+	    lab_fail "more bytes than the destination sent"
+	lab_stop "reset$size"
+done
 
 # ---- an unresponsive destination: the connect deadline (5 s) passes
 lab_connect sock "tcp://api.weather.example:$HOLE_PORT" /dev/null

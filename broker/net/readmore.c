@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * readmore: larger reads on a plain socket bufferevent (readmore.h).
+ */
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+
+#include "broker/net/readmore.h"
+
+int
+readmore(struct bufferevent *bev, size_t high)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
+	size_t have = evbuffer_get_length(in);
+	evutil_socket_t fd;
+	size_t left;
+	ssize_t n;
+	int nv, i;
+
+	if (have < READMORE_CHUNK || have >= high ||
+	    bufferevent_openssl_get_ssl(bev) != NULL ||
+	    (fd = bufferevent_getfd(bev)) < 0)
+		return 0;
+	/* The bufferevent keeps its input's end frozen between its own
+	 * reads; add as it does, then freeze again. */
+	(void)evbuffer_unfreeze(in, 0);
+	nv = evbuffer_reserve_space(in, (ev_ssize_t)(high - have), v, 2);
+	if (nv < 1) {
+		(void)evbuffer_freeze(in, 0);
+		return 0;
+	}
+	for (i = 0; i < nv; i++) {
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = v[i].iov_len;
+	}
+	n = readv(fd, iov, nv);
+	if (n <= 0) {
+		(void)evbuffer_commit_space(in, v, 0);
+		(void)evbuffer_freeze(in, 0);
+		/* EOF (0) is seen again by the bufferevent; an error is not */
+		return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+			errno != EINTR ?
+		    -1 :
+		    0;
+	}
+	left = (size_t)n;
+	for (i = 0; i < nv && left > 0; i++) {
+		if (v[i].iov_len > left)
+			v[i].iov_len = left;
+		left -= v[i].iov_len;
+	}
+	(void)evbuffer_commit_space(in, v, i);
+	(void)evbuffer_freeze(in, 0);
+	return 0;
+}

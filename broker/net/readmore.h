@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * readmore: larger reads on a plain socket bufferevent. libevent 2.1
+ * reads a socket 4 KiB at a time (EVBUFFER_MAX_READ, not settable before
+ * 2.2), so a bulk transfer costs a read, a callback and a guest frame
+ * per 4 KiB. From a read callback, readmore() reads on, in one readv(),
+ * up to a bound, when the bufferevent's own read came back full.
+ */
+#ifndef EGRESS_BROKER_NET_READMORE_H
+#define EGRESS_BROKER_NET_READMORE_H
+
+#include <stddef.h>
+
+struct bufferevent;
+
+#define READMORE_CHUNK 4096 /* what libevent 2.1 reads at once */
+
+/*
+ * When bev is a plain socket bufferevent whose input holds at least
+ * READMORE_CHUNK and less than high bytes (its last read was likely
+ * full), read on into its input up to high bytes in one readv(). A short
+ * read or end of file is left for the bufferevent's next read to see
+ * (the socket stays readable). Return 0, or -1 when the socket reported
+ * an error: reading it cleared it from the socket, so the caller must
+ * treat the connection as failed (the bufferevent would see a clean end
+ * of file next). Nothing happens on a TLS bufferevent or without a
+ * descriptor.
+ */
+int readmore(struct bufferevent *bev, size_t high);
+
+#endif /* EGRESS_BROKER_NET_READMORE_H */

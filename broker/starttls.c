@@ -6,7 +6,9 @@
  * bufferevent gives up its socket (without closing it) to a TLS
  * bufferevent made by dial_tls_client(), whose verified handshake hands
  * it back to the relay. The relay's idle timeout and lifetime run all
- * along; the handshake has its own bound, the stream's connect timeout.
+ * along; the hold and the handshake together have their own bound, the
+ * stream's connect timeout, and the handshake takes a unit of the
+ * instance's fair share of TLS handshakes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,9 @@
 #include <egress/error.h>
 
 #include "broker/broker.h"
+#include "broker/confstate.h"
 #include "broker/net/dial.h"
+#include "broker/net/share.h"
 #include "broker/relay.h"
 #include "broker/request_int.h"
 #include "broker/starttls.h"
@@ -27,7 +31,8 @@
 
 struct starttls {
 	struct bufferevent *bev; /* the handshake, once started */
-	struct event *timer;	 /* its bound */
+	struct event *timer;	 /* the bound of the hold and handshake */
+	int handshaking;	 /* holds a unit of the handshake share */
 };
 
 static const struct timeval zero_tv = { 0, 0 };
@@ -57,6 +62,8 @@ starttls_cancel(struct request *r)
 	if (t == NULL)
 		return;
 	r->stls = NULL;
+	if (t->handshaking)
+		share_release(r->b->tls_share, request_instance(r), 1);
 	if (t->bev != NULL)
 		starttls_bev_free(r, t->bev);
 	if (t->timer != NULL)
@@ -119,15 +126,23 @@ starttls_switch(struct request *r)
 	struct starttls *t = r->stls;
 	struct bufferevent *plain;
 	struct dial_tls *tls = NULL;
-	struct timeval tv;
-	uint64_t ms;
-	int fd;
+	int err, fd;
 
 	if (r->conf == NULL ||
 	    tlsprof_select(r->b, r->conf->snap, r->ci, r->tls_profile,
 		strlen(r->tls_profile), &tls, &r->tls_gen) != 0) {
 		starttls_fail(r, STARTTLS_TLS, EGRESS_ERR_TLS_FAILED);
 		return;
+	}
+	/* A handshake costs the broker CPU: it takes a unit of the
+	 * instance's fair share, as a dialed one does. */
+	if (r->b->tls_share != NULL) {
+		if ((err = share_acquire(r->b->tls_share, request_instance(r),
+			 NULL, 1)) != 0) {
+			starttls_fail(r, STARTTLS_BUDGET, err);
+			return;
+		}
+		t->handshaking = 1;
 	}
 	plain = relay_take_upstream(r->relay);
 	fd = plain != NULL ? bufferevent_getfd(plain) : -1;
@@ -144,17 +159,6 @@ starttls_switch(struct request *r)
 	if (dial_tls_client(r->b->base, tls, &r->dest.host, fd, &t->bev) !=
 	    0) {
 		t->bev = NULL; /* fd closed */
-		starttls_fail(r, STARTTLS_TLS, EGRESS_ERR_UNAVAILABLE);
-		return;
-	}
-	ms = r->deadline_ms > r->start_ms ?
-	    r->deadline_ms - r->start_ms :
-	    DIAL_TIMEOUT_DEFAULT_MS;
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	if ((t->timer = evtimer_new(r->b->base, starttls_timer_cb, r)) ==
-		NULL ||
-	    evtimer_add(t->timer, &tv) != 0) {
 		starttls_fail(r, STARTTLS_TLS, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}
@@ -184,10 +188,30 @@ starttls_held(void *arg, enum relay_hold_verdict v)
 	}
 }
 
+/* Arm the bound of the hold and the handshake: the connect timeout. */
+static int
+starttls_arm(struct request *r)
+{
+	struct timeval tv;
+	uint64_t ms;
+
+	ms = r->deadline_ms > r->start_ms ?
+	    r->deadline_ms - r->start_ms :
+	    DIAL_TIMEOUT_DEFAULT_MS;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	if ((r->stls->timer = evtimer_new(r->b->base, starttls_timer_cb, r)) ==
+	    NULL)
+		return -1;
+	return evtimer_add(r->stls->timer, &tv);
+}
+
 void
 request_on_starttls(struct request *r, const struct proto_msg *m)
 {
 	const struct proto_str *p = &m->starttls.tls_profile;
+	const struct conf_instance *ci = NULL;
+	struct confref *now;
 
 	if (r->phase == PHASE_DONE || r->st.state == PROTO_STREAM_CLOSED)
 		return; /* it failed already: crossed */
@@ -198,8 +222,14 @@ request_on_starttls(struct request *r, const struct proto_msg *m)
 		starttls_fail(r, STARTTLS_REFUSED, EGRESS_ERR_INVALID_REQUEST);
 		return;
 	}
-	/* The profile: one the entry lists, as for a tls stream. */
-	if (tlsprof_check(r->conf->snap, r->ci, p->ptr, p->len) != 0) {
+	/* The profile: one the entry lists in the configuration in force
+	 * now, as for a tls stream opened now (a reload since the stream
+	 * opened may have unlisted it). */
+	now = confstate_get_for(&r->b->conf, request_instance(r));
+	if (now != NULL)
+		ci = conf_instance_find(now->snap, request_instance(r));
+	if (now != NULL && tlsprof_check(now->snap, ci, p->ptr, p->len) != 0) {
+		confref_unref(now);
 		r->detail = "the entry does not list this tls profile";
 		starttls_fail(r, TLSPROF_REASON_NOT_ALLOWED,
 		    EGRESS_ERR_INVALID_REQUEST);
@@ -208,7 +238,20 @@ request_on_starttls(struct request *r, const struct proto_msg *m)
 	if (p->len > 0)
 		memcpy(r->tls_profile, p->ptr, p->len);
 	r->tls_profile[p->len] = '\0';
-	if ((r->stls = calloc(1, sizeof(*r->stls))) == NULL) {
+	/* The grant with the profile, decided again on that configuration
+	 * (a broken one denies); the handshake's context comes from it. */
+	if (now == NULL || !request_still_allowed(r)) {
+		confref_unref(now);
+		starttls_fail(r, STARTTLS_DENIED, EGRESS_ERR_DENIED);
+		return;
+	}
+	confref_unref(r->conf);
+	r->conf = now;
+	r->ci = ci;
+	/* Until the upgrade's outcome: a stream that ends meanwhile. */
+	r->starttls = STARTTLS_ABORTED;
+	if ((r->stls = calloc(1, sizeof(*r->stls))) == NULL ||
+	    starttls_arm(r) != 0) {
 		request_fail(r, EGRESS_ERR_UNAVAILABLE);
 		return;
 	}

@@ -26,9 +26,18 @@ struct starttls;
 #define STARTTLS_INJECTION \
 	"starttls-injection" /* undelivered upstream
 						   bytes at the switch */
-#define STARTTLS_ENDED	 "starttls-upstream-ended"
-#define STARTTLS_TLS	 "tls"		    /* handshake or verification */
-#define STARTTLS_TIMEOUT "starttls-timeout" /* the handshake's bound */
+#define STARTTLS_ENDED "starttls-upstream-ended"
+#define STARTTLS_TLS   "tls" /* handshake or verification */
+#define STARTTLS_TIMEOUT \
+	"starttls-timeout"		   /* the bound of the hold and
+						 handshake */
+#define STARTTLS_BUDGET "budget-exhausted" /* the handshake share */
+#define STARTTLS_DENIED \
+	"starttls-denied" /* the configuration in force
+						denies the stream now */
+#define STARTTLS_ABORTED \
+	"starttls-aborted" /* the stream ended before
+						 the outcome */
 #define STARTTLS_REFUSED \
 	"starttls-refused" /* not a connected tcp
 						  stream */
@@ -36,8 +45,11 @@ struct starttls;
 /*
  * The guest sent STARTTLS m (already applied to the stream state) on r.
  * Refuse it (ERROR invalid-request) unless r is a tcp stream that
- * relays and m's profile is one r's entry lists; else hold the relay
- * and upgrade as the header says. May finish r.
+ * relays and m's profile is one r's entry lists in the configuration in
+ * force now; deny it (ERROR denied) unless that configuration still
+ * grants r with the profile; else take that configuration for r, hold
+ * the relay and upgrade as the header says, the hold and the handshake
+ * bounded by r's connect timeout. May finish r.
  */
 void request_on_starttls(struct request *r, const struct proto_msg *m);
 

@@ -128,10 +128,12 @@ proxy_out_len(struct proxy_conn *c)
 	    (u != NULL ? evbuffer_get_length(bufferevent_get_output(u)) : 0);
 }
 
+/* Under TLS the records count too (the filter keeps them below
+ * MINT_UNDER_HIGH, so the plaintext waiting is what pushes back). */
 static int
 proxy_has_room(struct proxy_conn *c)
 {
-	size_t n = evbuffer_get_length(proxy_out(c));
+	size_t n = proxy_out_len(c);
 
 	return n < PROXY_OUT_HIGH &&
 	    broker_mem_room(c->b, c->instance, &c->mem, n, PROXY_OUT_HIGH);
@@ -1067,8 +1069,7 @@ proxy_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->r != NULL)
 		request_flush(c->r);
-	broker_mem_trim(c->b, c->instance, &c->mem,
-	    evbuffer_get_length(proxy_out(c)), 0);
+	broker_mem_trim(c->b, c->instance, &c->mem, proxy_out_len(c), 0);
 }
 
 static void

@@ -120,6 +120,10 @@ mint_wrap(struct mint *m, struct event_base *base, struct bufferevent *bev,
 	bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
 	/* Timeouts are the filter's (its owner sets them). */
 	(void)bufferevent_set_timeouts(bev, NULL, NULL);
+	/* The filter writes records into bev only below this mark: beyond
+	 * it the plaintext stays in the filter's output, where its owner
+	 * sees it, and flows again once the socket drained bev. */
+	bufferevent_setwatermark(bev, EV_WRITE, 0, MINT_UNDER_HIGH);
 	(void)bufferevent_enable(bev, EV_READ | EV_WRITE);
 	/* The ClientHello already read waits in bev's input: have the
 	 * filter read it now rather than on the next bytes. */

@@ -23,7 +23,9 @@
 # clients' variables; curl (two requests, two decisions), Python
 # requests and git clone over HTTPS succeed with no CA option of their
 # own; the bundle is gone once the command ended; --inspect for an
-# instance that does not inspect is refused.
+# instance that does not inspect is refused. Last, a reload that turns
+# tls_inspect on ends the entry's open byte tunnel (egress.close revoked,
+# reason inspection-required); its next tunnel is inspected.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 . "$(dirname "$0")/../lab/curl.sh"
@@ -391,5 +393,32 @@ lab_expect_eq "--inspect without tls_inspect" 3 "$SB_RC"
 grep -q "does not inspect" "$LAB_DIR/refused.err" ||
     lab_fail "no reason given: $(cat "$LAB_DIR/refused.err")"
 lab_ok "--inspect without tls_inspect is refused"
+
+# ---- a reload that turns tls_inspect on ends open byte tunnels -------------
+lab_spawn hold "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/tunnel.py" hold 3129 \
+    p:plain-token-0123456789 "$CA" /small -
+lab_poll 15 grep -q READY "$LAB_DIR/log/hold.out" ||
+    lab_fail "the byte tunnel did not relay: $(cat "$LAB_DIR/log/hold."*)"
+lab_mark
+{
+	lab_config_base
+	lab_entry weather weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3128\nproxy_token_file = weather.token\n'
+	printf 'tls_inspect = true\n'
+	lab_entry plain weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3129\nproxy_token_file = plain.token\n'
+	printf 'tls_inspect = true\n'
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[hold]}" ||
+    lab_fail "the byte tunnel stayed open once its entry inspects"
+lab_stop hold
+lab_expect_eq "the client saw its byte tunnel closed" "SENT READY CLOSED" \
+    "$(paste -sd ' ' "$LAB_DIR/log/hold.out")"
+lab_expect_close error revoked
+lab_expect_close reason inspection-required
+# A new tunnel of that entry is inspected now.
+pcurl "${P[@]}" --cacert "$ICA" https://api.weather.example/small
+lab_expect_curl 200
 
 lab_finish

@@ -1348,17 +1348,20 @@ proxy_inspect(struct proxy_conn *c)
 	struct policy_dest hd;
 	struct broker *b = c->b;
 	unsigned flags = PROXY_INSPECT;
+	int err = EGRESS_ERR_INVALID;
 
 	hd = *d;
 	(void)snprintf(hd.scheme, sizeof(hd.scheme), "https");
-	if (http1_format_host(&hd, auth, sizeof(auth)) < 0 ||
-	    inspect_wrap(b, c->bev, d->host.name, &tls) != 0) {
+	if (http1_format_host(&hd, auth, sizeof(auth)) >= 0) {
+		err = inspect_wrap(b, c->bev, d->host.name, &tls);
+		c->bev = NULL; /* tls's now, or freed */
+	}
+	if (err != 0) {
 		proxy_log_refusal(c, 502, "inspect",
 		    "the TLS of the tunnel could not be terminated");
 		proxy_free(c);
 		return;
 	}
-	c->bev = NULL; /* tls's now */
 	if (c->shared) {
 		flags |= PROXY_SHARED;
 		c->shared = 0;

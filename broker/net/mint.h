@@ -48,7 +48,8 @@ int mint_new(X509 *ca, EVP_PKEY *ca_key, size_t max, struct mint **ret);
  * cleared (set the filter's), and its output is bounded: the filter
  * puts no more than MINT_UNDER_HIGH bytes of records in it, so plaintext
  * not yet encrypted stays in *ret's output (back-pressure for whoever
- * writes it). Takes ownership of bev on success (freed with *ret). Return 0, or mint_leaf()'s error, or EGRESS_ERR_NOMEM.
+ * writes it). Takes ownership of bev: on success it is freed with *ret,
+ * on failure here. Return 0, or mint_leaf()'s error, or EGRESS_ERR_NOMEM.
  */
 int mint_wrap(struct mint *m, struct event_base *base, struct bufferevent *bev,
     const char *name, time_t now, struct bufferevent **ret);

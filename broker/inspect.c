@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <event2/bufferevent.h>
 #include <jansson.h>
 
 #include <egress/error.h>
@@ -58,8 +59,10 @@ int
 inspect_wrap(struct broker *b, struct bufferevent *bev, const char *name,
     struct bufferevent **ret)
 {
-	if (b->inspect == NULL)
+	if (b->inspect == NULL) {
+		bufferevent_free(bev);
 		return EGRESS_ERR_UNAVAILABLE;
+	}
 	return mint_wrap(b->inspect, b->base, bev, name, time(NULL), ret);
 }
 

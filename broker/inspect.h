@@ -38,7 +38,7 @@ int inspect_is_ready(const struct broker *b);
  * Put a TLS server for name (a host name or an IP literal) on bev, whose
  * input may already hold the client's first bytes (its ClientHello):
  * write *ret, a bufferevent that reads and writes the decrypted stream.
- * Takes ownership of bev on success (freed with *ret). Return 0;
+ * Takes ownership of bev: freed with *ret, or here on failure. Return 0;
  * EGRESS_ERR_UNAVAILABLE when no CA is loaded; EGRESS_ERR_INVALID for a
  * name no leaf can be made for; EGRESS_ERR_NOMEM.
  */

@@ -128,10 +128,12 @@ proxy_out_len(struct proxy_conn *c)
 	    (u != NULL ? evbuffer_get_length(bufferevent_get_output(u)) : 0);
 }
 
+/* Under TLS the records count too (the filter keeps them below
+ * MINT_UNDER_HIGH, so the plaintext waiting is what pushes back). */
 static int
 proxy_has_room(struct proxy_conn *c)
 {
-	size_t n = evbuffer_get_length(proxy_out(c));
+	size_t n = proxy_out_len(c);
 
 	return n < PROXY_OUT_HIGH &&
 	    broker_mem_room(c->b, c->instance, &c->mem, n, PROXY_OUT_HIGH);
@@ -1067,8 +1069,7 @@ proxy_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->r != NULL)
 		request_flush(c->r);
-	broker_mem_trim(c->b, c->instance, &c->mem,
-	    evbuffer_get_length(proxy_out(c)), 0);
+	broker_mem_trim(c->b, c->instance, &c->mem, proxy_out_len(c), 0);
 }
 
 static void
@@ -1347,17 +1348,20 @@ proxy_inspect(struct proxy_conn *c)
 	struct policy_dest hd;
 	struct broker *b = c->b;
 	unsigned flags = PROXY_INSPECT;
+	int err = EGRESS_ERR_INVALID;
 
 	hd = *d;
 	(void)snprintf(hd.scheme, sizeof(hd.scheme), "https");
-	if (http1_format_host(&hd, auth, sizeof(auth)) < 0 ||
-	    inspect_wrap(b, c->bev, d->host.name, &tls) != 0) {
+	if (http1_format_host(&hd, auth, sizeof(auth)) >= 0) {
+		err = inspect_wrap(b, c->bev, d->host.name, &tls);
+		c->bev = NULL; /* tls's now, or freed */
+	}
+	if (err != 0) {
 		proxy_log_refusal(c, 502, "inspect",
 		    "the TLS of the tunnel could not be terminated");
 		proxy_free(c);
 		return;
 	}
-	c->bev = NULL; /* tls's now */
 	if (c->shared) {
 		flags |= PROXY_SHARED;
 		c->shared = 0;

@@ -375,12 +375,20 @@ tunnel_transport(const struct tunnel *t, const struct conf_snapshot *s)
 	    POLICY_TRANSPORT_TLS;
 }
 
-/* Does s still allow the connected tunnel? If not, t->revoked says why. */
+/* Does s still allow the connected tunnel? If not, t->revoked says why.
+ * A TLS byte tunnel of an entry that now inspects is not: its requests
+ * would pass undecided (inspection-required). */
 static int
 tunnel_allowed_by(struct tunnel *t, const struct conf_snapshot *s)
 {
+	const struct conf_instance *ci = conf_instance_find(s, t->instance);
 	const char *reason = "policy-unavailable";
 
+	if (ci != NULL && ci->tls_inspect &&
+	    strcmp(t->kind, "tls-tunnel") == 0) {
+		t->revoked = "inspection-required";
+		return 0;
+	}
 	if (s != NULL &&
 	    revoke_is_allowed(t->b, s, t->instance, tunnel_transport(t, s),
 		&t->dest, &t->connected, NULL, &reason))

@@ -164,9 +164,15 @@ conf_inspect_entry(const char *path, const char *sec, const struct conf_val *v,
 {
 	if (v == NULL || v->str == NULL)
 		return;
-	if (strcmp(v->str, "true") == 0)
+	if (strcmp(v->str, "true") == 0) {
 		ci->tls_inspect = v->line; /* its line stands for true */
-	else if (strcmp(v->str, "false") != 0)
+		if (!(ci->granted_permissions & POLICY_PERM_HTTP_CLIENT))
+			conf_errors_addf(errs,
+			    "%s:%d: [%s] tls_inspect: true needs http_client "
+			    "in permissions (every request inside an "
+			    "inspected tunnel is an http request)",
+			    path, v->line, sec);
+	} else if (strcmp(v->str, "false") != 0)
 		conf_errors_addf(errs,
 		    "%s:%d: [%s] tls_inspect: '%s' is not a boolean; write "
 		    "true or false (the default)",

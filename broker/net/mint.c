@@ -95,6 +95,42 @@ out:
 	return err;
 }
 
+/* The event callback bev carries while the filter is made: still there
+ * after a failure, libevent's failure path did not free bev. */
+static void
+mint_unwrapped_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	(void)arg;
+}
+
+/*
+ * libevent 2.1 frees ssl on every failure of the filter with
+ * BEV_OPT_CLOSE_ON_FREE, and bev only on some (once the filter held a
+ * reference to it). Hold a reference of our own meanwhile, and free bev
+ * afterwards unless libevent did (it clears bev's callbacks when it
+ * does): bev is freed once whatever failed.
+ */
+static struct bufferevent *
+mint_filter(struct event_base *base, struct bufferevent *bev, SSL *ssl)
+{
+	bufferevent_event_cb ecb = NULL;
+	struct bufferevent *tls;
+
+	bufferevent_incref(bev);
+	bufferevent_setcb(bev, NULL, NULL, mint_unwrapped_cb, NULL);
+	tls = bufferevent_openssl_filter_new(base, bev, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (tls == NULL) {
+		bufferevent_getcb(bev, NULL, NULL, &ecb, NULL);
+		if (ecb == mint_unwrapped_cb)
+			bufferevent_free(bev);
+	}
+	(void)bufferevent_decref(bev);
+	return tls;
+}
+
 int
 mint_wrap(struct mint *m, struct event_base *base, struct bufferevent *bev,
     const char *name, time_t now, struct bufferevent **ret)
@@ -104,22 +140,29 @@ mint_wrap(struct mint *m, struct event_base *base, struct bufferevent *bev,
 	SSL *ssl;
 	int err;
 
-	if ((err = mint_leaf(m, name, now, &leaf)) != 0)
+	if ((err = mint_leaf(m, name, now, &leaf)) != 0) {
+		bufferevent_free(bev);
 		return err;
+	}
 	if ((ssl = SSL_new(m->ctx)) == NULL ||
 	    SSL_use_certificate(ssl, leaf) != 1 ||
 	    SSL_use_PrivateKey(ssl, m->key) != 1) {
 		ERR_clear_error();
 		SSL_free(ssl);
+		bufferevent_free(bev);
 		return EGRESS_ERR_NOMEM;
 	}
-	tls = bufferevent_openssl_filter_new(base, bev, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-	if (tls == NULL)
-		return EGRESS_ERR_NOMEM;
+	if ((tls = mint_filter(base, bev, ssl)) == NULL) {
+		ERR_clear_error();
+		return EGRESS_ERR_NOMEM; /* ssl and bev are freed */
+	}
 	bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
 	/* Timeouts are the filter's (its owner sets them). */
 	(void)bufferevent_set_timeouts(bev, NULL, NULL);
+	/* The filter writes records into bev only below this mark: beyond
+	 * it the plaintext stays in the filter's output, where its owner
+	 * sees it, and flows again once the socket drained bev. */
+	bufferevent_setwatermark(bev, EV_WRITE, 0, MINT_UNDER_HIGH);
 	(void)bufferevent_enable(bev, EV_READ | EV_WRITE);
 	/* The ClientHello already read waits in bev's input: have the
 	 * filter read it now rather than on the next bytes. */

@@ -23,6 +23,7 @@
 #define MINT_RENEW_S	   3600
 #define MINT_NAME_MAX	   255
 #define MINT_CACHE_DEFAULT 256
+#define MINT_UNDER_HIGH	   (64 * 1024) /* records queued to the socket */
 
 struct mint;
 
@@ -44,8 +45,11 @@ int mint_new(X509 *ca, EVP_PKEY *ca_key, size_t max, struct mint **ret);
  * ClientHello; read from there first): write *ret, a filter bufferevent
  * on base that reads and writes the decrypted stream and emits
  * BEV_EVENT_CONNECTED once the handshake is done. bev's timeouts are
- * cleared (set the filter's). Takes ownership of bev on success (freed
- * with *ret). Return 0, or mint_leaf()'s error, or EGRESS_ERR_NOMEM.
+ * cleared (set the filter's), and its output is bounded: the filter
+ * puts no more than MINT_UNDER_HIGH bytes of records in it, so plaintext
+ * not yet encrypted stays in *ret's output (back-pressure for whoever
+ * writes it). Takes ownership of bev: on success it is freed with *ret,
+ * on failure here. Return 0, or mint_leaf()'s error, or EGRESS_ERR_NOMEM.
  */
 int mint_wrap(struct mint *m, struct event_base *base, struct bufferevent *bev,
     const char *name, time_t now, struct bufferevent **ret);

@@ -439,14 +439,14 @@ ParameterizedTestParameters(conf_config, errors)
 		    "'yes' is not a boolean; write true or false (the "
 		    "default)" },
 		{ "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
-		  "tls_inspect = true\n",
-		    "/nonexistent/c.ini:4: [tls] inspect_ca_cert: "
+		  "permissions = http_client\ntls_inspect = true\n",
+		    "/nonexistent/c.ini:5: [tls] inspect_ca_cert: "
 		    "/nonexistent/inspect-ca.pem does not exist; egressctl ca "
 		    "init writes it (the inspection CA that tls_inspect of "
 		    "[plugins.entries.x] needs)" },
 		{ "[tls]\ninspect_ca_cert = /nonexistent/ca.pem\n"
 		  "[plugins.entries.x]\nplugin = x\nmanifest = m\n"
-		  "tls_inspect = true\n",
+		  "permissions = http_client\ntls_inspect = true\n",
 		    "/nonexistent/c.ini:2: [tls] inspect_ca_cert: "
 		    "/nonexistent/ca.pem does not exist; " },
 		{ "[resolvers]\n",

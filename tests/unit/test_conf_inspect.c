@@ -4,7 +4,9 @@
  * [tls] inspect_ca_cert and inspect_ca_key or their defaults in the
  * configuration's folder; refused, naming the file, when the key may be
  * read by its group or others, does not match, is missing, or the
- * certificate is no CA. Nothing is checked when no entry inspects.
+ * certificate is no CA. Nothing is checked when no entry inspects. An
+ * entry that inspects without granting http_client is refused at its
+ * line.
  */
 #include <stdio.h>
 #include <sys/stat.h>
@@ -36,7 +38,8 @@ write_ca(const char *cert, const char *key, int ca, int mode)
 }
 
 static const char entry[] = "[plugins.entries.x]\nplugin = x\n"
-			    "manifest = m\ntls_inspect = true\n";
+			    "manifest = m\npermissions = http_client\n"
+			    "tls_inspect = true\n";
 
 /* Load text as DIR/c.ini; return the load's result, errors in *e. */
 static int
@@ -76,7 +79,7 @@ Test(conf_inspect, default_paths_and_key_mode, .init = ct_mkdir,
 	cr_assert_eq(chmod(ct_path("inspect-ca.key"), 0640), 0);
 	cr_expect_eq(load(entry, &e), EGRESS_ERR_INVALID);
 	(void)snprintf(want, sizeof(want),
-	    "c.ini:4: [tls] inspect_ca_key: %s is group- or world-accessible; "
+	    "c.ini:5: [tls] inspect_ca_key: %s is group- or world-accessible; "
 	    "chmod 600 it",
 	    ct_path("inspect-ca.key"));
 	cr_expect(has_error(&e, want), "want %s\ngot %s", want, ct_errors(&e));
@@ -128,5 +131,27 @@ Test(conf_inspect, unchecked_without_an_inspecting_entry, .init = ct_mkdir,
 		   "tls_inspect = false\n",
 	    &e);
 	cr_expect(!has_error(&e, "inspect_ca"), "%s", ct_errors(&e));
+	conf_errors_done(&e);
+}
+
+/* Every request inside an inspected tunnel is an http one: an entry
+ * that inspects without http_client is refused, naming its line. */
+Test(conf_inspect, needs_http_client, .init = ct_mkdir, .fini = ct_rmdir)
+{
+	struct conf_errors e = { 0 };
+
+	write_ca(ct_path("inspect-ca.pem"), ct_path("inspect-ca.key"), 1,
+	    0600);
+	cr_expect_eq(load("[plugins.entries.x]\nplugin = x\nmanifest = m\n"
+			  "permissions = socket_client\ntls_inspect = true\n",
+			 &e),
+	    EGRESS_ERR_INVALID);
+	cr_expect(has_error(&e,
+		      "c.ini:5: [plugins.entries.x] tls_inspect: true needs "
+		      "http_client in permissions"),
+	    "%s", ct_errors(&e));
+	conf_errors_done(&e);
+	(void)load(entry, &e); /* with http_client: not this error */
+	cr_expect(!has_error(&e, "needs http_client"), "%s", ct_errors(&e));
 	conf_errors_done(&e);
 }

@@ -14,13 +14,18 @@
 # an entry without tls_inspect still gets a byte tunnel (curl verifies
 # nginx's own certificate end to end); a redirect inside the tunnel comes
 # back untouched and is not followed; an IP-literal CONNECT without SNI
-# gets a leaf for its address. Then real clients inside
+# gets a leaf for its address. A client of an inspected tunnel that
+# reads nothing of a 50 MiB body makes the broker push back on the
+# upstream (its RSS bounded), and then gets the body intact. Then real
+# clients inside
 # egress-sandbox --net --inspect (an unprivileged uid): the CA bundle
 # (system roots and the inspection CA) is in SSL_CERT_FILE and the other
 # clients' variables; curl (two requests, two decisions), Python
 # requests and git clone over HTTPS succeed with no CA option of their
 # own; the bundle is gone once the command ended; --inspect for an
-# instance that does not inspect is refused.
+# instance that does not inspect is refused. Last, a reload that turns
+# tls_inspect on ends the entry's open byte tunnel (egress.close revoked,
+# reason inspection-required); its next tunnel is inspected.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 . "$(dirname "$0")/../lab/curl.sh"
@@ -193,6 +198,111 @@ pcurl "${P[@]}" --cacert "$ICA" https://api.weather.example/small
     lab_fail "the uninspected tunnel answered with the inspection CA"
 lab_ok "the uninspected tunnel is not terminated"
 
+# ---- a slow reader inside an inspected tunnel ------------------------------
+# The client of an inspected tunnel asks for the 50 MiB body and reads
+# nothing: back-pressure reaches the upstream (nginx's send queue fills,
+# it never finishes the response) and the broker's RSS stays within
+# LAB_RSS_GROWTH_KB (default 24 MiB) of its warmed-up size; once the
+# client reads, the body arrives intact.
+cat >"$LAB_DIR/tunnel.py" <<'PY'
+import base64, hashlib, os, socket, ssl, sys, time
+mode, port, auth, cafile, path, out = sys.argv[1:7]
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.connect(('127.0.0.1', int(port)))
+s.settimeout(60)
+s.sendall(b'CONNECT api.weather.example:443 HTTP/1.1\r\n'
+          b'Host: api.weather.example:443\r\n'
+          b'Proxy-Authorization: Basic ' +
+          base64.b64encode(auth.encode()) + b'\r\n\r\n')
+ans = b''
+while b'\r\n\r\n' not in ans:
+    ans += s.recv(1)
+if not ans.startswith(b'HTTP/1.1 200'):
+    print('NO', ans, flush=True)
+    sys.exit(1)
+t = ssl.create_default_context(cafile=cafile).wrap_socket(
+    s, server_hostname='api.weather.example')
+def get():
+    t.sendall(b'GET ' + path.encode() + b' HTTP/1.1\r\n'
+              b'Host: api.weather.example\r\n\r\n')
+    print('SENT', flush=True)
+def answer():
+    data = b''
+    while b'\r\n\r\n' not in data:
+        data += t.recv(65536)
+    head, _, body = data.partition(b'\r\n\r\n')
+    n = [int(l.split(b':')[1]) for l in head.split(b'\r\n')
+         if l.lower().startswith(b'content-length:')][0]
+    h = hashlib.sha256(body)
+    got = len(body)
+    while got < n:
+        b = t.recv(1 << 20)
+        if not b:
+            break
+        h.update(b)
+        got += len(b)
+    return head, got, h.hexdigest()
+get()
+if mode == 'slow':
+    while not os.path.exists(out + '.release'):
+        time.sleep(0.05)
+    head, got, digest = answer()
+    open(out, 'w').write('%d %s\n' % (got, digest))
+    sys.exit(0)
+head, got, digest = answer()
+print('READY' if head.startswith(b'HTTP/1.1 200') else 'NO', flush=True)
+try:
+    while t.recv(65536):
+        pass
+    print('CLOSED', flush=True)
+except socket.timeout:
+    print('TIMEOUT', flush=True)
+except (OSError, ssl.SSLError):
+    print('CLOSED', flush=True)
+PY
+BOUND_KB=${LAB_RSS_GROWTH_KB:-24576}
+pcurl "${W[@]}" --cacert "$ICA" https://api.weather.example/large
+lab_expect_curl 200
+rm -f "$LAB_CURL_OUT"
+base=$(lab_egressd_rss_kb)
+lab_log "broker RSS after an inspected warm-up: $base KiB"
+lab_mark
+lab_spawn slow "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/tunnel.py" slow 3128 \
+    w:weather-token-0123456789 "$ICA" /large "$LAB_DIR/slow.result"
+inspected_stalled()
+{
+	local q
+	q=$(lab_ns_o ss -Htn state established "( sport = :443 )" |
+	    awk '{ if ($2 > m) m = $2 } END { print m + 0 }')
+	[ "$q" -gt 0 ] && [ "$(lab_hits "$LAB_PUB4" /large)" = 0 ]
+}
+lab_poll 30 inspected_stalled ||
+    lab_fail "a slow reader in an inspected tunnel: the upstream never saw back-pressure"
+lab_ok "a slow reader in an inspected tunnel: back-pressure reached the upstream"
+max=0
+i=0
+while [ "$i" -lt 20 ]; do
+	rss=$(lab_egressd_rss_kb)
+	[ "$rss" -le "$max" ] || max=$rss
+	inspected_stalled ||
+	    lab_fail "the stall ended while the inspected client read nothing"
+	i=$((i + 1))
+	sleep 0.1	# sampling interval, not a wait for a condition
+done
+lab_log "broker RSS while the inspected client stalls: max $max KiB"
+[ $((max - base)) -le "$BOUND_KB" ] ||
+    lab_fail "RSS grew by $((max - base)) KiB (bound $BOUND_KB KiB)"
+lab_ok "inspected slow reader: RSS growth $((max - base)) KiB within $BOUND_KB KiB"
+: >"$LAB_DIR/slow.result.release"
+lab_poll 60 test -s "$LAB_DIR/slow.result" ||
+    lab_fail "the inspected slow client never got the whole body"
+lab_stop slow
+lab_expect_eq "body the inspected slow client read" \
+    "$(stat -c %s "$LAB_DIR/www/large") $(sha256sum <"$LAB_DIR/www/large" | cut -d' ' -f1)" \
+    "$(cat "$LAB_DIR/slow.result")"
+lab_expect_hits "$LAB_PUB4" 1 /large
+
 # ---- egress-sandbox --net --inspect ----------------------------------------
 WU=64811
 CTL=$LAB_DIR/run/control.sock
@@ -283,5 +393,32 @@ lab_expect_eq "--inspect without tls_inspect" 3 "$SB_RC"
 grep -q "does not inspect" "$LAB_DIR/refused.err" ||
     lab_fail "no reason given: $(cat "$LAB_DIR/refused.err")"
 lab_ok "--inspect without tls_inspect is refused"
+
+# ---- a reload that turns tls_inspect on ends open byte tunnels -------------
+lab_spawn hold "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/tunnel.py" hold 3129 \
+    p:plain-token-0123456789 "$CA" /small -
+lab_poll 15 grep -q READY "$LAB_DIR/log/hold.out" ||
+    lab_fail "the byte tunnel did not relay: $(cat "$LAB_DIR/log/hold."*)"
+lab_mark
+{
+	lab_config_base
+	lab_entry weather weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3128\nproxy_token_file = weather.token\n'
+	printf 'tls_inspect = true\n'
+	lab_entry plain weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3129\nproxy_token_file = plain.token\n'
+	printf 'tls_inspect = true\n'
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[hold]}" ||
+    lab_fail "the byte tunnel stayed open once its entry inspects"
+lab_stop hold
+lab_expect_eq "the client saw its byte tunnel closed" "SENT READY CLOSED" \
+    "$(paste -sd ' ' "$LAB_DIR/log/hold.out")"
+lab_expect_close error revoked
+lab_expect_close reason inspection-required
+# A new tunnel of that entry is inspected now.
+pcurl "${P[@]}" --cacert "$ICA" https://api.weather.example/small
+lab_expect_curl 200
 
 lab_finish

@@ -10,6 +10,10 @@
  * sends are written to the client as HTTP/1.1, and the window it grants
  * back follows what the client socket took.
  */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -1223,7 +1227,7 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 	struct proxy_conn *c = NULL;
 	struct proto_msg m;
 	int shared = (flags & PROXY_SHARED) != 0;
-	int err = EGRESS_ERR_AGAIN;
+	int err = EGRESS_ERR_AGAIN, one = 1;
 
 	if (b->draining || strlen(instance) > CONF_NAME_MAX ||
 	    b->nsessions >= SESSIONS_MAX)
@@ -1276,6 +1280,11 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 		c->bev = bev;
 		bev = NULL;
 	} else {
+		/* A response goes out in pieces: without this, Nagle's
+		 * algorithm holds the last one for the client's delayed
+		 * ACK (TCP only; a Unix socket refuses it, harmlessly). */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
 		c->bev = bufferevent_socket_new(b->base, fd,
 		    BEV_OPT_CLOSE_ON_FREE);
 	}

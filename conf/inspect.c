@@ -217,14 +217,19 @@ static int
 ca_pem(X509 *x, char **ret)
 {
 	BIO *bio = BIO_new(BIO_s_mem());
-	char *p = NULL;
+	char *p = NULL, *q;
 	long n;
 	int rc = EGRESS_ERR_NOMEM;
 
+	/* The BIO's bytes end with no NUL: copy exactly n of them. */
 	if (bio != NULL && PEM_write_bio_X509(bio, x) == 1 &&
 	    (n = BIO_get_mem_data(bio, &p)) > 0 &&
-	    (*ret = strndup(p, (size_t)n)) != NULL)
+	    (q = malloc((size_t)n + 1)) != NULL) {
+		memcpy(q, p, (size_t)n);
+		q[n] = '\0';
+		*ret = q;
 		rc = 0;
+	}
 	ERR_clear_error();
 	BIO_free(bio);
 	return rc;

@@ -294,6 +294,18 @@ int conf_inspect_build(const char *path, const char *dir,
     const struct conf_val *cert, const struct conf_val *key,
     struct conf_snapshot *s, struct conf_errors *errs);
 
+/*
+ * Read the unencrypted PEM private key at path (tlsprof.c), a regular
+ * file only its owner may access, opened without following a link, of
+ * at most 64 KiB, its bytes wiped once read; when cert is not NULL the
+ * key must match it (else the reason is mismatch). Return 0 and write
+ * *ret (or free the key when ret is NULL), or -1 with *ret_why the reason
+ * (static text that follows the path), or with *ret_why NULL and errno
+ * set when the file could not be opened.
+ */
+int conf_key_read(const char *path, struct x509_st *cert, const char *mismatch,
+    struct evp_pkey_st **ret, const char **ret_why);
+
 /* As conf_token_read(), for [upstream_proxy] credentials_file: one line
  * USER:PASSWORD (a non-empty user, then ':'), 3 to CONF_TOKEN_MAX visible
  * ASCII characters. */

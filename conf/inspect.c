@@ -82,44 +82,17 @@ read_cert(const char *path, X509 **ret)
 static const char *
 read_key(const char *path, X509 *cert, EVP_PKEY **ret)
 {
-	char buf[CA_FILE_MAX];
-	const char *why = NULL;
-	EVP_PKEY *pk = NULL;
-	struct stat sb;
-	BIO *bio = NULL;
-	ssize_t n = 0;
-	int fd;
+	const char *why;
 
-	fd = open(path,
-	    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return errno == ENOENT ?
+	if (conf_key_read(path, cert,
+		"does not match the inspection CA certificate", ret, &why) ==
+	    0)
+		return NULL;
+	if (why == NULL)
+		why = errno == ENOENT ?
 		    "does not exist; egressctl ca init writes it" :
 		    "cannot be opened";
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-		why = "is not a regular file";
-	else if ((sb.st_mode & 077) != 0)
-		why = "is group- or world-accessible; chmod 600 it";
-	else if ((n = read(fd, buf, sizeof(buf))) < 0 ||
-	    (size_t)n == sizeof(buf))
-		why = "cannot be read, or is larger than 64 KiB";
-	else if ((bio = BIO_new_mem_buf(buf, (int)n)) == NULL)
-		why = "out of memory";
-	else if ((pk = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase,
-		      NULL)) == NULL)
-		why = "holds no unencrypted PEM private key";
-	else if (X509_check_private_key(cert, pk) != 1)
-		why = "does not match the inspection CA certificate";
-	ERR_clear_error();
-	BIO_free(bio);
-	explicit_bzero(buf, sizeof(buf));
-	(void)close(fd);
-	if (why != NULL) {
-		EVP_PKEY_free(pk);
-		return why;
-	}
-	*ret = pk;
-	return NULL;
+	return why;
 }
 
 int

@@ -166,9 +166,9 @@ tp_check_certs(struct tp_ctx *c, const struct conf_val *v, const char *key,
  * following a final symlink), one unencrypted PEM private key, matching
  * cert (when not NULL). The bytes are wiped once parsed.
  */
-static void
-tp_check_key(struct tp_ctx *c, const struct conf_val *v, const char *file,
-    X509 *cert)
+int
+conf_key_read(const char *path, X509 *cert, const char *mismatch,
+    EVP_PKEY **ret, const char **ret_why)
 {
 	char buf[KEY_FILE_MAX];
 	const char *why = NULL;
@@ -178,13 +178,11 @@ tp_check_key(struct tp_ctx *c, const struct conf_val *v, const char *file,
 	ssize_t n = 0;
 	int fd;
 
-	fd = open(file,
+	*ret_why = NULL;
+	fd = open(path,
 	    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		conf_errors_addf(c->errs, "%s:%d: [%s] key_file: %s: %s",
-		    c->path, v->line, c->sec->name, file, strerror(errno));
-		return;
-	}
+	if (fd < 0)
+		return -1; /* errno says why */
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
 		why = "is not a regular file";
 	else if ((sb.st_mode & 077) != 0)
@@ -198,13 +196,35 @@ tp_check_key(struct tp_ctx *c, const struct conf_val *v, const char *file,
 		      NULL)) == NULL)
 		why = "holds no unencrypted PEM private key";
 	else if (cert != NULL && X509_check_private_key(cert, pk) != 1)
-		why = "does not match the certificate of cert_file";
+		why = mismatch;
 	ERR_clear_error();
-	EVP_PKEY_free(pk);
 	BIO_free(bio);
 	explicit_bzero(buf, sizeof(buf));
 	(void)close(fd);
-	if (why != NULL)
+	if (why != NULL || ret == NULL) {
+		EVP_PKEY_free(pk);
+		*ret_why = why;
+		return why != NULL ? -1 : 0;
+	}
+	*ret = pk;
+	return 0;
+}
+
+static void
+tp_check_key(struct tp_ctx *c, const struct conf_val *v, const char *file,
+    X509 *cert)
+{
+	const char *why;
+
+	if (conf_key_read(file, cert,
+		"does not match the certificate of "
+		"cert_file",
+		NULL, &why) == 0)
+		return;
+	if (why == NULL)
+		conf_errors_addf(c->errs, "%s:%d: [%s] key_file: %s: %s",
+		    c->path, v->line, c->sec->name, file, strerror(errno));
+	else
 		conf_errors_addf(c->errs, "%s:%d: [%s] key_file: %s %s",
 		    c->path, v->line, c->sec->name, file, why);
 }

@@ -656,9 +656,13 @@ install_filter(void)
 		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0) < 0)
 			goto out;
 	}
+	/*
+	 * Every comparison names both data words; the second is unused by
+	 * EQ and NE, and is given so that every field is initialised.
+	 */
 	if (net_mode ? sandbox_net_rules(ctx) != 0 :
 		       seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sendto),
-			   1, SCMP_A4(SCMP_CMP_EQ, 0)) < 0)
+			   1, SCMP_A4(SCMP_CMP_EQ, 0, 0)) < 0)
 		goto out;
 	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
 		SCMP_A0(SCMP_CMP_MASKED_EQ, SANDBOX_CLONE_NS, 0)) < 0 ||
@@ -670,7 +674,7 @@ install_filter(void)
 		SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
 		    SANDBOX_PERSONA_QUERY)) < 0 ||
 	    seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
-		SCMP_A0(SCMP_CMP_EQ, 0)) < 0)
+		SCMP_A0(SCMP_CMP_EQ, 0, 0)) < 0)
 		goto out;
 	nio = ioctl_rules(io, SANDBOX_IOCTL_RULES_MAX);
 	for (i = 0; i < nio; i++)

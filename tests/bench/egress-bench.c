@@ -159,6 +159,9 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+static void errmsg(struct bench *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void
 errmsg(struct bench *b, const char *fmt, ...)
 {

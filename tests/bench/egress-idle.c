@@ -117,6 +117,9 @@ struct idle {
 static uint8_t scratch[65536];
 static volatile sig_atomic_t stop_sig;
 
+static void errmsg(struct idle *id, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void
 errmsg(struct idle *id, const char *fmt, ...)
 {

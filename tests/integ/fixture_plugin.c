@@ -53,10 +53,10 @@ sandbox(void)
 	if (ctx == NULL)
 		return -1;
 	rv = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-	    SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	    SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
 	if (rv == 0)
 		rv = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
-		    SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+		    SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
 	if (rv == 0)
 		rv = seccomp_load(ctx);
 	seccomp_release(ctx);

@@ -24,7 +24,7 @@ main(int argc, char **argv)
 	c = seccomp_init(SCMP_ACT_ALLOW);
 	if (c == NULL ||
 	    seccomp_rule_add(c, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket),
-		1, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK)) != 0 ||
+		1, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK, 0)) != 0 ||
 	    seccomp_load(c) != 0) {
 		fprintf(stderr, "nonetlink: cannot install the filter\n");
 		return 111;

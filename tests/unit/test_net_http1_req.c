@@ -22,8 +22,8 @@ static struct http1_req R;
 struct head_case {
 	char name[32];
 	char head[320];
-	int err;  /* 0, or the error expected */
-	int form; /* on success */
+	int err;		  /* 0, or the error expected */
+	enum http1_req_form form; /* on success */
 	char authority[48];
 	char path[48];
 	long long length; /* content_length */

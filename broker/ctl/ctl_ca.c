@@ -124,23 +124,24 @@ out:
 	return x;
 }
 
-/* Write the PEM of x or key to a new file next to path, owned by uid/gid
- * with mode, then rename it over path. Return 0, or -1 (said). */
+/* Write the PEM of x or key to a new file beside path, named from the
+ * template tmp (PATH.XXXXXX, filled in), owned by uid/gid with mode.
+ * Return 0, or -1 (said; no file left). */
 static int
-ca_write(const char *path, X509 *x, EVP_PKEY *key, mode_t mode, uid_t uid,
-    gid_t gid)
+ca_write(char *tmp, const char *path, X509 *x, EVP_PKEY *key, mode_t mode,
+    uid_t uid, gid_t gid)
 {
-	char tmp[4200];
 	FILE *f = NULL;
-	int fd = -1, ok = 0;
+	int fd, ok = 0;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp))
-		goto out;
-	(void)unlink(tmp);
-	if ((fd = open(tmp,
-		 O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)) <
-	    0)
-		goto out;
+	errno = 0;
+	/* A name of its own (mkostemp: O_EXCL, mode 0600), so that two
+	 * inits at once never write or remove each other's files. */
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		fprintf(stderr, "egressctl: ca init: cannot write %s: %s\n",
+		    path, strerror(errno));
+		return -1;
+	}
 	if (fchmod(fd, mode) != 0 ||
 	    (uid != (uid_t)-1 && fchown(fd, uid, gid) != 0))
 		goto out;
@@ -158,8 +159,6 @@ ca_write(const char *path, X509 *x, EVP_PKEY *key, mode_t mode, uid_t uid,
 		goto out;
 	}
 	f = NULL;
-	if (rename(tmp, path) != 0)
-		goto out;
 	ok = 1;
 out:
 	if (!ok) {
@@ -173,6 +172,51 @@ out:
 		(void)close(fd);
 	ERR_clear_error();
 	return ok ? 0 : -1;
+}
+
+/*
+ * Put the written files in place. With force, rename each over its
+ * place. Without, link each to its place: link() refuses an existing
+ * name atomically, so a CA that appears after any earlier look is never
+ * replaced, and the key linked before a refused certificate is taken
+ * back, so nothing is half-installed. Return 0, 1 (a file exists: said)
+ * or -1 (said). The temporary files are gone on return.
+ */
+static int
+ca_install(const char *ktmp, const char *key, const char *ctmp,
+    const char *cert, int force)
+{
+	const char *bad = NULL;
+	int rc = -1, exists = 0;
+
+	if (force) {
+		if (rename(ktmp, key) != 0)
+			bad = key;
+		else if (rename(ctmp, cert) != 0)
+			bad = cert;
+		else
+			rc = 0;
+	} else if (link(ktmp, key) != 0) {
+		bad = key;
+		exists = errno == EEXIST;
+	} else if (link(ctmp, cert) != 0) {
+		bad = cert;
+		exists = errno == EEXIST;
+		(void)unlink(key);
+	} else
+		rc = 0;
+	if (exists) {
+		fprintf(stderr,
+		    "egressctl: ca init: %s already exists; --force replaces "
+		    "the CA (every client must then trust the new one)\n",
+		    bad);
+		rc = 1;
+	} else if (bad != NULL)
+		fprintf(stderr, "egressctl: ca init: cannot write %s: %s\n",
+		    bad, strerror(errno));
+	(void)unlink(ktmp);
+	(void)unlink(ctmp);
+	return rc;
 }
 
 static void
@@ -192,7 +236,7 @@ ca_fingerprint(X509 *x, char *buf, size_t n)
 static int
 ca_init(struct ctl_ctx *ctx, int force, const char *owner)
 {
-	char *cert = NULL, *key = NULL, fp[80];
+	char *cert = NULL, *key = NULL, fp[80], ktmp[4200], ctmp[4200];
 	struct passwd *pw = NULL;
 	struct stat sb;
 	uid_t uid = (uid_t)-1;
@@ -217,6 +261,8 @@ ca_init(struct ctl_ctx *ctx, int force, const char *owner)
 			gid = pw->pw_gid;
 		}
 	}
+	/* A quick refusal before the key is made; ca_install's is the one
+	 * that holds when the files appear in between. */
 	if (!force && (lstat(cert, &sb) == 0 || lstat(key, &sb) == 0)) {
 		fprintf(stderr,
 		    "egressctl: ca init: %s already exists; --force replaces "
@@ -225,14 +271,33 @@ ca_init(struct ctl_ctx *ctx, int force, const char *owner)
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
+	if ((size_t)snprintf(ktmp, sizeof(ktmp), "%s.XXXXXX", key) >=
+		sizeof(ktmp) ||
+	    (size_t)snprintf(ctmp, sizeof(ctmp), "%s.XXXXXX", cert) >=
+		sizeof(ctmp)) {
+		fprintf(stderr, "egressctl: ca init: path too long\n");
+		goto out;
+	}
 	if ((pk = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")) == NULL ||
 	    (x = ca_make(pk)) == NULL) {
 		fprintf(stderr, "egressctl: ca init: OpenSSL failed\n");
 		goto out;
 	}
-	if (ca_write(key, NULL, pk, 0600, uid, gid) != 0 ||
-	    ca_write(cert, x, NULL, 0644, (uid_t)-1, (gid_t)-1) != 0)
+	if (ca_write(ktmp, key, NULL, pk, 0600, uid, gid) != 0)
 		goto out;
+	if (ca_write(ctmp, cert, x, NULL, 0644, (uid_t)-1, (gid_t)-1) != 0) {
+		(void)unlink(ktmp);
+		goto out;
+	}
+	switch (ca_install(ktmp, key, ctmp, cert, force)) {
+	case 0:
+		break;
+	case 1:
+		rc = CTL_EXIT_NO;
+		goto out;
+	default:
+		goto out;
+	}
 	ca_fingerprint(x, fp, sizeof(fp));
 	printf("certificate %s\nkey %s (mode 0600, owner %s)\n"
 	       "fingerprint %s\n",

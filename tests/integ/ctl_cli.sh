@@ -9,7 +9,9 @@
 # the address rules refuse (a loopback literal needs --loopback, never
 # --private), and diagnose: --egress none is a note, every
 # logged reason is classified against the current file (golden output in
-# tests/data/cli/golden/; UPDATE_GOLDEN=1 rewrites it). No network.
+# tests/data/cli/golden/; UPDATE_GOLDEN=1 rewrites it), and ca init
+# (never replaces a CA without --force, even racing another init). No
+# network.
 set -uo pipefail
 . "$(dirname "$0")/wrap.sh"
 ctl=${1:?usage: ctl_cli.sh EGRESSCTL SRCDIR}
@@ -174,6 +176,53 @@ else
 fi
 grep -q 'refused by the address rules' <<<"$out" &&
     bad "diagnose labels a denial 'refused by the address rules' wholesale" || ok
+
+# ---- ca init --------------------------------------------------------------
+# fp FILE: the SHA-256 fingerprint of a PEM certificate, as ca show spells it.
+fp() {
+	echo "sha256:$(openssl x509 -in "$1" -noout -fingerprint -sha256 |
+	    sed 's/.*=//; s/://g' | tr A-F a-f)"
+}
+# keyok: the installed key belongs to the installed certificate.
+keyok() {
+	[ "$(openssl x509 -in inspect-ca.pem -noout -pubkey)" = \
+	    "$(openssl pkey -in inspect-ca.key -pubout)" ]
+}
+expect ca-init 0 --out "fingerprint sha256:" -- -c egressd.ini ca init
+first=$(fp inspect-ca.pem)
+[[ $out == *"$first"* ]] && keyok && ok || bad "ca init: key and certificate differ, or another fingerprint: $out"
+expect ca-init-again 1 --err "already exists; --force replaces" -- -c egressd.ini ca init
+[ "$(fp inspect-ca.pem)" = "$first" ] && keyok && ok || bad "a refused ca init changed the CA"
+# A certificate without its key: refused, and no key is written.
+mv inspect-ca.key key.saved
+expect ca-init-cert-only 1 --err "inspect-ca.pem already exists" -- -c egressd.ini ca init
+[ ! -e inspect-ca.key ] && [ "$(fp inspect-ca.pem)" = "$first" ] && ok || bad "ca init with a certificate but no key wrote something"
+mv key.saved inspect-ca.key
+expect ca-init-force 0 --out "fingerprint sha256:" -- -c egressd.ini ca init --force
+[ "$(fp inspect-ca.pem)" != "$first" ] && keyok && ok || bad "ca init --force did not replace the CA with a matching pair"
+# Two inits racing for a folder without a CA: both look, find nothing and
+# make a key; exactly one installs its pair, the other refuses with exit
+# 1, and no temporary file is left (a shared temporary name or a rename
+# after the look fails this: one run removes the other's file, or
+# silently replaces the CA the other just printed). Ten rounds.
+ca_race_ok=1
+for round in 1 2 3 4 5 6 7 8 9 10; do
+	rm -f inspect-ca.pem inspect-ca.key
+	"${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini ca init >race1.out 2>race1.err &
+	p1=$!
+	"${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini ca init >race2.out 2>race2.err &
+	p2=$!
+	wait $p1; r1=$?
+	wait $p2; r2=$?
+	won=$( { [ $r1 = 0 ] && cat race1.out; [ $r2 = 0 ] && cat race2.out; } | sed -n 's/^fingerprint //p')
+	if [ "$((r1 + r2))" != 1 ] || [ "$won" != "$(fp inspect-ca.pem)" ] || ! keyok ||
+	    ls inspect-ca.pem.?????? inspect-ca.key.?????? >/dev/null 2>&1; then
+		bad "ca init race, round $round: exits $r1 and $r2, winner ${won:-none}, installed $(fp inspect-ca.pem)"
+		ca_race_ok=0
+		break
+	fi
+done
+[ $ca_race_ok = 1 ] && ok
 
 echo "ctl_cli.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]

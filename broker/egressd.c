@@ -1081,6 +1081,11 @@ main(int argc, char **argv)
 		return rc;
 	if (a.check)
 		return check_config(a.path, a.strict);
+	/* A private key is the broker's secret: another user may not own
+	 * it (a root broker could read it anyway; so could its owner). Not
+	 * in --check-config, which may run as another user than the
+	 * broker's (egressctl does not check it either). */
+	conf_key_owner_require(geteuid());
 	rc = 1;
 	if ((path = absolute_config_path(a.path)) == NULL)
 		return 1;

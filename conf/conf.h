@@ -295,6 +295,17 @@ struct conf_snapshot {
 };
 
 /*
+ * From now on, a private key file (a TLS profile's key_file, the
+ * inspection CA's key) must also be owned by uid. The broker calls it
+ * with its own uid before it loads its configuration, so that a key
+ * another user owns, and so may read, is refused even by a broker that
+ * runs as root. Without it (egressctl and --check-config, which may run
+ * as another user than the broker's) the owner is not checked: only the
+ * mode.
+ */
+void conf_key_owner_require(uid_t uid);
+
+/*
  * Read and validate the configuration at path and every manifest it
  * references. Return 0 and write *ret on success (manifests that fail are
  * recorded per instance, not as errors). On any configuration error

@@ -296,7 +296,8 @@ int conf_inspect_build(const char *path, const char *dir,
 
 /*
  * Read the unencrypted PEM private key at path (tlsprof.c), a regular
- * file only its owner may access, opened without following a link, of
+ * file only its owner may access (and owned by the user that
+ * conf_key_owner_require() named, if any), opened without following a link, of
  * at most 64 KiB, its bytes wiped once read; when cert is not NULL the
  * key must match it (else the reason is mismatch). Return 0 and write
  * *ret (or free the key when ret is NULL), or -1 with *ret_why the reason

@@ -161,10 +161,22 @@ tp_check_certs(struct tp_ctx *c, const struct conf_val *v, const char *key,
 	free(buf);
 }
 
+/* The owner every key file must have, once the broker has said it. */
+static int key_owner_set;
+static uid_t key_owner;
+
+void
+conf_key_owner_require(uid_t uid)
+{
+	key_owner = uid;
+	key_owner_set = 1;
+}
+
 /*
  * A key file: a regular file only its owner may read (opened without
- * following a final symlink), one unencrypted PEM private key, matching
- * cert (when not NULL). The bytes are wiped once parsed.
+ * following a final symlink), owned by the broker's user when it has
+ * said which, one unencrypted PEM private key, matching cert (when not
+ * NULL). The bytes are wiped once parsed.
  */
 int
 conf_key_read(const char *path, X509 *cert, const char *mismatch,
@@ -187,6 +199,9 @@ conf_key_read(const char *path, X509 *cert, const char *mismatch,
 		why = "is not a regular file";
 	else if ((sb.st_mode & 077) != 0)
 		why = "is group- or world-accessible; chmod 600 it";
+	else if (key_owner_set && sb.st_uid != key_owner)
+		why = "is owned by another user than the broker's, who may "
+		      "read it; chown it to the broker's user";
 	else if ((n = read(fd, buf, sizeof(buf))) < 0 ||
 	    (size_t)n == sizeof(buf))
 		why = "cannot be read, or is larger than 64 KiB";

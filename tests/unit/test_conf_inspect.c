@@ -86,6 +86,30 @@ Test(conf_inspect, default_paths_and_key_mode, .init = ct_mkdir,
 	conf_errors_done(&e);
 }
 
+/* Once the broker names its user, a CA key another user owns is refused
+ * (that user may read it and mint certificates the clients trust). */
+Test(conf_inspect, key_owned_by_another_user_than_the_broker, .init = ct_mkdir,
+    .fini = ct_rmdir)
+{
+	struct conf_errors e = { 0 };
+	char want[700];
+
+	write_ca(ct_path("inspect-ca.pem"), ct_path("inspect-ca.key"), 1,
+	    0600);
+	conf_key_owner_require(geteuid());
+	cr_expect_eq(load(entry, &e), 0, "%s", ct_errors(&e));
+	conf_errors_done(&e);
+
+	conf_key_owner_require(geteuid() + 1);
+	cr_expect_eq(load(entry, &e), EGRESS_ERR_INVALID);
+	(void)snprintf(want, sizeof(want),
+	    "c.ini:5: [tls] inspect_ca_key: %s is owned by another user than "
+	    "the broker's, who may read it; chown it to the broker's user",
+	    ct_path("inspect-ca.key"));
+	cr_expect(has_error(&e, want), "want %s\ngot %s", want, ct_errors(&e));
+	conf_errors_done(&e);
+}
+
 Test(conf_inspect, named_paths_and_bad_files, .init = ct_mkdir,
     .fini = ct_rmdir)
 {

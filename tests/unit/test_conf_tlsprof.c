@@ -120,6 +120,37 @@ Test(conf_tlsprof, loads_and_entries_select)
 	conf_snapshot_free(s);
 }
 
+/* Once the broker names its user, a key another user owns is refused
+ * (that user may read it), whatever its mode. */
+Test(conf_tlsprof, key_owned_by_another_user_than_the_broker)
+{
+	static const char text[] = "[tls.profiles.a]\ncert_file = c.crt\n"
+				   "key_file = c.key\n";
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+	char want[700];
+
+	make_files();
+	conf_key_owner_require(geteuid());
+	cr_assert_eq(load(text, &s, &e), 0, "%s", ct_errors(&e));
+	conf_snapshot_free(s);
+	s = NULL;
+	conf_errors_done(&e);
+
+	conf_key_owner_require(geteuid() + 1);
+	cr_expect_neq(load(text, &s, &e), 0);
+	cr_expect_null(s);
+	(void)snprintf(want, sizeof(want),
+	    "%s:3: [tls.profiles.a] key_file: %s is owned by another user "
+	    "than the broker's, who may read it; chown it to the broker's "
+	    "user",
+	    ct_path("c.ini"), ct_path("c.key"));
+	cr_expect(e.n == 1 && strcmp(e.msgs[0], want) == 0, "want %s\ngot %s",
+	    want, ct_errors(&e));
+	conf_snapshot_free(s);
+	conf_errors_done(&e);
+}
+
 struct bad_case {
 	char text[400];
 	char want[300]; /* after "DIR/c.ini:"; '@' stands for DIR */

@@ -3,7 +3,8 @@
 #
 # TLS inspection (tls_inspect = true) with real curl and the lab's nginx,
 # through a proxy port: an entry that inspects is refused while its CA is
-# missing, and while the CA key is group-readable (the message names the
+# missing, while the CA key is group-readable, and (the broker) while
+# another user owns the key (the message names the
 # file); `egressctl ca init` writes the CA; curl, trusting only the
 # inspection CA, gets two answers over one CONNECT (one tls-inspect
 # decision for the tunnel, then one decision per request); a Host that
@@ -69,8 +70,9 @@ grep -q "tls_inspect: .*$E/inspect-ca.pem does not exist" \
     lab_fail "no message naming the CA file: $(cat "$LAB_DIR/ctl.err")"
 lab_ok "the missing CA is named"
 
-# ca init writes it; a second init refuses without --force.
-ctl ca init >"$LAB_DIR/ca.out" || lab_fail "ca init failed"
+# ca init writes it (owned by root, the lab broker's user, even where an
+# egressd user exists); a second init refuses without --force.
+ctl ca init --owner root >"$LAB_DIR/ca.out" || lab_fail "ca init failed"
 lab_expect_eq "key mode" 600 "$(stat -c %a "$E/inspect-ca.key")"
 rc=0
 ctl ca init >/dev/null 2>&1 || rc=$?
@@ -95,6 +97,20 @@ grep -q "inspect_ca_key: $E/inspect-ca.key is group- or world-accessible" \
     lab_fail "no message naming the key file: $(cat "$LAB_DIR/ctl.err")"
 lab_ok "the group-readable key is named"
 chmod 600 "$E/inspect-ca.key"
+
+# A key another user owns (who may read it, and mint certificates the
+# clients trust): the broker refuses to start, naming the file, even as
+# root; egressctl, which may run as another user, checks the mode only.
+chown 65534 "$E/inspect-ca.key"
+rc=0
+lab_ns_b timeout "$(egress_wait 30)" "$EGRESSD" -c "$LAB_CONF" -f \
+    >/dev/null 2>"$LAB_DIR/egressd.err" || rc=$?
+lab_expect_eq "a key another user owns: the broker refuses" 1 "$rc"
+grep -q "inspect_ca_key: $E/inspect-ca.key is owned by another user than the broker's" \
+    "$LAB_DIR/egressd.err" ||
+    lab_fail "no message naming the key's owner: $(cat "$LAB_DIR/egressd.err")"
+lab_ok "a key another user owns is refused at start"
+chown 0 "$E/inspect-ca.key"
 
 lab_egressd_start weather plain
 lab_wait_port 3128 3129

@@ -120,7 +120,10 @@ lab_ok "every PING flooder was dropped"
 lab_log "pings: broker RSS peak $peak KiB (warmed up $base_rss KiB)"
 # Under AddressSanitizer (its quarantine keeps freed memory) or valgrind
 # the RSS is theirs as much as the broker's: bounded only without them.
-if ldd "$EGRESSD" 2>/dev/null | grep -q libasan ||
+# ldd's output is read whole first: under pipefail, a grep -q that exits
+# at the first match can kill ldd with SIGPIPE and fail the test.
+libs=$(ldd "$EGRESSD" 2>/dev/null) || libs=
+if [[ $libs == *libasan* ]] ||
     [ "${#EGRESS_WRAP_CMD[@]}" -gt 0 ]; then
 	lab_ok "RSS not bounded under a sanitizer or valgrind (peak $peak KiB)"
 else

@@ -57,8 +57,8 @@ int sandbox_control(const char *path, const char *req, const int *fds,
 int sandbox_net_enter(const char *control, const char *instance, int root,
     int inspect);
 
-/* Remove what sandbox_net_enter() left on disk (the --inspect bundle),
- * once the command ended. */
+/* Remove what sandbox_net_enter() left on disk (the --inspect bundle on a
+ * system without a root bundle of its own), once the command ended. */
 void sandbox_net_leave(void);
 
 /*

@@ -19,9 +19,11 @@
  *
  * --inspect: the instance's TLS tunnels are terminated by the broker with
  * leaves of its inspection CA, whose certificate the attach-listener
- * reply carries. A bundle of the system's roots and that certificate is
- * written to a new file in /tmp (mode 0444, removed when the command
- * ended) and every common client is pointed at it.
+ * reply carries. A bundle of the system's roots and that certificate
+ * (mode 0444) covers the system's root bundle, read-only, in the private
+ * mount namespace, and every common client is pointed at it; nothing of
+ * it is on the host's disk. On a system without a root bundle, it is a
+ * file in /tmp instead, removed when the command ended.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,7 +59,7 @@ static const char *const bundle_vars[] = { "SSL_CERT_FILE", "CURL_CA_BUNDLE",
 	"REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT",
 	"NODE_EXTRA_CA_CERTS" };
 
-static char bundle_path[64]; /* the --inspect bundle, removed at the end */
+static char bundle_path[64]; /* the --inspect bundle's file in /tmp, if any */
 
 static const char resolv_text[] =
     "# egress-sandbox --net: no DNS in this network namespace. Names\n"
@@ -211,8 +213,9 @@ net_listener(int af)
 	return fd;
 }
 
-/* Copy the system roots (if any are found) to fd. */
-static void
+/* Copy the system's root bundle to fd; return its path, or NULL when
+ * the system has none. */
+static const char *
 bundle_roots(int fd)
 {
 	char buf[65536];
@@ -230,7 +233,7 @@ bundle_roots(int fd)
 		in = -1;
 	}
 	if (in < 0)
-		return;
+		return NULL;
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		total += (size_t)n;
 		if (total > SANDBOX_ROOTS_MAX ||
@@ -248,13 +251,24 @@ bundle_roots(int fd)
 		    strerror(errno));
 	}
 	(void)close(in);
+	return roots_paths[i];
 }
 
-/* Write the system roots and ca to a new file and point the clients'
- * variables at it. */
+/*
+ * Write the system roots and ca to a new file and point the clients'
+ * variables at it. Where the system has a root bundle, the new file
+ * covers it, read-only, in this (private) mount namespace, bound through
+ * its descriptor and unlinked at once, as resolv.conf is: inside, the
+ * system's own bundle also holds the inspection CA (so clients that read
+ * it without a variable trust the CA too), and nothing is left on the
+ * host even if this process is killed. Without a system bundle the file
+ * stays in /tmp for the command's life; sandbox_net_leave() removes it.
+ */
 static void
 bundle_write(const char *ca)
 {
+	const char *roots, *path;
+	char src[64];
 	size_t i;
 	int fd;
 
@@ -265,15 +279,32 @@ bundle_write(const char *ca)
 		sandbox_die(EXIT_SANDBOX, "--inspect: the CA bundle",
 		    strerror(errno));
 	}
-	bundle_roots(fd);
+	roots = bundle_roots(fd);
 	if (write(fd, ca, strlen(ca)) != (ssize_t)strlen(ca) ||
-	    fchmod(fd, 0444) != 0 || close(fd) != 0) {
+	    fchmod(fd, 0444) != 0) {
 		sandbox_net_leave();
 		sandbox_die(EXIT_SANDBOX, "--inspect: the CA bundle",
 		    strerror(errno));
 	}
+	path = bundle_path;
+	if (roots != NULL) {
+		(void)snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+		if (mount(src, roots, NULL, MS_BIND, NULL) != 0 ||
+		    mount(NULL, roots, NULL,
+			MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID |
+			    MS_NODEV | MS_NOEXEC,
+			NULL) != 0) {
+			sandbox_net_leave();
+			sandbox_die(EXIT_SANDBOX,
+			    "--inspect: cannot cover the system roots",
+			    strerror(errno));
+		}
+		sandbox_net_leave();
+		path = roots;
+	}
+	(void)close(fd);
 	for (i = 0; i < sizeof(bundle_vars) / sizeof(bundle_vars[0]); i++)
-		if (setenv(bundle_vars[i], bundle_path, 1) != 0)
+		if (setenv(bundle_vars[i], path, 1) != 0)
 			sandbox_die(EXIT_SANDBOX, "setenv", strerror(errno));
 }
 

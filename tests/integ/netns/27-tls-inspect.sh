@@ -20,10 +20,12 @@
 # upstream (its RSS bounded), and then gets the body intact. Then real
 # clients inside
 # egress-sandbox --net --inspect (an unprivileged uid): the CA bundle
-# (system roots and the inspection CA) is in SSL_CERT_FILE and the other
+# (system roots and the inspection CA, covering the system's bundle in
+# the sandbox only, never a file on the host, even when the launcher is
+# killed) is in SSL_CERT_FILE and the other
 # clients' variables; curl (two requests, two decisions), Python
 # requests and git clone over HTTPS succeed with no CA option of their
-# own; the bundle is gone once the command ended; --inspect for an
+# own; --inspect for an
 # instance that does not inspect is refused. Last, a reload that turns
 # tls_inspect on ends the entry's open byte tunnel (egress.close revoked,
 # reason inspection-required); its next tunnel is inspected.
@@ -367,18 +369,24 @@ sb_ok()
 }
 A=api.weather.example
 
+ROOTS=/etc/ssl/certs/ca-certificates.crt
+roots_sum=$(sha256sum <"$ROOTS")
+# What /tmp held before (another run's leftovers are not this one's).
+tmp_before=$(find /tmp -maxdepth 1 -name 'egress-sandbox-*' | sort)
 sb_ok "the bundle's variables" weather env sh -c \
-    'for v in SSL_CERT_FILE CURL_CA_BUNDLE REQUESTS_CA_BUNDLE GIT_SSL_CAINFO PIP_CERT NODE_EXTRA_CA_CERTS; do printenv "$v"; done | sort -u; cat "$SSL_CERT_FILE"'
-bundle=$(head -n 1 "$LAB_DIR/env.out")
-case $bundle in /tmp/egress-sandbox-ca.*) ;;
-*) lab_fail "one bundle in every variable, got: $(head -n 3 "$LAB_DIR/env.out")" ;;
-esac
+    'for v in SSL_CERT_FILE CURL_CA_BUNDLE REQUESTS_CA_BUNDLE GIT_SSL_CAINFO PIP_CERT NODE_EXTRA_CA_CERTS; do printenv "$v"; done | sort -u; find /tmp -maxdepth 1 -name "egress-sandbox-*" | sort | tr "\\n" " "; echo; cat "$SSL_CERT_FILE"'
+lab_expect_eq "every variable names the system bundle, covered" "$ROOTS" \
+    "$(head -n 1 "$LAB_DIR/env.out")"
+lab_expect_eq "no bundle file in the host's /tmp while the command runs" \
+    "$(printf '%s\n' "$tmp_before" | tr '\n' ' ' | sed 's/^ $//')" \
+    "$(sed -n 2p "$LAB_DIR/env.out")"
 grep -qF "$(sed -n 2p "$ICA")" "$LAB_DIR/env.out" ||
     lab_fail "the bundle lacks the inspection CA"
 [ "$(grep -c 'BEGIN CERTIFICATE' "$LAB_DIR/env.out")" -gt 1 ] ||
     lab_fail "the bundle lacks the system roots"
-[ ! -e "$bundle" ] || lab_fail "the bundle $bundle is left behind"
-lab_ok "one bundle with the system roots and the inspection CA, removed after"
+lab_expect_eq "the host's own root bundle, unchanged" "$roots_sum" \
+    "$(sha256sum <"$ROOTS")"
+lab_ok "one bundle with the system roots and the inspection CA, in the sandbox only"
 
 sb_ok "curl, two requests" weather curl curl -sS --max-time 20 \
     -w '%{http_code}\n' -o /dev/null "https://$A/small" -o /dev/null \
@@ -409,6 +417,24 @@ lab_expect_eq "--inspect without tls_inspect" 3 "$SB_RC"
 grep -q "does not inspect" "$LAB_DIR/refused.err" ||
     lab_fail "no reason given: $(cat "$LAB_DIR/refused.err")"
 lab_ok "--inspect without tls_inspect is refused"
+
+# A launcher killed while its command runs leaves nothing behind either.
+rm -f "$LAB_DIR/killed.ready"
+env "${UNSET[@]}" ip netns exec "$LAB_NS_B" "$EGRESS_SANDBOX" \
+    --instance weather --net --inspect --control "$CTL" --user "$WU:$WU" \
+    --registry "$LAB_DIR/run/sandbox-registry" -- sh -c \
+    'echo ready; exec sleep 600' >"$LAB_DIR/killed.ready" 2>&1 &
+killed=$!
+lab_poll 15 grep -q ready "$LAB_DIR/killed.ready" ||
+    lab_fail "the sandbox did not start: $(cat "$LAB_DIR/killed.ready")"
+kill -KILL "$killed"
+wait "$killed" 2>/dev/null || :
+pkill -KILL -u "$WU" sleep 2>/dev/null || :
+lab_expect_eq "files in /tmp after a killed launcher" "$tmp_before" \
+    "$(find /tmp -maxdepth 1 -name 'egress-sandbox-*' | sort)"
+lab_expect_eq "the host's root bundle after a killed launcher" \
+    "$roots_sum" "$(sha256sum <"$ROOTS")"
+lab_ok "a killed launcher leaves no bundle behind"
 
 # ---- a reload that turns tls_inspect on ends open byte tunnels -------------
 lab_spawn hold "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/tunnel.py" hold 3129 \

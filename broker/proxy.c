@@ -567,13 +567,6 @@ proxy_method_ok(struct proxy_conn *c, const char *m, size_t n)
 	return ok;
 }
 
-static void
-set_str(struct proto_str *s, const char *p, size_t n)
-{
-	s->ptr = p;
-	s->len = n;
-}
-
 /*
  * Turn the parsed head q into a REQUEST on the pipeline. Return 0, or -1
  * when the front refused it (answered, the connection closing).
@@ -582,10 +575,9 @@ static int
 proxy_begin(struct proxy_conn *c, const struct http1_req *q)
 {
 	static struct proto_msg m;
-	const struct http1_header *host = NULL;
+	struct http1_req_refusal why;
 	struct request *r;
-	int https = 0;
-	size_t i;
+	unsigned how = 0;
 
 	c->head_method = q->method_len == 4 &&
 	    memcmp(q->method, "HEAD", 4) == 0;
@@ -598,71 +590,16 @@ proxy_begin(struct proxy_conn *c, const struct http1_req *q)
 		proxy_refuse(c, 405, "method", "method not relayed");
 		return -1;
 	}
-	memset(&m, 0, offsetof(struct proto_msg, headers));
-	for (i = 0; i < q->nheaders; i++) {
-		if (q->headers[i].name_len > PROTO_NAME_MAX ||
-		    q->headers[i].value_len > PROTO_VALUE_MAX) {
-			proxy_refuse(c, 431, "malformed",
-			    "a header line is too long");
-			return -1;
-		}
-		if (http1_header_is(&q->headers[i], "Host"))
-			host = &q->headers[i];
-		set_str(&m.headers[i].name, q->headers[i].name,
-		    q->headers[i].name_len);
-		set_str(&m.headers[i].value, q->headers[i].value,
-		    q->headers[i].value_len);
-	}
-	m.nheaders = q->nheaders;
-	if (q->form == HTTP1_REQ_ABSOLUTE && (c->flags & PROXY_INSPECT)) {
-		proxy_refuse(c, 400, "malformed",
-		    "absolute-form inside an inspected tunnel");
-		return -1;
-	} else if (q->form == HTTP1_REQ_ABSOLUTE) {
-		if (q->scheme_len == 5 &&
-		    strncasecmp(q->scheme, "https", 5) == 0)
-			https = 1;
-		else if (!(q->scheme_len == 4 &&
-			     strncasecmp(q->scheme, "http", 4) == 0)) {
-			proxy_refuse(c, 400, "malformed",
-			    "scheme not supported");
-			return -1;
-		}
-		set_str(&m.request.authority, q->authority, q->authority_len);
-	} else if (q->form == HTTP1_REQ_ORIGIN && (c->flags & PROXY_INSPECT) &&
-	    host != NULL) {
-		/* Inside an inspected tunnel: https:// + the name its
-		 * ClientHello was checked for; a different Host is the
-		 * pipeline's "Host header differs from the authority". */
-		https = 1;
-		set_str(&m.request.authority, c->authority,
-		    strlen(c->authority));
-	} else if (q->form == HTTP1_REQ_ORIGIN &&
-	    (c->flags & PROXY_ORIGIN_FORM) && host != NULL) {
-		const char *v = host->value;
-		size_t n = host->value_len;
-
-		http1_trim(&v, &n);
-		if (n == 0 || n > PROTO_AUTHORITY_MAX) {
-			proxy_refuse(c, 400, "malformed", "bad Host");
-			return -1;
-		}
-		set_str(&m.request.authority, v, n);
-	} else {
-		proxy_refuse(c, 400, "malformed",
-		    q->form == HTTP1_REQ_ORIGIN ?
-			"origin-form request with no Host, or not allowed "
-			"on this way in" :
-			"target form not relayed");
+	if (c->flags & PROXY_INSPECT)
+		how |= HTTP1_REQ_INSPECTED;
+	if (c->flags & PROXY_ORIGIN_FORM)
+		how |= HTTP1_REQ_ORIGIN_OK;
+	if (http1_req_message(q, how, c->authority, &m, &why) != 0) {
+		proxy_refuse(c, why.status, why.error, why.detail);
 		return -1;
 	}
-	m.type = PROTO_MSG_REQUEST;
 	m.stream = ++c->last_id;
 	m.flags = c->body_done ? PROTO_FLAG_END_STREAM : 0;
-	m.request.transport = PROTO_TRANSPORT_HTTP;
-	set_str(&m.request.method, q->method, q->method_len);
-	set_str(&m.request.scheme, https ? "https" : "http", https ? 5 : 4);
-	set_str(&m.request.path, q->path, q->path_len);
 	if ((r = request_new(c->b, &c->guest, m.stream, proxy_request_done,
 		 c)) == NULL)
 		return -1;

@@ -514,3 +514,82 @@ http1_req_basic_password(const char *v, size_t n, char *buf, size_t bufsz,
 	*ret_len = o - (size_t)(colon + 1 - buf);
 	return 0;
 }
+
+static void
+set_str(struct proto_str *s, const char *p, size_t n)
+{
+	s->ptr = p;
+	s->len = n;
+}
+
+static int
+refuse(struct http1_req_refusal *why, unsigned status, const char *detail)
+{
+	why->status = status;
+	why->error = "malformed";
+	why->detail = detail;
+	return -1;
+}
+
+int
+http1_req_message(const struct http1_req *q, unsigned how,
+    const char *authority, struct proto_msg *m,
+    struct http1_req_refusal *ret_why)
+{
+	const struct http1_header *host = NULL;
+	const char *v;
+	size_t i, n;
+	int https = 0;
+
+	memset(m, 0, offsetof(struct proto_msg, headers));
+	if (q->nheaders > PROTO_HEADERS_MAX)
+		return refuse(ret_why, 431, "too many header lines");
+	for (i = 0; i < q->nheaders; i++) {
+		if (q->headers[i].name_len > PROTO_NAME_MAX ||
+		    q->headers[i].value_len > PROTO_VALUE_MAX)
+			return refuse(ret_why, 431,
+			    "a header line is too long");
+		if (http1_header_is(&q->headers[i], "Host"))
+			host = &q->headers[i];
+		set_str(&m->headers[i].name, q->headers[i].name,
+		    q->headers[i].name_len);
+		set_str(&m->headers[i].value, q->headers[i].value,
+		    q->headers[i].value_len);
+	}
+	m->nheaders = q->nheaders;
+	if (q->form == HTTP1_REQ_ABSOLUTE && (how & HTTP1_REQ_INSPECTED))
+		return refuse(ret_why, 400,
+		    "absolute-form inside an inspected tunnel");
+	if (q->form == HTTP1_REQ_ABSOLUTE) {
+		if (q->scheme_len == 5 &&
+		    strncasecmp(q->scheme, "https", 5) == 0)
+			https = 1;
+		else if (!(q->scheme_len == 4 &&
+			     strncasecmp(q->scheme, "http", 4) == 0))
+			return refuse(ret_why, 400, "scheme not supported");
+		set_str(&m->request.authority, q->authority, q->authority_len);
+	} else if (q->form == HTTP1_REQ_ORIGIN &&
+	    (how & HTTP1_REQ_INSPECTED) && host != NULL) {
+		https = 1;
+		set_str(&m->request.authority, authority, strlen(authority));
+	} else if (q->form == HTTP1_REQ_ORIGIN &&
+	    (how & HTTP1_REQ_ORIGIN_OK) && host != NULL) {
+		v = host->value;
+		n = host->value_len;
+		http1_trim(&v, &n);
+		if (n == 0 || n > PROTO_AUTHORITY_MAX)
+			return refuse(ret_why, 400, "bad Host");
+		set_str(&m->request.authority, v, n);
+	} else
+		return refuse(ret_why, 400,
+		    q->form == HTTP1_REQ_ORIGIN ?
+			"origin-form request with no Host, or not allowed "
+			"on this way in" :
+			"target form not relayed");
+	m->type = PROTO_MSG_REQUEST;
+	m->request.transport = PROTO_TRANSPORT_HTTP;
+	set_str(&m->request.method, q->method, q->method_len);
+	set_str(&m->request.scheme, https ? "https" : "http", https ? 5 : 4);
+	set_str(&m->request.path, q->path, q->path_len);
+	return 0;
+}

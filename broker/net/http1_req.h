@@ -24,6 +24,7 @@
 
 #include "broker/net/http1_head.h"
 #include "policy/policy.h"
+#include "proto/proto.h"
 
 #define HTTP1_REQ_HEADERS_MAX	100   /* header lines in one head */
 #define HTTP1_REQ_PATH_MAX	16384 /* path and query */
@@ -121,6 +122,37 @@ int http1_req_parse_body(struct http1_req_parser *p, const char *buf, size_t n,
  */
 int http1_req_basic_password(const char *v, size_t n, char *buf, size_t bufsz,
     const char **ret_pw, size_t *ret_len);
+
+/* How the proxy front takes a head (http1_req_message()). */
+#define HTTP1_REQ_ORIGIN_OK 0x1 /* origin form with a Host: http:// + Host */
+#define HTTP1_REQ_INSPECTED \
+	0x2 /* inside an inspected tunnel: origin form
+				   only, as https:// + the tunnel's authority */
+
+/* Why http1_req_message() refused a head: what the front answers. */
+struct http1_req_refusal {
+	unsigned status;    /* 400 or 431 */
+	const char *error;  /* "malformed" */
+	const char *detail; /* static text */
+};
+
+/*
+ * The proxy front's translation of the head q into the REQUEST message of
+ * the pipeline (transport http; the caller sets stream and flags): the
+ * method, path and every header as they are; the scheme and authority of
+ * an absolute-form target (http or https only); in origin form with a
+ * Host, https:// and authority (the tunnel's HOST[:PORT]) with
+ * HTTP1_REQ_INSPECTED (a Host naming anything else is the pipeline's to
+ * refuse), else http:// and the trimmed Host with HTTP1_REQ_ORIGIN_OK.
+ * Refused: a header line over the wire protocol's bounds (431), an
+ * absolute-form target inside an inspected tunnel, another scheme, an
+ * origin form without a Host or not allowed by how, an empty or too long
+ * Host, any other form (400). The message's strings point into q's head
+ * and into authority. Return 0, or -1 with *ret_why set.
+ */
+int http1_req_message(const struct http1_req *q, unsigned how,
+    const char *authority, struct proto_msg *m,
+    struct http1_req_refusal *ret_why);
 
 /*
  * Return the reason phrase of an HTTP status (RFC 9110's, as http-parser

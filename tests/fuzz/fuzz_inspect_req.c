@@ -5,12 +5,17 @@
  * parsed as the tunnel parses it (policy_hostport_parse), a leaf is made
  * for its host (broker/net/mint.c, a small cache shared across runs),
  * and the rest is the decrypted client stream: each head is parsed as
- * the proxy front parses it (http1_req.c) and, in origin form, checked
- * for https://AUTHORITY as the pipeline checks it (http1_request_check).
- * Invariants: nothing crashes; a leaf is made for every host the tunnel
- * accepts; a head that passes the check carries at most one Host, and
- * that Host names the tunnel's host and port (the SNI the leaf was made
- * for), never another.
+ * the proxy front parses it (http1_req.c), turned into the pipeline's
+ * REQUEST as the front does inside an inspected tunnel
+ * (http1_req_message() with the tunnel's authority, formatted as the
+ * front formats it), and that REQUEST's authority and head are checked
+ * as the pipeline checks them (policy_authority_parse,
+ * http1_request_check). Invariants: nothing crashes; a leaf is made for
+ * every host the tunnel accepts; only an origin-form head becomes a
+ * REQUEST, always for https:// and the tunnel's own authority; a head
+ * that passes the check carries at most one Host, and that Host names
+ * the tunnel's host and port (the SNI the leaf was made for), never
+ * another.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,18 +81,59 @@ check_host(const struct policy_dest *dest, const struct http1_req *q)
 		abort();
 }
 
+/* The REQUEST m of an inspected tunnel for dest, as the pipeline takes
+ * it: return 0 when its authority and head pass, -1 otherwise. */
+static int
+pipeline_check(const struct policy_dest *dest, const struct proto_msg *m)
+{
+	static struct http1_header in[PROTO_HEADERS_MAX];
+	static struct http1_header kept[PROTO_HEADERS_MAX];
+	struct policy_dest rd;
+	struct http1_head h, out;
+	size_t i;
+
+	if (m->request.scheme.len != 5 ||
+	    memcmp(m->request.scheme.ptr, "https", 5) != 0)
+		abort();
+	if (policy_authority_parse(m->request.authority.ptr,
+		m->request.authority.len, 443, &rd, NULL) != 0)
+		abort(); /* the front formatted it from a parsed one */
+	if (rd.port != dest->port ||
+	    strcmp(rd.host.name, dest->host.name) != 0)
+		abort();
+	memcpy(rd.scheme, "https", 6);
+	for (i = 0; i < m->nheaders; i++) {
+		in[i].name = m->headers[i].name.ptr;
+		in[i].name_len = m->headers[i].name.len;
+		in[i].value = m->headers[i].value.ptr;
+		in[i].value_len = m->headers[i].value.len;
+	}
+	memset(&h, 0, sizeof(h));
+	h.method = m->request.method.ptr;
+	h.method_len = m->request.method.len;
+	h.path = m->request.path.ptr;
+	h.path_len = m->request.path.len;
+	h.headers = in;
+	h.nheaders = m->nheaders;
+	h.body_length = -1;
+	return http1_request_check(&rd, &h, kept, PROTO_HEADERS_MAX, &out,
+	    NULL);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct http1_req q;
-	static struct http1_header kept[HTTP1_REQ_HEADERS_MAX];
+	static struct proto_msg m;
+	char auth[POLICY_NAME_MAX + 16];
 	const char *buf = (const char *)data, *nl;
+	struct http1_req_refusal why;
 	struct http1_req_parser *p;
 	struct policy_dest dest;
-	struct http1_head in, out;
 	X509 *leaf = NULL;
 	size_t off;
 	long hl;
+	int rc;
 
 	if ((nl = memchr(buf, '\n', size)) == NULL)
 		return 0;
@@ -95,6 +141,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (policy_hostport_parse(buf, (size_t)(nl - buf), &dest, NULL) != 0)
 		return 0;
 	memcpy(dest.scheme, "https", 6);
+	if (http1_format_host(&dest, auth, sizeof(auth)) < 0)
+		return 0; /* the front refuses to inspect it */
 	if (mint_leaf(fuzz_minter(), dest.host.name, time(NULL), &leaf) != 0 ||
 	    leaf == NULL)
 		abort();
@@ -108,18 +156,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			0)
 			break;
 		off += (size_t)hl;
-		if (q.form != HTTP1_REQ_ORIGIN)
-			break; /* refused inside an inspected tunnel */
-		memset(&in, 0, sizeof(in));
-		in.method = q.method;
-		in.method_len = q.method_len;
-		in.path = q.path;
-		in.path_len = q.path_len;
-		in.headers = q.headers;
-		in.nheaders = q.nheaders;
-		in.body_length = -1;
-		if (http1_request_check(&dest, &in, kept,
-			HTTP1_REQ_HEADERS_MAX, &out, NULL) != 0)
+		rc = http1_req_message(&q, HTTP1_REQ_INSPECTED, auth, &m,
+		    &why);
+		if (rc != 0 && why.status != 400 && why.status != 431)
+			abort();
+		if (rc == 0 &&
+		    (q.form != HTTP1_REQ_ORIGIN ||
+			m.request.authority.ptr != auth ||
+			m.request.authority.len != strlen(auth)))
+			abort();
+		if (rc != 0)
+			break; /* answered, the connection closing */
+		if (pipeline_check(&dest, &m) != 0)
 			break;
 		check_host(&dest, &q);
 		if (q.chunked || q.content_length > 0)

@@ -5,7 +5,8 @@
  * parsed or refused (framing attacks, obs-fold, bare LF, control bytes,
  * versions, target forms, bounds), and bodies decoded by Content-Length
  * and chunked, stopping at the end of the message so a pipelined request
- * stays unread.
+ * stays unread; and the front's translation of a head into the
+ * pipeline's REQUEST for each way in.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,4 +385,88 @@ Test(http1_req, head_bad_before_its_end)
 	cr_assert_eq(http1_req_head_bad("\x16\x03\x01", 3), 1); /* TLS */
 	cr_assert_eq(http1_req_head_bad("GET /\x01", 6), 1);
 	cr_assert_eq(http1_req_head_bad("GET /\x7f", 6), 1);
+}
+
+/* Parse the head text into R, or fail the test. */
+static void
+parse_ok(const char *text)
+{
+	struct http1_req_parser *p = http1_req_parser_new();
+
+	cr_assert_not_null(p);
+	cr_assert_eq(http1_req_parse_head(p, text, strlen(text), &R, NULL), 0,
+	    "%s", text);
+	http1_req_parser_free(p);
+}
+
+static int
+str_eq(const struct proto_str *s, const char *want)
+{
+	return s->len == strlen(want) && memcmp(s->ptr, want, s->len) == 0;
+}
+
+/* The front's translation of a head into the pipeline's REQUEST. */
+Test(http1_req, message_by_way_in)
+{
+	static struct proto_msg m;
+	static char head[PROTO_NAME_MAX + 64];
+	struct http1_req_refusal why;
+	const char *tun = "api.example.com:8443";
+
+	parse_ok("GET /a?b HTTP/1.1\r\nHost: other.example\r\nX: 1\r\n\r\n");
+	/* Inside an inspected tunnel: https:// + the tunnel's authority,
+	 * whatever Host says (the pipeline refuses a different Host). */
+	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_INSPECTED, tun, &m, &why),
+	    0);
+	cr_expect_eq(m.type, PROTO_MSG_REQUEST);
+	cr_expect_eq(m.request.transport, PROTO_TRANSPORT_HTTP);
+	cr_expect(str_eq(&m.request.scheme, "https"));
+	cr_expect(str_eq(&m.request.authority, tun));
+	cr_expect(str_eq(&m.request.method, "GET"));
+	cr_expect(str_eq(&m.request.path, "/a?b"));
+	cr_expect_eq(m.nheaders, 2);
+	cr_expect(str_eq(&m.headers[1].name, "X"));
+	/* On a port that takes origin form: http:// + the Host. */
+	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_ORIGIN_OK, tun, &m, &why),
+	    0);
+	cr_expect(str_eq(&m.request.scheme, "http"));
+	cr_expect(str_eq(&m.request.authority, "other.example"));
+	/* Elsewhere origin form is refused. */
+	cr_assert_eq(http1_req_message(&R, 0, tun, &m, &why), -1);
+	cr_expect_eq(why.status, 400);
+	cr_expect_str_eq(why.error, "malformed");
+
+	/* Absolute form: its own scheme and authority, never inside an
+	 * inspected tunnel; http and https only. */
+	parse_ok(
+	    "GET https://b.example/x HTTP/1.1\r\nHost: b.example\r\n\r\n");
+	cr_assert_eq(http1_req_message(&R, 0, tun, &m, &why), 0);
+	cr_expect(str_eq(&m.request.scheme, "https"));
+	cr_expect(str_eq(&m.request.authority, "b.example"));
+	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_INSPECTED, tun, &m, &why),
+	    -1);
+	cr_expect_eq(why.status, 400);
+	cr_expect_str_eq(why.detail,
+	    "absolute-form inside an inspected tunnel");
+	parse_ok("GET ftp://b.example/x HTTP/1.1\r\nHost: b.example\r\n\r\n");
+	cr_assert_eq(http1_req_message(&R, 0, tun, &m, &why), -1);
+	cr_expect_str_eq(why.detail, "scheme not supported");
+
+	/* Origin form without a Host, and an empty Host. */
+	parse_ok("GET / HTTP/1.0\r\n\r\n");
+	cr_expect_eq(http1_req_message(&R, HTTP1_REQ_INSPECTED, tun, &m, &why),
+	    -1);
+	parse_ok("GET / HTTP/1.1\r\nHost:  \r\n\r\n");
+	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_ORIGIN_OK, tun, &m, &why),
+	    -1);
+	cr_expect_str_eq(why.detail, "bad Host");
+
+	/* A header name over the wire protocol's bound: 431. */
+	(void)snprintf(head, sizeof(head),
+	    "GET / HTTP/1.1\r\nHost: a\r\n%0*d: 1\r\n\r\n", PROTO_NAME_MAX + 1,
+	    0);
+	parse_ok(head);
+	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_INSPECTED, tun, &m, &why),
+	    -1);
+	cr_expect_eq(why.status, 431);
 }

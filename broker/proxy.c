@@ -98,7 +98,9 @@ struct proxy_conn {
 	/* PROXY_INSPECT: the authority of every request, HOST[:PORT] of
 	 * the tunnel's https:// origin. */
 	char authority[POLICY_NAME_MAX + 16];
-	int inspecting; /* the tunnel ended for inspection: hand over */
+	int inspecting;	 /* the tunnel ended for inspection: hand over */
+	int handshaking; /* PROXY_INSPECT: holds a unit of the handshake
+			    share until the client's handshake is done */
 	/* PROXY_INSPECT: watches the TLS records queued to the socket,
 	 * which must be written before a close. */
 	struct evbuffer_cb_entry *under_cb;
@@ -1027,8 +1029,13 @@ proxy_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
-	if (what == BEV_EVENT_CONNECTED)
-		return; /* an inspected tunnel's TLS handshake is done */
+	if (what == BEV_EVENT_CONNECTED) {
+		/* An inspected tunnel's TLS handshake is done. */
+		if (c->handshaking)
+			share_release(c->b->tls_share, c->instance, 1);
+		c->handshaking = 0;
+		return;
+	}
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
 	    c->r != NULL && c->body_done) {
 		/* Quiet while its answer is made: as expected. */
@@ -1070,6 +1077,8 @@ proxy_free(struct proxy_conn *c)
 	b->nsessions--;
 	if (c->shared)
 		share_release(b->session_share, c->instance, 1);
+	if (c->handshaking)
+		share_release(b->tls_share, c->instance, 1);
 	broker_mem_trim(b, c->instance, &c->mem, 0, 1);
 	if (c->defer != NULL)
 		event_free(c->defer);
@@ -1164,6 +1173,7 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 	struct proxy_conn *c = NULL;
 	struct proto_msg m;
 	int shared = (flags & PROXY_SHARED) != 0;
+	int hs = (flags & PROXY_HANDSHAKE) != 0;
 	int err = EGRESS_ERR_AGAIN, one = 1;
 
 	if (b->draining || strlen(instance) > CONF_NAME_MAX ||
@@ -1188,7 +1198,8 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 	c->flags = flags;
 	c->shared = shared && b->session_share != NULL;
 	c->preauth = !shared && (flags & PROXY_AUTH);
-	shared = 0; /* c holds it now */
+	c->handshaking = hs;
+	shared = hs = 0; /* c holds them now */
 	memcpy(c->instance, instance, strlen(instance) + 1);
 	c->guest.ops = &proxy_guest_ops;
 	c->guest.ctx = c;
@@ -1262,6 +1273,8 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 out:
 	if (shared && b->session_share != NULL)
 		share_release(b->session_share, instance, 1);
+	if (hs)
+		share_release(b->tls_share, instance, 1);
 	if (fd >= 0 && c == NULL)
 		(void)close(fd);
 	if (bev != NULL)
@@ -1276,14 +1289,17 @@ proxy_accept(struct broker *b, int fd, const char *instance,
     struct evbuffer *in, unsigned flags)
 {
 	return proxy_accept_on(b, fd, NULL, instance, in,
-	    flags & ~(unsigned)PROXY_INSPECT, NULL);
+	    flags & ~(unsigned)(PROXY_INSPECT | PROXY_HANDSHAKE), NULL);
 }
 
 /*
  * The tunnel of c ended for inspection: put the TLS server on c's
  * connection and serve what it decrypts as a new connection of the
  * front (its session share handed over), each request for
- * https://HOST[:PORT]; c goes.
+ * https://HOST[:PORT]; c goes. The handshake costs the broker CPU: it
+ * takes a unit of the instance's fair share of handshakes in progress,
+ * as a dialed one does, held until it is done (refused: the tunnel is
+ * closed, budget-exhausted).
  */
 static void
 proxy_inspect(struct proxy_conn *c)
@@ -1296,6 +1312,16 @@ proxy_inspect(struct proxy_conn *c)
 	unsigned flags = PROXY_INSPECT;
 	int err = EGRESS_ERR_INVALID;
 
+	if (b->tls_share != NULL) {
+		if (share_acquire(b->tls_share, c->instance, NULL, 1) != 0) {
+			proxy_log_refusal(c, 503, "budget-exhausted",
+			    "the instance's share of TLS handshakes in "
+			    "progress is used up");
+			proxy_free(c);
+			return;
+		}
+		flags |= PROXY_HANDSHAKE;
+	}
 	hd = *d;
 	(void)snprintf(hd.scheme, sizeof(hd.scheme), "https");
 	if (http1_format_host(&hd, auth, sizeof(auth)) >= 0) {
@@ -1305,6 +1331,8 @@ proxy_inspect(struct proxy_conn *c)
 	if (err != 0) {
 		proxy_log_refusal(c, 502, "inspect",
 		    "the TLS of the tunnel could not be terminated");
+		if (flags & PROXY_HANDSHAKE)
+			share_release(b->tls_share, c->instance, 1);
 		proxy_free(c);
 		return;
 	}

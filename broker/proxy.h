@@ -58,6 +58,11 @@ struct evbuffer;
 	0x8 /* inside an inspected tunnel: origin-form
 				 for its https:// authority only (not a
 				 flag of proxy_accept()) */
+#define PROXY_HANDSHAKE \
+	0x10 /* with PROXY_INSPECT: the caller hands over a
+				 unit of the TLS handshake share, held until
+				 the handshake is done (not a flag of
+				 proxy_accept()) */
 
 /*
  * Serve an HTTP proxy client on fd for instance (copied). Takes ownership

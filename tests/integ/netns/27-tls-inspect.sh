@@ -17,8 +17,10 @@
 # back untouched and is not followed; an IP-literal CONNECT without SNI
 # gets a leaf for its address. A client of an inspected tunnel that
 # reads nothing of a 50 MiB body makes the broker push back on the
-# upstream (its RSS bounded), and then gets the body intact. Then real
-# clients inside
+# upstream (its RSS bounded), and then gets the body intact. Inspected
+# handshakes in progress take the instance's handshake share (70 stalled:
+# 64 held, 6 refused budget-exhausted; every unit back once closed). Then
+# real clients inside
 # egress-sandbox --net --inspect (an unprivileged uid): the CA bundle
 # (system roots and the inspection CA, covering the system's bundle in
 # the sandbox only, never a file on the host, even when the launcher is
@@ -320,6 +322,83 @@ lab_expect_eq "body the inspected slow client read" \
     "$(stat -c %s "$LAB_DIR/www/large") $(sha256sum <"$LAB_DIR/www/large" | cut -d' ' -f1)" \
     "$(cat "$LAB_DIR/slow.result")"
 lab_expect_hits "$LAB_PUB4" 1 /large
+
+# ---- inspected handshakes take the instance's handshake share ------------
+# Each inspected tunnel's server-side handshake takes a unit of the
+# instance's share of TLS handshakes in progress (64 at most) until it is
+# done. 70 tunnels whose client sends its ClientHello and stops: 64 get
+# the broker's answer and hold their unit, 6 are closed and logged
+# budget-exhausted. Once they are closed, every unit has come back: 64 new
+# stalled handshakes all get their answer.
+cat >"$LAB_DIR/stall.py" <<'PY'
+import base64, os, socket, ssl, sys, time
+port, auth, n, release = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+held = refused = 0
+keep = []
+for i in range(n):
+    s = socket.create_connection(('127.0.0.1', int(port)))
+    s.settimeout(30)
+    s.sendall(b'CONNECT api.weather.example:443 HTTP/1.1\r\n'
+              b'Host: api.weather.example:443\r\n'
+              b'Proxy-Authorization: Basic ' +
+              base64.b64encode(auth.encode()) + b'\r\n\r\n')
+    ans = b''
+    while b'\r\n\r\n' not in ans:
+        b = s.recv(1)
+        if not b:
+            break
+        ans += b
+    if not ans.startswith(b'HTTP/1.1 200'):
+        print('NO', i, ans, flush=True)
+        sys.exit(1)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    o = ctx.wrap_bio(inc, out, server_hostname='api.weather.example')
+    try:
+        o.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    s.sendall(out.read())
+    # A handshake the broker holds gets its first flight; a refused one
+    # is closed.
+    try:
+        got = s.recv(65536)
+    except OSError:
+        got = b''
+    if got:
+        held += 1
+    else:
+        refused += 1
+    keep.append((s, o))
+print('held %d refused %d' % (held, refused), flush=True)
+while release != '-' and not os.path.exists(release):
+    time.sleep(0.05)
+PY
+rm -f "$LAB_DIR/stall.release"
+lab_mark
+lab_spawn stall "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/stall.py" 3128 \
+    w:weather-token-0123456789 70 "$LAB_DIR/stall.release"
+lab_poll 60 grep -q '^held' "$LAB_DIR/log/stall.out" ||
+    lab_fail "the stalled handshakes did not finish starting: $(cat "$LAB_DIR/log/stall."*)"
+lab_expect_eq "70 stalled inspected handshakes" "held 64 refused 6" \
+    "$(cat "$LAB_DIR/log/stall.out")"
+lab_wait_events egress.proxy 6
+lab_expect_eq "refusals logged" "6 weather 503 budget-exhausted" \
+    "$(lab_events egress.proxy | jq -r '[.instance, .status, .error] | @tsv' |
+    sort | uniq -c | awk '{ print $1, $2, $3, $4 }')"
+touch "$LAB_DIR/stall.release"
+lab_stop stall
+stall_again()
+{
+	lab_ns_b "$LAB_PYTHON" "$LAB_DIR/stall.py" 3128 \
+	    w:weather-token-0123456789 64 - >"$LAB_DIR/stall2.out" 2>&1 &&
+	    grep -q '^held 64 refused 0$' "$LAB_DIR/stall2.out"
+}
+lab_poll 30 stall_again ||
+    lab_fail "the units did not come back: $(cat "$LAB_DIR/stall2.out")"
+lab_ok "inspected handshakes hold the instance's share while in progress, and give it back"
 
 # ---- egress-sandbox --net --inspect ----------------------------------------
 WU=64811

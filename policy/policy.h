@@ -226,6 +226,10 @@ const struct policy_entry *policy_grant_entry(const struct policy_grant *g,
  * subdomains of s and never s or an IP literal. A NULL or empty set
  * matches nothing. Return 1 or 0.
  */
+/*@ requires host == \null || \valid_read(host);
+    assigns \result \from g, host, *host;
+    ensures \result == 0 || \result == 1;
+ */
 int policy_grant_matches(const struct policy_grant *g,
     const struct policy_host *host);
 

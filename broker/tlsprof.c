@@ -143,7 +143,7 @@ tp_build(struct broker *b, const struct conf_snapshot *s,
 	memset(&dc, 0, sizeof(dc));
 	dc.ca_file = path[0];
 	dc.cert_file = path[1];
-	dc.key_file = path[2];
+	dc.key = c->key;
 	dc.min_version = c->min_version;
 	dc.alpn = c->alpn;
 	dc.alpn_len = c->alpn_len;

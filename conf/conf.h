@@ -141,6 +141,8 @@ void conf_manifest_free(struct conf_manifest *m);
  * One [tls.profiles.NAME] section: the trust material a request of an
  * instance that lists it may select. It never names a destination.
  */
+struct evp_pkey_st;
+
 struct conf_tls_profile {
 	char *name;
 	char *ca_file;	 /* resolved; NULL: [tls] ca_file, else the system
@@ -148,6 +150,10 @@ struct conf_tls_profile {
 	char *cert_file; /* client certificate chain (PEM), or NULL */
 	char *key_file;	 /* its private key (PEM, owner-only), or NULL;
 			    set exactly when cert_file is */
+	/* The key as the configuration read key_file, through its checks
+	 * (mode, owner, no final symlink); contexts are built from it, never
+	 * from the file read again. NULL when key_file is. */
+	struct evp_pkey_st *key;
 	int min_version; /* 12 (TLS 1.2, the default) or 13 (TLS 1.3) */
 	/* ALPN protocols offered on tls streams, in wire form (length
 	 * prefixed); alpn_len 0: none. */
@@ -367,7 +373,6 @@ int conf_instance_has_tls_profile(const struct conf_instance *ci,
 #define CONF_INSPECT_CA_KEY  "inspect-ca.key"
 
 struct x509_st;
-struct evp_pkey_st;
 
 /*
  * Read the inspection CA: the first PEM certificate of cert_path, which

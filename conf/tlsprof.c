@@ -227,14 +227,14 @@ conf_key_read(const char *path, X509 *cert, const char *mismatch,
 
 static void
 tp_check_key(struct tp_ctx *c, const struct conf_val *v, const char *file,
-    X509 *cert)
+    X509 *cert, EVP_PKEY **ret)
 {
 	const char *why;
 
 	if (conf_key_read(file, cert,
 		"does not match the certificate of "
 		"cert_file",
-		NULL, &why) == 0)
+		ret, &why) == 0)
 		return;
 	if (why == NULL)
 		conf_errors_addf(c->errs, "%s:%d: [%s] key_file: %s: %s",
@@ -331,7 +331,7 @@ tp_build_one(struct tp_ctx *c, struct conf_tls_profile *p)
 	if (cert != NULL)
 		tp_check_certs(c, cert, "cert_file", p->cert_file, &first);
 	if (key != NULL)
-		tp_check_key(c, key, p->key_file, first);
+		tp_check_key(c, key, p->key_file, first, &p->key);
 	X509_free(first);
 	if ((cert != NULL) != (key != NULL))
 		conf_errors_addf(c->errs,
@@ -434,6 +434,7 @@ conf_tls_profiles_free(struct conf_snapshot *s)
 		free(s->tls_profiles[i].ca_file);
 		free(s->tls_profiles[i].cert_file);
 		free(s->tls_profiles[i].key_file);
+		EVP_PKEY_free(s->tls_profiles[i].key);
 	}
 	free(s->tls_profiles);
 	s->tls_profiles = NULL;

@@ -81,17 +81,6 @@ dial_tls_new(const char *ca_file, struct dial_tls **ret)
 	return dial_tls_new_conf(&c, ret);
 }
 
-/* A key's passphrase is never asked for (no prompt on a terminal). */
-static int
-dial_no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-	(void)buf;
-	(void)size;
-	(void)rwflag;
-	(void)u;
-	return -1;
-}
-
 int
 dial_tls_new_conf(const struct dial_tls_conf *c, struct dial_tls **ret)
 {
@@ -100,11 +89,10 @@ dial_tls_new_conf(const struct dial_tls_conf *c, struct dial_tls **ret)
 	SSL_CTX *ctx;
 
 	if (ret == NULL || c == NULL || c->alpn_len > DIAL_ALPN_MAX ||
-	    (c->cert_file == NULL) != (c->key_file == NULL))
+	    (c->cert_file == NULL) != (c->key == NULL))
 		return EGRESS_ERR_INVALID;
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
 		return EGRESS_ERR_NOMEM;
-	SSL_CTX_set_default_passwd_cb(ctx, dial_no_passphrase);
 	if (SSL_CTX_set_min_proto_version(ctx,
 		c->min_version == 13 ? TLS1_3_VERSION : TLS1_2_VERSION) != 1 ||
 	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
@@ -119,8 +107,7 @@ dial_tls_new_conf(const struct dial_tls_conf *c, struct dial_tls **ret)
 		goto bad;
 	if (c->cert_file != NULL &&
 	    (SSL_CTX_use_certificate_chain_file(ctx, c->cert_file) != 1 ||
-		SSL_CTX_use_PrivateKey_file(ctx, c->key_file,
-		    SSL_FILETYPE_PEM) != 1 ||
+		SSL_CTX_use_PrivateKey(ctx, c->key) != 1 ||
 		SSL_CTX_check_private_key(ctx) != 1))
 		goto bad;
 	if ((t = calloc(1, sizeof(*t))) == NULL) {

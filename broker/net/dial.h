@@ -24,6 +24,7 @@ struct bufferevent;
 struct dial_tls;
 struct dial;
 struct share;
+struct evp_pkey_st;
 
 #define DIAL_STAGGER_MS		250
 #define DIAL_TIMEOUT_DEFAULT_MS 10000
@@ -41,11 +42,11 @@ int dial_tls_new(const char *ca_file, struct dial_tls **ret);
 
 /* The trust material of a client TLS context. Everything is borrowed. */
 struct dial_tls_conf {
-	const char *ca_file;   /* PEM; NULL: the system default paths */
-	const char *cert_file; /* client certificate chain (PEM), or NULL */
-	const char *key_file;  /* its unencrypted PEM key; set exactly when
-				  cert_file is */
-	int min_version;       /* 13: TLS 1.3; anything else: TLS 1.2 */
+	const char *ca_file;	 /* PEM; NULL: the system default paths */
+	const char *cert_file;	 /* client certificate chain (PEM), or NULL */
+	struct evp_pkey_st *key; /* its key (the context takes a reference);
+				    set exactly when cert_file is */
+	int min_version;	 /* 13: TLS 1.3; anything else: TLS 1.2 */
 	const unsigned char *alpn; /* offered on byte streams (no_alpn),
 				      wire form; HTTP always offers
 				      "http/1.1" */
@@ -55,7 +56,8 @@ struct dial_tls_conf {
 /*
  * Create a client TLS context as dial_tls_new() does, from c: its trust,
  * minimum version, client certificate (presented when a server asks) and
- * stream ALPN. A key is never asked a passphrase for. Return 0 and write
+ * stream ALPN. The key is the one given, already read and checked (no
+ * file is read for it). Return 0 and write
  * *ret, or EGRESS_ERR_INVALID (a file unreadable or not what it should
  * be, a key that does not match its certificate) or EGRESS_ERR_NOMEM.
  */

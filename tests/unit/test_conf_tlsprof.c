@@ -94,6 +94,7 @@ Test(conf_tlsprof, loads_and_entries_select)
 	cr_expect_str_eq(p->ca_file, ct_path("ca.crt"));
 	cr_expect_str_eq(p->cert_file, ct_path("c.crt"));
 	cr_expect_str_eq(p->key_file, ct_path("c.key"));
+	cr_expect_not_null(p->key); /* the key as read and checked */
 	cr_expect_eq(p->min_version, 13);
 	cr_assert_eq(p->alpn_len, sizeof(alpn) - 1);
 	cr_expect_eq(memcmp(p->alpn, alpn, p->alpn_len), 0);
@@ -101,6 +102,7 @@ Test(conf_tlsprof, loads_and_entries_select)
 	cr_assert_not_null(p);
 	cr_expect_null(p->ca_file);
 	cr_expect_null(p->cert_file);
+	cr_expect_null(p->key);
 	cr_expect_eq(p->min_version, 12);
 	cr_expect_eq(p->alpn_len, 0);
 	cr_expect_null(conf_tls_profile_find(s, "mtl", 3));

@@ -140,9 +140,16 @@ Test(daemon_tlsprof, select_and_generations)
 	cr_assert(!tlsprof_trust_is_current(&b, gb));
 	cr_assert(tlsprof_trust_is_current(&b, g));
 
+	/* The key file swapped after the configuration read it: the context
+	 * is built from the key the configuration read and checked, never
+	 * from the file's new bytes. */
+	ct_write_str("c.key", "not a key\n");
+	cr_assert_eq(tlsprof_apply(&b, s), 0);
+	cr_assert_eq(tlsprof_select(&b, s, y, "a", 1, &t, &g), 0);
+
 	/* A file that no longer loads: that profile fails with tls-failed
 	 * (the configuration would refuse it; the broker still copes). */
-	ct_write_str("c.key", "not a key\n");
+	ct_write_str("c.crt", "not a certificate\n");
 	cr_assert_neq(tlsprof_apply(&b, s), 0);
 	cr_assert_eq(tlsprof_select(&b, s, y, "a", 1, &t, &g),
 	    EGRESS_ERR_TLS_FAILED);

@@ -906,12 +906,20 @@ proxy_read_head(struct proxy_conn *c)
 }
 
 /* No complete head in time: answer 408 and close, if nothing else is
- * going on (a response being written is the idle timeout's). */
+ * going on (a response being written is the idle timeout's). An
+ * inspected tunnel still in its handshake cannot be answered: it is
+ * closed at once, giving its unit of the handshake share back. */
 static void
 proxy_head_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
+	if (c->handshaking) {
+		proxy_log_refusal(c, 408, "timeout",
+		    "TLS handshake not complete in time");
+		proxy_free(c);
+		return;
+	}
 	if (c->closing || c->r != NULL || c->tun != NULL ||
 	    c->state != PX_HEAD)
 		return;

@@ -19,7 +19,8 @@
 # reads nothing of a 50 MiB body makes the broker push back on the
 # upstream (its RSS bounded), and then gets the body intact. Inspected
 # handshakes in progress take the instance's handshake share (70 stalled:
-# 64 held, 6 refused budget-exhausted; every unit back once closed). Then
+# 64 held, 6 refused budget-exhausted; every unit back at the head
+# timeout, and once closed). Then
 # real clients inside
 # egress-sandbox --net --inspect (an unprivileged uid): the CA bundle
 # (system roots and the inspection CA, covering the system's bundle in
@@ -328,8 +329,11 @@ lab_expect_hits "$LAB_PUB4" 1 /large
 # instance's share of TLS handshakes in progress (64 at most) until it is
 # done. 70 tunnels whose client sends its ClientHello and stops: 64 get
 # the broker's answer and hold their unit, 6 are closed and logged
-# budget-exhausted. Once they are closed, every unit has come back: 64 new
-# stalled handshakes all get their answer.
+# budget-exhausted. A handshake that is not done by the head timeout
+# (10 s) is closed then (logged 408), and its unit is back at once, not
+# at the idle timeout: right after the 64 timeouts are logged, 64 new
+# stalled handshakes all get their answer. Once their clients close,
+# every unit has come back again.
 cat >"$LAB_DIR/stall.py" <<'PY'
 import base64, os, socket, ssl, sys, time
 port, auth, n, release = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -388,14 +392,21 @@ lab_wait_events egress.proxy 6
 lab_expect_eq "refusals logged" "6 weather 503 budget-exhausted" \
     "$(lab_events egress.proxy | jq -r '[.instance, .status, .error] | @tsv' |
     sort | uniq -c | awk '{ print $1, $2, $3, $4 }')"
-touch "$LAB_DIR/stall.release"
-lab_stop stall
 stall_again()
 {
 	lab_ns_b "$LAB_PYTHON" "$LAB_DIR/stall.py" 3128 \
 	    w:weather-token-0123456789 64 - >"$LAB_DIR/stall2.out" 2>&1 &&
 	    grep -q '^held 64 refused 0$' "$LAB_DIR/stall2.out"
 }
+stall_timeouts() { [ "$(lab_events egress.proxy | jq -r 'select(.status ==
+    408) | .error' | grep -c '^timeout$')" -ge 64 ]; }
+lab_poll 40 stall_timeouts ||
+    lab_fail "the stalled handshakes were not ended by the head timeout"
+stall_again ||
+    lab_fail "units still held after the head timeout: $(cat "$LAB_DIR/stall2.out")"
+lab_ok "a handshake ended by the head timeout gives its unit back at once"
+touch "$LAB_DIR/stall.release"
+lab_stop stall
 lab_poll 30 stall_again ||
     lab_fail "the units did not come back: $(cat "$LAB_DIR/stall2.out")"
 lab_ok "inspected handshakes hold the instance's share while in progress, and give it back"

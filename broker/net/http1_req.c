@@ -544,6 +544,14 @@ http1_req_message(const struct http1_req *q, unsigned how,
 	memset(m, 0, offsetof(struct proto_msg, headers));
 	if (q->nheaders > PROTO_HEADERS_MAX)
 		return refuse(ret_why, 431, "too many header lines");
+	/* The parser's own bounds are these; checked again here so that
+	 * the message never exceeds the wire protocol's, whoever parsed. */
+	if (q->method_len > PROTO_METHOD_MAX || q->path_len > PROTO_PATH_MAX ||
+	    q->authority_len > PROTO_AUTHORITY_MAX)
+		return refuse(ret_why, 431, "request line too long");
+	if ((how & HTTP1_REQ_INSPECTED) &&
+	    (authority == NULL || strlen(authority) > PROTO_AUTHORITY_MAX))
+		return refuse(ret_why, 400, "no tunnel authority");
 	for (i = 0; i < q->nheaders; i++) {
 		if (q->headers[i].name_len > PROTO_NAME_MAX ||
 		    q->headers[i].value_len > PROTO_VALUE_MAX)

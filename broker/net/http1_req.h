@@ -144,7 +144,9 @@ struct http1_req_refusal {
  * Host, https:// and authority (the tunnel's HOST[:PORT]) with
  * HTTP1_REQ_INSPECTED (a Host naming anything else is the pipeline's to
  * refuse), else http:// and the trimmed Host with HTTP1_REQ_ORIGIN_OK.
- * Refused: a header line over the wire protocol's bounds (431), an
+ * Refused: a header line or a request line part (method, path,
+ * authority) over the wire protocol's bounds (431), HTTP1_REQ_INSPECTED
+ * without an authority (NULL) or with one over those bounds, an
  * absolute-form target inside an inspected tunnel, another scheme, an
  * origin form without a Host or not allowed by how, an empty or too long
  * Host, any other form (400). The message's strings point into q's head

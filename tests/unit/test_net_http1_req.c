@@ -469,4 +469,23 @@ Test(http1_req, message_by_way_in)
 	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_INSPECTED, tun, &m, &why),
 	    -1);
 	cr_expect_eq(why.status, 431);
+
+	/* Request line parts over the wire protocol's bounds, whoever
+	 * parsed them (the parser here refuses them first), and an
+	 * inspected tunnel with no authority: refused before any is read. */
+	parse_ok("GET /p HTTP/1.1\r\nHost: a\r\n\r\n");
+	R.method_len = PROTO_METHOD_MAX + 1;
+	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_ORIGIN_OK, tun, &m, &why),
+	    -1);
+	cr_expect_eq(why.status, 431);
+	parse_ok("GET /p HTTP/1.1\r\nHost: a\r\n\r\n");
+	R.path_len = PROTO_PATH_MAX + 1;
+	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_ORIGIN_OK, tun, &m, &why),
+	    -1);
+	cr_expect_eq(why.status, 431);
+	parse_ok("GET /p HTTP/1.1\r\nHost: a\r\n\r\n");
+	cr_assert_eq(http1_req_message(&R, HTTP1_REQ_INSPECTED, NULL, &m,
+			 &why),
+	    -1);
+	cr_expect_str_eq(why.detail, "no tunnel authority");
 }

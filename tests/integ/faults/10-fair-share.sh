@@ -97,6 +97,7 @@ victim_round sessions 20
 for a in $ATTACKERS; do lab_stop "ses-$a"; done
 
 # 3. PINGs without reading: output the guest never takes.
+flood_t0=$SECONDS
 for a in a1 a2; do
 	for k in 1 2 3 4 5 6 7 8; do
 		lab_spawn "ping-$a-$k" "$LAB_NS_B" "$LAB_PYTHON" \
@@ -115,8 +116,13 @@ fault__pingers_closed()
 }
 victim_round pings 20
 lab_poll 60 fault__pingers_closed ||
-    lab_fail "a guest that sends without reading was never dropped"
+    lab_fail "a guest that sends without reading was never dropped" \
+    "($((SECONDS - flood_t0)) s; each flooder's output:" \
+    "$(for f in "$LAB_DIR"/log/ping-*.out; do
+	printf '%s=%s ' "$(basename "$f" .out)" "$(tr '\n' , <"$f")"
+    done))"
 lab_ok "every PING flooder was dropped"
+lab_log "pings: the last flooder dropped $((SECONDS - flood_t0)) s after the flood began"
 lab_log "pings: broker RSS peak $peak KiB (warmed up $base_rss KiB)"
 # Under AddressSanitizer (its quarantine keeps freed memory) or valgrind
 # the RSS is theirs as much as the broker's: bounded only without them.

@@ -31,6 +31,7 @@
 #include "broker/net/decide.h"
 #include "broker/net/dial.h"
 #include "broker/net/http1.h"
+#include "broker/net/http1_req.h"
 #include "broker/net/lease.h"
 #include "broker/net/pool.h"
 #include "broker/relay.h"
@@ -607,7 +608,6 @@ request_check_head(struct request *r, const struct proto_msg *m,
 	const struct conf_snapshot *s = r->conf->snap;
 	struct http1_head head;
 	struct policy_err perr;
-	size_t i;
 
 	/* http here; tcp and tls in request_check_stream(), websocket in
 	 * request_check_ws(). */
@@ -636,19 +636,7 @@ request_check_head(struct request *r, const struct proto_msg *m,
 		memcpy(r->dest.scheme, "https", sizeof("https"));
 	else
 		memcpy(r->dest.scheme, "http", sizeof("http"));
-	for (i = 0; i < m->nheaders; i++) {
-		in[i].name = m->headers[i].name.ptr;
-		in[i].name_len = m->headers[i].name.len;
-		in[i].value = m->headers[i].value.ptr;
-		in[i].value_len = m->headers[i].value.len;
-	}
-	memset(&head, 0, sizeof(head));
-	head.method = rq->method.ptr;
-	head.method_len = rq->method.len;
-	head.path = rq->path.ptr;
-	head.path_len = rq->path.len;
-	head.headers = in;
-	head.nheaders = m->nheaders;
+	http1_req_head_of(m, in, &head);
 	if (head.method == NULL || head.path == NULL) {
 		request_invalid(r, "no method or path");
 		return -1;

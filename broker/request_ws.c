@@ -19,6 +19,7 @@
 #include "broker/guest.h"
 #include "broker/metrics.h"
 #include "broker/net/http1_head.h"
+#include "broker/net/http1_req.h"
 #include "broker/request.h"
 #include "broker/request_int.h"
 #include "broker/wsock.h"
@@ -76,24 +77,13 @@ request_check_ws(struct request *r, const struct proto_msg *m)
 		request_invalid(r, "a websocket request's method is GET");
 		return -1;
 	}
-	for (i = 0; i < m->nheaders; i++) {
-		in[i].name = m->headers[i].name.ptr;
-		in[i].name_len = m->headers[i].name.len;
-		in[i].value = m->headers[i].value.ptr;
-		in[i].value_len = m->headers[i].value.len;
+	http1_req_head_of(m, in, &head);
+	for (i = 0; i < head.nheaders; i++)
 		if (wsock_header_is_refused(&in[i]) != 0) {
 			request_invalid(r,
 			    "a header the websocket handshake sets itself");
 			return -1;
 		}
-	}
-	memset(&head, 0, sizeof(head));
-	head.method = rq->method.ptr;
-	head.method_len = rq->method.len;
-	head.path = rq->path.ptr;
-	head.path_len = rq->path.len;
-	head.headers = in;
-	head.nheaders = m->nheaders;
 	if (head.path == NULL) {
 		request_invalid(r, "no path");
 		return -1;

@@ -601,3 +601,25 @@ http1_req_message(const struct http1_req *q, unsigned how,
 	set_str(&m->request.path, q->path, q->path_len);
 	return 0;
 }
+
+void
+http1_req_head_of(const struct proto_msg *m, struct http1_header *in,
+    struct http1_head *ret)
+{
+	size_t i;
+
+	for (i = 0; i < m->nheaders; i++) {
+		in[i].name = m->headers[i].name.ptr;
+		in[i].name_len = m->headers[i].name.len;
+		in[i].value = m->headers[i].value.ptr;
+		in[i].value_len = m->headers[i].value.len;
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->method = m->request.method.ptr;
+	ret->method_len = m->request.method.len;
+	ret->path = m->request.path.ptr;
+	ret->path_len = m->request.path.len;
+	ret->headers = in;
+	ret->nheaders = m->nheaders;
+	ret->body_length = -1;
+}

@@ -157,6 +157,15 @@ int http1_req_message(const struct http1_req *q, unsigned how,
     struct http1_req_refusal *ret_why);
 
 /*
+ * The head of the REQUEST m as http1_request_check() takes it: m's
+ * method, path and headers, the headers written to in[] (room for
+ * m->nheaders, at most PROTO_HEADERS_MAX), every string pointing into
+ * m's; body_length -1 (the check ignores it).
+ */
+void http1_req_head_of(const struct proto_msg *m, struct http1_header *in,
+    struct http1_head *ret);
+
+/*
  * Return the reason phrase of an HTTP status (RFC 9110's, as http-parser
  * knows them), or "" for a status it does not name. Never NULL.
  */

@@ -90,7 +90,6 @@ pipeline_check(const struct policy_dest *dest, const struct proto_msg *m)
 	static struct http1_header kept[PROTO_HEADERS_MAX];
 	struct policy_dest rd;
 	struct http1_head h, out;
-	size_t i;
 
 	if (m->request.scheme.len != 5 ||
 	    memcmp(m->request.scheme.ptr, "https", 5) != 0)
@@ -102,20 +101,7 @@ pipeline_check(const struct policy_dest *dest, const struct proto_msg *m)
 	    strcmp(rd.host.name, dest->host.name) != 0)
 		abort();
 	memcpy(rd.scheme, "https", 6);
-	for (i = 0; i < m->nheaders; i++) {
-		in[i].name = m->headers[i].name.ptr;
-		in[i].name_len = m->headers[i].name.len;
-		in[i].value = m->headers[i].value.ptr;
-		in[i].value_len = m->headers[i].value.len;
-	}
-	memset(&h, 0, sizeof(h));
-	h.method = m->request.method.ptr;
-	h.method_len = m->request.method.len;
-	h.path = m->request.path.ptr;
-	h.path_len = m->request.path.len;
-	h.headers = in;
-	h.nheaders = m->nheaders;
-	h.body_length = -1;
+	http1_req_head_of(m, in, &h);
 	return http1_request_check(&rd, &h, kept, PROTO_HEADERS_MAX, &out,
 	    NULL);
 }

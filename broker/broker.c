@@ -326,10 +326,15 @@ broker_mem_wake_cb(evutil_socket_t fd, short what, void *arg)
 	struct broker *b = arg;
 	struct broker_mem *m;
 
-	/* Each holder is taken off the list before it runs: one that still
-	 * finds no room puts itself back. */
-	while ((m = b->mem_waiters) != NULL) {
-		b->mem_waiters = m->wnext;
+	/* Wake each holder waiting now once. It is taken off the list
+	 * before it runs; one that still finds no room puts itself back on
+	 * b->mem_waiters, to be woken by the next release, not by this one
+	 * again (which would spin the loop for as long as it found none). A
+	 * holder freed meanwhile leaves whichever list holds it. */
+	b->mem_waking = b->mem_waiters;
+	b->mem_waiters = NULL;
+	while ((m = b->mem_waking) != NULL) {
+		b->mem_waking = m->wnext;
 		if (m->wnext != NULL)
 			m->wnext->wprev = NULL;
 		m->wnext = m->wprev = NULL;
@@ -345,6 +350,8 @@ broker_mem_unwait(struct broker *b, struct broker_mem *m)
 		return;
 	if (m->wprev != NULL)
 		m->wprev->wnext = m->wnext;
+	else if (b->mem_waking == m)
+		b->mem_waking = m->wnext;
 	else
 		b->mem_waiters = m->wnext;
 	if (m->wnext != NULL)

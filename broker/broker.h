@@ -147,6 +147,7 @@ struct broker {
 	struct share *up_share;		/* upstream connections (leases) */
 	uint64_t memory_max;		/* its capacity in bytes */
 	struct broker_mem *mem_waiters; /* holders waiting for credit */
+	struct broker_mem *mem_waking;	/* those being woken now */
 	struct event *mem_wake_ev;	/* wakes them from the loop */
 
 	struct session *sessions;

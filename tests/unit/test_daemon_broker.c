@@ -3,8 +3,8 @@
  * Unit tests for broker/broker: the fair shares follow the snapshot, the
  * memory credit of a holder grows in chunks up to its limit and the
  * instance's share, a holder refused credit waits and is woken from the
- * loop once another gives memory back, giving everything back leaves the
- * share empty, the resolver holder is reference-counted, and this host's
+ * loop once another gives memory back (once per release, and never one
+ * that is gone), giving everything back leaves the share empty, the resolver holder is reference-counted, and this host's
  * addresses are read without netlink.
  */
 #include "tests/unit/daemon_test.h"
@@ -104,6 +104,120 @@ Test(daemon_broker, refused_holder_is_woken_when_memory_is_freed)
 	cr_assert(broker_mem_room(b, "app", &y, 0, limit));
 	broker_mem_trim(b, "app", &x, 0, 1);
 	broker_mem_trim(b, "app", &y, 0, 1);
+	cr_assert_eq(share_total(b->mem_share), 0);
+}
+
+/* A holder that needs two chunks and asks again each time it is woken. */
+struct greedy {
+	struct broker_mem m;
+	size_t used;
+	int woken, room;
+};
+
+static void
+greedy_wake(void *arg)
+{
+	struct greedy *g = arg;
+
+	g->woken++;
+	g->room = broker_mem_room(&dt_b, "app", &g->m, g->used, SIZE_MAX);
+}
+
+/*
+ * One chunk given back while a holder needs two: it is woken once, finds
+ * no room, and waits again; the loop returns instead of waking it over
+ * and over (which hung the broker at full CPU). The next chunk given
+ * back wakes it again and it has room.
+ */
+Test(daemon_broker, holder_still_without_room_is_woken_once_per_release,
+    .timeout = 30)
+{
+	struct broker *b = &dt_b;
+	struct broker_mem x = { 0 };
+	struct greedy g = { { 0 }, 0, 0, 0 };
+	size_t cap = share_capacity(b->mem_share) / 4 * 1024, used = 0;
+	int i;
+
+	g.m.wake = greedy_wake;
+	g.m.arg = &g;
+	/* x takes what the instance may hold. */
+	while (broker_mem_room(b, "app", &x, used, cap))
+		used = x.credit;
+	cr_assert_eq(x.credit, cap);
+	/* One chunk back, which g takes; then it needs two more. */
+	broker_mem_trim(b, "app", &x, x.credit - 2 * BROKER_MEM_CHUNK, 0);
+	cr_assert_eq(x.credit, cap - BROKER_MEM_CHUNK);
+	cr_assert(broker_mem_room(b, "app", &g.m, 0, SIZE_MAX));
+	g.used = 2 * BROKER_MEM_CHUNK;
+	cr_assert_not(broker_mem_room(b, "app", &g.m, g.used, SIZE_MAX));
+	cr_assert(g.m.waiting);
+	/* One chunk back: woken once, takes it, still short, waits. */
+	broker_mem_trim(b, "app", &x, x.credit - 2 * BROKER_MEM_CHUNK, 0);
+	cr_assert_neq(event_base_loop(b->base, EVLOOP_NONBLOCK), -1);
+	cr_assert_eq(g.woken, 1, "woken %d times by one release", g.woken);
+	cr_assert_not(g.room);
+	cr_assert(g.m.waiting);
+	cr_assert_eq(g.m.credit, 2 * BROKER_MEM_CHUNK);
+	for (i = 0; i < 10; i++)
+		cr_assert_neq(event_base_loop(b->base, EVLOOP_NONBLOCK), -1);
+	cr_assert_eq(g.woken, 1, "woken again with nothing released");
+	/* Another: woken, and now it has room. */
+	broker_mem_trim(b, "app", &x, x.credit - 2 * BROKER_MEM_CHUNK, 0);
+	for (i = 0; i < 10 && g.woken < 2; i++)
+		cr_assert_neq(event_base_loop(b->base, EVLOOP_NONBLOCK), -1);
+	cr_assert_eq(g.woken, 2);
+	cr_assert(g.room);
+	cr_assert_not(g.m.waiting);
+	broker_mem_trim(b, "app", &x, 0, 1);
+	broker_mem_trim(b, "app", &g.m, 0, 1);
+	cr_assert_eq(share_total(b->mem_share), 0);
+}
+
+/*
+ * A holder freed while the holders are being woken (here: the first one
+ * woken gives up the second's credit and stops it waiting, as a session
+ * freeing one of its requests does) is not woken, and the rest are.
+ */
+static struct broker_mem *unwait_victim;
+
+static void
+unwait_wake(void *arg)
+{
+	(void)arg;
+	woken++;
+	if (unwait_victim != NULL)
+		broker_mem_trim(&dt_b, "app", unwait_victim, 0, 1);
+	unwait_victim = NULL;
+}
+
+Test(daemon_broker, holder_gone_while_waking_is_not_woken)
+{
+	struct broker *b = &dt_b;
+	struct broker_mem x = { 0 }, h[3];
+	size_t cap = share_capacity(b->mem_share) / 4 * 1024, used = 0;
+	int i;
+
+	memset(h, 0, sizeof(h));
+	while (broker_mem_room(b, "app", &x, used, cap))
+		used = x.credit;
+	for (i = 0; i < 3; i++) {
+		h[i].wake = i == 0 ? wake : unwait_wake;
+		cr_assert_not(broker_mem_room(b, "app", &h[i], 0, cap));
+		cr_assert(h[i].waiting);
+	}
+	/* Waiters are woken newest first: h[2] runs first and stops h[1]
+	 * waiting; h[0] is still woken. */
+	unwait_victim = &h[1];
+	woken = 0;
+	broker_mem_trim(b, "app", &x, 0, 1);
+	for (i = 0; i < 10; i++)
+		cr_assert_neq(event_base_loop(b->base, EVLOOP_NONBLOCK), -1);
+	cr_assert_eq(woken, 2, "woken %d", woken);
+	cr_assert_null(unwait_victim);
+	for (i = 0; i < 3; i++)
+		cr_assert_not(h[i].waiting);
+	cr_assert_null(b->mem_waiters);
+	cr_assert_null(b->mem_waking);
 	cr_assert_eq(share_total(b->mem_share), 0);
 }
 

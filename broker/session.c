@@ -61,11 +61,15 @@ struct session {
 	struct evbuffer *in;
 	struct proto_conn pc;
 	char instance[CONF_NAME_MAX + 1];
-	int shared;		   /* holds a unit of b->session_share */
-	struct broker_mem mem;	   /* credit for queued output */
-	struct log_waiter logw;	   /* reading paused: its log backlog */
-	struct event *stall_timer; /* reading paused: drop at expiry */
-	struct guest guest;	   /* what its requests see of it */
+	int shared;		/* holds a unit of b->session_share */
+	struct broker_mem mem;	/* credit for queued output */
+	struct log_waiter logw; /* reading paused: its log backlog */
+	/* Reading was paused and the guest has taken nothing since: drop
+	 * at expiry. Only the guest taking bytes disarms it; memory freed
+	 * elsewhere may resume reading but never restarts the clock. */
+	struct event *stall_timer;
+	int stall_armed;
+	struct guest guest; /* what its requests see of it */
 	struct stream *streams;
 	struct stream *rr; /* next stream session_flush_all serves */
 	size_t nstreams;
@@ -699,23 +703,41 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 
 		s->read_paused = 1;
 		(void)event_del(s->rev);
-		(void)evtimer_add(s->stall_timer, &stall);
+		/* The clock runs while output waits for the guest: not when
+		 * there is none (others of the instance hold the credit),
+		 * and, paused again before the guest took anything, from
+		 * the first pause. */
+		if (!s->stall_armed && session_out_len(s) > 0 &&
+		    evtimer_add(s->stall_timer, &stall) == 0)
+			s->stall_armed = 1;
 	}
 }
 
-/* The output drained (to the low watermark, or all of it). */
+/* The guest took bytes: it is reading, so no stall deadline. */
 static void
-session_drained(struct session *s)
+session_took(struct session *s)
+{
+	if (s->stall_armed) {
+		(void)evtimer_del(s->stall_timer);
+		s->stall_armed = 0;
+	}
+}
+
+/* Room may have come back: the output drained (took: the guest took
+ * bytes) or memory was given back elsewhere (took 0). */
+static void
+session_drained(struct session *s, int took)
 {
 	if (s->closing) {
 		if (session_out_len(s) == 0)
 			session_free(s);
 		return;
 	}
+	if (took)
+		session_took(s);
 	session_flush_all(s);
 	if (s->read_paused && session_has_room(s)) {
 		s->read_paused = 0;
-		(void)evtimer_del(s->stall_timer);
 		(void)event_add(s->rev, NULL);
 	}
 	broker_mem_trim(s->b, s->instance, &s->mem, session_out_len(s), 0);
@@ -728,7 +750,7 @@ session_mem_wake(void *arg)
 	struct session *s = arg;
 
 	if (!s->closing)
-		session_drained(s);
+		session_drained(s, 0);
 }
 
 /* The instance's log queue drained: read again (unless paused for
@@ -745,13 +767,13 @@ session_log_wake(void *arg)
 static void
 session_stall_cb(evutil_socket_t fd, short what, void *arg)
 {
-	session_free(arg); /* sent for SESSION_STALL_MS, read nothing */
+	session_free(arg); /* paused SESSION_STALL_MS ago, took nothing */
 }
 
 static void
 session_write_cb(struct bufferevent *bev, void *arg)
 {
-	session_drained(arg);
+	session_drained(arg, 1);
 }
 
 static void
@@ -774,10 +796,12 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	/* All of it taken: do what the write callback would have. */
-	if (s->closing || s->read_paused || before >= SESSION_OUT_HIGH)
-		session_drained(s);
-	else
+	if (s->closing || s->read_paused || before >= SESSION_OUT_HIGH) {
+		session_drained(s, 1);
+	} else {
+		session_took(s);
 		broker_mem_trim(s->b, s->instance, &s->mem, 0, 0);
+	}
 }
 
 static void

@@ -19,8 +19,10 @@
  * output to the guest stops being produced above SESSION_OUT_HIGH or
  * when the instance's memory budget (broker.h) gives no more credit (the
  * guest not reading pauses response DATA, and then no more input is
- * read either, so PINGs cannot queue PONGs without bound); a guest whose
- * reading stays paused for SESSION_STALL_MS is dropped.
+ * read either, so PINGs cannot queue PONGs without bound); a guest that
+ * takes nothing for SESSION_STALL_MS after its reading was paused is
+ * dropped (memory freed elsewhere may let it be read again in between,
+ * but does not restart that clock).
  */
 #ifndef EGRESS_BROKER_SESSION_H
 #define EGRESS_BROKER_SESSION_H
@@ -43,9 +45,8 @@ struct broker;
 #define SESSION_OUT_LOW	      (512 * 1024)
 #define SESSION_READ_MAX      (64 * 1024) /* bytes per recvmsg() */
 #define SESSION_HELLO_MS      10000	  /* HELLO must arrive by then */
-#define SESSION_STALL_MS \
-	10000 /* reading paused (a guest that
-					   sends but does not read): drop */
+/* Reading paused, and the guest took nothing since: drop. */
+#define SESSION_STALL_MS      10000
 
 /*
  * Serve a connection accepted on instance's socket. Takes ownership of fd.

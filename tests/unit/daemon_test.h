@@ -57,6 +57,9 @@ static const char dt_manifest[] =
 
 static struct broker dt_b;
 
+/* Lines added to the [broker] section (set before dt_setup). */
+static const char *dt_broker_extra = "";
+
 static inline void
 dt_write_conf(void)
 {
@@ -76,6 +79,7 @@ dt_write_conf(void)
 	    "[broker]\n"
 	    "instance_socket_dir = %s/run\n"
 	    "control_socket = %s/control.sock\n"
+	    "%s"
 	    "[resolver]\n"
 	    "servers = 127.0.0.1:9\n"
 	    "timeout_ms = 1000\n"
@@ -83,7 +87,7 @@ dt_write_conf(void)
 	    "connect_timeout_ms = 5000\n"
 	    "first_byte_timeout_ms = 5000\n"
 	    "between_bytes_timeout_ms = 5000\n",
-	    ct_dir, ct_dir);
+	    ct_dir, ct_dir, dt_broker_extra);
 	ct_write_str("egressd.ini", text);
 }
 

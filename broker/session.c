@@ -64,10 +64,12 @@ struct session {
 	int shared;		/* holds a unit of b->session_share */
 	struct broker_mem mem;	/* credit for queued output */
 	struct log_waiter logw; /* reading paused: its log backlog */
-	/* Reading was paused and the guest has taken nothing since: drop
-	 * at expiry. Only the guest taking bytes disarms it; memory freed
-	 * elsewhere may resume reading but never restarts the clock. */
+	/* Output waited for the guest at its bound (SESSION_OUT_HIGH, or
+	 * no credit) and the guest has taken nothing since: drop at
+	 * expiry. Only the guest taking bytes restarts it (and ends it once
+	 * nothing waits); memory freed elsewhere never does. */
 	struct event *stall_timer;
+	struct evbuffer_cb_entry *took_cb; /* on the output: bytes taken */
 	int stall_armed;
 	struct guest guest; /* what its requests see of it */
 	struct stream *streams;
@@ -114,15 +116,56 @@ session_out_len(const struct session *s)
 	    evbuffer_get_length(s->stage);
 }
 
+/* Output waits for the guest and no more may be queued: start the stall
+ * clock, unless it runs already. */
+static void
+session_stall_arm(struct session *s)
+{
+	struct timeval stall = { SESSION_STALL_MS / 1000, 0 };
+
+	if (!s->stall_armed && evtimer_add(s->stall_timer, &stall) == 0)
+		s->stall_armed = 1;
+}
+
+/* The guest took bytes: restart the stall clock, or stop it once nothing
+ * waits for the guest. */
+static void
+session_took(struct session *s)
+{
+	struct timeval stall = { SESSION_STALL_MS / 1000, 0 };
+
+	if (!s->stall_armed)
+		return;
+	if (session_out_len(s) > 0 && evtimer_add(s->stall_timer, &stall) == 0)
+		return;
+	(void)evtimer_del(s->stall_timer);
+	s->stall_armed = 0;
+}
+
+static void
+session_took_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	if (info->n_deleted > 0)
+		session_took(arg);
+}
+
 /* Is there room to queue more output, within SESSION_OUT_HIGH and the
- * instance's memory budget (credit taken as needed)? */
+ * instance's memory budget (credit taken as needed)? When not, and
+ * output waits for the guest, the stall clock runs: not when none does
+ * (the rest of the instance holds the credit; nothing is the guest's to
+ * take). */
 static int
 session_has_room(struct session *s)
 {
 	size_t n = session_out_len(s);
 
-	return n < SESSION_OUT_HIGH &&
-	    broker_mem_room(s->b, s->instance, &s->mem, n, SESSION_OUT_HIGH);
+	if (n < SESSION_OUT_HIGH &&
+	    broker_mem_room(s->b, s->instance, &s->mem, n, SESSION_OUT_HIGH))
+		return 1;
+	if (n > 0)
+		session_stall_arm(s);
+	return 0;
 }
 
 static int
@@ -698,43 +741,23 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (!session_has_room(s)) {
 		/* A guest that sends without reading what it is sent: stop
-		 * reading it, and drop it if it stays so. */
-		struct timeval stall = { SESSION_STALL_MS / 1000, 0 };
-
+		 * reading it (the stall clock runs: dropped if it takes
+		 * nothing). */
 		s->read_paused = 1;
 		(void)event_del(s->rev);
-		/* The clock runs while output waits for the guest: not when
-		 * there is none (others of the instance hold the credit),
-		 * and, paused again before the guest took anything, from
-		 * the first pause. */
-		if (!s->stall_armed && session_out_len(s) > 0 &&
-		    evtimer_add(s->stall_timer, &stall) == 0)
-			s->stall_armed = 1;
 	}
 }
 
-/* The guest took bytes: it is reading, so no stall deadline. */
+/* Room may have come back: the output drained to its low watermark, or
+ * memory was given back elsewhere. */
 static void
-session_took(struct session *s)
-{
-	if (s->stall_armed) {
-		(void)evtimer_del(s->stall_timer);
-		s->stall_armed = 0;
-	}
-}
-
-/* Room may have come back: the output drained (took: the guest took
- * bytes) or memory was given back elsewhere (took 0). */
-static void
-session_drained(struct session *s, int took)
+session_drained(struct session *s)
 {
 	if (s->closing) {
 		if (session_out_len(s) == 0)
 			session_free(s);
 		return;
 	}
-	if (took)
-		session_took(s);
 	session_flush_all(s);
 	if (s->read_paused && session_has_room(s)) {
 		s->read_paused = 0;
@@ -750,7 +773,7 @@ session_mem_wake(void *arg)
 	struct session *s = arg;
 
 	if (!s->closing)
-		session_drained(s, 0);
+		session_drained(s);
 }
 
 /* The instance's log queue drained: read again (unless paused for
@@ -767,13 +790,13 @@ session_log_wake(void *arg)
 static void
 session_stall_cb(evutil_socket_t fd, short what, void *arg)
 {
-	session_free(arg); /* paused SESSION_STALL_MS ago, took nothing */
+	session_free(arg); /* output waited SESSION_STALL_MS, none taken */
 }
 
 static void
 session_write_cb(struct bufferevent *bev, void *arg)
 {
-	session_drained(arg, 1);
+	session_drained(arg);
 }
 
 static void
@@ -781,13 +804,16 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
 	struct evbuffer *out = bufferevent_get_output(s->bev);
-	size_t before = session_out_len(s);
+	size_t before = session_out_len(s), staged;
 
 	s->flush_pending = 0;
-	if (evbuffer_get_length(s->stage) == 0)
+	if ((staged = evbuffer_get_length(s->stage)) == 0)
 		return;
-	if (evbuffer_get_length(out) == 0)
+	if (evbuffer_get_length(out) == 0) {
 		(void)evbuffer_write(s->stage, s->fd); /* errors: below */
+		if (evbuffer_get_length(s->stage) < staged)
+			session_took(s);
+	}
 	if (evbuffer_get_length(s->stage) > 0) {
 		/* The socket is full, or failed: the bufferevent writes the
 		 * rest (or reports the error) and calls session_write_cb. */
@@ -796,12 +822,10 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	/* All of it taken: do what the write callback would have. */
-	if (s->closing || s->read_paused || before >= SESSION_OUT_HIGH) {
-		session_drained(s, 1);
-	} else {
-		session_took(s);
+	if (s->closing || s->read_paused || before >= SESSION_OUT_HIGH)
+		session_drained(s);
+	else
 		broker_mem_trim(s->b, s->instance, &s->mem, 0, 0);
-	}
 }
 
 static void
@@ -829,6 +853,10 @@ session_free(struct session *s)
 	struct broker *b = s->b;
 	struct stream *t;
 
+	if (s->took_cb != NULL)
+		(void)evbuffer_remove_cb_entry(bufferevent_get_output(s->bev),
+		    s->took_cb);
+	s->took_cb = NULL;
 	while ((t = s->streams) != NULL) {
 		s->streams = t->next;
 		if (!request_linger(t->r))
@@ -1006,8 +1034,10 @@ session_accept(struct broker *b, int fd, const char *instance)
 		return EGRESS_ERR_NOMEM;
 	}
 	bufferevent_setcb(s->bev, NULL, session_write_cb, session_event_cb, s);
+	s->took_cb = evbuffer_add_cb(bufferevent_get_output(s->bev),
+	    session_took_cb, s);
 	bufferevent_setwatermark(s->bev, EV_WRITE, SESSION_OUT_LOW, 0);
-	if (bufferevent_enable(s->bev, EV_WRITE) != 0 ||
+	if (s->took_cb == NULL || bufferevent_enable(s->bev, EV_WRITE) != 0 ||
 	    event_add(s->rev, NULL) != 0 ||
 	    evtimer_add(s->hello_timer, &hello) != 0) {
 		session_free(s);

@@ -19,10 +19,11 @@
  * output to the guest stops being produced above SESSION_OUT_HIGH or
  * when the instance's memory budget (broker.h) gives no more credit (the
  * guest not reading pauses response DATA, and then no more input is
- * read either, so PINGs cannot queue PONGs without bound); a guest that
- * takes nothing for SESSION_STALL_MS after its reading was paused is
- * dropped (memory freed elsewhere may let it be read again in between,
- * but does not restart that clock).
+ * read either, so PINGs cannot queue PONGs without bound). Once output
+ * waits for the guest at that bound, a guest that takes no byte for
+ * SESSION_STALL_MS is dropped, whether or not it sends: each byte taken
+ * restarts the clock, memory freed elsewhere never does, and it stops
+ * once nothing waits for the guest.
  */
 #ifndef EGRESS_BROKER_SESSION_H
 #define EGRESS_BROKER_SESSION_H
@@ -45,7 +46,7 @@ struct broker;
 #define SESSION_OUT_LOW	      (512 * 1024)
 #define SESSION_READ_MAX      (64 * 1024) /* bytes per recvmsg() */
 #define SESSION_HELLO_MS      10000	  /* HELLO must arrive by then */
-/* Reading paused, and the guest took nothing since: drop. */
+/* Output waited at its bound, and the guest took nothing since: drop. */
 #define SESSION_STALL_MS      10000
 
 /*

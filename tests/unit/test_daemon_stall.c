@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * Unit tests for the stall deadline of broker/session.c: a guest that
- * sends PINGs and never reads the PONGs has its reading paused once its
- * output is full (SESSION_OUT_HIGH) or its instance's memory budget gives
- * no more credit, and is dropped SESSION_STALL_MS after that first pause
- * unless it takes bytes in between. Memory given back elsewhere wakes the
- * paused session and lets it read again, but must not restart its
- * clock: otherwise a flooder sharing an instance (or the pool) with
- * anything that frees memory now and then would never be dropped.
- *
- * A guest that has nothing waiting for it (paused because the rest of
+ * Unit tests for the stall deadline of broker/session.c: once output
+ * waits for the guest at its bound (SESSION_OUT_HIGH, or no more credit
+ * from the instance's memory budget), a guest that takes no byte for
+ * SESSION_STALL_MS is dropped, whether it floods PINGs without reading
+ * the PONGs (its reading is then paused) or asked for a download and
+ * sends nothing more. Each byte taken restarts the clock; memory given
+ * back elsewhere, which wakes a paused session and lets it read again,
+ * must not: otherwise a flooder sharing an instance (or the pool) with
+ * anything that frees memory now and then would never be dropped. A
+ * guest that has nothing waiting for it (held back because the rest of
  * its instance holds the credit) has no deadline at all.
  *
  * The tests pace themselves by the clock (a memory release each second,
  * a read three seconds in) and assert on what happened, never on how
  * fast: that the flooder is gone while releases still come, that a
- * deadline the guest read through did not drop it, and that a guest
- * with nothing to read outlives the deadline.
+ * guest is dropped at all, that a deadline the guest read through did
+ * not drop it, and that a guest with nothing to read outlives the
+ * deadline.
  */
 #include "daemon_test.h"
 
@@ -296,5 +297,125 @@ Test(stall, reading_disarms_the_deadline, .timeout = 60)
 	    t_gone - t_read, t_gone - t0);
 	dt_peer_close(p);
 	free(f);
+	free(p);
+}
+
+/* Write body bytes upstream until the socket is full. */
+static void
+up_fill(int fd)
+{
+	static uint8_t body[65536];
+	ssize_t k;
+
+	memset(body, 'x', sizeof(body));
+	while ((k = write(fd, body, sizeof(body))) > 0)
+		;
+	cr_assert(k < 0 && (errno == EAGAIN || errno == EINTR),
+	    "write upstream: %s", strerror(errno));
+}
+
+/* A download the guest asked for with its windows wide open, answered
+ * by an upstream that sends without end: the guest's output reaches
+ * SESSION_OUT_HIGH without the guest sending anything more. Return when
+ * it has. */
+static void
+download_start(struct dt_peer *p, struct dt_upstream *u)
+{
+	struct proto_msg w;
+	int i;
+
+	dt_upstream_open(u);
+	dt_peer_hello(p, "app");
+	dt_msg(&w, PROTO_MSG_WINDOW_UPDATE, 0, 0);
+	w.window_update.increment = 64u << 20;
+	dt_send(p, &w);
+	dt_request(&pong, 1, PROTO_FLAG_END_STREAM, "GET", "http",
+	    u->authority, "/endless", NULL);
+	dt_send(p, &pong);
+	dt_msg(&w, PROTO_MSG_WINDOW_UPDATE, 0, 1);
+	w.window_update.increment = 64u << 20;
+	dt_send(p, &w);
+	dt_upstream_wait_request(u);
+	dt_upstream_reply(u,
+	    "HTTP/1.1 200 OK\r\n"
+	    "Content-Length: 1073741824\r\n\r\n");
+	for (i = 0; i < DT_ITERS && mem_held() < SESSION_OUT_HIGH; i++) {
+		up_fill(u->cfd);
+		dt_step(-1);
+	}
+	cr_assert_geq(mem_held(), SESSION_OUT_HIGH,
+	    "the download never filled the output (%zu bytes held)",
+	    mem_held());
+}
+
+/*
+ * A guest that asks for a download and then neither reads nor sends
+ * anything: its reading is never paused (it sends nothing to read), but
+ * its output waits at SESSION_OUT_HIGH, so the clock runs and it is
+ * dropped, with what it pinned.
+ */
+Test(stall, download_never_read_is_dropped, .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	double t0;
+
+	cr_assert_not_null(p);
+	download_start(p, &u);
+	t0 = stall_now();
+	while (!peer_gone(p->fd) && stall_now() < t0 + 3.0 * STALL_S) {
+		up_fill(u.cfd);
+		dt_step(-1);
+	}
+	cr_assert(peer_gone(p->fd),
+	    "a guest that never read its download "
+	    "was not dropped in %.0f s",
+	    stall_now() - t0);
+	for (int i = 0; i < DT_ITERS && mem_held() > 0; i++)
+		dt_step(-1);
+	cr_assert_eq(mem_held(), 0, "memory still held after the drop");
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/*
+ * The same guest reads once, three seconds in, and then never again:
+ * its read restarts the clock (it is not dropped at the first deadline)
+ * but does not stop it, although the output is at its bound again at
+ * once and nothing else would ever look: it is dropped no earlier than
+ * SESSION_STALL_MS after it read, and is dropped.
+ */
+Test(stall, download_read_once_is_dropped_later, .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	double t0, t_read, t_gone;
+
+	cr_assert_not_null(p);
+	download_start(p, &u);
+	t0 = stall_now();
+	while (stall_now() < t0 + 3.0) {
+		cr_assert(!peer_gone(p->fd), "dropped before its deadline");
+		up_fill(u.cfd);
+		dt_step(-1);
+	}
+	t_read = stall_now();
+	drain_guest(p->fd);
+	while (!peer_gone(p->fd) && stall_now() < t_read + 3.0 * STALL_S) {
+		up_fill(u.cfd);
+		dt_step(-1);
+	}
+	t_gone = stall_now();
+	cr_assert(peer_gone(p->fd),
+	    "a guest that read once and stopped was "
+	    "not dropped in %.0f s",
+	    t_gone - t_read);
+	cr_assert_geq(t_gone, t_read + STALL_S - 0.1,
+	    "dropped %.2f s after it read, at the deadline it read through "
+	    "(%.2f s after the output filled)",
+	    t_gone - t_read, t_gone - t0);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
 	free(p);
 }

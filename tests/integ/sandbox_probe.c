@@ -199,7 +199,7 @@ check_refused(void)
 	} ca;
 	long query;
 	pthread_t t;
-	int n = 0, st;
+	int n = 0, st, sig;
 	pid_t pid;
 	char c = 'x';
 
@@ -250,8 +250,15 @@ check_refused(void)
 #ifdef __x86_64__
 	check("an x32 syscall kills the process (SIGSYS)",
 	    child_signal(call_x32) == SIGSYS);
-	check("an int 0x80 syscall kills the process (SIGSYS)",
-	    child_signal(call_int80) == SIGSYS);
+	/* A kernel built or booted without i386 emulation refuses int
+	 * 0x80 itself (SIGSEGV) before the filter sees it; the call does
+	 * not run either way. A call that ran exits 0 and fails here. */
+	sig = child_signal(call_int80);
+	check(sig == SIGSEGV ?
+		"an int 0x80 syscall does not run (SIGSEGV: "
+		"this kernel has no i386 entry)" :
+		"an int 0x80 syscall kills the process (SIGSYS)",
+	    sig == SIGSYS || sig == SIGSEGV);
 #endif
 }
 

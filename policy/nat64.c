@@ -44,10 +44,18 @@ int
 policy_nat64_prefix_contains(const struct policy_nat64_prefix *p,
     const uint8_t addr[16])
 {
-	/* Every valid length is a whole number of bytes. */
+	size_t i;
+
+	/* Every valid length is a whole number of bytes. Compared a byte
+	 * at a time (not memcmp) so that the EVA analysis, which cannot
+	 * evaluate memcmp's specification, sees which addresses are
+	 * outside the prefix. */
 	if (!policy_nat64_len_is_valid(p->len))
 		return 0;
-	return memcmp(p->prefix, addr, p->len / 8) == 0;
+	for (i = 0; i < p->len / 8; i++)
+		if (p->prefix[i] != addr[i])
+			return 0;
+	return 1;
 }
 
 int

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +73,7 @@ struct session {
 	struct event *stall_timer;
 	struct evbuffer_cb_entry *took_cb; /* on the output: bytes taken */
 	int stall_armed;
+	int stall_outq; /* unread in the socket when the clock (re)started */
 	struct guest guest; /* what its requests see of it */
 	struct stream *streams;
 	struct stream *rr; /* next stream session_flush_all serves */
@@ -116,15 +119,36 @@ session_out_len(const struct session *s)
 	    evbuffer_get_length(s->stage);
 }
 
+/* Bytes sent and not yet read by the guest, still in the socket (-1:
+ * unknown). The kernel takes more from us only once the guest has read
+ * a good part of its buffer; this sees every read. */
+static int
+session_outq(const struct session *s)
+{
+	int n;
+
+	return ioctl(s->fd, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
+/* (Re)start the stall clock. */
+static void
+session_stall_start(struct session *s)
+{
+	struct timeval stall = { SESSION_STALL_MS / 1000, 0 };
+
+	if (evtimer_add(s->stall_timer, &stall) == 0) {
+		s->stall_armed = 1;
+		s->stall_outq = session_outq(s);
+	}
+}
+
 /* Output waits for the guest and no more may be queued: start the stall
  * clock, unless it runs already. */
 static void
 session_stall_arm(struct session *s)
 {
-	struct timeval stall = { SESSION_STALL_MS / 1000, 0 };
-
-	if (!s->stall_armed && evtimer_add(s->stall_timer, &stall) == 0)
-		s->stall_armed = 1;
+	if (!s->stall_armed)
+		session_stall_start(s);
 }
 
 /* The guest took bytes: restart the stall clock, or stop it once nothing
@@ -132,12 +156,12 @@ session_stall_arm(struct session *s)
 static void
 session_took(struct session *s)
 {
-	struct timeval stall = { SESSION_STALL_MS / 1000, 0 };
-
 	if (!s->stall_armed)
 		return;
-	if (session_out_len(s) > 0 && evtimer_add(s->stall_timer, &stall) == 0)
+	if (session_out_len(s) > 0) {
+		session_stall_start(s);
 		return;
+	}
 	(void)evtimer_del(s->stall_timer);
 	s->stall_armed = 0;
 }
@@ -790,7 +814,18 @@ session_log_wake(void *arg)
 static void
 session_stall_cb(evutil_socket_t fd, short what, void *arg)
 {
-	session_free(arg); /* output waited SESSION_STALL_MS, none taken */
+	struct session *s = arg;
+	int q = session_outq(s);
+
+	/* The guest read from its socket, though not yet enough for the
+	 * kernel to take more from us: it is reading; start again. */
+	s->stall_armed = 0;
+	if (q >= 0 && s->stall_outq >= 0 && q < s->stall_outq) {
+		session_stall_start(s);
+		if (s->stall_armed)
+			return;
+	}
+	session_free(s); /* output waited SESSION_STALL_MS, none read */
 }
 
 static void
@@ -819,6 +854,9 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 		 * rest (or reports the error) and calls session_write_cb. */
 		if (evbuffer_add_buffer(out, s->stage) != 0)
 			session_free(s);
+		else
+			(void)
+			    session_has_room(s); /* at its bound: the clock */
 		return;
 	}
 	/* All of it taken: do what the write callback would have. */

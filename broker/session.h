@@ -20,10 +20,11 @@
  * when the instance's memory budget (broker.h) gives no more credit (the
  * guest not reading pauses response DATA, and then no more input is
  * read either, so PINGs cannot queue PONGs without bound). Once output
- * waits for the guest at that bound, a guest that takes no byte for
- * SESSION_STALL_MS is dropped, whether or not it sends: each byte taken
- * restarts the clock, memory freed elsewhere never does, and it stops
- * once nothing waits for the guest.
+ * waits for the guest at that bound, a guest that reads nothing for
+ * SESSION_STALL_MS is dropped, whether or not it sends: each read
+ * restarts the clock (bytes the kernel takes from the broker, or, at
+ * expiry, fewer bytes unread in the socket), memory freed elsewhere
+ * never does, and it stops once nothing waits for the guest.
  */
 #ifndef EGRESS_BROKER_SESSION_H
 #define EGRESS_BROKER_SESSION_H

@@ -419,3 +419,36 @@ Test(stall, download_read_once_is_dropped_later, .timeout = 60)
 	dt_peer_close(p);
 	free(p);
 }
+
+/*
+ * A guest that reads its download slowly, 2 KiB every half second: too
+ * little, over SESSION_STALL_MS, for the kernel to take more from the
+ * broker (a Unix socket is writable again only once most of its buffer
+ * was read), but it is reading, and is not dropped.
+ */
+Test(stall, slow_reader_is_not_dropped, .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	uint8_t buf[2048];
+	double t0, next;
+
+	cr_assert_not_null(p);
+	download_start(p, &u);
+	t0 = next = stall_now();
+	while (stall_now() < t0 + 1.5 * STALL_S) {
+		cr_assert(!peer_gone(p->fd),
+		    "a guest reading 4 KiB/s was dropped after %.1f s",
+		    stall_now() - t0);
+		if (stall_now() >= next) {
+			cr_assert_gt(read(p->fd, buf, sizeof(buf)), 0);
+			next += 0.5;
+		}
+		up_fill(u.cfd);
+		dt_step(-1);
+	}
+	cr_assert(!peer_gone(p->fd));
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}

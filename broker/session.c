@@ -67,9 +67,9 @@ struct session {
 	struct broker_mem mem;	/* credit for queued output */
 	struct log_waiter logw; /* reading paused: its log backlog */
 	/* Output waited for the guest at its bound (SESSION_OUT_HIGH, or
-	 * no credit) and the guest has taken nothing since: drop at
-	 * expiry. Only the guest taking bytes restarts it (and ends it once
-	 * nothing waits); memory freed elsewhere never does. */
+	 * no credit) and the guest has read nothing since: drop at expiry.
+	 * Only the guest reading restarts it (and ends it once nothing
+	 * waits); memory freed elsewhere never does. */
 	struct event *stall_timer;
 	struct evbuffer_cb_entry *took_cb; /* on the output: bytes taken */
 	int stall_armed;
@@ -852,11 +852,12 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 	if (evbuffer_get_length(s->stage) > 0) {
 		/* The socket is full, or failed: the bufferevent writes the
 		 * rest (or reports the error) and calls session_write_cb. */
-		if (evbuffer_add_buffer(out, s->stage) != 0)
+		if (evbuffer_add_buffer(out, s->stage) != 0) {
 			session_free(s);
-		else
-			(void)
-			    session_has_room(s); /* at its bound: the clock */
+			return;
+		}
+		/* Now at its bound? Then the stall clock runs. */
+		(void)session_has_room(s);
 		return;
 	}
 	/* All of it taken: do what the write callback would have. */

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -121,13 +120,14 @@ session_out_len(const struct session *s)
 
 /* Bytes sent and not yet read by the guest, still in the socket (-1:
  * unknown). The kernel takes more from us only once the guest has read
- * a good part of its buffer; this sees every read. */
+ * a good part of its buffer; this sees every read. (TIOCOUTQ is
+ * SIOCOUTQ, without the kernel's own header.) */
 static int
 session_outq(const struct session *s)
 {
 	int n;
 
-	return ioctl(s->fd, SIOCOUTQ, &n) == 0 ? n : -1;
+	return ioctl(s->fd, TIOCOUTQ, &n) == 0 ? n : -1;
 }
 
 /* (Re)start the stall clock. */

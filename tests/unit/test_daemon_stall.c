@@ -348,6 +348,18 @@ download_start(struct dt_peer *p, struct dt_upstream *u)
 	    mem_held());
 }
 
+/* Keep the upstream sending until the broker drops the guest or until
+ * the clock reaches until. Answer whether it dropped it. */
+static int
+download_run(struct dt_peer *p, struct dt_upstream *u, double until)
+{
+	while (!peer_gone(p->fd) && stall_now() < until) {
+		up_fill(u->cfd);
+		dt_step(-1);
+	}
+	return peer_gone(p->fd);
+}
+
 /*
  * A guest that asks for a download and then neither reads nor sends
  * anything: its reading is never paused (it sends nothing to read), but
@@ -363,11 +375,7 @@ Test(stall, download_never_read_is_dropped, .timeout = 60)
 	cr_assert_not_null(p);
 	download_start(p, &u);
 	t0 = stall_now();
-	while (!peer_gone(p->fd) && stall_now() < t0 + 3.0 * STALL_S) {
-		up_fill(u.cfd);
-		dt_step(-1);
-	}
-	cr_assert(peer_gone(p->fd),
+	cr_assert(download_run(p, &u, t0 + 3.0 * STALL_S),
 	    "a guest that never read its download "
 	    "was not dropped in %.0f s",
 	    stall_now() - t0);
@@ -395,22 +403,15 @@ Test(stall, download_read_once_is_dropped_later, .timeout = 60)
 	cr_assert_not_null(p);
 	download_start(p, &u);
 	t0 = stall_now();
-	while (stall_now() < t0 + 3.0) {
-		cr_assert(!peer_gone(p->fd), "dropped before its deadline");
-		up_fill(u.cfd);
-		dt_step(-1);
-	}
+	cr_assert(!download_run(p, &u, t0 + 3.0),
+	    "dropped before its deadline");
 	t_read = stall_now();
 	drain_guest(p->fd);
-	while (!peer_gone(p->fd) && stall_now() < t_read + 3.0 * STALL_S) {
-		up_fill(u.cfd);
-		dt_step(-1);
-	}
-	t_gone = stall_now();
-	cr_assert(peer_gone(p->fd),
+	cr_assert(download_run(p, &u, t_read + 3.0 * STALL_S),
 	    "a guest that read once and stopped was "
 	    "not dropped in %.0f s",
-	    t_gone - t_read);
+	    stall_now() - t_read);
+	t_gone = stall_now();
 	cr_assert_geq(t_gone, t_read + STALL_S - 0.1,
 	    "dropped %.2f s after it read, at the deadline it read through "
 	    "(%.2f s after the output filled)",

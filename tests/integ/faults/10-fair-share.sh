@@ -52,7 +52,8 @@ victim_round()
 		if [ "$LAB_FETCH_RC" = 0 ]; then
 			okc=$((okc + 1))
 		else
-			lab_log "$label: victim fetch $i failed: $LAB_FETCH_ERR"
+			lab_log "$label: victim fetch $i failed: $LAB_FETCH_ERR" \
+			    "(UDP datagrams dropped so far: $(fault_udp_drops))"
 		fi
 		ms+=($(((t1 - t0) / 1000000)))
 	done
@@ -81,6 +82,10 @@ refused=$(cat "$LAB_DIR"/log/dns-a*.out | awk '$1 == "refused" { s += $2 }
     END { print s + 0 }')
 [ "$refused" -gt 0 ] || lab_fail "no attacker lookup was refused: no contention"
 lab_ok "attackers had $refused lookups refused (budget-exhausted)"
+# The burst of lookups must reach the fault DNS server whole: a datagram
+# lost there would be a victim's lookup waiting for c-ares to resend it.
+lab_expect_eq "UDP datagrams dropped for a full receive buffer" 0 \
+    "$(fault_udp_drops)"
 victim_round lookups 20
 for a in $ATTACKERS; do lab_stop "dns-$a"; done
 

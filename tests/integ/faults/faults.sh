@@ -95,6 +95,14 @@ fault_dns_count()
 	    "$LAB_DIR/fdns/query.log"
 }
 
+# fault_udp_drops: UDP datagrams the broker's namespace (the fault DNS
+# server's and the resolver's sockets) dropped for a full receive buffer.
+fault_udp_drops()
+{
+	ip netns exec "$LAB_NS_B" nstat -asz UdpRcvbufErrors |
+	    awk '$1 == "UdpRcvbufErrors" { n = $2 } END { print n + 0 }'
+}
+
 # ---------------------------------------------------------------- broker
 
 # fault_fds: the number of descriptors egressd holds open.

@@ -690,32 +690,28 @@ session_handoff_http(struct session *s)
 	return 1;
 }
 
-static void
-session_read_cb(evutil_socket_t fd, short what, void *arg)
+/*
+ * Read once from the guest into s->in (at most SESSION_READ_MAX). Return
+ * the count read (> 0), 0 when nothing waits (EAGAIN), or -1 when the
+ * session must end: end of file, an error, descriptors or credentials
+ * passed, or no memory.
+ */
+static ssize_t
+session_recv(struct session *s)
 {
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(SESSION_FDS_MAX * sizeof(int))];
 	} cbuf;
-	struct session *s = arg;
 	struct evbuffer_iovec v[2];
 	struct msghdr msg;
 	struct iovec iov[2];
-	ssize_t n;
+	ssize_t n, got;
 	int nv, i;
 
-	s->b->activity++;
-	if (log_backlog_wait(s->instance, &s->logw)) {
-		/* The instance's log queue is over its share: read nothing
-		 * more of it until the queue drained (session_log_wake). */
-		(void)event_del(s->rev);
-		return;
-	}
 	nv = evbuffer_reserve_space(s->in, SESSION_READ_MAX, v, 2);
-	if (nv < 1) {
-		session_free(s);
-		return;
-	}
+	if (nv < 1)
+		return -1;
 	for (i = 0; i < nv; i++) {
 		iov[i].iov_base = v[i].iov_base;
 		iov[i].iov_len = v[i].iov_len;
@@ -728,28 +724,42 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 	n = recvmsg(s->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0 &&
 	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return;
-	if (n < 0) {
-		/* Failed (ECONNRESET, ...): the kernel wrote no control
-		 * data, so msg must not be walked (its buffer is whatever
-		 * the stack held: closing "passed" descriptors from it would
-		 * close random ones of the broker's). */
-		session_free(s);
-		return;
-	}
+		return 0;
+	/* Failed (ECONNRESET, ...): the kernel wrote no control data, so
+	 * msg must not be walked (its buffer is whatever the stack held:
+	 * closing "passed" descriptors from it would close random ones of
+	 * the broker's). */
+	if (n < 0)
+		return -1;
 	/* The broker accepts no descriptors and no credentials. */
-	if (session_close_fds(&msg) || (msg.msg_flags & MSG_CTRUNC) ||
-	    n <= 0) {
-		session_free(s);
-		return;
-	}
+	if (session_close_fds(&msg) || (msg.msg_flags & MSG_CTRUNC) || n <= 0)
+		return -1;
+	got = n;
 	for (i = 0; i < nv && n > 0; i++) {
 		size_t k = (size_t)n < v[i].iov_len ? (size_t)n : v[i].iov_len;
 
 		v[i].iov_len = k;
 		n -= (ssize_t)k;
 	}
-	if (evbuffer_commit_space(s->in, v, i) != 0) {
+	return evbuffer_commit_space(s->in, v, i) == 0 ? got : -1;
+}
+
+static void
+session_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	ssize_t n;
+
+	s->b->activity++;
+	if (log_backlog_wait(s->instance, &s->logw)) {
+		/* The instance's log queue is over its share: read nothing
+		 * more of it until the queue drained (session_log_wake). */
+		(void)event_del(s->rev);
+		return;
+	}
+	if ((n = session_recv(s)) == 0)
+		return;
+	if (n < 0) {
 		session_free(s);
 		return;
 	}
@@ -769,6 +779,32 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
 		 * nothing). */
 		s->read_paused = 1;
 		(void)event_del(s->rev);
+	}
+}
+
+/*
+ * Writing to the guest failed: it closed its end (or its read side).
+ * Frames it sent before that may still wait unread in the socket, and
+ * among them the end of a stream whose bytes must still reach the
+ * upstream (request_linger()). Read and handle them now, up to what the
+ * connection window lets a guest have in flight plus one read of
+ * control frames, and stop at end of file, at an empty socket, or at
+ * anything that would end the session; output they cause is dropped
+ * with the session.
+ */
+static void
+session_drain_input(struct session *s)
+{
+	size_t total = 0;
+	ssize_t n;
+
+	if (s->closing || s->pc.state == PROTO_CONN_START)
+		return;
+	while (total < (size_t)PROTO_CONN_WINDOW + SESSION_READ_MAX &&
+	    !s->closing) {
+		if ((n = session_recv(s)) <= 0 || session_process(s) != 0)
+			return;
+		total += (size_t)n;
 	}
 }
 
@@ -870,8 +906,10 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 static void
 session_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))
+	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+		session_drain_input(arg);
 		session_free(arg);
+	}
 }
 
 static void

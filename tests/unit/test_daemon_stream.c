@@ -11,8 +11,9 @@
  * for the stream's life and freed at once by a reset, refusals answered
  * at once (no port, port 0, HTTP fields, no socket_client permission,
  * metadata, not granted), tls against a peer that speaks no TLS, a
- * guest that leaves after ending its side, and the revocation of an
- * open stream by a reload.
+ * guest that leaves after ending its side, one that leaves before the
+ * broker read its last frames (a failed write to it comes first), and
+ * the revocation of an open stream by a reload.
  * Every case checks the decision and close events and their transport.
  */
 #include "daemon_test.h"
@@ -199,6 +200,54 @@ st_wait_close(void)
 	cr_assert_eq(dt_log_count("egress.close"), 1);
 }
 
+/* Open a tcp stream 1 for "app" to a fresh upstream u, and run the loop
+ * until the upstream accepted it. */
+static void
+st_open_tcp(struct dt_peer *p, struct dt_upstream *u)
+{
+	int i;
+
+	dt_upstream_open(u);
+	dt_peer_hello(p, "app");
+	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u->authority);
+	dt_send(p, &M);
+	st_expect_response(p, 1);
+	for (i = 0; i < DT_ITERS && u->cfd < 0; i++) {
+		dt_upstream_read(u);
+		dt_step(u->lfd);
+	}
+	cr_assert_geq(u->cfd, 0);
+}
+
+/* The guest ends stream 1 and closes its connection at once: the
+ * upstream must then read exactly sent bytes and end of file, and the
+ * close event be logged. */
+static void
+st_end_and_leave(struct dt_peer *p, struct dt_upstream *u, size_t sent)
+{
+	struct proto_msg m;
+	char buf[65536];
+	size_t got = 0;
+	ssize_t k = -1;
+	int i;
+
+	dt_msg(&m, PROTO_MSG_DATA, PROTO_FLAG_END_STREAM, 1);
+	dt_send(p, &m);
+	dt_peer_close(p);
+	for (i = 0; i < 4 * DT_ITERS; i++) {
+		k = read(u->cfd, buf, sizeof(buf));
+		if (k == 0)
+			break;
+		if (k > 0)
+			got += (size_t)k;
+		dt_step(u->cfd);
+	}
+	cr_assert_eq(got, sent, "the upstream got %zu of %zu bytes", got,
+	    sent);
+	cr_assert_eq(k, 0, "no end of file upstream");
+	st_wait_close();
+}
+
 /* ---- relaying ---------------------------------------------------------- */
 
 /* Bytes both ways; the guest ends first and the upstream still sends. */
@@ -251,16 +300,7 @@ Test(stream, upstream_ends_first)
 	struct dt_upstream u;
 
 	cr_assert_not_null(p);
-	dt_upstream_open(&u);
-	dt_peer_hello(p, "app");
-	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
-	dt_send(p, &M);
-	st_expect_response(p, 1);
-	for (int i = 0; i < DT_ITERS && u.cfd < 0; i++) {
-		dt_upstream_read(&u);
-		dt_step(u.lfd);
-	}
-	cr_assert_geq(u.cfd, 0);
+	st_open_tcp(p, &u);
 	dt_upstream_reply(&u, "banner");
 	(void)shutdown(u.cfd, SHUT_WR);
 	st_expect_data(p, 1, "banner", 1);
@@ -307,10 +347,8 @@ ParameterizedTest(struct leave_case *c, stream, guest_leaves_after_end)
 	struct dt_upstream u;
 	struct proto_msg m;
 	uint64_t win = PROTO_STREAM_WINDOW, conn = PROTO_CONN_WINDOW;
-	size_t n, sent = 0, got = 0;
-	char buf[65536];
+	size_t n, sent = 0;
 	int rcvbuf = 4096, quiet = 0, i;
-	ssize_t k = -1;
 
 	cr_assert_not_null(p);
 	memset(big, 'q', sizeof(big));
@@ -359,23 +397,57 @@ ParameterizedTest(struct leave_case *c, stream, guest_leaves_after_end)
 			}
 	}
 	cr_assert_eq(quiet, 40, "the broker kept granting window");
-	dt_msg(&m, PROTO_MSG_DATA, PROTO_FLAG_END_STREAM, 1);
-	dt_send(p, &m);
-	dt_peer_close(p);
-	for (i = 0; i < 4 * DT_ITERS; i++) {
-		k = read(u.cfd, buf, sizeof(buf));
-		if (k == 0)
-			break;
-		if (k > 0)
-			got += (size_t)k;
-		dt_step(u.cfd);
-	}
-	cr_assert_eq(got, sent, "the upstream got %zu of %zu bytes", got,
-	    sent);
-	cr_assert_eq(k, 0, "no end of file upstream");
-	st_wait_close();
+	st_end_and_leave(p, &u, sent);
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), c->error, "%s",
 	    c->name);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	cr_assert_null(dt_b.lingering);
+	dt_upstream_close(&u);
+	free(p);
+}
+
+/* The guest sends a whole stream window, ends its side and leaves before
+ * the broker read any of it: the broker's next write to the guest (a
+ * WINDOW_UPDATE for what reached the upstream) fails, and what was still
+ * unread in the socket is read and relayed all the same. Every byte
+ * reaches the upstream, then end of file, never a truncated clean end. */
+Test(stream, guest_leaves_before_broker_reads)
+{
+	static char big[PROTO_DATA_MAX];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	struct proto_msg m;
+	size_t sent = 0;
+	int sndbuf = 1024 * 1024;
+	socklen_t sl = sizeof(sndbuf);
+
+	cr_assert_not_null(p);
+	memset(big, 'z', sizeof(big));
+	st_open_tcp(p, &u);
+	(void)shutdown(u.cfd, SHUT_WR);
+	st_expect_data(p, 1, "", 1);
+	/* Room in the guest's socket for the whole window, so that it is
+	 * written without running the broker. */
+	cr_assert_eq(setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf,
+			 sizeof(sndbuf)),
+	    0);
+	cr_assert_eq(getsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &sl),
+	    0);
+	cr_assert_geq(sndbuf, 2 * PROTO_STREAM_WINDOW, "SO_SNDBUF %d", sndbuf);
+	/* A PING first: its PONG is the broker's first write. */
+	dt_send_ping(p, "leaving!");
+	while (sent < PROTO_STREAM_WINDOW) {
+		dt_msg(&m, PROTO_MSG_DATA, 0, 1);
+		m.data.ptr = (const uint8_t *)big;
+		m.data.len = sizeof(big);
+		dt_send(p, &m);
+		sent += sizeof(big);
+	}
+	st_end_and_leave(p, &u, sent);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	cr_assert_eq(strtoull(dt_log_last("egress.close", "bytes_out"), NULL,
+			 10),
+	    sent);
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
 	cr_assert_null(dt_b.lingering);
 	dt_upstream_close(&u);
@@ -421,16 +493,7 @@ Test(stream, flow_control)
 
 	cr_assert_not_null(p);
 	memset(chunk, 'z', sizeof(chunk));
-	dt_upstream_open(&u);
-	dt_peer_hello(p, "app");
-	st_request(&M, 1, PROTO_TRANSPORT_TCP, 0, u.authority);
-	dt_send(p, &M);
-	st_expect_response(p, 1);
-	for (i = 0; i < DT_ITERS && u.cfd < 0; i++) {
-		dt_upstream_read(&u);
-		dt_step(u.lfd);
-	}
-	cr_assert_geq(u.cfd, 0);
+	st_open_tcp(p, &u);
 	/* The upstream offers 1 MiB; the guest reads what arrives. */
 	for (i = 0; i < DT_ITERS && got < want; i++) {
 		while (sent < 1024 * 1024 &&

@@ -46,6 +46,7 @@ struct relay {
 	int up_eof;	    /* the upstream's end of file arrived */
 	int down_ended;	    /* ... and reached the guest */
 	int over;	    /* end was called */
+	int clean;	    /* ... with both directions ended */
 	int read_paused;    /* the upstream's input is full */
 	int detached;	    /* the guest is gone: flush, then end */
 	int sock_err;	    /* readmore() found a socket error */
@@ -75,6 +76,7 @@ relay_over(struct relay *r, int err)
 	if (r->over)
 		return;
 	r->over = 1;
+	r->clean = err == 0;
 	r->hold = NULL;
 	if (r->up != NULL) {
 		bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
@@ -479,8 +481,11 @@ relay_free(struct relay *r)
 {
 	if (r == NULL)
 		return;
-	/* Possibly inside one of its callbacks: free it from the loop. */
+	/* Possibly inside one of its callbacks: free it from the loop. A
+	 * relay cut before both directions ended resets the upstream. */
 	if (r->up != NULL) {
+		if (!r->clean)
+			dial_abort_on_free(r->up);
 		bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
 		(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
 		if (event_base_once(r->base, -1, EV_TIMEOUT, relay_up_free_cb,

@@ -136,9 +136,12 @@ uint64_t relay_bytes_up(const struct relay *r);
 uint64_t relay_bytes_down(const struct relay *r);
 
 /*
- * Close the upstream connection at once (no half-close: a reset or an
- * abandoned stream) and free r. Safe inside end and inside any callback
- * of the upstream. NULL is a no-op.
+ * Close the upstream connection at once and free r: normally once end
+ * reported err 0 (both directions ended); else (a reset, an abandoned
+ * stream, an error, a timeout, before the relay was over) with a TCP
+ * reset (dial_abort_on_free()), so the upstream never reads a truncated
+ * stream as ended. Safe inside end and inside any callback of the
+ * upstream. NULL is a no-op.
  */
 void relay_free(struct relay *r);
 

@@ -43,10 +43,12 @@ starttls_bev_free_cb(evutil_socket_t fd, short what, void *arg)
 	bufferevent_free(arg);
 }
 
-/* Free bev from the loop: possibly inside one of its callbacks. */
+/* Free bev from the loop: possibly inside one of its callbacks. The
+ * upgrade did not complete, so the stream fails: reset the upstream. */
 static void
 starttls_bev_free(struct request *r, struct bufferevent *bev)
 {
+	dial_abort_on_free(bev);
 	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 	(void)bufferevent_disable(bev, EV_READ | EV_WRITE);
 	if (event_base_once(r->b->base, -1, EV_TIMEOUT, starttls_bev_free_cb,
@@ -110,6 +112,7 @@ starttls_event_cb(struct bufferevent *bev, short what, void *arg)
 	m.starttls.tls_profile.ptr = r->tls_profile;
 	m.starttls.tls_profile.len = strlen(r->tls_profile);
 	if (r->g.ops->send(r->g.ctx, &r->st, &m) != 0) {
+		dial_abort_on_free(bev);
 		bufferevent_free(bev);
 		request_fail(r, EGRESS_ERR_UNAVAILABLE);
 		return;

@@ -181,6 +181,10 @@ tunnel_finish(struct tunnel *t, const char *error)
 	if (t->state == T_DONE)
 		return;
 	tunnel_log_close(t, error);
+	/* Cut before its end: the upstream gets a reset, never an end of
+	 * file that would pass a truncated stream for a complete one. */
+	if (error != NULL && t->up != NULL)
+		dial_abort_on_free(t->up);
 	tunnel_stop(t);
 	t->state = T_DONE;
 	bufferevent_setcb(t->cl, NULL, NULL, NULL, NULL);

@@ -661,6 +661,16 @@ dial_shutdown_write(struct bufferevent *bev)
 	return 0;
 }
 
+void
+dial_abort_on_free(struct bufferevent *bev)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	evutil_socket_t fd = bev != NULL ? bufferevent_getfd(bev) : -1;
+
+	if (fd >= 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
 int
 dial_tls_client(struct event_base *base, struct dial_tls *tls,
     const struct policy_host *host, int fd, struct bufferevent **ret_bev)

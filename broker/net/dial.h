@@ -150,6 +150,16 @@ void dial_cancel(struct dial *d);
 int dial_shutdown_write(struct bufferevent *bev);
 
 /*
+ * Make the close of bev's socket (a connection dial_start() or
+ * dial_tls_client() made, freed by the caller after this) abortive: the
+ * peer gets a reset, never an end of file, and whatever the kernel still
+ * held unsent is dropped. For a byte stream cut before its end (the
+ * guest reset it or went away, a timeout, a revocation): the upstream
+ * must never take a truncated stream for a complete one.
+ */
+void dial_abort_on_free(struct bufferevent *bev);
+
+/*
  * Start the client side of TLS on fd, a connected socket that carried
  * plain bytes so far (a STARTTLS upgrade), exactly as dial_start() does
  * it for a byte stream: SNI = host's name (none for an IP literal), the

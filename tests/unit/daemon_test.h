@@ -541,6 +541,33 @@ dt_upstream_wait_eof(struct dt_upstream *u)
 	cr_assert(u->eof, "the broker kept the upstream connection open");
 }
 
+/* The broker cut the upstream connection before its end: the upstream
+ * must read a reset, never an end of file (a truncated stream would pass
+ * for a complete one). Whatever arrives before the reset is skipped. */
+static inline void
+dt_upstream_expect_reset(struct dt_upstream *u)
+{
+	char buf[4096];
+	ssize_t k = -1;
+	int err = 0, i;
+
+	for (i = 0; i < DT_ITERS; i++) {
+		if (u->cfd < 0)
+			u->cfd = accept4(u->lfd, NULL, NULL,
+			    SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (u->cfd >= 0) {
+			k = read(u->cfd, buf, sizeof(buf));
+			err = errno;
+			if (k == 0 || (k < 0 && err != EAGAIN && err != EINTR))
+				break;
+		}
+		dt_step(u->cfd >= 0 ? u->cfd : u->lfd);
+	}
+	cr_assert_neq(k, 0, "the upstream read a clean end of file");
+	cr_assert_lt(k, 0, "the upstream connection stayed open");
+	cr_assert_eq(err, ECONNRESET, "upstream read: %s", strerror(err));
+}
+
 static inline void
 dt_upstream_reply(struct dt_upstream *u, const char *text)
 {

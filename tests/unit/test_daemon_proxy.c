@@ -11,11 +11,16 @@
  * denials as 403 with the masked message and X-Egress-Error; a broken
  * configuration as 403 (policy-unavailable in the log); the framing
  * attacks (CL+TE, two Content-Lengths, obs-fold, bad chunking) as 400
- * with nothing reaching the upstream; methods not relayed as 405.
+ * with nothing reaching the upstream; methods not relayed as 405;
+ * CONNECT tunnels: one idle timer for both ways, a client's half-close
+ * passed on as an end of file, and every cut (the client's reset, a
+ * timeout) passed on as a reset.
  */
 #include "daemon_test.h"
 
 #include <criterion/parameterized.h>
+
+#include <sys/ioctl.h>
 
 #include <openssl/ssl.h>
 
@@ -808,6 +813,25 @@ px_tunnel_open(struct dt_upstream *u)
 	cr_assert_str_eq(C.out, "HTTP/1.1 200 Connection established\r\n\r\n");
 }
 
+/* Open a tls-tunnel to a fresh u: CONNECT, the 200, a ClientHello for
+ * its name, and the loop run until the upstream read all of it. */
+static void
+px_tunnel_hello(struct dt_upstream *u)
+{
+	static unsigned char hello[4096];
+	size_t n = client_hello(hello, sizeof(hello));
+	int i;
+
+	dt_upstream_open(u);
+	px_tunnel_open(u);
+	dt_write_all(C.p.fd, hello, n);
+	for (i = 0; i < DT_ITERS && u->reqlen < n; i++) {
+		dt_upstream_read(u);
+		dt_step(u->cfd >= 0 ? u->cfd : u->lfd);
+	}
+	cr_assert_eq(u->reqlen, n);
+}
+
 static uint64_t
 px_now_ms(void)
 {
@@ -822,21 +846,12 @@ px_now_ms(void)
  * for one. */
 Test(proxy, tunnel_stays_while_only_the_upstream_sends)
 {
-	static unsigned char hello[4096];
 	struct dt_upstream u;
-	size_t n = client_hello(hello, sizeof(hello)), got;
+	size_t got;
 	uint64_t t0, next;
-	int i;
 
 	px_conf_limits("between_bytes_timeout_ms = 300\n");
-	dt_upstream_open(&u);
-	px_tunnel_open(&u);
-	dt_write_all(C.p.fd, hello, n);
-	for (i = 0; i < DT_ITERS && u.reqlen < n; i++) {
-		dt_upstream_read(&u);
-		dt_step(u.cfd >= 0 ? u.cfd : u.lfd);
-	}
-	cr_assert_eq(u.reqlen, n);
+	px_tunnel_hello(&u);
 	got = C.len;
 	/* Five idle periods of upstream bytes, one every 50 ms. */
 	t0 = px_now_ms();
@@ -851,10 +866,67 @@ Test(proxy, tunnel_stays_while_only_the_upstream_sends)
 	cr_assert(!C.eof, "the tunnel ended while the upstream sent: %s",
 	    C.out + got);
 	cr_assert_gt(C.len - got, 0);
-	/* Now quiet both ways: it ends, logged as a timeout. */
+	/* Now quiet both ways: it ends, logged as a timeout, and the
+	 * upstream is reset (never a clean end of file). */
 	px_wait(&C, 0, NULL, NULL);
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
 	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	dt_upstream_expect_reset(&u);
+	dt_upstream_close(&u);
+}
+
+/* A client that resets its tunnel (it closes with bytes it never read:
+ * a reset on a Unix socket too) cancels it, and the upstream gets a
+ * reset, never an end of file that would pass what it received so far
+ * for the whole of it. A client's clean end is a half-close instead
+ * (tunnel_half_close below). */
+Test(proxy, tunnel_client_reset_resets_upstream)
+{
+	struct dt_upstream u;
+	int i;
+
+	px_tunnel_hello(&u);
+	/* Bytes for the client, which leaves without reading them. */
+	dt_upstream_reply(&u, "unread");
+	for (i = 0; i < DT_ITERS; i++) {
+		int avail = 0;
+
+		cr_assert_eq(ioctl(C.p.fd, FIONREAD, &avail), 0);
+		if (avail > 0)
+			break;
+		dt_step(u.cfd);
+	}
+	dt_peer_close(&C.p);
+	dt_upstream_expect_reset(&u);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_str_eq(dt_log_last("egress.decision", "transport"),
+	    "tls-tunnel");
+	dt_upstream_close(&u);
+}
+
+/* The client ends its side of a tunnel cleanly (shutdown): the upstream
+ * reads what it sent, then end of file, and still answers; the tunnel
+ * ends cleanly once the upstream ends too. */
+Test(proxy, tunnel_half_close)
+{
+	static unsigned char hello[4096];
+	struct dt_upstream u;
+	size_t n = client_hello(hello, sizeof(hello));
+
+	dt_upstream_open(&u);
+	px_tunnel_open(&u);
+	dt_write_all(C.p.fd, hello, n);
+	cr_assert_eq(shutdown(C.p.fd, SHUT_WR), 0);
+	dt_upstream_wait_eof(&u);
+	cr_assert_eq(u.reqlen, n);
+	dt_upstream_reply(&u, "answer");
+	(void)shutdown(u.cfd, SHUT_WR);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strstr(C.out, "\r\n\r\nanswer") != NULL, "client read: %s",
+	    C.out);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
 	dt_upstream_close(&u);
 }
 

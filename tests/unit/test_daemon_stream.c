@@ -13,7 +13,9 @@
  * metadata, not granted), tls against a peer that speaks no TLS, a
  * guest that leaves after ending its side, one that leaves before the
  * broker read its last frames (a failed write to it comes first), and
- * the revocation of an open stream by a reload.
+ * the revocation of an open stream by a reload; every cut before the
+ * end (a reset, a guest gone mid-stream, a timeout, a revocation) resets
+ * the upstream rather than ending it.
  * Every case checks the decision and close events and their transport.
  */
 #include "daemon_test.h"
@@ -454,6 +456,52 @@ Test(stream, guest_leaves_before_broker_reads)
 	free(p);
 }
 
+/* The guest cuts a stream before its end, by a reset or by leaving
+ * without ending its side: the bytes it sent reached the upstream, which
+ * then reads a reset, never an end of file. */
+struct cut_case {
+	char name[16];
+	int reset; /* a RESET frame; else the connection closed */
+};
+
+ParameterizedTestParameters(stream, guest_cut_resets_upstream)
+{
+	static struct cut_case cases[] = {
+		{ "reset", 1 },
+		{ "gone", 0 },
+	};
+
+	return cr_make_param_array(struct cut_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct cut_case *c, stream, guest_cut_resets_upstream)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_send_data(p, 1, "half a record", 0);
+	st_up_read(&u, 13);
+	cr_assert_str_eq(u.req, "half a record");
+	if (c->reset) {
+		dt_msg(&M, PROTO_MSG_RESET, 0, 1);
+		M.reset.code = PROTO_CODE_CANCELLED;
+		dt_send(p, &M);
+	} else
+		dt_peer_close(p);
+	dt_upstream_expect_reset(&u);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled",
+	    "%s", c->name);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+	if (c->reset)
+		dt_peer_close(p);
+	free(p);
+}
+
 /* END_STREAM on the REQUEST: the upstream reads end of file at once. */
 Test(stream, request_with_end_stream)
 {
@@ -568,6 +616,7 @@ ParameterizedTest(struct timeout_case *c, stream, timeouts)
 	st_wait_close();
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_expect_reset(&u);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);
@@ -784,7 +833,7 @@ ParameterizedTest(struct revoke_case *c, stream, revoked_at_reload)
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "revoked");
 	cr_assert_str_eq(dt_log_last("egress.close", "reason"), c->reason);
 	cr_assert_eq(dt_log_count("egress.decision"), 1);
-	dt_upstream_wait_eof(&u);
+	dt_upstream_expect_reset(&u);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

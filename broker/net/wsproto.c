@@ -214,6 +214,13 @@ struct wsproto {
 	int retired;	    /* closed and freed for good (wsproto_retire) */
 	int retired_recv;   /* then: a close had been received */
 	unsigned code_sent; /* then: the code of the close sent */
+	/* A close asked for while messages were queued: libwslay sends a
+	 * queued control frame before queued messages, and nothing after
+	 * a close, so it is queued only once they are all written. */
+	int close_pending;
+	uint16_t pend_code;
+	size_t pend_len;
+	uint8_t pend_reason[123];
 };
 
 static ssize_t
@@ -393,6 +400,17 @@ wsproto_send(struct wsproto *w)
 		return 0; /* parked: nothing queued */
 	w->busy = 1;
 	rc = wslay_event_send(w->ctx);
+	if (rc == 0 && w->close_pending &&
+	    wslay_event_get_queued_msg_count(w->ctx) == 0) {
+		/* Everything queued before the close is written: now it.
+		 * A close of the codec's own may have gone first. */
+		w->close_pending = 0;
+		if (!wslay_event_get_close_sent(w->ctx) &&
+		    wslay_event_queue_close(w->ctx, w->pend_code,
+			w->pend_len != 0 ? w->pend_reason : NULL,
+			w->pend_len) == 0)
+			rc = wslay_event_send(w->ctx);
+	}
 	w->busy = 0;
 	return rc == 0 ? 0 : -1;
 }
@@ -412,13 +430,14 @@ wsproto_want_write(const struct wsproto *w)
 {
 	if (w->failed)
 		return 1; /* send says so */
-	return w->ctx != NULL && wslay_event_want_write(w->ctx);
+	return w->ctx != NULL &&
+	    (w->close_pending || wslay_event_want_write(w->ctx));
 }
 
 void
 wsproto_park(struct wsproto *w)
 {
-	if (w->ctx == NULL || w->failed || w->busy ||
+	if (w->ctx == NULL || w->failed || w->busy || w->close_pending ||
 	    !wslay_event_get_read_enabled(w->ctx) ||
 	    !wslay_event_get_write_enabled(w->ctx) ||
 	    wslay_event_get_close_sent(w->ctx) ||
@@ -493,7 +512,8 @@ wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n)
 	struct wslay_event_msg m;
 	int rc;
 
-	if (opcode == WSPROTO_TEXT && !wsproto_utf8_ok(p, n))
+	if ((opcode == WSPROTO_TEXT && !wsproto_utf8_ok(p, n)) ||
+	    w->close_pending)
 		return -1;
 	if ((rc = wp_unpark(w)) != 0)
 		return rc;
@@ -512,11 +532,23 @@ wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
 {
 	int rc;
 
+	if (w->close_pending || n > sizeof(w->pend_reason))
+		return -1;
 	if ((rc = wp_unpark(w)) != 0)
 		return rc;
 	/* A reason that is not UTF-8 is not sent (the code still is). */
 	if (code == 0 || !wsproto_utf8_ok(reason, n))
 		n = 0;
+	if (wslay_event_get_queued_msg_count(w->ctx) != 0 &&
+	    !wslay_event_get_close_sent(w->ctx)) {
+		/* After what is queued: see close_pending. */
+		w->close_pending = 1;
+		w->pend_code = (uint16_t)code;
+		w->pend_len = n;
+		if (n != 0)
+			memcpy(w->pend_reason, reason, n);
+		return 0;
+	}
 	return wslay_event_queue_close(w->ctx, (uint16_t)code,
 		   n != 0 ? reason : NULL, n) == 0 ?
 	    0 :

@@ -141,8 +141,11 @@ int wsproto_utf8_ok(const uint8_t *p, size_t n);
 int wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n);
 
 /* Queue a close with code (0: none, and no reason) and a reason of n
- * bytes (at most 123; not sent when it is not UTF-8). Return 0, -1 (a
- * close was already queued), or EGRESS_ERR_NOMEM (see wsproto_park()). */
+ * bytes (at most 123; not sent when it is not UTF-8), to be sent after
+ * every message and control queued before it (nothing is ever sent
+ * after a close, so it waits until they are written; no message can be
+ * queued after it). Return 0, -1 (a close was already queued, or a
+ * reason over 123 bytes), or EGRESS_ERR_NOMEM (see wsproto_park()). */
 int wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
     size_t n);
 

@@ -11,7 +11,9 @@
  * handshake header of the guest's own (invalid-request); the stream's
  * buffers charged to its instance's memory budget; an upstream ping
  * flood queues a bounded number of pongs; a guest RESET sends close
- * 1001 upstream before the connection closes; the drain closes a
+ * 1001 upstream before the connection closes; a guest that leaves
+ * before the broker read its last messages still has them relayed,
+ * then close 1001; the drain closes a
  * websocket still in its handshake once it is open.
  */
 #include "daemon_test.h"
@@ -606,6 +608,82 @@ Test(ws, guest_reset_sends_close_1001_upstream)
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
+	free(p);
+}
+
+/* The guest sends messages and leaves before the broker read them: the
+ * broker's first write to it (the PONG of a PING) fails, and what was
+ * still unread in the socket is read and relayed all the same. Every
+ * message reaches the upstream, then close 1001 (the guest went away). */
+#define WS_LEAVE_N   4
+#define WS_LEAVE_LEN 50000 /* a 126 length: 8 bytes of frame head */
+
+Test(ws, guest_leaves_before_broker_reads)
+{
+	static uint8_t msg[WS_LEAVE_LEN],
+	    got[WS_LEAVE_N * (WS_LEAVE_LEN + 8) + 64];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	const uint8_t *f;
+	size_t before, len = 0, want = WS_LEAVE_N * (WS_LEAVE_LEN + 8) + 8;
+	int sndbuf = 1024 * 1024, i, k;
+	socklen_t sl = sizeof(sndbuf);
+	ssize_t n = -1;
+
+	cr_assert_not_null(p);
+	memset(msg, 'w', sizeof(msg));
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_open_on(p, 1, &u);
+	before = u.reqlen;
+	cr_assert_eq(setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf,
+			 sizeof(sndbuf)),
+	    0);
+	cr_assert_eq(getsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &sl),
+	    0);
+	cr_assert_geq(sndbuf, 2 * WS_LEAVE_N * WS_LEAVE_LEN, "SO_SNDBUF %d",
+	    sndbuf);
+	/* More than one read of the broker's (SESSION_READ_MAX), so that
+	 * the PONG's failed write comes before the rest was read. */
+	cr_assert_gt(WS_LEAVE_N * WS_LEAVE_LEN, 2 * SESSION_READ_MAX);
+	cr_assert_leq(WS_LEAVE_N * WS_LEAVE_LEN, PROTO_STREAM_WINDOW);
+	dt_send_ping(p, "leaving!");
+	for (k = 0; k < WS_LEAVE_N; k++) {
+		dt_msg(&M, PROTO_MSG_DATA,
+		    PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY, 1);
+		M.data.ptr = msg;
+		M.data.len = sizeof(msg);
+		dt_send(p, &M);
+	}
+	dt_peer_close(p);
+	for (i = 0; i < 4 * DT_ITERS; i++) {
+		n = read(u.cfd, got + len, sizeof(got) - len);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+		if (n > 0)
+			len += (size_t)n;
+		dt_step(u.cfd);
+	}
+	cr_assert_eq(n, 0, "no end of file upstream");
+	cr_assert_eq(before, u.reqlen);
+	cr_assert_eq(len, want, "the upstream got %zu of %zu bytes", len,
+	    want);
+	for (k = 0, f = got; k < WS_LEAVE_N; k++, f += WS_LEAVE_LEN + 8) {
+		cr_assert_eq(f[0], 0x82, "message %d", k); /* FIN, binary */
+		cr_assert_eq(f[1], 0x80 | 126); /* masked, 16 bits */
+		cr_assert_eq((f[2] << 8 | f[3]), WS_LEAVE_LEN);
+		cr_assert_eq(f[8] ^ f[4], 'w');
+	}
+	cr_assert_eq(f[0], 0x88); /* FIN, close */
+	cr_assert_eq((unsigned)((f[6] ^ f[2]) << 8 | (f[7] ^ f[3])), 1001);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_str_eq(dt_log_last("egress.close", "messages_out"), "4");
+	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1001");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	cr_assert_null(dt_b.lingering);
+	dt_upstream_close(&u);
 	free(p);
 }
 

@@ -465,3 +465,64 @@ Test(wsproto, not_retired_while_its_close_waits)
 	cr_assert_eq(wsproto_queued_count(w), 1);
 	wsproto_free(w);
 }
+
+/* ---- A close after queued messages ---------------------------------------- */
+
+static int gate_open;
+
+/* A send op that takes nothing until gate_open is set. */
+static ssize_t
+io_send_gated(void *arg, const uint8_t *buf, size_t len)
+{
+	return gate_open ? io_send(arg, buf, len) : 0;
+}
+
+static const struct wsproto_ops io_gated_ops = { io_recv, io_send_gated,
+	io_msg };
+
+/* Messages queued while the upstream takes nothing, then a close: the
+ * close goes out after them (libwslay alone would send it first and then
+ * nothing more), and nothing can be queued after it. */
+Test(wsproto, close_is_sent_after_the_messages_queued_before_it)
+{
+	struct wsproto *w = NULL;
+	const uint8_t *f;
+	struct io io;
+
+	memset(&io, 0, sizeof(io));
+	gate_open = 0;
+	cr_assert_eq(wsproto_new(&io_gated_ops, &io, 1024, &w), 0);
+	cr_assert_eq(wsproto_queue(w, WSPROTO_BINARY, (const uint8_t *)"one",
+			 3),
+	    0);
+	cr_assert_eq(wsproto_queue(w, WSPROTO_TEXT, (const uint8_t *)"two", 3),
+	    0);
+	cr_assert_eq(wsproto_send(w), 0);
+	cr_assert_eq(io.nout, 0);
+	cr_assert_eq(wsproto_close(w, 1000, (const uint8_t *)"bye", 3), 0);
+	cr_assert_eq(wsproto_close(w, 1001, NULL, 0), -1, "a second close");
+	cr_assert_eq(wsproto_queue(w, WSPROTO_TEXT, (const uint8_t *)"x", 1),
+	    -1, "a message after the close");
+	cr_assert_eq(wsproto_want_write(w), 1);
+	cr_assert_eq(wsproto_close_sent(w), 0);
+	gate_open = 1;
+	cr_assert_eq(wsproto_send(w), 0);
+	/* Two masked frames of 3 bytes (2 + 4 + 3), then the close with
+	 * its code and reason (2 + 4 + 5). */
+	cr_assert_eq(io.nout, 9 + 9 + 11, "%zu bytes sent", io.nout);
+	f = io.out;
+	cr_assert_eq(f[0], 0x82);
+	cr_assert_eq(f[6] ^ f[2], 'o');
+	f += 9;
+	cr_assert_eq(f[0], 0x81);
+	cr_assert_eq(f[6] ^ f[2], 't');
+	f += 9;
+	cr_assert_eq(f[0], 0x88);
+	cr_assert_eq(f[1], 0x85);
+	cr_assert_eq((unsigned)((f[6] ^ f[2]) << 8 | (f[7] ^ f[3])), 1000);
+	cr_assert_eq(f[8] ^ f[4], 'b');
+	cr_assert_eq(wsproto_close_sent(w), 1);
+	cr_assert_eq(wsproto_code_sent(w), 1000);
+	cr_assert_eq(wsproto_want_write(w), 0);
+	wsproto_free(w);
+}

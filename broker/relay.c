@@ -403,6 +403,11 @@ void
 relay_detach(struct relay *r)
 {
 	r->detached = 1;
+	if (r->up_shut) {
+		/* The guest's end already reached the upstream: over. */
+		relay_check_done(r);
+		return;
+	}
 	relay_push(r);
 	relay_pump(r); /* may end it */
 }
@@ -455,6 +460,7 @@ int
 relay_resume(struct relay *r, struct bufferevent *bev)
 {
 	if (r->over || r->up != NULL) {
+		dial_abort_on_free(bev);
 		bufferevent_free(bev);
 		return EGRESS_ERR_INVALID;
 	}

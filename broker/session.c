@@ -80,6 +80,7 @@ struct session {
 	int read_paused; /* output over SESSION_OUT_HIGH */
 	int closing;	 /* free once output is flushed */
 	int goaway_sent;
+	int departed; /* a write to it failed: reading what it sent last */
 };
 
 static struct proto_msg session_msg; /* decode scratch (one thread) */
@@ -467,6 +468,9 @@ session_frame(struct session *s, struct proto_msg *m)
 	int rv;
 
 	if (m->type == PROTO_MSG_REQUEST) {
+		/* A guest that left starts nothing more: stop here. */
+		if (s->departed)
+			return -1;
 		if ((t = calloc(1, sizeof(*t))) == NULL)
 			return -1;
 		t->s = s;
@@ -788,9 +792,11 @@ session_read_cb(evutil_socket_t fd, short what, void *arg)
  * among them the end of a stream whose bytes must still reach the
  * upstream (request_linger()). Read and handle them now, up to what the
  * connection window lets a guest have in flight plus one read of
- * control frames, and stop at end of file, at an empty socket, or at
- * anything that would end the session; output they cause is dropped
- * with the session.
+ * control frames, and stop at end of file, at an empty socket, at a
+ * REQUEST (nothing new starts for a guest that left), while its
+ * instance's log queue is over its share (as session_read_cb() would
+ * wait), or at anything that would end the session; output they cause
+ * is dropped with the session.
  */
 static void
 session_drain_input(struct session *s)
@@ -800,8 +806,9 @@ session_drain_input(struct session *s)
 
 	if (s->closing || s->pc.state == PROTO_CONN_START)
 		return;
+	s->departed = 1;
 	while (total < (size_t)PROTO_CONN_WINDOW + SESSION_READ_MAX &&
-	    !s->closing) {
+	    !s->closing && !log_backlog_wait(s->instance, NULL)) {
 		if ((n = session_recv(s)) <= 0 || session_process(s) != 0)
 			return;
 		total += (size_t)n;

@@ -26,8 +26,9 @@
  * expiry, fewer bytes unread in the socket), memory freed elsewhere
  * never does, and it stops once nothing waits for the guest.
  * A guest that closes its end is still read to the end of what it sent
- * before (up to a connection window and one read) when a write to it
- * fails first: a stream it ended there still reaches its upstream whole.
+ * before (up to a connection window and one read, the first REQUEST, or
+ * its instance's log queue over its share) when a write to it fails
+ * first: a stream it ended there still reaches its upstream whole.
  */
 #ifndef EGRESS_BROKER_SESSION_H
 #define EGRESS_BROKER_SESSION_H

@@ -68,9 +68,12 @@ struct tunnel {
 
 	struct policy_addr connected;
 	int has_connected;
-	int ending;  /* the upstream closed: flush to the client, end */
 	int cl_eof;  /* the client is done sending */
 	int up_shut; /* ... and the upstream was told so */
+	int up_eof;  /* the upstream is done sending */
+	int cl_shut; /* ... and the client was told so */
+	int cl_gone; /* a write to the client failed: nothing more reaches
+			it, what it sent still goes up */
 	int decided, logged_close;
 	int inspected;	     /* handed to inspection (tunnel_inspect_dest()) */
 	const char *revoked; /* the reason a reload closed it */
@@ -181,9 +184,10 @@ tunnel_finish(struct tunnel *t, const char *error)
 	if (t->state == T_DONE)
 		return;
 	tunnel_log_close(t, error);
-	/* Cut before its end: the upstream gets a reset, never an end of
-	 * file that would pass a truncated stream for a complete one. */
-	if (error != NULL && t->up != NULL)
+	/* Cut before the client's end reached the upstream: a reset, never
+	 * an end of file that would pass a truncated stream for a whole
+	 * one. */
+	if (error != NULL && t->up != NULL && !t->up_shut)
 		dial_abort_on_free(t->up);
 	tunnel_stop(t);
 	t->state = T_DONE;
@@ -229,6 +233,16 @@ tunnel_answer(struct tunnel *t, uint32_t code)
 
 /* ---- Relay ------------------------------------------------------------- */
 
+/* Both directions are over (the client's end reached the upstream; the
+ * upstream's reached the client, or nothing more can): end. The client
+ * that could no longer be written to lost bytes: "cancelled". */
+static void
+tunnel_check_done(struct tunnel *t)
+{
+	if (t->up_shut && (t->cl_shut || t->cl_gone))
+		tunnel_finish(t, t->cl_gone ? "cancelled" : NULL);
+}
+
 /* The client finished sending: once its bytes are out, half-close the
  * upstream, whose answer keeps flowing back. */
 static void
@@ -239,6 +253,20 @@ tunnel_up_shut(struct tunnel *t)
 		return;
 	t->up_shut = 1;
 	(void)shutdown(bufferevent_getfd(t->up), SHUT_WR);
+	tunnel_check_done(t);
+}
+
+/* The upstream finished sending: once its bytes are out, half-close the
+ * client, which may still send. */
+static void
+tunnel_cl_shut(struct tunnel *t)
+{
+	if (!t->up_eof || t->cl_shut || t->cl_gone ||
+	    evbuffer_get_length(bufferevent_get_output(t->cl)) > 0)
+		return;
+	t->cl_shut = 1;
+	(void)shutdown(bufferevent_getfd(t->cl), SHUT_WR);
+	tunnel_check_done(t);
 }
 
 /* Move what from has read to to's output; stop reading from when to is
@@ -285,11 +313,9 @@ tunnel_cl_write(struct bufferevent *bev, void *arg)
 	struct tunnel *t = arg;
 
 	t->last_ms = now_ms(); /* the client took bytes */
-	if (t->up != NULL && !t->ending)
+	if (t->up != NULL && !t->up_eof)
 		(void)bufferevent_enable(t->up, EV_READ);
-	if (t->ending && t->up == NULL &&
-	    evbuffer_get_length(bufferevent_get_output(t->cl)) == 0)
-		tunnel_finish(t, NULL);
+	tunnel_cl_shut(t);
 }
 
 static void
@@ -298,12 +324,33 @@ tunnel_up_write(struct bufferevent *bev, void *arg)
 	struct tunnel *t = arg;
 
 	t->last_ms = now_ms(); /* the upstream took bytes */
-	if (!t->ending && !t->cl_eof)
+	if (!t->cl_eof)
 		(void)bufferevent_enable(t->cl, EV_READ);
 	tunnel_up_shut(t);
 }
 
-/* One side closed or failed: what it sent goes on, then the end. */
+/* A write to the client failed: it closed, or shut its reading side.
+ * What it sent before is still read, to its end, and goes upstream
+ * (then the upstream's end of file); nothing more goes to it, and the
+ * upstream is read no more. */
+static void
+tunnel_cl_gone(struct tunnel *t)
+{
+	struct evbuffer *out = bufferevent_get_output(t->cl);
+
+	t->cl_gone = 1;
+	(void)evbuffer_drain(out, evbuffer_get_length(out));
+	(void)bufferevent_disable(t->cl, EV_WRITE);
+	if (t->up != NULL)
+		(void)bufferevent_disable(t->up, EV_READ);
+	if (!t->cl_eof)
+		(void)bufferevent_enable(t->cl, EV_READ);
+	tunnel_check_done(t);
+}
+
+/* One side closed or failed. An end of file is a half-close, passed on
+ * once what that side sent is out; an error is a cut, but for a write
+ * to the client that failed (tunnel_cl_gone()). */
 static void
 tunnel_side_event(struct tunnel *t, int client, short what)
 {
@@ -311,8 +358,17 @@ tunnel_side_event(struct tunnel *t, int client, short what)
 		tunnel_finish(t, "timeout");
 		return;
 	}
-	if ((what & BEV_EVENT_ERROR) || t->state != T_RELAY) {
-		/* Or the client left before the relay began. */
+	if (t->state != T_RELAY) {
+		/* The client left before the relay began. */
+		tunnel_finish(t, client ? "cancelled" : "connect-failed");
+		return;
+	}
+	if ((what & BEV_EVENT_ERROR) && client && (what & BEV_EVENT_WRITING) &&
+	    !t->cl_gone) {
+		tunnel_cl_gone(t);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
 		tunnel_finish(t, client ? "cancelled" : "connect-failed");
 		return;
 	}
@@ -322,13 +378,11 @@ tunnel_side_event(struct tunnel *t, int client, short what)
 		tunnel_up_shut(t);
 		return;
 	}
-	t->ending = 1;
-	/* The upstream closed: pass what it sent, then end. */
-	t->bytes_in += tunnel_move(t->up, t->cl);
-	bufferevent_free(t->up);
-	t->up = NULL;
-	if (evbuffer_get_length(bufferevent_get_output(t->cl)) == 0)
-		tunnel_finish(t, NULL);
+	t->up_eof = 1;
+	(void)bufferevent_disable(t->up, EV_READ);
+	if (!t->cl_gone)
+		t->bytes_in += tunnel_move(t->up, t->cl);
+	tunnel_cl_shut(t);
 }
 
 static void
@@ -799,6 +853,10 @@ tunnel_free(struct tunnel *t)
 {
 	if (t == NULL)
 		return;
+	/* Closed with its connection (the instance removed, the drain's
+	 * end): a cut, as in tunnel_finish(). */
+	if (t->state != T_DONE && t->up != NULL && !t->up_shut)
+		dial_abort_on_free(t->up);
 	tunnel_stop(t);
 	tunnel_log_close(t, "cancelled");
 	confref_unref(t->conf);

@@ -16,7 +16,11 @@
  * with the reason (sni-mismatch naming both names, ech, no-sni,
  * no-permission). Then a plain connect to the validated addresses
  * only, and a byte relay in both directions that
- * stops reading one side while the other has TUNNEL_HIGH bytes queued.
+ * stops reading one side while the other has TUNNEL_HIGH bytes queued,
+ * half-closes each way (a side's end of file is passed on once its
+ * bytes are out) and ends once both ways ended; a client that can no
+ * longer be written to is still read to its end. A tunnel cut before
+ * the client's end reached the upstream resets the upstream.
  * One egress.decision (transport "tunnel" when refused before any byte
  * was read) and one egress.close event per tunnel. For an instance with
  * tls_inspect, a tunnel that passed these checks is not connected: it

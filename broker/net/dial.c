@@ -661,14 +661,21 @@ dial_shutdown_write(struct bufferevent *bev)
 	return 0;
 }
 
-void
-dial_abort_on_free(struct bufferevent *bev)
+/* Make the close of fd abortive (see dial_abort_on_free()). */
+static void
+dial_linger0(evutil_socket_t fd)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	evutil_socket_t fd = bev != NULL ? bufferevent_getfd(bev) : -1;
 
 	if (fd >= 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+void
+dial_abort_on_free(struct bufferevent *bev)
+{
+	if (bev != NULL)
+		dial_linger0(bufferevent_getfd(bev));
 }
 
 int
@@ -681,8 +688,10 @@ dial_tls_client(struct event_base *base, struct dial_tls *tls,
 	if (base == NULL || tls == NULL || host == NULL || fd < 0 ||
 	    ret_bev == NULL)
 		return EGRESS_ERR_INVALID;
+	/* On failure the stream fails: the upstream gets a reset. */
 	if ((ssl = dial_ssl_new(tls->ctx, host, 1, tls->alpn,
 		 tls->alpn_len)) == NULL) {
+		dial_linger0(fd);
 		(void)close(fd);
 		return EGRESS_ERR_NOMEM;
 	}
@@ -691,6 +700,7 @@ dial_tls_client(struct event_base *base, struct dial_tls *tls,
 	if (bev == NULL) {
 		/* libevent 2.1 may already have freed ssl: do not touch
 		 * it. */
+		dial_linger0(fd);
 		(void)close(fd);
 		return EGRESS_ERR_NOMEM;
 	}

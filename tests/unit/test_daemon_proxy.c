@@ -12,9 +12,10 @@
  * configuration as 403 (policy-unavailable in the log); the framing
  * attacks (CL+TE, two Content-Lengths, obs-fold, bad chunking) as 400
  * with nothing reaching the upstream; methods not relayed as 405;
- * CONNECT tunnels: one idle timer for both ways, a client's half-close
- * passed on as an end of file, and every cut (the client's reset, a
- * timeout) passed on as a reset.
+ * CONNECT tunnels: one idle timer for both ways, half-close both ways
+ * passed on as an end of file, a client that left still has what it
+ * sent delivered, and every cut (the client's reset, a timeout, the
+ * instance removed, a grant revoked) passed on as a reset.
  */
 #include "daemon_test.h"
 
@@ -927,6 +928,120 @@ Test(proxy, tunnel_half_close)
 	cr_assert(strstr(C.out, "\r\n\r\nanswer") != NULL, "client read: %s",
 	    C.out);
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	dt_upstream_close(&u);
+}
+
+/* The upstream ends its side first (a banner, then its end of file): the
+ * client reads the banner, then end of file, and may still send; what it
+ * sends reaches the upstream, then its own end. Both ended: clean. */
+Test(proxy, tunnel_upstream_half_close)
+{
+	struct dt_upstream u;
+	int i;
+
+	px_tunnel_hello(&u);
+	dt_upstream_reply(&u, "banner");
+	(void)shutdown(u.cfd, SHUT_WR);
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strstr(C.out, "\r\n\r\nbanner") != NULL, "client read: %s",
+	    C.out);
+	cr_assert_eq(dt_log_count("egress.close"), 0, "closed half-way");
+	u.reqlen = 0;
+	px_write(&C, "more");
+	cr_assert_eq(shutdown(C.p.fd, SHUT_WR), 0);
+	dt_upstream_wait_eof(&u);
+	cr_assert_str_eq(u.req, "more");
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	dt_upstream_close(&u);
+}
+
+/* The client sends its last bytes and closes while the upstream still
+ * sends: the broker's write to it fails before it read those bytes. They
+ * still reach the upstream, then end of file (the client's whole stream
+ * went through); the close is "cancelled" (the upstream's bytes after
+ * the client left were lost). */
+Test(proxy, tunnel_client_gone_still_delivers_what_it_sent)
+{
+	static char big[64 * 1024], buf[64 * 1024];
+	struct dt_upstream u;
+	size_t got = 0;
+	ssize_t k = -1;
+	int i;
+
+	memset(big, 'g', sizeof(big));
+	px_tunnel_hello(&u);
+	dt_upstream_reply(&u, "x");
+	dt_write_all(C.p.fd, big, sizeof(big));
+	dt_peer_close(&C.p);
+	for (i = 0; i < 4 * DT_ITERS; i++) {
+		k = read(u.cfd, buf, sizeof(buf));
+		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+		if (k > 0)
+			got += (size_t)k;
+		dt_step(u.cfd);
+	}
+	cr_assert_eq(k, 0, "no end of file upstream (%s)",
+	    k < 0 ? strerror(errno) : "open");
+	cr_assert_eq(got, sizeof(big), "the upstream got %zu of %zu bytes",
+	    got, sizeof(big));
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	dt_upstream_close(&u);
+}
+
+/* A tunnel closed by the broker before its end, because its instance
+ * was removed or its grant revoked: the upstream gets a reset. */
+struct tunnel_cut {
+	char name[16];
+	int removed; /* proxy_revoke_instance(); else a reload */
+	char error[16];
+};
+
+ParameterizedTestParameters(proxy, tunnel_revoked_resets_upstream)
+{
+	static struct tunnel_cut cases[] = {
+		{ "removed", 1, "cancelled" },
+		{ "not-granted", 0, "revoked" },
+	};
+
+	return cr_make_param_array(struct tunnel_cut, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct tunnel_cut *c, proxy, tunnel_revoked_resets_upstream)
+{
+	struct dt_upstream u;
+	char text[1024];
+	int i;
+
+	px_tunnel_hello(&u);
+	if (c->removed)
+		proxy_revoke_instance(&dt_b, "app");
+	else {
+		(void)snprintf(text, sizeof(text),
+		    "[plugins.security]\nsignature_mode = disabled\n"
+		    "[plugins.entries.app]\nplugin = unit\n"
+		    "manifest = manifest.ini\npermissions = http_client\n"
+		    "egress_hosts = example.org\n"
+		    "[broker]\ninstance_socket_dir = %s/run\n"
+		    "control_socket = %s/control.sock\n"
+		    "[resolver]\nservers = 127.0.0.1:9\n",
+		    ct_dir, ct_dir);
+		ct_write_str("egressd.ini", text);
+		confstate_reload(&dt_b.conf);
+		cr_assert(confstate_is_valid(&dt_b.conf));
+		cr_assert_eq(proxy_revoke_tunnels(&dt_b, dt_b.conf.cur->snap),
+		    1);
+	}
+	dt_upstream_expect_reset(&u);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), c->error, "%s",
+	    c->name);
 	dt_upstream_close(&u);
 }
 

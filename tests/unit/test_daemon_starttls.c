@@ -12,7 +12,7 @@
  * stream opened; the hold and the handshake are bounded by the connect
  * timeout; the handshake takes a unit of the instance's fair share; a
  * stream reset before the outcome says so. Each case checks the close
- * event's starttls field.
+ * event's starttls field; a failed upgrade resets the upstream.
  */
 #include <sys/socket.h>
 
@@ -206,6 +206,7 @@ Test(starttls, handshake_fails)
 	sl_expect_error(p, PROTO_CODE_TLS_FAILED);
 	sl_wait_close();
 	cr_assert_str_eq(dt_log_last("egress.close", "starttls"), "tls");
+	dt_upstream_expect_reset(&u);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);
@@ -499,6 +500,8 @@ Test(starttls, reset_during_handshake_logs_aborted)
 	v = dt_log_last("egress.close", "starttls");
 	cr_assert_not_null(v, "the close event has no starttls outcome");
 	cr_assert_str_eq(v, "starttls-aborted");
+	/* Cut in the handshake: a reset, never an end of file. */
+	dt_upstream_expect_reset(&u);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

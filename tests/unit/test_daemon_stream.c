@@ -221,11 +221,12 @@ st_open_tcp(struct dt_peer *p, struct dt_upstream *u)
 	cr_assert_geq(u->cfd, 0);
 }
 
-/* The guest ends stream 1 and closes its connection at once: the
- * upstream must then read exactly sent bytes and end of file, and the
- * close event be logged. */
+/* The guest ends stream 1, sends after (NULL: nothing) and closes its
+ * connection at once: the upstream must then read exactly sent bytes and
+ * end of file, and the close event be logged. */
 static void
-st_end_and_leave(struct dt_peer *p, struct dt_upstream *u, size_t sent)
+st_end_and_leave(struct dt_peer *p, struct dt_upstream *u, size_t sent,
+    const struct proto_msg *after)
 {
 	struct proto_msg m;
 	char buf[65536];
@@ -235,6 +236,8 @@ st_end_and_leave(struct dt_peer *p, struct dt_upstream *u, size_t sent)
 
 	dt_msg(&m, PROTO_MSG_DATA, PROTO_FLAG_END_STREAM, 1);
 	dt_send(p, &m);
+	if (after != NULL)
+		dt_send(p, after);
 	dt_peer_close(p);
 	for (i = 0; i < 4 * DT_ITERS; i++) {
 		k = read(u->cfd, buf, sizeof(buf));
@@ -399,7 +402,7 @@ ParameterizedTest(struct leave_case *c, stream, guest_leaves_after_end)
 			}
 	}
 	cr_assert_eq(quiet, 40, "the broker kept granting window");
-	st_end_and_leave(p, &u, sent);
+	st_end_and_leave(p, &u, sent, NULL);
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), c->error, "%s",
 	    c->name);
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
@@ -408,12 +411,53 @@ ParameterizedTest(struct leave_case *c, stream, guest_leaves_after_end)
 	free(p);
 }
 
+/* The guest ended its side, the upstream read that end, and then the
+ * guest leaves while the upstream has not ended: the stream is over at
+ * once ("cancelled": the upstream's direction was given up), not held
+ * until its idle timeout (a minute here). */
+Test(stream, guest_leaves_after_its_end_reached_the_upstream)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_send_data(p, 1, "all", PROTO_FLAG_END_STREAM);
+	dt_upstream_wait_eof(&u);
+	cr_assert_str_eq(u.req, "all");
+	dt_peer_close(p);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	cr_assert_null(dt_b.lingering);
+	dt_upstream_close(&u);
+	free(p);
+}
+
 /* The guest sends a whole stream window, ends its side and leaves before
- * the broker read any of it: the broker's next write to the guest (a
- * WINDOW_UPDATE for what reached the upstream) fails, and what was still
- * unread in the socket is read and relayed all the same. Every byte
- * reaches the upstream, then end of file, never a truncated clean end. */
-Test(stream, guest_leaves_before_broker_reads)
+ * the broker read any of it: the broker's next write to the guest (the
+ * PONG of a PING) fails, and what was still unread in the socket is read
+ * and relayed all the same. Every byte reaches the upstream, then end of
+ * file, never a truncated clean end. A REQUEST it sent after is not
+ * started: nothing is decided or connected for a guest that left. */
+struct gone_case {
+	char name[16];
+	int then_request;
+};
+
+ParameterizedTestParameters(stream, guest_leaves_before_broker_reads)
+{
+	static struct gone_case cases[] = {
+		{ "end", 0 },
+		{ "end-request", 1 },
+	};
+
+	return cr_make_param_array(struct gone_case, cases,
+	    sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct gone_case *c, stream,
+    guest_leaves_before_broker_reads)
 {
 	static char big[PROTO_DATA_MAX];
 	struct dt_peer *p = malloc(sizeof(*p));
@@ -445,13 +489,17 @@ Test(stream, guest_leaves_before_broker_reads)
 		dt_send(p, &m);
 		sent += sizeof(big);
 	}
-	st_end_and_leave(p, &u, sent);
+	st_request(&M, 3, PROTO_TRANSPORT_TCP, 0, u.authority);
+	st_end_and_leave(p, &u, sent, c->then_request ? &M : NULL);
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
 	cr_assert_eq(strtoull(dt_log_last("egress.close", "bytes_out"), NULL,
 			 10),
 	    sent);
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
 	cr_assert_null(dt_b.lingering);
+	cr_assert_eq(dt_log_count("egress.decision"), 1, "%s", c->name);
+	cr_assert_lt(accept4(u.lfd, NULL, NULL, SOCK_NONBLOCK), 0,
+	    "%s: a second connection upstream", c->name);
 	dt_upstream_close(&u);
 	free(p);
 }

@@ -6,6 +6,7 @@
  */
 #include <sys/socket.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,17 +330,19 @@ tunnel_up_write(struct bufferevent *bev, void *arg)
 	tunnel_up_shut(t);
 }
 
-/* A write to the client failed: it closed, or shut its reading side.
- * What it sent before is still read, to its end, and goes upstream
- * (then the upstream's end of file); nothing more goes to it, and the
- * upstream is read no more. */
+/* A write to the client failed with EPIPE: it closed, or shut its
+ * reading side, after its end of file. What it sent before is still
+ * read, to its end, and goes upstream (then the upstream's end of
+ * file); nothing more goes to it, and the upstream is read no more. */
 static void
 tunnel_cl_gone(struct tunnel *t)
 {
 	struct evbuffer *out = bufferevent_get_output(t->cl);
+	size_t undelivered = evbuffer_get_length(out);
 
 	t->cl_gone = 1;
-	(void)evbuffer_drain(out, evbuffer_get_length(out));
+	t->bytes_in -= undelivered < t->bytes_in ? undelivered : t->bytes_in;
+	(void)evbuffer_drain(out, undelivered);
 	(void)bufferevent_disable(t->cl, EV_WRITE);
 	if (t->up != NULL)
 		(void)bufferevent_disable(t->up, EV_READ);
@@ -350,10 +353,15 @@ tunnel_cl_gone(struct tunnel *t)
 
 /* One side closed or failed. An end of file is a half-close, passed on
  * once what that side sent is out; an error is a cut, but for a write
- * to the client that failed (tunnel_cl_gone()). */
+ * to the client that failed with EPIPE (tunnel_cl_gone()). A reset the
+ * write saw first (ECONNRESET) is a cut: the socket's error is then
+ * used up, and the reads after it would end in a false end of file. */
 static void
 tunnel_side_event(struct tunnel *t, int client, short what)
 {
+	int err = EVUTIL_SOCKET_ERROR(); /* of the failed call: callbacks
+					    on these are not deferred */
+
 	if (what & BEV_EVENT_TIMEOUT) {
 		tunnel_finish(t, "timeout");
 		return;
@@ -364,7 +372,7 @@ tunnel_side_event(struct tunnel *t, int client, short what)
 		return;
 	}
 	if ((what & BEV_EVENT_ERROR) && client && (what & BEV_EVENT_WRITING) &&
-	    !t->cl_gone) {
+	    err == EPIPE && !t->cl_gone) {
 		tunnel_cl_gone(t);
 		return;
 	}

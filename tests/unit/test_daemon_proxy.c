@@ -14,8 +14,9 @@
  * with nothing reaching the upstream; methods not relayed as 405;
  * CONNECT tunnels: one idle timer for both ways, half-close both ways
  * passed on as an end of file, a client that left still has what it
- * sent delivered, and every cut (the client's reset, a timeout, the
- * instance removed, a grant revoked) passed on as a reset.
+ * sent delivered, and every cut (the client's reset, also one a write
+ * sees first, a timeout, the instance removed, a grant revoked) passed
+ * on as a reset.
  */
 #include "daemon_test.h"
 
@@ -474,32 +475,67 @@ client_hello(unsigned char *buf, size_t n)
 	return (size_t)len;
 }
 
-Test(proxy, connect_to_an_ip_literal_relays_a_hello_without_sni)
+/* CONNECT to u on the open client C and wait for the 200. */
+static void
+px_connect_on(const struct dt_upstream *u)
 {
-	static unsigned char hello[4096];
-	struct dt_upstream u;
 	char req[256];
-	size_t n = client_hello(hello, sizeof(hello));
 	int i;
 
-	dt_upstream_open(&u);
-	px_open(&C, "app");
 	(void)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
-	    u.authority);
+	    u->authority);
 	px_write(&C, req);
 	for (i = 0; i < DT_ITERS && strstr(C.out, "\r\n\r\n") == NULL; i++) {
 		px_read(&C);
 		dt_step(C.p.fd);
 	}
 	cr_assert_str_eq(C.out, "HTTP/1.1 200 Connection established\r\n\r\n");
+}
+
+/* CONNECT to u on a new client C of "app" and wait for the 200. */
+static void
+px_tunnel_open(struct dt_upstream *u)
+{
+	px_open(&C, "app");
+	px_connect_on(u);
+}
+
+/* Send the n bytes of hello in the tunnel and run the loop until the
+ * upstream read all of them. */
+static void
+px_hello_on(struct dt_upstream *u, const unsigned char *hello, size_t n)
+{
+	int i;
+
 	dt_write_all(C.p.fd, hello, n);
-	for (i = 0; i < DT_ITERS && u.reqlen < n; i++) {
-		dt_upstream_read(&u);
-		dt_step(u.cfd >= 0 ? u.cfd : u.lfd);
+	for (i = 0; i < DT_ITERS && u->reqlen < n; i++) {
+		dt_upstream_read(u);
+		dt_step(u->cfd >= 0 ? u->cfd : u->lfd);
 	}
-	cr_assert_eq(u.reqlen, n, "the upstream got %zu of %zu bytes",
-	    u.reqlen, n);
-	cr_assert(memcmp(u.req, hello, n) == 0);
+	cr_assert_eq(u->reqlen, n, "the upstream got %zu of %zu bytes",
+	    u->reqlen, n);
+	cr_assert(memcmp(u->req, hello, n) == 0);
+}
+
+/* Open a tls-tunnel to a fresh u: CONNECT, the 200, a ClientHello for
+ * its name, and the loop run until the upstream read all of it. */
+static void
+px_tunnel_hello(struct dt_upstream *u)
+{
+	static unsigned char hello[4096];
+	size_t n = client_hello(hello, sizeof(hello));
+
+	dt_upstream_open(u);
+	px_tunnel_open(u);
+	px_hello_on(u, hello, n);
+}
+
+Test(proxy, connect_to_an_ip_literal_relays_a_hello_without_sni)
+{
+	struct dt_upstream u;
+	int i;
+
+	px_tunnel_hello(&u);
 	cr_assert_str_eq(dt_log_last("egress.decision", "transport"),
 	    "tls-tunnel");
 	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
@@ -796,43 +832,6 @@ px_conf_limits(const char *limits)
 	ct_write_str("egressd.ini", text);
 }
 
-/* CONNECT to u and wait for the 200. */
-static void
-px_tunnel_open(struct dt_upstream *u)
-{
-	char req[256];
-	int i;
-
-	px_open(&C, "app");
-	(void)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
-	    u->authority);
-	px_write(&C, req);
-	for (i = 0; i < DT_ITERS && strstr(C.out, "\r\n\r\n") == NULL; i++) {
-		px_read(&C);
-		dt_step(C.p.fd);
-	}
-	cr_assert_str_eq(C.out, "HTTP/1.1 200 Connection established\r\n\r\n");
-}
-
-/* Open a tls-tunnel to a fresh u: CONNECT, the 200, a ClientHello for
- * its name, and the loop run until the upstream read all of it. */
-static void
-px_tunnel_hello(struct dt_upstream *u)
-{
-	static unsigned char hello[4096];
-	size_t n = client_hello(hello, sizeof(hello));
-	int i;
-
-	dt_upstream_open(u);
-	px_tunnel_open(u);
-	dt_write_all(C.p.fd, hello, n);
-	for (i = 0; i < DT_ITERS && u->reqlen < n; i++) {
-		dt_upstream_read(u);
-		dt_step(u->cfd >= 0 ? u->cfd : u->lfd);
-	}
-	cr_assert_eq(u->reqlen, n);
-}
-
 static uint64_t
 px_now_ms(void)
 {
@@ -954,6 +953,7 @@ Test(proxy, tunnel_upstream_half_close)
 	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
 		dt_step(-1);
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
 	dt_upstream_close(&u);
 }
 
@@ -990,6 +990,71 @@ Test(proxy, tunnel_client_gone_still_delivers_what_it_sent)
 	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
 		dt_step(-1);
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+}
+
+/* A TCP client (as on a proxy port) aborts with a reset in the middle of
+ * its upload while the broker still has bytes queued for it: the
+ * broker's write sees the reset first, which uses up the socket's error,
+ * and its reads then end in what looks like an end of file. That is
+ * still a cut: the upstream gets a reset, never a clean end. */
+Test(proxy, tunnel_tcp_client_reset_while_written_resets_upstream)
+{
+	static unsigned char hello[4096];
+	static char chunk[65536];
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	struct linger lg = { 1, 0 };
+	struct dt_upstream u;
+	size_t n = client_hello(hello, sizeof(hello));
+	int lfd, sfd, i, stuck;
+
+	memset(chunk, 'd', sizeof(chunk));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(lfd, 0);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(listen(lfd, 1), 0);
+	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sin, &sl), 0);
+	memset(&C, 0, sizeof(C));
+	C.p.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(C.p.fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	cr_assert_geq(sfd, 0);
+	(void)close(lfd);
+	cr_assert_eq(evutil_make_socket_nonblocking(C.p.fd), 0);
+	cr_assert_eq(session_accept(&dt_b, sfd, "app"), 0);
+
+	dt_upstream_open(&u);
+	px_connect_on(&u);
+	px_hello_on(&u, hello, n);
+	/* The upstream streams to a client that reads nothing, until it can
+	 * write no more for 20 turns: the broker then holds bytes for the
+	 * client it cannot write (it stops reading the upstream only with
+	 * TUNNEL_HIGH queued). */
+	for (i = 0, stuck = 0; i < DT_ITERS && stuck < 20; i++) {
+		ssize_t k;
+		size_t moved = 0;
+
+		while ((k = write(u.cfd, chunk, sizeof(chunk))) > 0)
+			moved += (size_t)k;
+		stuck = moved == 0 ? stuck + 1 : 0;
+		dt_step(-1);
+	}
+	cr_assert_eq(stuck, 20);
+	dt_write_all(C.p.fd, "half an upl", 11);
+	cr_assert_eq(setsockopt(C.p.fd, SOL_SOCKET, SO_LINGER, &lg,
+			 sizeof(lg)),
+	    0);
+	dt_peer_close(&C.p);
+	dt_upstream_expect_reset(&u);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
 	dt_upstream_close(&u);
 }
 
@@ -1042,6 +1107,7 @@ ParameterizedTest(struct tunnel_cut *c, proxy, tunnel_revoked_resets_upstream)
 		dt_step(-1);
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), c->error, "%s",
 	    c->name);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
 	dt_upstream_close(&u);
 }
 

@@ -542,6 +542,7 @@ dial_attempt_cb(evutil_socket_t fd, short what, void *arg)
 	struct dial *d = a->d;
 	socklen_t len = sizeof(int);
 	int soerr = 0;
+	size_t i;
 
 	if (getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 &&
 	    soerr == 0) {
@@ -549,6 +550,18 @@ dial_attempt_cb(evutil_socket_t fd, short what, void *arg)
 			dial_parent_ask(d, a);
 		else
 			dial_won(d, a);
+		return;
+	}
+	if (soerr == ECONNRESET || soerr == EPIPE) {
+		/* Connected, then reset before this ran. Reading SO_ERROR
+		 * used the error up: the socket would now read what came
+		 * before the reset and then a false end of file, so it is
+		 * never handed over. Not a failed connect either: the
+		 * destination failed, no other address is tried. */
+		for (i = 0; i < d->naddrs; i++)
+			dial_attempt_close(&d->att[i]);
+		(void)event_del(d->stagger);
+		dial_finish(d, EGRESS_ERR_UPSTREAM_PROTOCOL, NULL);
 		return;
 	}
 	dial_attempt_failed(d, a);

@@ -112,6 +112,9 @@ struct dial_params {
  * (borrowed for the call). Otherwise bev and used are NULL and err is
  * EGRESS_ERR_CONNECT_FAILED (every address refused or unreachable, or
  * through a parent: the parent unreachable or refusing each CONNECT),
+ * EGRESS_ERR_UPSTREAM_PROTOCOL (a connection was made and reset before
+ * it was handed over: the destination's failure, no other address is
+ * tried, and the reset is never passed on as a usable connection),
  * EGRESS_ERR_TLS_FAILED (handshake or certificate verification failed),
  * EGRESS_ERR_TIMEOUT (the deadline passed), EGRESS_ERR_BUDGET_EXHAUSTED
  * (the tag's share of handshakes in progress is used up) or

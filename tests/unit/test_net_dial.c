@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,6 +423,54 @@ Test(broker_dial, refused_then_next_address)
 	cr_assert_eq(o.err, 0);
 	cr_assert_str_eq(o.used, "127.0.0.1");
 	bufferevent_free(o.bev);
+	server_stop(&s);
+	event_base_free(base);
+}
+
+/* The destination accepts, sends and resets before the dial's callback
+ * ran: reading SO_ERROR there uses the reset up, and the socket would
+ * then read the bytes and a false end of file. Never handed over:
+ * upstream-protocol-error, and no other address is tried (127.0.0.2
+ * would be refused: connect-failed). */
+Test(broker_dial, reset_before_the_callback_is_not_a_connection)
+{
+	struct event_base *base = event_base_new();
+	struct server s;
+	struct policy_addr a[2];
+	struct policy_host h;
+	struct dial_params p;
+	struct outcome o;
+	struct linger lg = { 1, 0 };
+	struct pollfd pfd;
+	int c;
+
+	server_start(&s, base, NULL, 1); /* accepts only when told */
+	memset(&o, 0, sizeof(o));
+	host_of("pinned.test", &h);
+	cr_assert_eq(policy_addr_parse("127.0.0.1", &a[0]), 0);
+	cr_assert_eq(policy_addr_parse("127.0.0.2", &a[1]), 0);
+	memset(&p, 0, sizeof(p));
+	p.host = &h;
+	p.port = s.port;
+	p.addrs = a;
+	p.naddrs = 2;
+	p.timeout_ms = 2000;
+	cr_assert_eq(dial_start(base, NULL, &p, outcome_cb, &o, NULL), 0);
+	/* One turn starts the first attempt; its callback needs another. */
+	cr_assert(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK) != -1);
+	cr_assert_eq(o.calls, 0);
+	pfd.fd = s.lfd;
+	pfd.events = POLLIN;
+	cr_assert_eq(poll(&pfd, 1, 2000), 1, "the connection never came");
+	c = accept4(s.lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(c, 0);
+	cr_assert_eq(write(c, "xyz", 3), 3);
+	cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	(void)close(c);
+	while (o.calls == 0)
+		cr_assert(event_base_loop(base, EVLOOP_ONCE) == 0);
+	cr_assert_eq(o.err, EGRESS_ERR_UPSTREAM_PROTOCOL, "err %d", o.err);
+	cr_assert_null(o.bev);
 	server_stop(&s);
 	event_base_free(base);
 }

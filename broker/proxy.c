@@ -66,6 +66,12 @@ struct proxy_conn {
 	struct proxy_conn *next, *prev;
 	struct broker *b;
 	struct bufferevent *bev;
+	/* A plain socket's output: written straight to the socket once the
+	 * loop iteration's callbacks ran (proxy_flush_cb), through the
+	 * bufferevent only what the socket refused. NULL under TLS. */
+	struct evbuffer *stage;
+	struct event *flush_ev;
+	int flush_pending;
 	char instance[CONF_NAME_MAX + 1];
 	unsigned flags;
 	int shared;
@@ -117,21 +123,41 @@ static void proxy_event_cb(struct bufferevent *bev, short what, void *arg);
 
 /* ---- Output ------------------------------------------------------------ */
 
+/* Where the front's own output goes: the stage, written once the
+ * current callbacks ran; under TLS, and while a tunnel owns the
+ * connection (it writes the bufferevent itself), the bufferevent. */
 static struct evbuffer *
 proxy_out(struct proxy_conn *c)
 {
-	return bufferevent_get_output(c->bev);
+	if (c->stage == NULL || c->tun != NULL)
+		return bufferevent_get_output(c->bev);
+	if (!c->flush_pending) {
+		c->flush_pending = 1;
+		event_active(c->flush_ev, EV_WRITE, 0);
+	}
+	return c->stage;
 }
 
-/* Bytes not yet written to the socket: the output, and under TLS the
- * records made of it. */
+/* Bytes not yet written to the socket: the stage, the output, and
+ * under TLS the records made of it. */
 static size_t
 proxy_out_len(struct proxy_conn *c)
 {
 	struct bufferevent *u = bufferevent_get_underlying(c->bev);
 
-	return evbuffer_get_length(proxy_out(c)) +
+	return evbuffer_get_length(bufferevent_get_output(c->bev)) +
+	    (c->stage != NULL ? evbuffer_get_length(c->stage) : 0) +
 	    (u != NULL ? evbuffer_get_length(bufferevent_get_output(u)) : 0);
+}
+
+/* Hand what is staged to the bufferevent, behind what it holds: before
+ * anything else writes it (a tunnel). */
+static int
+proxy_unstage(struct proxy_conn *c)
+{
+	if (c->stage == NULL || evbuffer_get_length(c->stage) == 0)
+		return 0;
+	return evbuffer_add_buffer(bufferevent_get_output(c->bev), c->stage);
 }
 
 /* Under TLS the records count too (the filter keeps them below
@@ -553,20 +579,16 @@ proxy_request_done(void *arg, struct request *r)
 	proxy_schedule(c);
 }
 
-/* Answer whether the snapshot in force relays method m (NULL: unknown). */
+/* Answer whether snapshot ref relays method m (ref NULL: no snapshot
+ * in force, and the pipeline answers policy-unavailable). */
 static int
-proxy_method_ok(struct proxy_conn *c, const char *m, size_t n)
+proxy_method_ok(const struct confref *ref, const char *m, size_t n)
 {
-	struct confref *ref;
-	int ok;
-
-	if ((ref = confstate_get_for(&c->b->conf, c->instance)) == NULL)
-		return 1; /* the pipeline answers policy-unavailable */
-	ok = http1_method_is_allowed(m, n,
+	if (ref == NULL)
+		return 1;
+	return http1_method_is_allowed(m, n,
 	    (const char *const *)ref->snap->extra_methods,
 	    ref->snap->nextra_methods);
-	confref_unref(ref);
-	return ok;
 }
 
 /*
@@ -574,7 +596,8 @@ proxy_method_ok(struct proxy_conn *c, const char *m, size_t n)
  * when the front refused it (answered, the connection closing).
  */
 static int
-proxy_begin(struct proxy_conn *c, const struct http1_req *q)
+proxy_begin(struct proxy_conn *c, const struct http1_req *q,
+    const struct confref *ref)
 {
 	static struct proto_msg m;
 	struct http1_req_refusal why;
@@ -588,7 +611,7 @@ proxy_begin(struct proxy_conn *c, const struct http1_req *q)
 	c->body_done = !q->chunked && q->content_length <= 0;
 	c->resp_started = c->resp_done = 0;
 	c->framing = PX_NOBODY;
-	if (!proxy_method_ok(c, q->method, q->method_len)) {
+	if (!proxy_method_ok(ref, q->method, q->method_len)) {
 		proxy_refuse(c, 405, "method", "method not relayed");
 		return -1;
 	}
@@ -733,12 +756,11 @@ same_secret(const char *a, size_t na, const char *b, size_t nb)
  */
 static unsigned
 proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
-    const char **ret_detail)
+    const struct confref *ref, const char **ret_detail)
 {
 	char buf[CONF_TOKEN_MAX + 128];
 	const struct http1_header *h = NULL;
 	const struct conf_instance *ci;
-	struct confref *ref;
 	const char *pw;
 	size_t i, n;
 	unsigned rv = 407;
@@ -756,7 +778,7 @@ proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
 		*ret_detail = "no Proxy-Authorization";
 		return 407;
 	}
-	if ((ref = confstate_get_for(&c->b->conf, c->instance)) == NULL) {
+	if (ref == NULL) {
 		*ret_detail = "policy-unavailable";
 		return 407;
 	}
@@ -768,7 +790,6 @@ proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
 	    same_secret(pw, n, ci->proxy_token, strlen(ci->proxy_token)))
 		rv = 0;
 	explicit_bzero(buf, sizeof(buf));
-	confref_unref(ref);
 	return rv;
 }
 
@@ -813,12 +834,17 @@ proxy_connect(struct proxy_conn *c, const struct http1_req *q, size_t hl)
 		return 0;
 	}
 	(void)evbuffer_drain(bufferevent_get_input(c->bev), hl);
+	if (proxy_unstage(c) != 0)
+		return -1;
 	c->state = PX_TUNNEL;
 	if (tunnel_start(c->b, c->instance, c->bev, &dest, proxy_tunnel_done,
 		c, &c->tun) != 0)
 		return -1;
 	return 0;
 }
+
+static int proxy_take_head(struct proxy_conn *c, const struct http1_req *q,
+    size_t hl, const struct confref *ref);
 
 /* Read a head from the input and start its request. */
 static int
@@ -828,11 +854,10 @@ proxy_read_head(struct proxy_conn *c)
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	struct policy_err perr;
 	size_t n = evbuffer_get_length(in);
-	const char *detail = NULL;
-	unsigned status;
+	struct confref *ref;
 	long hl;
 	char *p;
-	int err;
+	int err, rv;
 
 	if (n == 0)
 		return 0;
@@ -870,8 +895,27 @@ proxy_read_head(struct proxy_conn *c)
 		return 0;
 	}
 	c->minor = q->minor;
+	/* One snapshot for the front's checks of this head (its token, its
+	 * method): one look at the files behind it. */
+	ref = confstate_get_for(&c->b->conf, c->instance);
+	rv = proxy_take_head(c, q, (size_t)hl, ref);
+	if (ref != NULL)
+		confref_unref(ref);
+	return rv;
+}
+
+/* The parsed head q of hl bytes, checked against snapshot ref (NULL:
+ * none in force): authorize, then tunnel or start its request. */
+static int
+proxy_take_head(struct proxy_conn *c, const struct http1_req *q, size_t hl,
+    const struct confref *ref)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	const char *detail = NULL;
+	unsigned status;
+
 	if ((c->flags & PROXY_AUTH) &&
-	    (status = proxy_check_auth(c, q, &detail)) != 0) {
+	    (status = proxy_check_auth(c, q, ref, &detail)) != 0) {
 		/* The same answer whichever instance, token or none. */
 		proxy_log_refusal(c, status, "auth", detail);
 		c->body_done = 0;
@@ -898,10 +942,10 @@ proxy_read_head(struct proxy_conn *c)
 		proxy_ports_resume(c->b, c->instance);
 	}
 	if (q->form == HTTP1_REQ_AUTHORITY)
-		return proxy_connect(c, q, (size_t)hl);
-	if (proxy_begin(c, q) != 0)
+		return proxy_connect(c, q, hl);
+	if (proxy_begin(c, q, ref) != 0)
 		return c->closing ? 0 : -1;
-	(void)evbuffer_drain(in, (size_t)hl); /* q is no longer read */
+	(void)evbuffer_drain(in, hl); /* q is no longer read */
 	return 1;
 }
 
@@ -1023,6 +1067,30 @@ proxy_write_cb(struct bufferevent *bev, void *arg)
 	broker_mem_trim(c->b, c->instance, &c->mem, proxy_out_len(c), 0);
 }
 
+/* The staged output to the socket at once when nothing is queued
+ * before it; what the socket refuses (or an error) is the
+ * bufferevent's, which calls proxy_write_cb once it is written. */
+static void
+proxy_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	c->flush_pending = 0;
+	if (evbuffer_get_length(c->stage) == 0)
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		(void)evbuffer_write(c->stage, bufferevent_getfd(c->bev));
+	if (evbuffer_get_length(c->stage) > 0) {
+		if (proxy_unstage(c) != 0)
+			proxy_free(c);
+		return;
+	}
+	/* All of it taken: what the write callback would have done. */
+	proxy_write_cb(c->bev, c);
+}
+
 static void
 proxy_mem_wake(void *arg)
 {
@@ -1090,6 +1158,10 @@ proxy_free(struct proxy_conn *c)
 	broker_mem_trim(b, c->instance, &c->mem, 0, 1);
 	if (c->defer != NULL)
 		event_free(c->defer);
+	if (c->flush_ev != NULL)
+		event_free(c->flush_ev);
+	if (c->stage != NULL)
+		evbuffer_free(c->stage);
 	if (c->head_timer != NULL)
 		event_free(c->head_timer);
 	if (c->under_cb != NULL)
@@ -1182,7 +1254,7 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 	struct proto_msg m;
 	int shared = (flags & PROXY_SHARED) != 0;
 	int hs = (flags & PROXY_HANDSHAKE) != 0;
-	int err = EGRESS_ERR_AGAIN, one = 1;
+	int err = EGRESS_ERR_AGAIN, one = 1, plain = 0;
 
 	if (b->draining || strlen(instance) > CONF_NAME_MAX ||
 	    b->nsessions >= SESSIONS_MAX)
@@ -1243,12 +1315,17 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 		    sizeof(one));
 		c->bev = bufferevent_socket_new(b->base, fd,
 		    BEV_OPT_CLOSE_ON_FREE);
+		c->stage = evbuffer_new();
+		c->flush_ev = event_new(b->base, -1, 0, proxy_flush_cb, c);
+		plain = 1;
 	}
 	if (c->bev != NULL)
 		fd = -1;
 	if (c->pc.state != PROTO_CONN_OPEN || c->parser == NULL ||
 	    c->body == NULL || c->defer == NULL || c->head_timer == NULL ||
-	    c->bev == NULL || proxy_take_input(c, in) != 0) {
+	    c->bev == NULL ||
+	    (plain && (c->stage == NULL || c->flush_ev == NULL)) ||
+	    proxy_take_input(c, in) != 0) {
 		proxy_free(c);
 		err = EGRESS_ERR_NOMEM;
 		c = NULL;
@@ -1376,8 +1453,12 @@ proxy_drain_all(struct broker *b)
 void
 proxy_free_all(struct broker *b)
 {
-	while (b->proxies != NULL)
-		proxy_free(b->proxies);
+	struct proxy_conn *c, *next;
+
+	for (c = b->proxies; c != NULL; c = next) {
+		next = c->next;
+		proxy_free(c);
+	}
 }
 
 struct proxy_revoke {

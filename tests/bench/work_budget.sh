@@ -2,14 +2,17 @@
 # SPDX-License-Identifier: ISC
 #
 # Work per request, which load cannot move: a fixed count of keep-alive
-# /small requests through egressd (one stream, the shim, a loopback
-# nginx) must stay within the budgets of tests/bench/budgets.txt:
-#   syscalls_per_request      system calls of the broker (strace -c -f,
-#                             attached for the measured requests only);
-#   instructions_per_request  the broker's instructions (valgrind's
-#                             callgrind, its counters zeroed after the
-#                             warm-up and dumped after the measured
-#                             requests).
+# /small requests through egressd (one stream or connection, a loopback
+# nginx) must stay within the budgets of tests/bench/budgets.txt, for
+# each way in: the shim (an instance socket) and the proxy front (the
+# instance's proxy_listen port, absolute-form requests with its token):
+#   syscalls_per_request          system calls of the broker (strace -c
+#   proxy_syscalls_per_request    -f, attached for the measured requests
+#                                 only);
+#   instructions_per_request      the broker's instructions (valgrind's
+#   proxy_instructions_per_request callgrind, its counters zeroed after
+#                                 the warm-up and dumped after the
+#                                 measured requests).
 # The budgets may only go down: lower them when a change makes the broker
 # do less. Prints the measured figures. Loopback only.
 #
@@ -40,82 +43,132 @@ lab_certs
 lab_nginx 1 || fail "nginx did not start: $(cat "$T/nginx/error.log")"
 U=http://127.0.0.1:$HTTP_PORT/small
 
-# run N: N keep-alive requests on one stream, all answered.
-run()
+# For the proxy front only (its token file is one more file a request
+# checks), the instance listens on a port of its own with a token.
+PROXY_PORT=$(lab_free_port)
+LAB_PROXY_TOKEN=budget-proxy-token-0123456789
+
+# start WAY [WRAP...]: egressd configured for WAY, behind WRAP.
+start()
 {
-	local line
-	line=$(timeout 300 "$BENCH" -m shim -s "$EGRESS_SOCK" -c 1 -n "$1" \
-	    "$U" 2>"$T/err") || fail "egress-bench: $(cat "$T/err")"
-	jq -e --argjson n "$1" '.errors == 0 and .requests == $n' \
-	    <<<"$line" >/dev/null || fail "egress-bench: $line"
+	local way=$1
+
+	shift
+	LAB_PROXY_PORT=
+	[ "$way" = shim ] || LAB_PROXY_PORT=$PROXY_PORT
+	EGRESS_WRAP_CMD=("$@")
+	lab_egressd "$EGRESSD"
 }
 
-# warm EPOCH: warm-up requests until two seconds have passed since EPOCH
-# (the configuration was written then): a file changed within the last
-# second is "racy" and re-read on every request until that second has
-# passed, which is not the steady state measured here.
+# run WAY N: N keep-alive requests on one stream (shim) or one client
+# connection (proxy), all answered.
+run()
+{
+	local line args=(-m shim -s "$EGRESS_SOCK")
+
+	[ "$1" = shim ] || args=(-m proxy -x "127.0.0.1:$LAB_PROXY_PORT"
+	    -a "bench:$LAB_PROXY_TOKEN")
+	line=$(timeout 300 "$BENCH" "${args[@]}" -c 1 -n "$2" "$U" \
+	    2>"$T/err") || fail "egress-bench ($1): $(cat "$T/err")"
+	jq -e --argjson n "$2" '.errors == 0 and .requests == $n' \
+	    <<<"$line" >/dev/null || fail "egress-bench ($1): $line"
+}
+
+# warm WAY EPOCH: warm-up requests until two seconds have passed since
+# EPOCH (the configuration was written then): a file changed within the
+# last second is "racy" and re-read on every request until that second
+# has passed, which is not the steady state measured here.
 warm()
 {
-	run 200
-	while [ $(($(date +%s) - $1)) -lt 2 ]; do
-		run 50
+	run "$1" 200
+	while [ $(($(date +%s) - $2)) -lt 2 ]; do
+		run "$1" 50
 	done
 }
 
-# 1. System calls.
-t0=$(date +%s)
-lab_egressd "$EGRESSD" || fail "egressd did not start"
-warm "$t0"
-strace -c -f -q -o "$T/strace.txt" -p "$EGRESSD_PID" &
-spid=$!
-for _ in $(seq 100); do
-	grep -q TracerPid:.*[1-9] "/proc/$EGRESSD_PID/status" && break
-	sleep 0.05
-done
-grep -q 'TracerPid:.*[1-9]' "/proc/$EGRESSD_PID/status" ||
-    fail "strace did not attach"
-COUNT=2000
-run "$COUNT"
-kill -INT "$spid"
-wait "$spid" 2>/dev/null || true
-# The total line: % time, seconds, usecs/call, calls, [errors], "total".
-calls=$(awk '$NF == "total" { print $4 }' "$T/strace.txt")
-[ -z "${WORK_BUDGET_KEEP:-}" ] || cp "$T/strace.txt" "$WORK_BUDGET_KEEP.strace"
-[ -n "$calls" ] || fail "no strace summary: $(cat "$T/strace.txt")"
-per=$(awk -v c="$calls" -v n="$COUNT" 'BEGIN { printf "%.2f", c / n }')
-max=$(budget syscalls_per_request)
-echo "# syscalls per request: $per (budget $max; $calls in $COUNT requests)"
-awk -v p="$per" -v m="$max" 'BEGIN { exit !(p <= m) }' ||
-    fail "syscalls per request $per over the budget $max"
-ok "syscalls per request $per within $max"
-kill "$EGRESSD_PID"
-wait "$EGRESSD_PID" 2>/dev/null || true
+# The budget's key for WAY's figure NAME.
+key()
+{
+	if [ "$1" = shim ]; then echo "$2"; else echo "proxy_$2"; fi
+}
 
-# 2. Instructions: egressd under callgrind; after the warm-up its counters
-# are zeroed, COUNT requests run, and the counters are dumped: the dump
-# holds the measured requests only (and whatever the loop did meanwhile).
-COUNT=1000
-out=$T/callgrind.out
-EGRESS_WRAP_CMD=(valgrind --tool=callgrind --callgrind-out-file="$out"
-    --dump-instr=no)
-t0=$(date +%s)
-lab_egressd "$EGRESSD" || fail "egressd under callgrind did not start"
-warm "$t0"
-callgrind_control -z "$EGRESSD_PID" >/dev/null || fail "callgrind_control -z"
-run "$COUNT"
-callgrind_control -d "$EGRESSD_PID" >/dev/null || fail "callgrind_control -d"
-kill "$EGRESSD_PID"
-wait "$EGRESSD_PID" 2>/dev/null || true
-dump=$(ls "$out".* 2>/dev/null | sort -t. -k3 -n | head -n 1)
-[ -n "$dump" ] || fail "no callgrind dump"
-callgrind_annotate "$dump" >"$dump.txt" 2>/dev/null || true
-[ -z "${WORK_BUDGET_KEEP:-}" ] || cp "$dump.txt" "$WORK_BUDGET_KEEP.callgrind"
-ir=$(awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }' \
-    "$dump.txt")
-[ -n "$ir" ] || fail "no callgrind total in $dump"
-per=$((ir / COUNT))
-max=$(budget instructions_per_request)
-echo "# instructions per request: $per (budget $max; $ir in $COUNT requests)"
-[ "$per" -le "$max" ] || fail "instructions per request $per over the budget $max"
-ok "instructions per request $per within $max"
+# syscalls WAY: the broker's system calls per request, strace attached
+# for the measured requests only.
+syscalls()
+{
+	local t0 spid calls per max count=2000
+
+	t0=$(date +%s)
+	start "$1" || fail "egressd did not start"
+	warm "$1" "$t0"
+	strace -c -f -q -o "$T/strace.txt" -p "$EGRESSD_PID" &
+	spid=$!
+	for _ in $(seq 100); do
+		grep -q 'TracerPid:.*[1-9]' "/proc/$EGRESSD_PID/status" && break
+		sleep 0.05
+	done
+	grep -q 'TracerPid:.*[1-9]' "/proc/$EGRESSD_PID/status" ||
+	    fail "strace did not attach"
+	run "$1" "$count"
+	kill -INT "$spid"
+	wait "$spid" 2>/dev/null || true
+	# The total line: % time, seconds, usecs/call, calls, [errors], "total".
+	calls=$(awk '$NF == "total" { print $4 }' "$T/strace.txt")
+	[ -z "${WORK_BUDGET_KEEP:-}" ] ||
+	    cp "$T/strace.txt" "$WORK_BUDGET_KEEP.$1.strace"
+	[ -n "$calls" ] || fail "no strace summary: $(cat "$T/strace.txt")"
+	per=$(awk -v c="$calls" -v n="$count" 'BEGIN { printf "%.2f", c / n }')
+	max=$(budget "$(key "$1" syscalls_per_request)")
+	[ -n "$max" ] || fail "no budget $(key "$1" syscalls_per_request)"
+	echo "# $1: syscalls per request: $per (budget $max;" \
+	    "$calls in $count requests)"
+	awk -v p="$per" -v m="$max" 'BEGIN { exit !(p <= m) }' ||
+	    fail "$1: syscalls per request $per over the budget $max"
+	ok "$1: syscalls per request $per within $max"
+	kill "$EGRESSD_PID"
+	wait "$EGRESSD_PID" 2>/dev/null || true
+}
+
+# instructions WAY: egressd under callgrind; after the warm-up its
+# counters are zeroed, the measured requests run, and the counters are
+# dumped: the dump holds those requests only (and whatever the loop did
+# meanwhile).
+instructions()
+{
+	local t0 out dump ir per max count=1000
+
+	out=$T/callgrind.$1.out
+	t0=$(date +%s)
+	start "$1" valgrind --tool=callgrind --callgrind-out-file="$out" \
+	    --dump-instr=no || fail "egressd under callgrind did not start"
+	warm "$1" "$t0"
+	callgrind_control -z "$EGRESSD_PID" >/dev/null ||
+	    fail "callgrind_control -z"
+	run "$1" "$count"
+	callgrind_control -d "$EGRESSD_PID" >/dev/null ||
+	    fail "callgrind_control -d"
+	kill "$EGRESSD_PID"
+	wait "$EGRESSD_PID" 2>/dev/null || true
+	dump=$(ls "$out".* 2>/dev/null | sort -V | head -n 1)
+	[ -n "$dump" ] || fail "no callgrind dump"
+	callgrind_annotate "$dump" >"$dump.txt" 2>/dev/null || true
+	[ -z "${WORK_BUDGET_KEEP:-}" ] ||
+	    cp "$dump.txt" "$WORK_BUDGET_KEEP.$1.callgrind"
+	ir=$(awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }' \
+	    "$dump.txt")
+	[ -n "$ir" ] || fail "no callgrind total in $dump"
+	per=$((ir / count))
+	max=$(budget "$(key "$1" instructions_per_request)")
+	[ -n "$max" ] || fail "no budget $(key "$1" instructions_per_request)"
+	echo "# $1: instructions per request: $per (budget $max;" \
+	    "$ir in $count requests)"
+	[ "$per" -le "$max" ] ||
+	    fail "$1: instructions per request $per over the budget $max"
+	ok "$1: instructions per request $per within $max"
+}
+
+for way in shim proxy; do
+	syscalls "$way"
+	instructions "$way"
+done
 echo "1..$N"

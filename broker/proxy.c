@@ -25,7 +25,6 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <jansson.h>
 
 #include <egress/error.h>
 
@@ -39,6 +38,7 @@
 #include "broker/net/share.h"
 #include "broker/proxy.h"
 #include "broker/proxy_port.h"
+#include "broker/proxy_refusal.h"
 #include "broker/request.h"
 #include "broker/session.h"
 #include "broker/tunnel.h"
@@ -227,94 +227,16 @@ proxy_reply(struct proxy_conn *c, unsigned status, const char *error,
 	c->resp_done = 1;
 }
 
-static void
-proxy_refusal_event(const char *instance, unsigned status, const char *error,
-    const char *detail, unsigned long long n)
-{
-	json_t *o;
-
-	o = json_pack("{s:s?, s:i, s:s?, s:o, s:I}", "instance", instance,
-	    "status", (int)status, "error", error, "detail",
-	    detail != NULL ? log_bounded_string(detail, strlen(detail)) :
-			     json_null(),
-	    "refused", (json_int_t)n);
-	if (o != NULL)
-		log_event("egress.proxy", o);
-}
-
-/*
- * Refusals of callers not (yet) authenticated on a port: the first of a
- * burst is logged at once; the ones that follow within a second are
- * counted and logged together a second later (instance, error and detail
- * null where they were not all the same), so that a flood without the
- * token costs one event per second and none goes unreported.
- */
-static struct {
-	struct event *timer;
-	unsigned long long pending;
-	char instance[CONF_NAME_MAX + 1];
-	unsigned status;
-	const char *error;
-	char detail[128];
-	int mixed;
-} unauth;
-
-static void
-proxy_unauth_flush(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	if (unauth.pending == 0)
-		return;
-	proxy_refusal_event(unauth.mixed ? NULL : unauth.instance,
-	    unauth.status, unauth.mixed ? NULL : unauth.error,
-	    unauth.mixed ? NULL : unauth.detail, unauth.pending);
-	unauth.pending = 0;
-	unauth.mixed = 0;
-}
-
-static void
-proxy_log_unauth(struct proxy_conn *c, unsigned status, const char *error,
-    const char *detail)
-{
-	const struct timeval one = { 1, 0 };
-
-	if (unauth.timer == NULL &&
-	    (unauth.timer = evtimer_new(c->b->base, proxy_unauth_flush,
-		 NULL)) == NULL) {
-		proxy_refusal_event(c->instance, status, error, detail, 1);
-		return;
-	}
-	if (evtimer_pending(unauth.timer, NULL)) {
-		if (unauth.pending == 0) {
-			(void)snprintf(unauth.instance,
-			    sizeof(unauth.instance), "%s", c->instance);
-			unauth.status = status;
-			unauth.error = error;
-			(void)snprintf(unauth.detail, sizeof(unauth.detail),
-			    "%s", detail);
-		} else if (strcmp(unauth.instance, c->instance) != 0 ||
-		    unauth.status != status || unauth.error != error ||
-		    strncmp(unauth.detail, detail,
-			sizeof(unauth.detail) - 1) != 0)
-			unauth.mixed = 1;
-		unauth.pending++;
-		return;
-	}
-	proxy_refusal_event(c->instance, status, error, detail, 1);
-	(void)evtimer_add(unauth.timer, &one);
-}
-
 /* Log a refusal the front made itself (no request reached the pipeline). */
 static void
 proxy_log_refusal(struct proxy_conn *c, unsigned status, const char *error,
     const char *detail)
 {
 	if (c->preauth)
-		proxy_log_unauth(c, status, error, detail);
+		proxy_refusal_log_unauth(c->b->base, c->instance, status,
+		    error, detail);
 	else
-		proxy_refusal_event(c->instance, status, error, detail, 1);
+		proxy_refusal_log(c->instance, status, error, detail);
 }
 
 /* Refuse the request being read: reply, log, and close after. */

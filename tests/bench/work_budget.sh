@@ -56,6 +56,7 @@ start()
 	shift
 	LAB_PROXY_PORT=
 	[ "$way" = shim ] || LAB_PROXY_PORT=$PROXY_PORT
+	# shellcheck disable=SC2034 # read by lab_egressd (lab.sh)
 	EGRESS_WRAP_CMD=("$@")
 	lab_egressd "$EGRESSD"
 }

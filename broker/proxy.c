@@ -1041,10 +1041,14 @@ proxy_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
-	    c->r != NULL && c->body_done) {
-		/* Half-closed after its request: answer it and the complete
-		 * requests sent after it, in order, then close. */
+	    c->tun == NULL && (c->r == NULL || c->body_done)) {
+		/* Half-closed with no request body due: answer the request
+		 * in flight and the complete ones sent after it, in order,
+		 * write every response queued, then close. A response still
+		 * queued is never cut by the client's end. */
 		c->eof = 1;
+		if (c->r == NULL)
+			proxy_schedule(c);
 		return;
 	}
 	proxy_free(c);

@@ -7,7 +7,8 @@
  * reads back and what reached the loopback upstream the test answers by
  * hand: allowed requests (origin-form with Host, absolute-form) relayed
  * with hop-by-hop and Proxy-* headers dropped; keep-alive and pipelined
- * requests answered in order; bodies with Content-Length and chunked;
+ * requests answered in order, a half-close never cutting an answer
+ * already queued; bodies with Content-Length and chunked;
  * denials as 403 with the masked message and X-Egress-Error; a broken
  * configuration as 403 (policy-unavailable in the log); the framing
  * attacks (CL+TE, two Content-Lengths, obs-fold, bad chunking) as 400
@@ -1163,5 +1164,49 @@ Test(proxy, pipelined_requests_after_a_half_close_are_answered)
 	c = b != NULL ? strstr(b + 1, "HTTP/1.1 403 Forbidden\r\n") : NULL;
 	cr_assert(a != NULL && b != NULL && c != NULL && a < b, "%s", C.out);
 	cr_assert_eq(dt_log_count("egress.decision"), 3);
+	dt_upstream_close(&u);
+}
+
+/* A client that half-closes once its response is on the way (the request
+ * over, part of the answer still queued in the broker because the client
+ * has not read yet) still reads all of that answer, then the end. */
+Test(proxy, a_half_close_never_cuts_a_queued_response)
+{
+	enum { BODY = 300 * 1024 };
+	struct dt_upstream u;
+	char req[512], head[128];
+	char *reply;
+	int avail = 0, i;
+	size_t hl;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(req, sizeof(req), "GET http://%s/big HTTP/1.1\r\n\r\n",
+	    u.authority);
+	px_write(&C, req);
+	dt_upstream_wait_request(&u);
+	hl = (size_t)snprintf(head, sizeof(head),
+	    "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", BODY);
+	reply = malloc(hl + BODY + 1);
+	cr_assert(reply != NULL);
+	memcpy(reply, head, hl);
+	memset(reply + hl, 'b', BODY);
+	reply[hl + BODY] = '\0';
+	dt_upstream_reply(&u, reply);
+	free(reply);
+	/* The exchange is over at the broker before the client reads. */
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") < 1; i++)
+		dt_step(u.cfd);
+	cr_assert_eq(dt_log_count("egress.close"), 1);
+	cr_assert_eq(ioctl(C.p.fd, FIONREAD, &avail), 0);
+	cr_assert_lt((size_t)avail, BODY, "the whole answer fit the socket");
+
+	cr_assert_eq(shutdown(C.p.fd, SHUT_WR), 0);
+	px_wait(&C, 0, NULL, NULL); /* to the end */
+	cr_assert(strncmp(C.out, "HTTP/1.1 200 OK\r\n", 17) == 0, "%.64s",
+	    C.out);
+	hl = (size_t)(strstr(C.out, "\r\n\r\n") - C.out) + 4;
+	cr_assert_eq(C.len - hl, BODY, "read %zu of %d body bytes", C.len - hl,
+	    BODY);
 	dt_upstream_close(&u);
 }

@@ -377,7 +377,10 @@ tunnel_side_event(struct tunnel *t, int client, short what)
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
-		tunnel_finish(t, client ? "cancelled" : "connect-failed");
+		/* Connected and relaying: the upstream's failure is no
+		 * failure to connect (a tcp stream's label too). */
+		tunnel_finish(t,
+		    client ? "cancelled" : "upstream-protocol-error");
 		return;
 	}
 	if (client) {

@@ -907,6 +907,66 @@ Test(proxy, tunnel_client_reset_resets_upstream)
 	dt_upstream_close(&u);
 }
 
+/* An upstream that resets a relaying tunnel, before or after its own end
+ * of file: the client's connection ends and the close says the
+ * upstream failed (upstream-protocol-error, as for a tcp stream), not
+ * that it could not be reached. */
+struct up_reset_case {
+	char name[32];
+	int fin_first; /* the upstream half-closes, then resets */
+};
+
+static struct up_reset_case up_reset_cases[] = {
+	{ "reset while relaying", 0 },
+	{ "reset after its end of file", 1 },
+};
+
+ParameterizedTestParameters(proxy, tunnel_upstream_reset_is_an_upstream_error)
+{
+	return cr_make_param_array(struct up_reset_case, up_reset_cases,
+	    sizeof(up_reset_cases) / sizeof(up_reset_cases[0]));
+}
+
+ParameterizedTest(struct up_reset_case *c, proxy,
+    tunnel_upstream_reset_is_an_upstream_error)
+{
+	struct dt_upstream u;
+	struct linger lg = { 1, 0 };
+	int i;
+
+	px_tunnel_hello(&u);
+	if (c->fin_first) {
+		(void)shutdown(u.cfd, SHUT_WR);
+		for (i = 0; i < DT_ITERS && !C.eof; i++) {
+			px_read(&C);
+			dt_step(C.p.fd);
+		}
+		cr_assert(C.eof, "the upstream's end was not passed on");
+		cr_assert_eq(dt_log_count("egress.close"), 0, "%s", c->name);
+		C.eof = 0;
+		u.reqlen = 0;
+		px_write(&C, "still sending");
+		for (i = 0; i < DT_ITERS && u.reqlen < 13; i++) {
+			dt_upstream_read(&u);
+			dt_step(u.cfd);
+		}
+		cr_assert_eq(u.reqlen, 13, "the tunnel stopped relaying");
+	}
+	cr_assert_eq(setsockopt(u.cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
+	    0);
+	(void)close(u.cfd);
+	u.cfd = -1;
+	if (c->fin_first)
+		px_write(&C, "into a reset upstream");
+	px_wait(&C, 0, NULL, NULL);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"),
+	    "upstream-protocol-error", "%s", c->name);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+}
+
 /* The client ends its side of a tunnel cleanly (shutdown): the upstream
  * reads what it sent, then end of file, and still answers; the tunnel
  * ends cleanly once the upstream ends too. */

@@ -136,9 +136,11 @@ struct broker {
 	struct nat64disc_result nat64; /* the last discovery's outcome */
 	time_t started;
 
-	/* Bumped by every guest read and upstream event: the busy-poll
-	 * loop ([broker] busy_poll_us, egressd.c) spins while it moves. */
+	/* Bumped by every guest read and upstream event: the polling loop
+	 * (spin.h, egressd.c) polls while it moves. */
 	unsigned long activity;
+	uint64_t poll_hits; /* polls that found work: wake-ups saved */
+	uint64_t poll_us;   /* microseconds spent polling, in all */
 
 	struct share *dns_share;	/* pending lookups per instance */
 	struct share *session_share;	/* sessions per instance */

@@ -457,6 +457,8 @@ control_metrics_text(const struct control_ops *ops, void *b, char **ret_text,
 	f.upstream_max = st.upstream_max;
 	f.log_queued = st.log_queued;
 	f.log_backlogs = st.log_backlogs;
+	f.poll_hits = st.poll_hits;
+	f.poll_us = st.poll_us;
 	f.process = metrics_process_read(&proc) == 0 ? &proc : NULL;
 	err = metrics_format(ops->metrics(b), &f, ret_text, ret_len);
 	free(g);

@@ -56,6 +56,7 @@
 #include "broker/proxy_port.h"
 #include "broker/request.h"
 #include "broker/session.h"
+#include "broker/spin.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
 
@@ -312,6 +313,8 @@ ctl_status(void *arg, struct control_status *st)
 	    0;
 	st->log_queued = log_queued(NULL);
 	st->log_backlogs = log_backlogs();
+	st->poll_hits = b->poll_hits;
+	st->poll_us = b->poll_us;
 	st->local = netaddr_addrs(b->netaddr, &st->nlocal);
 	st->local_generation = netaddr_generation(b->netaddr);
 	if (b->nat64.nundeclared > 0) {
@@ -656,54 +659,71 @@ mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The spin time the current configuration asks for (0 when broken). */
+/* The spin bounds the current configuration asks for (0 when broken). */
 static unsigned
 busy_poll_us(const struct broker *b)
 {
 	return b->conf.cur != NULL ? b->conf.cur->snap->busy_poll_us : 0;
 }
 
+static unsigned
+adaptive_poll_us(const struct broker *b)
+{
+	return b->conf.cur != NULL ? b->conf.cur->snap->adaptive_poll_us : 0;
+}
+
 /*
- * The event loop. With [broker] busy_poll_us = 0 (the default) it is
- * event_base_dispatch(). Otherwise, after the guest or an upstream made
- * the broker work, it polls without sleeping (epoll_wait with no timeout)
- * for up to that many microseconds before it blocks again: the next
- * packet of a request in progress is picked up without the wake-up
- * latency of a sleeping process, for CPU time spent spinning (at most
- * busy_poll_us after each burst of work; none while idle). The setting
- * is read from the current snapshot at every spin, so a reload applies.
+ * The event loop: event_base_loop() one iteration at a time, blocking,
+ * and after the guest or an upstream made the broker work, polling
+ * without sleeping (epoll_wait with no timeout) for as long as spin.h
+ * says: [broker] busy_poll_us after any work, or adaptive_poll_us while
+ * work follows work closely; never while idle. The bounds are read from
+ * the current snapshot at every poll, so a reload applies.
  * Return 0 when the loop was asked to exit, -1 on an error.
  */
 static int
 broker_run(struct broker *b)
 {
+	struct spin sp = { 0 };
 	unsigned long seen;
-	int64_t since;
-	unsigned spin;
-	int r;
+	int64_t since, t0, now;
+	unsigned budget;
+	int r, polled;
 
 	for (;;) {
 		seen = b->activity;
-		since = busy_poll_us(b) != 0 ? mono_us() : 0;
-		while ((spin = busy_poll_us(b)) != 0) {
+		t0 = since = mono_us();
+		polled = 0;
+		while ((budget = spin_budget(&sp, busy_poll_us(b),
+			    adaptive_poll_us(b))) != 0) {
+			polled = 1;
 			/* 1: no events left at all, as dispatch returns */
 			r = event_base_loop(b->base, EVLOOP_NONBLOCK);
-			if (r != 0)
+			now = mono_us();
+			if (r != 0 || event_base_got_exit(b->base) ||
+			    event_base_got_break(b->base)) {
+				b->poll_us += (uint64_t)(now - t0);
 				return r < 0 ? -1 : 0;
-			if (event_base_got_exit(b->base) ||
-			    event_base_got_break(b->base))
-				return 0;
+			}
 			if (b->activity != seen) {
 				seen = b->activity;
-				since = mono_us();
-			} else if (mono_us() - since >= spin)
+				since = now;
+				b->poll_hits++;
+			} else if (now - since >= budget) {
+				spin_missed(&sp);
 				break;
+			}
 		}
+		now = mono_us();
+		if (polled)
+			b->poll_us += (uint64_t)(now - t0);
 		if ((r = event_base_loop(b->base, EVLOOP_ONCE)) != 0)
 			return r < 0 ? -1 : 0;
 		if (event_base_got_exit(b->base) ||
 		    event_base_got_break(b->base))
 			return 0;
+		spin_woke(&sp, mono_us() - now, b->activity != seen,
+		    adaptive_poll_us(b));
 	}
 }
 

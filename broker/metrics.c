@@ -425,7 +425,8 @@ put_leases(FILE *f, const struct metrics_facts *c)
 	}
 }
 
-/* The shares of upstream connections and of the log's queues. */
+/* The shares of upstream connections and of the log's queues, and the
+ * event loop's polling. */
 static void
 put_shares(FILE *f, const struct metrics_facts *c)
 {
@@ -440,6 +441,13 @@ put_shares(FILE *f, const struct metrics_facts *c)
 	    "Times an instance's log queue passed its share (its connections "
 	    "stopped being read).",
 	    c->log_backlogs);
+	put_u64(f, "egressd_busy_poll_hits_total", "counter",
+	    "Times the event loop, polling instead of sleeping, found work "
+	    "(a wake-up saved).",
+	    c->poll_hits);
+	put_double(f, "egressd_busy_poll_seconds_total", "counter",
+	    "Time the event loop spent polling instead of sleeping.",
+	    (double)c->poll_us / 1e6);
 }
 
 static void

@@ -196,8 +196,10 @@ struct conf_instance {
 	size_t file_idx[2];
 };
 
-/* The largest [broker] busy_poll_us. */
+/* The largest [broker] busy_poll_us and adaptive_poll_us, and the
+ * latter's default. */
 #define CONF_BUSY_POLL_MAX_US	1000
+#define CONF_ADAPTIVE_POLL_US	50
 /* [limits] websocket_max_message_bytes: bounds and default (16 MiB). */
 #define CONF_WS_MESSAGE_MIN	1024
 #define CONF_WS_MESSAGE_MAX	(256 * 1024 * 1024)
@@ -223,8 +225,9 @@ struct conf_snapshot {
 	char *control_socket;
 	char *log_path; /* NULL: stderr */
 	unsigned drain_timeout_ms;
-	unsigned busy_poll_us; /* 0: off (docs/configuration.md) */
-	uint64_t memory_max;   /* bytes; 0: derived by the broker */
+	unsigned busy_poll_us;	   /* 0: off (docs/configuration.md) */
+	unsigned adaptive_poll_us; /* 0: off */
+	uint64_t memory_max;	   /* bytes; 0: derived by the broker */
 	uid_t *control_uids;
 	size_t ncontrol_uids;
 	gid_t *control_gids;

@@ -71,6 +71,7 @@ static const struct conf_keydef broker_keys[] = {
 	{ "log", 0 },
 	{ "drain_timeout_ms", 0 },
 	{ "busy_poll_us", 0 },
+	{ "adaptive_poll_us", 0 },
 	{ "memory_max", 0 },
 	{ "control_uids", 1 },
 	{ "control_gids", 1 },
@@ -394,22 +395,24 @@ get_ws_message(struct cfg_parse *cp, size_t *ret)
 	return 0;
 }
 
-/* [broker] busy_poll_us: 0 (off) to BUSY_POLL_MAX_US microseconds. */
+/* [broker] busy_poll_us and adaptive_poll_us: 0 (off) to
+ * CONF_BUSY_POLL_MAX_US microseconds; def when absent. */
 static int
-get_busy_poll(struct cfg_parse *cp, unsigned *ret)
+get_spin(struct cfg_parse *cp, const char *key, unsigned def, unsigned *ret)
 {
-	const struct conf_val *v = fixed_val(cp, SEC_BROKER, "busy_poll_us");
+	const struct conf_val *v = fixed_val(cp, SEC_BROKER, key);
 	uint64_t n;
 
+	*ret = def;
 	if (v == NULL || v->str == NULL)
 		return 0;
 	if (conf_parse_uint(v->str, 0, CONF_BUSY_POLL_MAX_US, &n) != 0)
 		return conf_errors_addf(cp->errs,
-		    "%s:%d: [broker] "
-		    "busy_poll_us: '%s' is not a spin time; write a whole "
-		    "number of microseconds from 0 (off) to %d, in decimal "
-		    "digits (default 0)",
-		    cp->path, v->line, v->str, CONF_BUSY_POLL_MAX_US);
+		    "%s:%d: [broker] %s: '%s' is not a spin time; write a "
+		    "whole number of microseconds from 0 (off) to %d, in "
+		    "decimal digits (default %u)",
+		    cp->path, v->line, key, v->str, CONF_BUSY_POLL_MAX_US,
+		    def);
 	*ret = (unsigned)n;
 	return 0;
 }
@@ -764,8 +767,9 @@ build_broker(struct cfg_parse *cp, struct conf_snapshot *s)
 	(void)get_path(cp, SEC_BROKER, "log", &s->log_path);
 	s->drain_timeout_ms = DEF_DRAIN_MS;
 	(void)get_ms(cp, SEC_BROKER, "drain_timeout_ms", &s->drain_timeout_ms);
-	s->busy_poll_us = 0;
-	(void)get_busy_poll(cp, &s->busy_poll_us);
+	(void)get_spin(cp, "busy_poll_us", 0, &s->busy_poll_us);
+	(void)get_spin(cp, "adaptive_poll_us", CONF_ADAPTIVE_POLL_US,
+	    &s->adaptive_poll_us);
 	(void)get_memory_max(cp, &s->memory_max);
 
 	/* Root only, unless the operator lists the peers. */

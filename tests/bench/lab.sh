@@ -163,6 +163,7 @@ instance_socket_dir = $T/egressd/run/instances
 control_socket = $T/egressd/run/control.sock
 log = $T/egressd/egressd.log
 ${LAB_BUSY_POLL_US:+busy_poll_us = $LAB_BUSY_POLL_US}
+${LAB_ADAPTIVE_POLL_US:+adaptive_poll_us = $LAB_ADAPTIVE_POLL_US}
 
 [tls]
 ca_file = $T/ca.crt

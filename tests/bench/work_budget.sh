@@ -14,7 +14,8 @@
 #                                 the warm-up and dumped after the
 #                                 measured requests).
 # The budgets may only go down: lower them when a change makes the broker
-# do less. Prints the measured figures. Loopback only.
+# do less. The broker runs with adaptive_poll_us = 0: the polls of that
+# setting are bounded by time, not by requests. Prints the measured figures. Loopback only.
 #
 # Usage: work_budget.sh EGRESS_BENCH EGRESSD BUDGETS
 set -euo pipefail
@@ -58,7 +59,10 @@ start()
 	[ "$way" = shim ] || LAB_PROXY_PORT=$PROXY_PORT
 	# shellcheck disable=SC2034 # read by lab_egressd (lab.sh)
 	EGRESS_WRAP_CMD=("$@")
-	lab_egressd "$EGRESSD"
+	# Without the adaptive poll (broker/spin.h): its epoll_waits and
+	# instructions are bounded by time, not by requests, and the pace
+	# strace and callgrind set would decide how many there are.
+	LAB_ADAPTIVE_POLL_US=0 lab_egressd "$EGRESSD"
 }
 
 # run WAY N: N keep-alive requests on one stream (shim) or one client

@@ -51,6 +51,7 @@ Test(conf_config, empty_file_gives_every_default)
 	cr_expect_null(s->log_path);
 	cr_expect_eq(s->drain_timeout_ms, 5000);
 	cr_expect_eq(s->busy_poll_us, 0);
+	cr_expect_eq(s->adaptive_poll_us, 50);
 	cr_assert_eq(s->ncontrol_uids, 1);
 	cr_expect_eq(s->control_uids[0], 0);
 	cr_expect_eq(s->ncontrol_gids, 0);
@@ -162,6 +163,7 @@ Test(conf_config, fixture_every_key_and_relative_paths)
 	cr_expect_str_eq(s->log_path, GOOD "/egressd.log");
 	cr_expect_eq(s->drain_timeout_ms, 1500);
 	cr_expect_eq(s->busy_poll_us, 50);
+	cr_expect_eq(s->adaptive_poll_us, 0);
 	cr_assert_eq(s->ncontrol_uids, 2);
 	cr_expect_eq(s->control_uids[0], 0);
 	cr_expect_eq(s->control_uids[1], 1000);
@@ -364,6 +366,13 @@ ParameterizedTestParameters(conf_config, errors)
 		{ "[broker]\nbusy_poll_us = -5\n",
 		    "/nonexistent/c.ini:2: [broker] busy_poll_us: '-5' is not "
 		    "a spin time; " },
+		{ "[broker]\nadaptive_poll_us = 1001\n",
+		    "/nonexistent/c.ini:2: [broker] adaptive_poll_us: '1001' is "
+		    "not a spin time; write a whole number of microseconds from "
+		    "0 (off) to 1000, in decimal digits (default 50)" },
+		{ "[broker]\nadaptive_poll_us = 5us\n",
+		    "/nonexistent/c.ini:2: [broker] adaptive_poll_us: '5us' is "
+		    "not a spin time; " },
 		{ "[broker]\ncontrol_uids = 0, root\n",
 		    "/nonexistent/c.ini:2: [broker] control_uids: 'root' is not "
 		    "a numeric id; write decimal ids from 0 to 4294967294 (names "

@@ -59,6 +59,8 @@ fixed_text(int valid, const char *instance)
 		.upstream_max = 32736,
 		.log_queued = 5,
 		.log_backlogs = 6,
+		.poll_hits = 41,
+		.poll_us = 2500000,
 		.process = &fixed_proc,
 	};
 	struct metrics *m = metrics_new();
@@ -113,6 +115,10 @@ static struct line_case line_cases[] = {
 	{ 1, "egressd_log_queued_lines 5" },
 	{ 1, "egressd_log_backlogs_total 6" },
 	{ 1, "# TYPE egressd_log_backlogs_total counter" },
+	{ 1, "egressd_busy_poll_hits_total 41" },
+	{ 1, "# TYPE egressd_busy_poll_hits_total counter" },
+	{ 1, "egressd_busy_poll_seconds_total 2.50" },
+	{ 1, "# TYPE egressd_busy_poll_seconds_total counter" },
 	{ 1, "egressd_upstream_errors_total{code=\"timeout\"} 1" },
 	{ 1, "egressd_bytes_total{instance=\"weather\",direction=\"out\"} 7" },
 	{ 1, "process_cpu_seconds_total 1.25" },

@@ -686,17 +686,19 @@ broker_run(struct broker *b)
 {
 	struct spin sp = { 0 };
 	unsigned long seen;
-	int64_t since, t0, now;
+	int64_t since = 0, t0 = 0, now = 0;
 	unsigned budget;
-	int r, polled;
+	int r, polled, timed;
 
 	for (;;) {
 		seen = b->activity;
-		t0 = since = mono_us();
 		polled = 0;
 		while ((budget = spin_budget(&sp, busy_poll_us(b),
 			    adaptive_poll_us(b))) != 0) {
-			polled = 1;
+			if (!polled) {
+				polled = 1;
+				t0 = since = mono_us();
+			}
 			/* 1: no events left at all, as dispatch returns */
 			r = event_base_loop(b->base, EVLOOP_NONBLOCK);
 			now = mono_us();
@@ -714,16 +716,18 @@ broker_run(struct broker *b)
 				break;
 			}
 		}
-		now = mono_us();
 		if (polled)
 			b->poll_us += (uint64_t)(now - t0);
+		/* The clock only when the adaptive poll needs the wait. */
+		timed = adaptive_poll_us(b) != 0;
+		t0 = timed ? mono_us() : 0;
 		if ((r = event_base_loop(b->base, EVLOOP_ONCE)) != 0)
 			return r < 0 ? -1 : 0;
 		if (event_base_got_exit(b->base) ||
 		    event_base_got_break(b->base))
 			return 0;
-		spin_woke(&sp, mono_us() - now, b->activity != seen,
-		    adaptive_poll_us(b));
+		spin_woke(&sp, timed ? mono_us() - t0 : -1,
+		    b->activity != seen, adaptive_poll_us(b));
 	}
 }
 

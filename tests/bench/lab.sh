@@ -204,10 +204,15 @@ lab_egressd()
 	LAB_PIDS+=("$EGRESSD_PID")
 	EGRESS_SOCK=$T/egressd/run/instances/bench.sock
 	for _ in $(seq "$(egress_wait 100)"); do
-		[ -S "$EGRESS_SOCK" ] && return 0
+		if [ -S "$EGRESS_SOCK" ]; then
+			# The proxy port is bound after the instance socket.
+			[ -z "${LAB_PROXY_PORT:-}" ] ||
+			    lab_wait_port "$LAB_PROXY_PORT" || break
+			return 0
+		fi
 		sleep 0.1
 	done
-	echo "lab: egressd did not create $EGRESS_SOCK" >&2
+	echo "lab: egressd did not create $EGRESS_SOCK${LAB_PROXY_PORT:+ or listen on $LAB_PROXY_PORT}" >&2
 	cat "$T/egressd/stderr.log" >&2
 	return 1
 }

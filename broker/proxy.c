@@ -514,12 +514,13 @@ proxy_method_ok(const struct confref *ref, const char *m, size_t n)
 }
 
 /*
- * Turn the parsed head q into a REQUEST on the pipeline. Return 0, or -1
- * when the front refused it (answered, the connection closing).
+ * Turn the parsed head q into a REQUEST on the pipeline, decided with
+ * snapshot ref (NULL: none in force). Return 0, or -1 when the front
+ * refused it (answered, the connection closing).
  */
 static int
 proxy_begin(struct proxy_conn *c, const struct http1_req *q,
-    const struct confref *ref)
+    struct confref *ref)
 {
 	static struct proto_msg m;
 	struct http1_req_refusal why;
@@ -557,7 +558,10 @@ proxy_begin(struct proxy_conn *c, const struct http1_req *q,
 	}
 	c->r = r;
 	c->state = c->body_done ? PX_WAIT : PX_BODY;
-	request_start(r, &m); /* may finish r: proxy_request_done */
+	/* Decided with the snapshot the front's checks of this head used:
+	 * one look at the files per request. May finish r:
+	 * proxy_request_done. */
+	request_start_with(r, &m, ref);
 	if (c->r != NULL && !c->resp_started && !c->body_done &&
 	    q->expect_continue && c->minor >= 1)
 		(void)evbuffer_add(proxy_out(c),
@@ -766,7 +770,7 @@ proxy_connect(struct proxy_conn *c, const struct http1_req *q, size_t hl)
 }
 
 static int proxy_take_head(struct proxy_conn *c, const struct http1_req *q,
-    size_t hl, const struct confref *ref);
+    size_t hl, struct confref *ref);
 
 /* Read a head from the input and start its request. */
 static int
@@ -830,7 +834,7 @@ proxy_read_head(struct proxy_conn *c)
  * none in force): authorize, then tunnel or start its request. */
 static int
 proxy_take_head(struct proxy_conn *c, const struct http1_req *q, size_t hl,
-    const struct confref *ref)
+    struct confref *ref)
 {
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	const char *detail = NULL;

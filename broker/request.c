@@ -710,6 +710,13 @@ request_check_stream(struct request *r, const struct proto_msg *m)
 void
 request_start(struct request *r, const struct proto_msg *m)
 {
+	request_start_with(r, m, NULL);
+}
+
+void
+request_start_with(struct request *r, const struct proto_msg *m,
+    struct confref *ref)
+{
 	const struct proto_request *rq = &m->request;
 	const struct conf_snapshot *s;
 	struct decide_lookup lk;
@@ -728,9 +735,11 @@ request_start(struct request *r, const struct proto_msg *m)
 		memcpy(r->dest.host.name, rq->authority.ptr, i);
 	r->dest.host.name[i] = '\0';
 
-	/* 1. The current snapshot, re-read if a file changed. */
-	if ((r->conf = confstate_get_for(&r->b->conf, g_instance(r))) ==
-	    NULL) {
+	/* 1. The current snapshot, re-read if a file changed (or the one
+	 * the caller just looked at). */
+	r->conf = ref != NULL ? confref_ref(ref) :
+				confstate_get_for(&r->b->conf, g_instance(r));
+	if (r->conf == NULL) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;
 	}

@@ -75,6 +75,15 @@ uint32_t request_id(const struct request *r);
 void request_start(struct request *r, const struct proto_msg *m);
 
 /*
+ * request_start(), deciding with snapshot ref (r takes a reference of
+ * its own) instead of a look at the files of its own: for a front that
+ * looked at them for this same request a moment before, in the same
+ * callback. ref NULL: look, as request_start() does.
+ */
+void request_start_with(struct request *r, const struct proto_msg *m,
+    struct confref *ref);
+
+/*
  * The guest sent len bytes of request body, already moved into the
  * buffer request_body_buffer(r) returned (flow control recv already
  * applied); end is set when the guest ended its body (DATA with

@@ -699,8 +699,13 @@ dial_tls_client(struct event_base *base, struct dial_tls *tls,
 	SSL *ssl;
 
 	if (base == NULL || tls == NULL || host == NULL || fd < 0 ||
-	    ret_bev == NULL)
+	    ret_bev == NULL) {
+		if (fd >= 0) {
+			dial_linger0(fd);
+			(void)close(fd);
+		}
 		return EGRESS_ERR_INVALID;
+	}
 	/* On failure the stream fails: the upstream gets a reset. */
 	if ((ssl = dial_ssl_new(tls->ctx, host, 1, tls->alpn,
 		 tls->alpn_len)) == NULL) {

@@ -172,8 +172,9 @@ void dial_abort_on_free(struct bufferevent *bev);
  * callbacks) that reports BEV_EVENT_CONNECTED once the certificate was
  * verified, BEV_EVENT_ERROR or BEV_EVENT_EOF when the handshake failed;
  * the caller sets its callbacks and enables it. Takes ownership of fd:
- * on failure it is closed. Return 0, or EGRESS_ERR_INVALID (a NULL
- * argument or fd < 0; fd untouched) or EGRESS_ERR_NOMEM.
+ * on any failure it is closed (with a reset), a NULL argument included.
+ * Return 0, or EGRESS_ERR_INVALID (a NULL argument or fd < 0) or
+ * EGRESS_ERR_NOMEM.
  */
 int dial_tls_client(struct event_base *base, struct dial_tls *tls,
     const struct policy_host *host, int fd, struct bufferevent **ret_bev);

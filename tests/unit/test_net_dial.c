@@ -573,6 +573,29 @@ Test(broker_dial, bad_params)
 	event_base_free(base);
 }
 
+/* dial_tls_client() owns the socket it is given, even when refused for
+ * a NULL argument: the socket is closed, not leaked. */
+Test(broker_dial, tls_client_bad_params_close_the_socket)
+{
+	struct event_base *base = event_base_new();
+	struct bufferevent *bev = NULL;
+	struct policy_host h;
+	int fd;
+
+	host_of("pinned.test", &h);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	cr_assert_eq(dial_tls_client(base, NULL, &h, fd, &bev),
+	    EGRESS_ERR_INVALID);
+	cr_expect_null(bev);
+	errno = 0;
+	cr_expect_eq(fcntl(fd, F_GETFD), -1, "the socket is still open");
+	cr_expect_eq(errno, EBADF);
+	cr_assert_eq(dial_tls_client(base, NULL, &h, -1, &bev),
+	    EGRESS_ERR_INVALID);
+	event_base_free(base);
+}
+
 Test(broker_dial, tls_new_bad_ca)
 {
 	struct dial_tls *t = NULL;

@@ -139,8 +139,8 @@ struct broker {
 	/* Bumped by every guest read and upstream event: the polling loop
 	 * (spin.h, egressd.c) polls while it moves. */
 	unsigned long activity;
-	uint64_t poll_hits; /* polls that found work: wake-ups saved */
-	uint64_t poll_us;   /* microseconds spent polling, in all */
+	uint64_t poll_hits; /* work after an empty poll: wake-ups saved */
+	uint64_t poll_us;   /* microseconds of polls that found nothing */
 
 	struct share *dns_share;	/* pending lookups per instance */
 	struct share *session_share;	/* sessions per instance */

@@ -686,47 +686,56 @@ broker_run(struct broker *b)
 {
 	struct spin sp = { 0 };
 	unsigned long seen;
-	int64_t since = 0, t0 = 0, now = 0;
+	int64_t since = 0, prev = 0, now = 0;
 	unsigned budget;
-	int r, polled, timed;
+	int r, polled, empty, timed;
 
 	for (;;) {
 		seen = b->activity;
-		polled = 0;
+		polled = empty = 0;
 		while ((budget = spin_budget(&sp, busy_poll_us(b),
 			    adaptive_poll_us(b))) != 0) {
 			if (!polled) {
 				polled = 1;
-				t0 = since = mono_us();
+				prev = since = mono_us();
 			}
 			/* 1: no events left at all, as dispatch returns */
 			r = event_base_loop(b->base, EVLOOP_NONBLOCK);
 			now = mono_us();
 			if (r != 0 || event_base_got_exit(b->base) ||
 			    event_base_got_break(b->base)) {
-				b->poll_us += (uint64_t)(now - t0);
+				if (b->activity == seen)
+					b->poll_us += (uint64_t)(now - prev);
 				return r < 0 ? -1 : 0;
 			}
 			if (b->activity != seen) {
+				/* Work a sleep would have waited for (not
+				 * work that was there already), handled. */
+				if (empty)
+					b->poll_hits++;
 				seen = b->activity;
 				since = now;
-				b->poll_hits++;
-			} else if (now - since >= budget) {
-				spin_missed(&sp);
-				break;
+				empty = 0;
+			} else {
+				/* Polling time: a pass that found nothing. */
+				b->poll_us += (uint64_t)(now - prev);
+				empty = 1;
+				if (now - since >= budget) {
+					spin_missed(&sp);
+					break;
+				}
 			}
+			prev = now;
 		}
-		if (polled)
-			b->poll_us += (uint64_t)(now - t0);
 		/* The clock only when the adaptive poll needs the wait. */
-		timed = adaptive_poll_us(b) != 0;
-		t0 = timed ? mono_us() : 0;
+		timed = adaptive_poll_us(b) != 0 && busy_poll_us(b) == 0;
+		prev = timed ? mono_us() : 0;
 		if ((r = event_base_loop(b->base, EVLOOP_ONCE)) != 0)
 			return r < 0 ? -1 : 0;
 		if (event_base_got_exit(b->base) ||
 		    event_base_got_break(b->base))
 			return 0;
-		spin_woke(&sp, timed ? mono_us() - t0 : -1,
+		spin_woke(&sp, timed ? mono_us() - prev : -1,
 		    b->activity != seen, adaptive_poll_us(b));
 	}
 }

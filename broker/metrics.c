@@ -443,10 +443,10 @@ put_shares(FILE *f, const struct metrics_facts *c)
 	    c->log_backlogs);
 	put_u64(f, "egressd_busy_poll_hits_total", "counter",
 	    "Times the event loop, polling instead of sleeping, found work "
-	    "(a wake-up saved).",
+	    "after a poll that found none (a wake-up saved).",
 	    c->poll_hits);
 	put_double(f, "egressd_busy_poll_seconds_total", "counter",
-	    "Time the event loop spent polling instead of sleeping.",
+	    "Time the event loop spent in polls that found nothing.",
 	    (double)c->poll_us / 1e6);
 }
 

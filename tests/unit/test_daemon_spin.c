@@ -61,15 +61,27 @@ Test(spin, zero_is_off)
 	cr_expect_eq(spin_budget(&sp, 0, 0), 0);
 }
 
-/* busy_poll_us, when set, polls after any work, hot or not, and wins
- * over the adaptive bound. */
+/* busy_poll_us, when set, polls after any wait that found work, close
+ * or not, and wins over the adaptive bound. */
 Test(spin, fixed_wins)
 {
 	struct spin sp = { 0 };
 
-	cr_expect_eq(spin_budget(&sp, 200, 50), 200);
 	spin_woke(&sp, 10, 1, 50);
 	cr_expect_eq(spin_budget(&sp, 200, 50), 200);
+	spin_woke(&sp, 5000, 1, 50);
+	cr_expect_eq(spin_budget(&sp, 200, 50), 200, "far work too");
 	spin_missed(&sp);
-	cr_expect_eq(spin_budget(&sp, 200, 0), 200);
+	cr_expect_eq(spin_budget(&sp, 200, 0), 200, "until the next wait");
+}
+
+/* Not at start, nor after a wait that found no work (a timer's). */
+Test(spin, fixed_not_without_work)
+{
+	struct spin sp = { 0 };
+
+	cr_expect_eq(spin_budget(&sp, 200, 0), 0, "at start");
+	spin_woke(&sp, 10, 1, 0);
+	spin_woke(&sp, 10, 0, 0);
+	cr_expect_eq(spin_budget(&sp, 200, 0), 0, "after a timer");
 }

@@ -502,7 +502,7 @@ proxy_request_done(void *arg, struct request *r)
 }
 
 /* Answer whether snapshot ref relays method m (ref NULL: no snapshot
- * in force, and the pipeline answers policy-unavailable). */
+ * in force, and the pipeline, given none, answers policy-unavailable). */
 static int
 proxy_method_ok(const struct confref *ref, const char *m, size_t n)
 {

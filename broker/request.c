@@ -710,7 +710,12 @@ request_check_stream(struct request *r, const struct proto_msg *m)
 void
 request_start(struct request *r, const struct proto_msg *m)
 {
-	request_start_with(r, m, NULL);
+	/* The current snapshot, re-read if a file changed. */
+	struct confref *ref = confstate_get_for(&r->b->conf, g_instance(r));
+
+	request_start_with(r, m, ref); /* may free r, not ref */
+	if (ref != NULL)
+		confref_unref(ref);
 }
 
 void
@@ -735,10 +740,8 @@ request_start_with(struct request *r, const struct proto_msg *m,
 		memcpy(r->dest.host.name, rq->authority.ptr, i);
 	r->dest.host.name[i] = '\0';
 
-	/* 1. The current snapshot, re-read if a file changed (or the one
-	 * the caller just looked at). */
-	r->conf = ref != NULL ? confref_ref(ref) :
-				confstate_get_for(&r->b->conf, g_instance(r));
+	/* 1. The snapshot the caller just looked at (NULL: none). */
+	r->conf = ref != NULL ? confref_ref(ref) : NULL;
 	if (r->conf == NULL) {
 		request_deny(r, "policy-unavailable", EGRESS_ERR_UNAVAILABLE);
 		return;

@@ -78,7 +78,7 @@ void request_start(struct request *r, const struct proto_msg *m);
  * request_start(), deciding with snapshot ref (r takes a reference of
  * its own) instead of a look at the files of its own: for a front that
  * looked at them for this same request a moment before, in the same
- * callback. ref NULL: look, as request_start() does.
+ * callback. ref NULL (no snapshot in force) is policy-unavailable.
  */
 void request_start_with(struct request *r, const struct proto_msg *m,
     struct confref *ref);

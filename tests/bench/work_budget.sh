@@ -15,7 +15,8 @@
 #                                 measured requests).
 # The budgets may only go down: lower them when a change makes the broker
 # do less. The broker runs with adaptive_poll_us = 0: the polls of that
-# setting are bounded by time, not by requests. Prints the measured figures. Loopback only.
+# setting are bounded by time, not by requests. Prints the measured
+# figures. Loopback only.
 #
 # Usage: work_budget.sh EGRESS_BENCH EGRESSD BUDGETS
 set -euo pipefail

@@ -69,8 +69,8 @@ struct control_status {
 	uint64_t upstream_max;		 /* the upstream-connection share */
 	uint64_t log_queued;		 /* log lines waiting */
 	uint64_t log_backlogs;		 /* instances backlogged, in all */
-	uint64_t poll_hits;		 /* polls that found work (spin.h) */
-	uint64_t poll_us;		 /* time spent polling */
+	uint64_t poll_hits;		 /* wake-ups saved by polling */
+	uint64_t poll_us;		 /* time of polls that found nothing */
 	const struct policy_addr *local; /* host addresses (netaddr) */
 	size_t nlocal;
 	uint64_t local_generation;

@@ -676,9 +676,10 @@ adaptive_poll_us(const struct broker *b)
  * The event loop: event_base_loop() one iteration at a time, blocking,
  * and after the guest or an upstream made the broker work, polling
  * without sleeping (epoll_wait with no timeout) for as long as spin.h
- * says: [broker] busy_poll_us after any work, or adaptive_poll_us while
- * work follows work closely; never while idle. The bounds are read from
- * the current snapshot at every poll, so a reload applies.
+ * says: [broker] busy_poll_us after a wait that found work, or
+ * adaptive_poll_us while work follows work closely; never while idle.
+ * The bounds are read from the current snapshot at every poll, so a
+ * reload applies.
  * Return 0 when the loop was asked to exit, -1 on an error.
  */
 static int

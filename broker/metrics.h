@@ -115,8 +115,8 @@ struct metrics_facts {
 	uint64_t upstream_max; /* the upstream-connection share */
 	uint64_t log_queued;   /* log lines waiting for the destination */
 	uint64_t log_backlogs; /* times an instance was backlogged */
-	uint64_t poll_hits;    /* loop polls that found work */
-	uint64_t poll_us;      /* microseconds the loop spent polling */
+	uint64_t poll_hits;    /* work found after an empty poll */
+	uint64_t poll_us;      /* microseconds of polls that found nothing */
 	const struct metrics_process *process; /* NULL: not exposed */
 };
 

@@ -34,7 +34,9 @@
 #include "broker/inspect.h"
 #include "broker/log.h"
 #include "broker/net/http1_head.h"
+#include "broker/net/evmove.h"
 #include "broker/net/http1_req.h"
+#include "broker/net/readmore.h"
 #include "broker/net/share.h"
 #include "broker/proxy.h"
 #include "broker/proxy_port.h"
@@ -405,7 +407,7 @@ px_send_data(void *ctx, struct proto_stream *st, struct evbuffer *buf,
 		if (c->framing == PX_CHUNKED && n > 0 &&
 		    evbuffer_add_printf(out, "%zx\r\n", n) < 0)
 			return EGRESS_ERR_NOMEM;
-		if (evbuffer_remove_buffer(buf, out, n) != (int)n)
+		if (evmove(buf, out, n) != 0)
 			return EGRESS_ERR_NOMEM;
 		if (c->framing == PX_CHUNKED && n > 0 &&
 		    evbuffer_add(out, "\r\n", 2) != 0)
@@ -1253,7 +1255,7 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 		fd = -1;
 	if (c->pc.state != PROTO_CONN_OPEN || c->parser == NULL ||
 	    c->body == NULL || c->defer == NULL || c->head_timer == NULL ||
-	    c->bev == NULL ||
+	    c->bev == NULL || readmore_bulk(c->bev) != 0 ||
 	    (plain && (c->stage == NULL || c->flush_ev == NULL)) ||
 	    proxy_take_input(c, in) != 0) {
 		proxy_free(c);

@@ -30,6 +30,7 @@
 #include "broker/metrics.h"
 #include "broker/net/decide.h"
 #include "broker/net/dial.h"
+#include "broker/net/evmove.h"
 #include "broker/net/http1.h"
 #include "broker/net/http1_req.h"
 #include "broker/net/lease.h"
@@ -907,8 +908,8 @@ up_on_data(void *arg, struct evbuffer *in, size_t n)
 	struct request *r = arg;
 	r->b->activity++;
 
-	/* Moved, not copied: whole chains change hands. */
-	if (evbuffer_remove_buffer(in, r->resp, n) != (int)n) {
+	/* Moved, not copied. */
+	if (evmove(in, r->resp, n) != 0) {
 		request_fail(r, EGRESS_ERR_NOMEM);
 		return;
 	}

@@ -25,6 +25,8 @@
 #include "broker/broker.h"
 #include "broker/guest.h"
 #include "broker/log.h"
+#include "broker/net/evmove.h"
+#include "broker/net/readmore.h"
 #include "broker/net/share.h"
 #include "broker/proxy.h"
 #include "broker/request.h"
@@ -235,8 +237,7 @@ session_send_data(struct session *s, struct proto_stream *st,
 
 	if (st == NULL) {
 		/* An already applied, already encoded frame (the tail). */
-		return evbuffer_remove_buffer(buf, session_out(s), n) ==
-			(int)n ?
+		return evmove(buf, session_out(s), n) == 0 ?
 		    0 :
 		    EGRESS_ERR_NOMEM;
 	}
@@ -252,7 +253,7 @@ session_send_data(struct session *s, struct proto_stream *st,
 	if (err != 0)
 		return err;
 	if (evbuffer_add(session_out(s), hdr, sizeof(hdr)) != 0 ||
-	    evbuffer_remove_buffer(buf, session_out(s), n) != (int)n)
+	    evmove(buf, session_out(s), n) != 0)
 		return EGRESS_ERR_NOMEM;
 	return 0;
 }
@@ -592,8 +593,7 @@ session_data(struct session *s, const struct proto_hdr *h)
 		(void)evbuffer_drain(s->in, h->length);
 		return 0;
 	}
-	if (evbuffer_remove_buffer(s->in, request_body_buffer(r), h->length) !=
-	    (int)h->length)
+	if (evmove(s->in, request_body_buffer(r), h->length) != 0)
 		return -1;
 	request_on_body(r, h->length, (h->flags & PROTO_FLAG_END_STREAM) != 0);
 	return 0;
@@ -1121,7 +1121,8 @@ session_accept(struct broker *b, int fd, const char *instance)
 	s->took_cb = evbuffer_add_cb(bufferevent_get_output(s->bev),
 	    session_took_cb, s);
 	bufferevent_setwatermark(s->bev, EV_WRITE, SESSION_OUT_LOW, 0);
-	if (s->took_cb == NULL || bufferevent_enable(s->bev, EV_WRITE) != 0 ||
+	if (s->took_cb == NULL || readmore_bulk(s->bev) != 0 ||
+	    bufferevent_enable(s->bev, EV_WRITE) != 0 ||
 	    event_add(s->rev, NULL) != 0 ||
 	    evtimer_add(s->hello_timer, &hello) != 0) {
 		session_free(s);

@@ -27,6 +27,7 @@
 #include <openssl/x509v3.h>
 
 #include "broker/net/dial.h"
+#include "broker/net/readmore.h"
 #include "broker/net/share.h"
 
 struct dial_tls {
@@ -382,6 +383,7 @@ dial_won(struct dial *d, struct dial_attempt *a)
 			dial_finish(d, EGRESS_ERR_NOMEM, NULL);
 			return;
 		}
+		(void)readmore_bulk(bev);
 		dial_finish(d, 0, bev);
 		return;
 	}
@@ -409,6 +411,7 @@ dial_won(struct dial *d, struct dial_attempt *a)
 		return;
 	}
 	d->bev = bev;
+	(void)readmore_bulk(bev);
 	bufferevent_setcb(bev, NULL, NULL, dial_tls_event_cb, d);
 	(void)bufferevent_enable(bev, EV_READ | EV_WRITE);
 	return;
@@ -722,6 +725,7 @@ dial_tls_client(struct event_base *base, struct dial_tls *tls,
 		(void)close(fd);
 		return EGRESS_ERR_NOMEM;
 	}
+	(void)readmore_bulk(bev);
 	*ret_bev = bev;
 	return 0;
 }

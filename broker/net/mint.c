@@ -21,6 +21,7 @@
 #include <egress/error.h>
 
 #include "broker/net/mint.h"
+#include "broker/net/readmore.h"
 
 struct mint_leaf {
 	char name[MINT_NAME_MAX + 1];
@@ -126,6 +127,9 @@ mint_filter(struct event_base *base, struct bufferevent *bev, SSL *ssl)
 		bufferevent_getcb(bev, NULL, NULL, &ecb, NULL);
 		if (ecb == mint_unwrapped_cb)
 			bufferevent_free(bev);
+	} else {
+		(void)readmore_bulk(bev);
+		(void)readmore_bulk(tls);
 	}
 	(void)bufferevent_decref(bev);
 	return tls;

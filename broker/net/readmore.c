@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * readmore: larger reads on a plain socket bufferevent (readmore.h).
+ * readmore: larger reads and writes on a bufferevent (readmore.h).
  */
 #include <sys/uio.h>
 
@@ -59,5 +59,15 @@ readmore(struct bufferevent *bev, size_t high)
 	}
 	(void)evbuffer_commit_space(in, v, i);
 	(void)evbuffer_freeze(in, 0);
+	return 0;
+}
+
+int
+readmore_bulk(struct bufferevent *bev)
+{
+	if (bev == NULL ||
+	    bufferevent_set_max_single_read(bev, READMORE_BULK) != 0 ||
+	    bufferevent_set_max_single_write(bev, READMORE_BULK) != 0)
+		return -1;
 	return 0;
 }

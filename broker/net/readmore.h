@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * readmore: larger reads on a plain socket bufferevent. libevent 2.1
+ * readmore: larger reads and writes on a bufferevent. libevent 2.1
  * reads a socket 4 KiB at a time (EVBUFFER_MAX_READ, not settable before
  * 2.2), so a bulk transfer costs a read, a callback and a guest frame
  * per 4 KiB. From a read callback, readmore() reads on, in one readv(),
- * up to a bound, when the bufferevent's own read came back full.
+ * up to a bound, when the bufferevent's own read came back full. And a
+ * bufferevent writes at most 16 KiB per callback (and a TLS one reads at
+ * most that) unless told otherwise: readmore_bulk() tells it.
  */
 #ifndef EGRESS_BROKER_NET_READMORE_H
 #define EGRESS_BROKER_NET_READMORE_H
@@ -27,5 +29,16 @@ struct bufferevent;
  * descriptor.
  */
 int readmore(struct bufferevent *bev, size_t high);
+
+#define READMORE_BULK (256 * 1024) /* per read or write callback */
+
+/*
+ * Let bev write up to READMORE_BULK per write callback, and read up to
+ * that per read callback, instead of libevent's 16 KiB: a peer that
+ * drains its socket buffer at once is then refilled with one write, not
+ * one per 16 KiB, each a wake-up of that peer. The read watermarks still
+ * bound what is read ahead. Return 0, or -1 (bev NULL).
+ */
+int readmore_bulk(struct bufferevent *bev);
 
 #endif /* EGRESS_BROKER_NET_READMORE_H */

@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: ISC
 #
 # Work per request, which load cannot move: a fixed count of keep-alive
-# /small requests through egressd (one stream or connection, a loopback
-# nginx) must stay within the budgets of tests/bench/budgets.txt, for
-# each way in: the shim (an instance socket) and the proxy front (the
-# instance's proxy_listen port, absolute-form requests with its token):
+# requests through egressd (one stream or connection, a loopback nginx),
+# of /small (a few bytes) and of /large (1 MiB), must stay within the
+# budgets of tests/bench/budgets.txt, for each way in: the shim (an
+# instance socket) and the proxy front (the instance's proxy_listen port,
+# absolute-form requests with its token); the /large keys start with
+# large_ (after proxy_):
 #   syscalls_per_request          system calls of the broker (strace -c
 #   proxy_syscalls_per_request    -f, attached for the measured requests
 #                                 only);
@@ -43,7 +45,7 @@ budget()
 
 lab_certs
 lab_nginx 1 || fail "nginx did not start: $(cat "$T/nginx/error.log")"
-U=http://127.0.0.1:$HTTP_PORT/small
+U=http://127.0.0.1:$HTTP_PORT
 
 # For the proxy front only (its token file is one more file a request
 # checks), the instance listens on a port of its own with a token.
@@ -66,18 +68,21 @@ start()
 	LAB_ADAPTIVE_POLL_US=0 lab_egressd "$EGRESSD"
 }
 
-# run WAY N: N keep-alive requests on one stream (shim) or one client
-# connection (proxy), all answered.
+# run WAY N [PATH]: N keep-alive requests for PATH (default /small) on
+# one stream (shim) or one client connection (proxy), all answered in
+# full.
 run()
 {
-	local line args=(-m shim -s "$EGRESS_SOCK")
+	local line args=(-m shim -s "$EGRESS_SOCK") path=${3:-/small} size
 
 	[ "$1" = shim ] || args=(-m proxy -x "127.0.0.1:$LAB_PROXY_PORT"
 	    -a "bench:$LAB_PROXY_TOKEN")
-	line=$(timeout 300 "$BENCH" "${args[@]}" -c 1 -n "$2" "$U" \
+	size=$(stat -c %s "$T/www$path") || fail "no $T/www$path"
+	line=$(timeout 300 "$BENCH" "${args[@]}" -c 1 -n "$2" "$U$path" \
 	    2>"$T/err") || fail "egress-bench ($1): $(cat "$T/err")"
-	jq -e --argjson n "$2" '.errors == 0 and .requests == $n' \
-	    <<<"$line" >/dev/null || fail "egress-bench ($1): $line"
+	jq -e --argjson n "$2" --argjson s "$size" '.errors == 0 and
+	    .requests == $n and .non2xx == 0 and .bytes == $n * $s' \
+	    <<<"$line" >/dev/null || fail "egress-bench ($1 $path): $line"
 }
 
 # warm WAY EPOCH: warm-up requests until two seconds have passed since
@@ -92,18 +97,31 @@ warm()
 	done
 }
 
-# The budget's key for WAY's figure NAME.
+# The budget's key for WAY's figure NAME at PATH.
 key()
 {
-	if [ "$1" = shim ]; then echo "$2"; else echo "proxy_$2"; fi
+	local k=$2
+
+	[ "$3" = /small ] || k=${3#/}_$k
+	if [ "$1" = shim ]; then echo "$k"; else echo "proxy_$k"; fi
 }
 
-# syscalls WAY: the broker's system calls per request, strace attached
-# for the measured requests only.
+# How many requests each measurement makes of PATH.
+count()
+{
+	case $1 in
+	/small) echo "$2" ;;
+	*) echo 200 ;;
+	esac
+}
+
+# syscalls WAY PATH: the broker's system calls per request, strace
+# attached for the measured requests only.
 syscalls()
 {
-	local t0 spid calls per max count=2000
+	local t0 spid calls per max count
 
+	count=$(count "$2" 2000)
 	t0=$(date +%s)
 	start "$1" || fail "egressd did not start"
 	warm "$1" "$t0"
@@ -115,42 +133,43 @@ syscalls()
 	done
 	grep -q 'TracerPid:.*[1-9]' "/proc/$EGRESSD_PID/status" ||
 	    fail "strace did not attach"
-	run "$1" "$count"
+	run "$1" "$count" "$2"
 	kill -INT "$spid"
 	wait "$spid" 2>/dev/null || true
 	# The total line: % time, seconds, usecs/call, calls, [errors], "total".
 	calls=$(awk '$NF == "total" { print $4 }' "$T/strace.txt")
 	[ -z "${WORK_BUDGET_KEEP:-}" ] ||
-	    cp "$T/strace.txt" "$WORK_BUDGET_KEEP.$1.strace"
+	    cp "$T/strace.txt" "$WORK_BUDGET_KEEP.$1${2//\//.}.strace"
 	[ -n "$calls" ] || fail "no strace summary: $(cat "$T/strace.txt")"
 	per=$(awk -v c="$calls" -v n="$count" 'BEGIN { printf "%.2f", c / n }')
-	max=$(budget "$(key "$1" syscalls_per_request)")
-	[ -n "$max" ] || fail "no budget $(key "$1" syscalls_per_request)"
-	echo "# $1: syscalls per request: $per (budget $max;" \
+	max=$(budget "$(key "$1" syscalls_per_request "$2")")
+	[ -n "$max" ] || fail "no budget $(key "$1" syscalls_per_request "$2")"
+	echo "# $1 $2: syscalls per request: $per (budget $max;" \
 	    "$calls in $count requests)"
 	awk -v p="$per" -v m="$max" 'BEGIN { exit !(p <= m) }' ||
-	    fail "$1: syscalls per request $per over the budget $max"
-	ok "$1: syscalls per request $per within $max"
+	    fail "$1 $2: syscalls per request $per over the budget $max"
+	ok "$1 $2: syscalls per request $per within $max"
 	kill "$EGRESSD_PID"
 	wait "$EGRESSD_PID" 2>/dev/null || true
 }
 
-# instructions WAY: egressd under callgrind; after the warm-up its
+# instructions WAY PATH: egressd under callgrind; after the warm-up its
 # counters are zeroed, the measured requests run, and the counters are
 # dumped: the dump holds those requests only (and whatever the loop did
 # meanwhile).
 instructions()
 {
-	local t0 out dump ir per max count=1000
+	local t0 out dump ir per max count
 
-	out=$T/callgrind.$1.out
+	count=$(count "$2" 1000)
+	out=$T/callgrind.$1${2//\//.}.out
 	t0=$(date +%s)
 	start "$1" valgrind --tool=callgrind --callgrind-out-file="$out" \
 	    --dump-instr=no || fail "egressd under callgrind did not start"
 	warm "$1" "$t0"
 	callgrind_control -z "$EGRESSD_PID" >/dev/null ||
 	    fail "callgrind_control -z"
-	run "$1" "$count"
+	run "$1" "$count" "$2"
 	callgrind_control -d "$EGRESSD_PID" >/dev/null ||
 	    fail "callgrind_control -d"
 	kill "$EGRESSD_PID"
@@ -159,22 +178,25 @@ instructions()
 	[ -n "$dump" ] || fail "no callgrind dump"
 	callgrind_annotate "$dump" >"$dump.txt" 2>/dev/null || true
 	[ -z "${WORK_BUDGET_KEEP:-}" ] ||
-	    cp "$dump.txt" "$WORK_BUDGET_KEEP.$1.callgrind"
+	    cp "$dump.txt" "$WORK_BUDGET_KEEP.$1${2//\//.}.callgrind"
 	ir=$(awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }' \
 	    "$dump.txt")
 	[ -n "$ir" ] || fail "no callgrind total in $dump"
 	per=$((ir / count))
-	max=$(budget "$(key "$1" instructions_per_request)")
-	[ -n "$max" ] || fail "no budget $(key "$1" instructions_per_request)"
-	echo "# $1: instructions per request: $per (budget $max;" \
+	max=$(budget "$(key "$1" instructions_per_request "$2")")
+	[ -n "$max" ] ||
+	    fail "no budget $(key "$1" instructions_per_request "$2")"
+	echo "# $1 $2: instructions per request: $per (budget $max;" \
 	    "$ir in $count requests)"
 	[ "$per" -le "$max" ] ||
-	    fail "$1: instructions per request $per over the budget $max"
-	ok "$1: instructions per request $per within $max"
+	    fail "$1 $2: instructions per request $per over the budget $max"
+	ok "$1 $2: instructions per request $per within $max"
 }
 
 for way in shim proxy; do
-	syscalls "$way"
-	instructions "$way"
+	for path in /small /large; do
+		syscalls "$way" "$path"
+		instructions "$way" "$path"
+	done
 done
 echo "1..$N"

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * Unit tests for broker/net/evmove: whole chains and split chains move
+ * without a copy (the bytes stay where they were), a short split is
+ * copied, a split chain lives until both of its parts are drained (even
+ * past the source buffer's end), a count beyond the source moves
+ * nothing, and a model test moves random counts between three buffers,
+ * splits of splits included, checking every byte against its own copy.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <event2/buffer.h>
+
+#include "broker/net/evmove.h"
+
+static int freed;
+
+static void
+count_free(const void *data, size_t len, void *arg)
+{
+	(void)data;
+	(void)len;
+	(void)arg;
+	freed++;
+}
+
+/* The address of the first byte of b. */
+static const char *
+first(struct evbuffer *b)
+{
+	struct evbuffer_iovec v;
+
+	cr_assert_geq(evbuffer_peek(b, 1, NULL, &v, 1), 1);
+	return v.iov_base;
+}
+
+static void
+pattern(char *p, size_t n, unsigned seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (char)(seed + i * 7 + (i >> 9));
+}
+
+Test(evmove, whole_chains_keep_their_bytes_in_place)
+{
+	static char a[8192], b[8192], c[8192];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+	struct evbuffer_iovec v[2];
+
+	cr_assert(evbuffer_add_reference(src, a, sizeof(a), NULL, NULL) == 0);
+	cr_assert(evbuffer_add_reference(src, b, sizeof(b), NULL, NULL) == 0);
+	cr_assert(evbuffer_add_reference(src, c, sizeof(c), NULL, NULL) == 0);
+	cr_assert_eq(evmove(src, dst, sizeof(a) + sizeof(b)), 0);
+	cr_assert_eq(evbuffer_peek(dst, -1, NULL, v, 2), 2);
+	cr_assert_eq(v[0].iov_base, a);
+	cr_assert_eq(v[1].iov_base, b);
+	cr_assert_eq(evbuffer_get_length(src), sizeof(c));
+	cr_assert_eq(first(src), c);
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+Test(evmove, a_split_chain_is_shared_not_copied)
+{
+	static char data[100000];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+	char out[100000];
+	const char *p;
+
+	pattern(data, sizeof(data), 3);
+	cr_assert(evbuffer_add(src, data, sizeof(data)) == 0);
+	p = first(src);
+	cr_assert_eq(evmove(src, dst, 60000), 0);
+	cr_assert_eq(evbuffer_get_length(dst), 60000);
+	cr_assert_eq(evbuffer_get_length(src), 40000);
+	cr_assert_eq(first(dst), p, "the moved part was copied");
+	cr_assert_eq(first(src), p + 60000, "the rest was copied");
+	cr_assert_eq(evbuffer_remove(dst, out, 60000), 60000);
+	cr_assert_eq(evbuffer_remove(src, out + 60000, 40000), 40000);
+	cr_assert_arr_eq(out, data, sizeof(data));
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+Test(evmove, whole_chains_then_a_split)
+{
+	static char a[8192], big[65536];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+	struct evbuffer_iovec v[2];
+
+	cr_assert(evbuffer_add_reference(src, a, sizeof(a), NULL, NULL) == 0);
+	cr_assert(evbuffer_add_reference(src, big, sizeof(big), NULL, NULL) ==
+	    0);
+	cr_assert_eq(evmove(src, dst, sizeof(a) + 30000), 0);
+	cr_assert_eq(evbuffer_peek(dst, -1, NULL, v, 2), 2);
+	cr_assert_eq(v[0].iov_base, a);
+	cr_assert_eq(v[1].iov_base, big);
+	cr_assert_eq(v[1].iov_len, 30000);
+	cr_assert_eq(first(src), big + 30000);
+	cr_assert_eq(evbuffer_get_length(src), sizeof(big) - 30000);
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+Test(evmove, a_short_split_is_copied)
+{
+	static char data[65536];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+
+	cr_assert(evbuffer_add_reference(src, data, sizeof(data), NULL,
+		      NULL) == 0);
+	cr_assert_eq(evmove(src, dst, EVMOVE_COPY_MAX), 0);
+	cr_assert_neq(first(dst), data);
+	cr_assert_eq(first(src), data + EVMOVE_COPY_MAX);
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+Test(evmove, the_split_chain_lives_until_both_parts_are_drained)
+{
+	static char data[65536];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+	char out[20000];
+
+	pattern(data, sizeof(data), 11);
+	freed = 0;
+	cr_assert(evbuffer_add_reference(src, data, sizeof(data), count_free,
+		      NULL) == 0);
+	cr_assert_eq(evmove(src, dst, 20000), 0);
+	evbuffer_free(src); /* the rest goes first */
+	cr_assert_eq(freed, 0, "freed while dst still refers to it");
+	cr_assert_eq(evbuffer_remove(dst, out, sizeof(out)), sizeof(out));
+	cr_assert_arr_eq(out, data, sizeof(out));
+	cr_assert_eq(freed, 1);
+	evbuffer_free(dst);
+	cr_assert_eq(freed, 1);
+}
+
+Test(evmove, too_many_bytes_move_nothing)
+{
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+
+	cr_assert(evbuffer_add(src, "abc", 3) == 0);
+	cr_assert_eq(evmove(src, dst, 4), -1);
+	cr_assert_eq(evbuffer_get_length(src), 3);
+	cr_assert_eq(evbuffer_get_length(dst), 0);
+	cr_assert_eq(evmove(src, dst, 3), 0);
+	cr_assert_eq(evbuffer_get_length(src), 0);
+	cr_assert_eq(evbuffer_get_length(dst), 3);
+	cr_assert_eq(evmove(src, dst, 0), 0);
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+/*
+ * Model: bytes are numbered in the order they were added to buffer 0;
+ * moves go 0 -> 1 -> 2 (each a queue, so each buffer holds a contiguous
+ * run of the numbers), with random counts, split and re-split.
+ */
+Test(evmove, model_random_moves_keep_every_byte)
+{
+	struct evbuffer *b[3];
+	uint64_t lo[3] = { 0, 0, 0 }, next = 0; /* first number each holds */
+	unsigned seed = 12345;
+	char *chunk = malloc(200000), *out = malloc(200000);
+	int step, i, k;
+	size_t n, len;
+
+	cr_assert_not_null(chunk);
+	cr_assert_not_null(out);
+	for (i = 0; i < 3; i++)
+		cr_assert_not_null(b[i] = evbuffer_new());
+	for (step = 0; step < 3000; step++) {
+		seed = seed * 1103515245u + 12345u;
+		k = (int)((seed >> 16) % 4);
+		seed = seed * 1103515245u + 12345u;
+		n = (seed >> 8) % 150000;
+		if (k == 0) { /* add n numbered bytes to 0 */
+			if (evbuffer_get_length(b[0]) == 0)
+				lo[0] = next;
+			for (len = 0; len < n; len++)
+				chunk[len] = (char)((next + len) * 131 >> 3);
+			cr_assert(evbuffer_add(b[0], chunk, n) == 0);
+			next += n;
+			continue;
+		}
+		i = k == 3 ? 2 : k - 1; /* 0 -> 1, 1 -> 2, 2 -> out */
+		len = evbuffer_get_length(b[i]);
+		if (n > len)
+			n = len;
+		if (i < 2) {
+			if (evbuffer_get_length(b[i + 1]) == 0)
+				lo[i + 1] = lo[i];
+			cr_assert_eq(evmove(b[i], b[i + 1], n), 0);
+			lo[i] += n;
+			continue;
+		}
+		cr_assert_eq(evbuffer_remove(b[2], out, n), (int)n);
+		for (len = 0; len < n; len++)
+			cr_assert_eq(out[len],
+			    (char)((lo[2] + len) * 131 >> 3), "byte %llu",
+			    (unsigned long long)(lo[2] + len));
+		lo[2] += n;
+	}
+	for (i = 0; i < 3; i++)
+		evbuffer_free(b[i]);
+	free(chunk);
+	free(out);
+}

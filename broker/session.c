@@ -405,15 +405,16 @@ session_stream_done(void *arg, struct request *r)
 
 /*
  * Give every stream a chance to send (window or output room grew), round
- * robin: the walk starts where the previous one stopped, so when the
- * connection window reopens the oldest streams are not starved by the
- * newest (which sit at the head of the list).
+ * robin: the walk starts after the last stream that sent DATA, so when
+ * the connection window reopens a little at a time the grants go round
+ * the streams with data instead of to the same first one each time.
  */
 static void
 session_flush_all(struct session *s)
 {
 	struct stream *t, *next;
 	size_t i, n = s->nstreams;
+	uint32_t window;
 
 	t = s->rr != NULL ? s->rr : s->streams;
 	for (i = 0; i < n && t != NULL && session_can_write(s); i++,
@@ -421,8 +422,11 @@ session_flush_all(struct session *s)
 		next = t->next != NULL ? t->next : s->streams;
 		if (next == t)
 			next = NULL; /* the only stream */
+		window = s->pc.flow.send;
 		request_flush(t->r); /* may free t, never next */
-		s->rr = next;
+		/* t sent: the next walk starts after it. */
+		if (s->pc.flow.send != window)
+			s->rr = next;
 	}
 }
 

@@ -7,7 +7,8 @@
  * guest's END_STREAM reaches the upstream as end of file while the
  * upstream still sends, and the reverse), an END_STREAM on the REQUEST
  * itself, flow control (no more than the stream window reaches a guest
- * that grants nothing), the idle timeout and the lifetime, the lease held
+ * that grants nothing, and streams take turns at the connection's
+ * window), the idle timeout and the lifetime, the lease held
  * for the stream's life and freed at once by a reset, refusals answered
  * at once (no port, port 0, HTTP fields, no socket_client permission,
  * metadata, not granted), tls against a peer that speaks no TLS, a
@@ -622,6 +623,80 @@ Test(stream, flow_control)
 	}
 	cr_assert_eq(got, want, "got %zu", got);
 	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Write what fits of the upstreams' endless bodies, run the loop once
+ * and count the DATA the guest got, per stream (1 and 3). */
+static void
+st_pump2(struct dt_peer *p, struct dt_upstream *u, size_t got[2])
+{
+	static char chunk[16384];
+	int j;
+
+	memset(chunk, 'r', sizeof(chunk));
+	for (j = 0; j < 2; j++)
+		while (write(u[j].cfd, chunk, sizeof(chunk)) > 0)
+			;
+	dt_step(p->fd);
+	dt_peer_read(p);
+	while (dt_take(p, &M))
+		if (M.type == PROTO_MSG_DATA) {
+			cr_assert(M.stream == 1 || M.stream == 3);
+			got[M.stream == 3] += M.data.len;
+		}
+}
+
+/* Streams take turns at the connection's window: when it reopens a
+ * frame at a time, the grants go round the streams that have data, and
+ * no stream takes every one of them (the walk used to restart where it
+ * had started, at the same stream each time). */
+Test(stream, connection_window_round_robin)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u[2];
+	size_t got[2] = { 0, 0 }, before;
+	int i, j, k;
+
+	cr_assert_not_null(p);
+	dt_peer_hello(p, "app");
+	for (j = 0; j < 2; j++) {
+		dt_upstream_open(&u[j]);
+		st_request(&M, 1 + 2 * (uint32_t)j, PROTO_TRANSPORT_TCP, 0,
+		    u[j].authority);
+		dt_send(p, &M);
+		st_expect_response(p, 1 + 2 * (uint32_t)j);
+		for (i = 0; i < DT_ITERS && u[j].cfd < 0; i++) {
+			dt_upstream_read(&u[j]);
+			dt_step(u[j].lfd);
+		}
+		cr_assert_geq(u[j].cfd, 0);
+		/* The streams' own windows are never the limit here. */
+		st_send_window(p, 1 + 2 * (uint32_t)j, 64u << 20);
+	}
+	for (i = 0; i < DT_ITERS && got[0] + got[1] < PROTO_CONN_WINDOW; i++)
+		st_pump2(p, u, got);
+	cr_assert_eq(got[0] + got[1], PROTO_CONN_WINDOW);
+	for (i = 0; i < 20; i++)
+		st_pump2(p, u, got);
+	cr_assert_eq(got[0] + got[1], PROTO_CONN_WINDOW, "beyond the window");
+	got[0] = got[1] = 0;
+	for (k = 1; k <= 8; k++) {
+		st_send_window(p, 0, PROTO_DATA_MAX);
+		before = got[0] + got[1];
+		for (i = 0;
+		     i < DT_ITERS && got[0] + got[1] < before + PROTO_DATA_MAX;
+		     i++)
+			st_pump2(p, u, got);
+		cr_assert_eq(got[0] + got[1], (size_t)k * PROTO_DATA_MAX);
+	}
+	cr_assert_geq(got[0], 2 * PROTO_DATA_MAX, "stream 1 got %zu of %u",
+	    got[0], 8 * PROTO_DATA_MAX);
+	cr_assert_geq(got[1], 2 * PROTO_DATA_MAX, "stream 3 got %zu of %u",
+	    got[1], 8 * PROTO_DATA_MAX);
+	for (j = 0; j < 2; j++)
+		dt_upstream_close(&u[j]);
 	dt_peer_close(p);
 	free(p);
 }

@@ -71,6 +71,8 @@ evmove_split(struct evbuffer *src, struct evbuffer *dst, char *p, size_t len,
 		goto out;
 	}
 	h->refs++;
+	/* Cannot fail: src's start is not frozen (the chain just left it
+	 * from there), nor is rest's. */
 	(void)evbuffer_prepend_buffer(src, rest);
 	rc = 0;
 out:

@@ -6,8 +6,15 @@
  * 64 KiB frame cut from a 124 KiB socket read copies half of every
  * body. evmove() keeps such a chain whole in a holder of its own, adds
  * its two parts to the two buffers by reference, and frees it once both
- * references are drained. A short part is copied instead
- * (EVMOVE_COPY_MAX): that costs less than the references.
+ * references are drained.
+ *
+ * A part held by reference keeps its whole chain allocated, so a part
+ * that is short for its chain is copied instead: one of at most
+ * EVMOVE_COPY_MAX bytes, or of at most 1/EVMOVE_SHARE_RATIO of the
+ * chain, whichever is more. A part that stays shared is then never less
+ * than an eighth of the chain behind it, and a buffer holds at most
+ * EVMOVE_SHARE_RATIO times the bytes it counts (plus the free space at
+ * the end of a whole chain, which libevent moves with it).
  */
 #ifndef EGRESS_BROKER_NET_EVMOVE_H
 #define EGRESS_BROKER_NET_EVMOVE_H
@@ -16,16 +23,21 @@
 
 struct evbuffer;
 
-#define EVMOVE_COPY_MAX 4096 /* a split part this short is copied */
+#define EVMOVE_COPY_MAX	   4096 /* a split part this short is copied */
+#define EVMOVE_SHARE_RATIO 8	/* or an eighth of its chain */
 
 /*
  * Move the first n bytes of src to the end of dst, as
  * evbuffer_remove_buffer() does, sharing rather than copying a chain
- * that n splits (its memory stays allocated until both parts are
- * drained). Return 0, or -1 with nothing moved when src holds fewer than
- * n bytes, and -1 when memory ran out (then src and dst are as before,
- * save that whole chains may already have moved: the caller fails the
- * stream either way).
+ * that n splits, under the rule above. Return 0, or -1 with nothing
+ * moved when src holds fewer than n bytes, and -1 when memory ran out:
+ * then no byte is lost or doubled (dst followed by src holds what they
+ * held), but whole chains may already have moved, and the caller fails
+ * the stream.
+ *
+ * src and dst must differ, and no callback of theirs that runs at once
+ * (not deferred) may touch src while the move is under way: it takes
+ * src's first chain out and puts its rest back.
  */
 int evmove(struct evbuffer *src, struct evbuffer *dst, size_t n);
 

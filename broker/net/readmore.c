@@ -66,8 +66,12 @@ int
 readmore_bulk(struct bufferevent *bev)
 {
 	if (bev == NULL ||
-	    bufferevent_set_max_single_read(bev, READMORE_BULK) != 0 ||
 	    bufferevent_set_max_single_write(bev, READMORE_BULK) != 0)
+		return -1;
+	/* A TLS bufferevent reserves its whole read limit for each record
+	 * (of at most 16 KiB) that it reads. */
+	if (bufferevent_openssl_get_ssl(bev) == NULL &&
+	    bufferevent_set_max_single_read(bev, READMORE_BULK) != 0)
 		return -1;
 	return 0;
 }

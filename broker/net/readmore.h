@@ -37,7 +37,10 @@ int readmore(struct bufferevent *bev, size_t high);
  * that per read callback, instead of libevent's 16 KiB: a peer that
  * drains its socket buffer at once is then refilled with one write, not
  * one per 16 KiB, each a wake-up of that peer. The read watermarks still
- * bound what is read ahead. Return 0, or -1 (bev NULL).
+ * bound what is read ahead. A TLS bufferevent (socket or filter) gets
+ * the write limit only: it reads a record (at most 16 KiB) at a time
+ * into space reserved for its whole read limit, so a larger limit would
+ * only leave most of each allocation empty. Return 0, or -1 (bev NULL).
  */
 int readmore_bulk(struct bufferevent *bev);
 

@@ -6,6 +6,10 @@
  * past the source buffer's end), a count beyond the source moves
  * nothing, and a model test moves random counts between three buffers,
  * splits of splits included, checking every byte against its own copy.
+ * A part short for its chain is copied, so that no part held by
+ * reference pins a chain more than eight times its size; more chains
+ * than one look takes move in turns; and when memory runs out at any
+ * allocation, no byte is lost or doubled.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +17,7 @@
 
 #include <criterion/criterion.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "broker/net/evmove.h"
 
@@ -139,6 +144,183 @@ Test(evmove, the_split_chain_lives_until_both_parts_are_drained)
 	cr_assert_eq(freed, 1);
 	evbuffer_free(dst);
 	cr_assert_eq(freed, 1);
+}
+
+/* A short rest is copied back to src: only dst's part keeps the chain,
+ * and draining dst frees it while src still holds its rest. */
+Test(evmove, a_short_rest_is_copied_and_pins_nothing)
+{
+	static char data[65536];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+	char out[100];
+
+	pattern(data, sizeof(data), 5);
+	freed = 0;
+	cr_assert(evbuffer_add_reference(src, data, sizeof(data), count_free,
+		      NULL) == 0);
+	cr_assert_eq(evmove(src, dst, sizeof(data) - 100), 0);
+	cr_assert_eq(first(dst), data, "the long part was copied");
+	cr_assert_neq(first(src), data + sizeof(data) - 100,
+	    "a 100-byte rest keeps a 64 KiB chain");
+	cr_assert_eq(evbuffer_drain(dst, sizeof(data) - 100), 0);
+	cr_assert_eq(freed, 1, "the chain outlived the part that shared it");
+	cr_assert_eq(evbuffer_remove(src, out, sizeof(out)), sizeof(out));
+	cr_assert_arr_eq(out, data + sizeof(data) - 100, sizeof(out));
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+/* A head just over EVMOVE_COPY_MAX from a 128 KiB chain (a guest's
+ * upload read) is copied: shared, it would keep 32 times its size. */
+Test(evmove, a_short_head_of_a_long_chain_is_copied)
+{
+	static char data[131072];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+
+	cr_assert(evbuffer_add_reference(src, data, sizeof(data), NULL,
+		      NULL) == 0);
+	cr_assert_eq(evmove(src, dst, EVMOVE_COPY_MAX + 1), 0);
+	cr_assert_neq(first(dst), data, "4097 bytes keep a 128 KiB chain");
+	cr_assert_eq(first(src), data + EVMOVE_COPY_MAX + 1);
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+/* Every split of a 128 KiB chain: a part is shared exactly when it is
+ * more than an eighth of the chain, so no shared part pins more than
+ * eight times its size. */
+Test(evmove, sharing_follows_the_eighth_rule)
+{
+	static char data[131072];
+	const size_t lim = sizeof(data) / EVMOVE_SHARE_RATIO;
+	size_t head;
+
+	for (head = 1; head < sizeof(data); head += 997) {
+		struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+		int head_shared, rest_shared;
+
+		cr_assert(evbuffer_add_reference(src, data, sizeof(data), NULL,
+			      NULL) == 0);
+		cr_assert_eq(evmove(src, dst, head), 0);
+		head_shared = first(dst) == data;
+		rest_shared = first(src) == data + head;
+		cr_assert_eq(head_shared, head > lim, "head %zu", head);
+		cr_assert_eq(rest_shared,
+		    head_shared ? sizeof(data) - head > lim : 1, "head %zu",
+		    head);
+		evbuffer_free(src);
+		evbuffer_free(dst);
+	}
+}
+
+/* 100 chains of 1000 bytes and a long one: more than one look takes;
+ * the short ones move whole, the long one is split. */
+Test(evmove, more_chains_than_one_look_move_in_turns)
+{
+	static char small[100][1000], big[65536];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+	struct evbuffer_iovec v[101];
+	int i;
+
+	for (i = 0; i < 100; i++)
+		cr_assert(evbuffer_add_reference(src, small[i], 1000, NULL,
+			      NULL) == 0);
+	cr_assert(evbuffer_add_reference(src, big, sizeof(big), NULL, NULL) ==
+	    0);
+	cr_assert_eq(evmove(src, dst, 100 * 1000 + 40000), 0);
+	cr_assert_eq(evbuffer_peek(dst, -1, NULL, v, 101), 101);
+	for (i = 0; i < 100; i++)
+		cr_assert_eq(v[i].iov_base, small[i], "chain %d was copied",
+		    i);
+	cr_assert_eq(v[100].iov_base, big);
+	cr_assert_eq(v[100].iov_len, 40000);
+	cr_assert_eq(first(src), big + 40000);
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+/* libevent's allocations fail after a count; ours still work. */
+static long oom_left = -1;
+
+static void *
+oom_malloc(size_t n)
+{
+	if (oom_left == 0)
+		return NULL;
+	if (oom_left > 0)
+		oom_left--;
+	return malloc(n);
+}
+
+static void *
+oom_realloc(void *p, size_t n)
+{
+	if (oom_left == 0)
+		return NULL;
+	if (oom_left > 0)
+		oom_left--;
+	return realloc(p, n);
+}
+
+/* Check that dst followed by src holds want[0..n). */
+static void
+check_bytes(struct evbuffer *dst, struct evbuffer *src, const char *want,
+    size_t n, const char *what)
+{
+	char *got = malloc(n);
+	size_t d = evbuffer_get_length(dst);
+
+	cr_assert_not_null(got);
+	cr_assert_eq(d + evbuffer_get_length(src), n, "%s: %zu bytes lost",
+	    what, n - d - evbuffer_get_length(src));
+	cr_assert_eq(evbuffer_copyout(dst, got, d), (ev_ssize_t)d);
+	cr_assert_eq(evbuffer_copyout(src, got + d, n - d),
+	    (ev_ssize_t)(n - d));
+	cr_assert_arr_eq(got, want, n, "%s: bytes changed", what);
+	free(got);
+}
+
+/*
+ * Each move (a copied head, a split shared both ways, a shared head
+ * with a copied rest, and whole chains before each) with libevent's
+ * first k allocations succeeding and none after, for every k until the
+ * move needs no more: it fails or succeeds, and never loses a byte
+ * (evbuffer_remove_buffer() drains what it failed to copy).
+ */
+Test(evmove, out_of_memory_loses_no_byte)
+{
+	static const size_t counts[] = { 3000, 5000 + 60000, 5000 + 95000 };
+	static char data[5000 + 100000];
+	size_t c;
+	long k;
+
+	event_set_mem_functions(oom_malloc, oom_realloc, free);
+	pattern(data, sizeof(data), 17);
+	for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+		for (k = 0;; k++) {
+			struct evbuffer *src = evbuffer_new();
+			struct evbuffer *dst = evbuffer_new();
+			char what[64];
+			int rc;
+
+			cr_assert(src != NULL && dst != NULL);
+			cr_assert(evbuffer_add(src, data, 5000) == 0);
+			cr_assert(evbuffer_add(src, data + 5000, 100000) == 0);
+			oom_left = k;
+			rc = evmove(src, dst, counts[c]);
+			oom_left = -1;
+			(void)snprintf(what, sizeof(what),
+			    "%zu bytes, %ld allocations", counts[c], k);
+			check_bytes(dst, src, data, sizeof(data), what);
+			if (rc == 0)
+				cr_assert_eq(evbuffer_get_length(dst),
+				    counts[c], "%s", what);
+			evbuffer_free(src);
+			evbuffer_free(dst);
+			if (rc == 0)
+				break;
+			cr_assert_lt(k, 20, "%s: never succeeds", what);
+		}
 }
 
 Test(evmove, too_many_bytes_move_nothing)

@@ -368,7 +368,7 @@ px_write_tail(struct proxy_conn *c, struct evbuffer *buf, size_t n)
 	    proto_frame_decode(p, n, &m, NULL) != (int)n)
 		return EGRESS_ERR_INVALID;
 	if (c->framing == PX_CHUNKED) {
-		(void)evbuffer_add(out, "0\r\n", 3);
+		(void)evmove_add(out, "0\r\n", 3);
 		for (i = 0; m.type == PROTO_MSG_TRAILERS && i < m.nheaders;
 		     i++)
 			(void)evbuffer_add_printf(out, "%.*s: %.*s\r\n",
@@ -376,7 +376,7 @@ px_write_tail(struct proxy_conn *c, struct evbuffer *buf, size_t n)
 			    (const char *)m.headers[i].name.ptr,
 			    (int)m.headers[i].value.len,
 			    (const char *)m.headers[i].value.ptr);
-		(void)evbuffer_add(out, "\r\n", 2);
+		(void)evmove_add(out, "\r\n", 2);
 	}
 	(void)evbuffer_drain(buf, n);
 	c->resp_done = 1;
@@ -410,7 +410,7 @@ px_send_data(void *ctx, struct proto_stream *st, struct evbuffer *buf,
 		if (evmove(buf, out, n) != 0)
 			return EGRESS_ERR_NOMEM;
 		if (c->framing == PX_CHUNKED && n > 0 &&
-		    evbuffer_add(out, "\r\n", 2) != 0)
+		    evmove_add(out, "\r\n", 2) != 0)
 			return EGRESS_ERR_NOMEM;
 	}
 	/* Back-pressure is the client socket's (can_write), not a window. */

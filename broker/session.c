@@ -252,7 +252,7 @@ session_send_data(struct session *s, struct proto_stream *st,
 	err = proto_conn_send(&s->pc, st, &m, NULL);
 	if (err != 0)
 		return err;
-	if (evbuffer_add(session_out(s), hdr, sizeof(hdr)) != 0 ||
+	if (evmove_add(session_out(s), hdr, sizeof(hdr)) != 0 ||
 	    evmove(buf, session_out(s), n) != 0)
 		return EGRESS_ERR_NOMEM;
 	return 0;

@@ -11,10 +11,19 @@
  * A part held by reference keeps its whole chain allocated, so a part
  * that is short for its chain is copied instead: one of at most
  * EVMOVE_COPY_MAX bytes, or of at most 1/EVMOVE_SHARE_RATIO of the
- * chain, whichever is more. A part that stays shared is then never less
- * than an eighth of the chain behind it, and a buffer holds at most
- * EVMOVE_SHARE_RATIO times the bytes it counts (plus the free space at
- * the end of a whole chain, which libevent moves with it).
+ * chain, whichever is more. A part of a part is measured against the
+ * first chain (split chains are found again by address), and refers to
+ * that chain's holder: cutting again never nests holders. A part that
+ * stays shared therefore keeps at most EVMOVE_SHARE_RATIO times its
+ * size of the bytes its chain held when first cut.
+ *
+ * What that does not count is room the chain had besides those bytes:
+ * libevent rounds an allocation up to a power of two, bytes consumed
+ * from its front before the cut stay allocated, and a chain still being
+ * read into when it is cut keeps its free end. Reads here reserve at
+ * most 256 KiB (512 KiB allocated), so a shared part of more than
+ * EVMOVE_COPY_MAX bytes keeps at most 128 times its size, and 8 times
+ * when its chain had no such room.
  */
 #ifndef EGRESS_BROKER_NET_EVMOVE_H
 #define EGRESS_BROKER_NET_EVMOVE_H
@@ -40,5 +49,14 @@ struct evbuffer;
  * src's first chain out and puts its rest back.
  */
 int evmove(struct evbuffer *src, struct evbuffer *dst, size_t n);
+
+/*
+ * evbuffer_add() for a buffer that may end with a shared part: after a
+ * chain it cannot write to, evbuffer_add() allocates one as large as
+ * that chain (128 KiB for a 9-byte frame header after a 64 KiB part);
+ * this adds a chain only as large as n (libevent's least, 1 KiB, for a
+ * short one). Return 0, or -1 with nothing added.
+ */
+int evmove_add(struct evbuffer *dst, const void *p, size_t n);
 
 #endif /* EGRESS_BROKER_NET_EVMOVE_H */

@@ -28,6 +28,7 @@
 #include <event2/event.h>
 #include <http_parser.h>
 
+#include "broker/net/evmove.h"
 #include "broker/net/http1.h"
 #include "broker/net/readmore.h"
 
@@ -921,7 +922,7 @@ http1_write_body_buffer(struct http1_exchange *x, struct evbuffer *buf)
 	if (x->body_length < 0 && evbuffer_add_printf(out, "%zx\r\n", n) < 0)
 		return EGRESS_ERR_NOMEM;
 	if (evbuffer_add_buffer(out, buf) != 0 ||
-	    (x->body_length < 0 && evbuffer_add(out, "\r\n", 2) != 0))
+	    (x->body_length < 0 && evmove_add(out, "\r\n", 2) != 0))
 		return EGRESS_ERR_NOMEM;
 	x->body_sent += (int64_t)n;
 	return http1_want_write(x);
@@ -941,7 +942,7 @@ http1_finish_body(struct http1_exchange *x)
 		return EGRESS_ERR_INVALID_REQUEST;
 	}
 	if (x->body_length < 0 &&
-	    evbuffer_add(bufferevent_get_output(x->bev), "0\r\n\r\n", 5) != 0)
+	    evmove_add(bufferevent_get_output(x->bev), "0\r\n\r\n", 5) != 0)
 		return EGRESS_ERR_NOMEM;
 	x->body_done = 1;
 	return x->body_length < 0 ? http1_want_write(x) : 0;

@@ -7,8 +7,11 @@
  * nothing, and a model test moves random counts between three buffers,
  * splits of splits included, checking every byte against its own copy.
  * A part short for its chain is copied, so that no part held by
- * reference pins a chain more than eight times its size; more chains
- * than one look takes move in turns; and when memory runs out at any
+ * reference pins a chain more than eight times its size, a part of a
+ * part measured against the first chain; more chains than one look
+ * takes move in turns; no move leaves an empty chain as large as a part
+ * behind, nor does a short add after a part; a source whose start is
+ * frozen loses and doubles nothing; and when memory runs out at any
  * allocation, no byte is lost or doubled.
  */
 #include <stdint.h>
@@ -262,34 +265,59 @@ oom_realloc(void *p, size_t n)
 	return realloc(p, n);
 }
 
-/* Check that dst followed by src holds want[0..n). */
+/* Check that dst, mid (unless NULL) and src, in that order, hold
+ * want[0..n). */
 static void
-check_bytes(struct evbuffer *dst, struct evbuffer *src, const char *want,
-    size_t n, const char *what)
+check_bytes(struct evbuffer *dst, struct evbuffer *mid, struct evbuffer *src,
+    const char *want, size_t n, const char *what)
 {
+	struct evbuffer *b[3] = { dst, mid, src };
 	char *got = malloc(n);
-	size_t d = evbuffer_get_length(dst);
+	size_t have = 0, len;
+	int i;
 
 	cr_assert_not_null(got);
-	cr_assert_eq(d + evbuffer_get_length(src), n, "%s: %zu bytes lost",
-	    what, n - d - evbuffer_get_length(src));
-	cr_assert_eq(evbuffer_copyout(dst, got, d), (ev_ssize_t)d);
-	cr_assert_eq(evbuffer_copyout(src, got + d, n - d),
-	    (ev_ssize_t)(n - d));
+	for (i = 0; i < 3; i++) {
+		if (b[i] == NULL)
+			continue;
+		len = evbuffer_get_length(b[i]);
+		cr_assert_leq(have + len, n, "%s: bytes doubled", what);
+		cr_assert_eq(evbuffer_copyout(b[i], got + have, len),
+		    (ev_ssize_t)len);
+		have += len;
+	}
+	cr_assert_eq(have, n, "%s: %zu bytes lost", what, n - have);
 	cr_assert_arr_eq(got, want, n, "%s: bytes changed", what);
 	free(got);
 }
 
+/* src: a chain of 5,000 bytes read, then one of 100,000. */
+static struct evbuffer *
+two_chains(const char *data)
+{
+	struct evbuffer *src = evbuffer_new(), *t = evbuffer_new();
+
+	cr_assert(src != NULL && t != NULL);
+	cr_assert(evbuffer_add(src, data, 5000) == 0);
+	cr_assert(evbuffer_add(t, data + 5000, 100000) == 0);
+	cr_assert(evbuffer_add_buffer(src, t) == 0);
+	evbuffer_free(t);
+	return src;
+}
+
 /*
- * Each move (a copied head, a split shared both ways, a shared head
- * with a copied rest, and whole chains before each) with libevent's
- * first k allocations succeeding and none after, for every k until the
- * move needs no more: it fails or succeeds, and never loses a byte
- * (evbuffer_remove_buffer() drains what it failed to copy).
+ * Each move with libevent's first k allocations succeeding and none
+ * after, for every k until the move needs no more: it fails or
+ * succeeds, and never loses or doubles a byte (evbuffer_remove_buffer()
+ * drains what it failed to copy). The moves: a copied head; a split
+ * shared both ways; a shared head with a copied rest (whole chains
+ * before both); and whole chains then a cut of a part of an earlier
+ * split (its 60,000 bytes from src to mid first, with memory).
  */
 Test(evmove, out_of_memory_loses_no_byte)
 {
-	static const size_t counts[] = { 3000, 5000 + 60000, 5000 + 95000 };
+	static const size_t counts[] = { 3000, 5000 + 60000, 5000 + 95000,
+		5000 + 30000 };
 	static char data[5000 + 100000];
 	size_t c;
 	long k;
@@ -298,29 +326,173 @@ Test(evmove, out_of_memory_loses_no_byte)
 	pattern(data, sizeof(data), 17);
 	for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
 		for (k = 0;; k++) {
-			struct evbuffer *src = evbuffer_new();
-			struct evbuffer *dst = evbuffer_new();
+			struct evbuffer *src = two_chains(data);
+			struct evbuffer *dst = evbuffer_new(), *mid = NULL;
 			char what[64];
 			int rc;
 
-			cr_assert(src != NULL && dst != NULL);
-			cr_assert(evbuffer_add(src, data, 5000) == 0);
-			cr_assert(evbuffer_add(src, data + 5000, 100000) == 0);
+			cr_assert_not_null(dst);
+			if (c == 3) {
+				cr_assert_not_null(mid = evbuffer_new());
+				cr_assert_eq(evmove(src, mid, 5000 + 60000),
+				    0);
+			}
 			oom_left = k;
-			rc = evmove(src, dst, counts[c]);
+			rc = evmove(mid != NULL ? mid : src, dst, counts[c]);
 			oom_left = -1;
 			(void)snprintf(what, sizeof(what),
 			    "%zu bytes, %ld allocations", counts[c], k);
-			check_bytes(dst, src, data, sizeof(data), what);
+			check_bytes(dst, mid, src, data, sizeof(data), what);
 			if (rc == 0)
 				cr_assert_eq(evbuffer_get_length(dst),
 				    counts[c], "%s", what);
 			evbuffer_free(src);
 			evbuffer_free(dst);
+			if (mid != NULL)
+				evbuffer_free(mid);
 			if (rc == 0)
 				break;
 			cr_assert_lt(k, 20, "%s: never succeeds", what);
 		}
+}
+
+/* libevent's bytes allocated and not yet freed (a size before each). */
+static size_t live;
+
+static void *
+count_malloc(size_t n)
+{
+	size_t *p = malloc(n + 16);
+
+	if (p == NULL)
+		return NULL;
+	*p = n;
+	live += n;
+	return (char *)p + 16;
+}
+
+static void *
+count_realloc(void *q, size_t n)
+{
+	size_t *p, *np;
+
+	if (q == NULL)
+		return count_malloc(n);
+	p = (size_t *)((char *)q - 16);
+	if ((np = realloc(p, n + 16)) == NULL)
+		return NULL;
+	live -= *np;
+	*np = n;
+	live += n;
+	return (char *)np + 16;
+}
+
+static void
+count_freemem(void *q)
+{
+	size_t *p;
+
+	if (q == NULL)
+		return;
+	p = (size_t *)((char *)q - 16);
+	live -= *p;
+	free(p);
+}
+
+/*
+ * A part cut again is measured against the chain it was first cut
+ * from: 14,000 bytes of a 32 KiB part of a 128 KiB chain are copied (an
+ * eighth of 32 KiB is 4 KiB, of 128 KiB 16 KiB), as are 14,000 bytes of
+ * its 96 KiB rest; 20,000 bytes are shared, by the first chain's holder,
+ * which frees the chain when the last part goes.
+ */
+Test(evmove, a_part_cut_again_counts_its_first_chain)
+{
+	static char data[131072];
+	struct evbuffer *src = evbuffer_new(), *mid = evbuffer_new();
+	struct evbuffer *a = evbuffer_new(), *b = evbuffer_new();
+
+	freed = 0;
+	cr_assert(evbuffer_add_reference(src, data, sizeof(data), count_free,
+		      NULL) == 0);
+	cr_assert_eq(evmove(src, mid, 32768), 0);
+	cr_assert_eq(first(mid), data);
+	cr_assert_eq(evmove(mid, a, 14000), 0);
+	cr_assert_neq(first(a), data, "14,000 bytes keep a 128 KiB chain");
+	cr_assert_eq(evmove(src, b, 14000), 0);
+	cr_assert_neq(first(b), data + 32768,
+	    "14,000 bytes of the rest keep a 128 KiB chain");
+	cr_assert_eq(evmove(src, b, 20000), 0);
+	cr_assert_eq(evbuffer_get_length(b), 34000);
+	evbuffer_free(src);
+	evbuffer_free(mid);
+	evbuffer_free(a);
+	cr_assert_eq(freed, 0, "freed while a part is left");
+	evbuffer_free(b);
+	cr_assert_eq(freed, 1);
+}
+
+/*
+ * Moving a part whole, to a chain boundary, leaves no empty chain as
+ * large as the part at the end of dst (evbuffer_remove_buffer() would),
+ * and a frame header added after it with evmove_add() takes a short
+ * chain (evbuffer_add() would take one as large as the part).
+ */
+Test(evmove, a_part_leaves_no_large_empty_chain_behind)
+{
+	static char data[65536], other[8192];
+	struct evbuffer *src, *mid, *dst;
+	size_t before;
+
+	event_set_mem_functions(count_malloc, count_realloc, count_freemem);
+	src = evbuffer_new();
+	mid = evbuffer_new();
+	dst = evbuffer_new();
+	cr_assert(evbuffer_add_reference(src, data, sizeof(data), NULL,
+		      NULL) == 0);
+	cr_assert_eq(evmove(src, mid, 40000), 0);
+	cr_assert_eq(first(mid), data);
+	cr_assert(evbuffer_add_reference(mid, other, sizeof(other), NULL,
+		      NULL) == 0);
+	before = live;
+	cr_assert_eq(evmove(mid, dst, 40000), 0);
+	cr_assert_eq(first(dst), data);
+	cr_assert_lt(live, before + 4096, "%zu bytes more for 40,000 moved",
+	    live - before);
+	before = live;
+	cr_assert_eq(evmove_add(dst, "123456789", 9), 0);
+	cr_assert_lt(live, before + 4096, "%zu bytes for a 9-byte header",
+	    live - before);
+	cr_assert_eq(evbuffer_get_length(dst), 40009);
+	evbuffer_free(src);
+	evbuffer_free(mid);
+	evbuffer_free(dst);
+}
+
+/* A source whose start is frozen fails every way a move can go, with
+ * nothing moved, lost or doubled. */
+Test(evmove, a_frozen_source_moves_nothing)
+{
+	static const size_t counts[] = { 100, 60000, 99000 + 100 };
+	static char data[100000];
+	size_t c;
+
+	pattern(data, sizeof(data), 23);
+	for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+
+		cr_assert(evbuffer_add_reference(src, data, 99000, NULL,
+			      NULL) == 0);
+		cr_assert(evbuffer_add(src, data + 99000, 1000) == 0);
+		cr_assert_eq(evbuffer_freeze(src, 1), 0);
+		cr_assert_eq(evmove(src, dst, counts[c]), -1, "%zu",
+		    counts[c]);
+		cr_assert_eq(evbuffer_get_length(dst), 0, "%zu", counts[c]);
+		cr_assert_eq(evbuffer_unfreeze(src, 1), 0);
+		check_bytes(dst, NULL, src, data, sizeof(data), "frozen");
+		evbuffer_free(src);
+		evbuffer_free(dst);
+	}
 }
 
 Test(evmove, too_many_bytes_move_nothing)

@@ -7,7 +7,8 @@
  * configuration (policy-unavailable), an allowed request to a loopback
  * upstream the test answers by hand (RESPONSE without hop-by-hop
  * headers, DATA, END_STREAM), a redirect passed back and not followed,
- * and request_abort() in the middle of the exchange. Each case checks
+ * request_start_with() deciding with the snapshot it is given, and
+ * request_abort() in the middle of the exchange. Each case checks
  * that done is called exactly once (never after an abort) and that the
  * log holds exactly one egress.decision and one egress.close event.
  */
@@ -375,6 +376,67 @@ Test(request, policy_unavailable)
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "unavailable");
 	cr_assert_eq(dt_log_count("egress.config"), 1,
 	    "the broken file was not reported once");
+	dt_upstream_close(&u);
+}
+
+/* Make a request for m and start it with snapshot ref, as the proxy
+ * front does after its own look at the files. */
+static void
+fg_start_with(struct fg *f, struct proto_msg *m, struct confref *ref)
+{
+	f->r = request_new(&dt_b, &f->g, m->stream, fg_done, f);
+	cr_assert_not_null(f->r);
+	cr_assert_eq(proto_conn_recv(&f->pc, request_stream(f->r), m, NULL),
+	    PROTO_ACCEPT, "the test REQUEST is not acceptable");
+	request_start_with(f->r, m, ref);
+}
+
+/* request_start_with() decides with the snapshot it is given, not with
+ * a look of its own: one taken before the files broke still allows. */
+Test(request, start_with_decides_with_the_given_snapshot)
+{
+	struct dt_upstream u;
+	struct confref *ref;
+
+	dt_upstream_open(&u);
+	ref = confstate_get_for(&dt_b.conf, "app");
+	cr_assert_not_null(ref);
+	dt_break_conf();
+	fg_init(&F, "app");
+	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
+	    "/", NULL);
+	fg_start_with(&F, &M, ref);
+	confref_unref(ref);
+	cr_assert_eq(F.done_calls, 0, "refused: the files were read again");
+	dt_upstream_wait_request(&u);
+	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
+	cr_assert_eq(dt_log_count("egress.config"), 0,
+	    "the broken files were read");
+	request_abort(F.r);
+	F.r = NULL;
+	dt_upstream_wait_eof(&u);
+	dt_upstream_close(&u);
+}
+
+/* With no snapshot given, the request is policy-unavailable even though
+ * the files are intact. */
+Test(request, start_with_no_snapshot_is_unavailable)
+{
+	struct dt_upstream u;
+
+	dt_upstream_open(&u);
+	fg_init(&F, "app");
+	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
+	    "/", NULL);
+	fg_start_with(&F, &M, NULL);
+	cr_assert_eq(F.done_calls, 1);
+	cr_assert_eq(F.nframes, 1);
+	cr_assert_eq(F.frames[0].type, PROTO_MSG_ERROR);
+	cr_assert_eq(F.frames[0].code, PROTO_CODE_UNAVAILABLE, "code %s",
+	    proto_code_name(F.frames[0].code));
+	expect_one_decision_and_close("no snapshot");
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
+	    "policy-unavailable");
 	dt_upstream_close(&u);
 }
 

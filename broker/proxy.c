@@ -975,7 +975,10 @@ proxy_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct proxy_conn *c = arg;
 
-	c->b->activity++;
+	/* Bytes of a caller that has not shown the token are not work a
+	 * busy poll should wait for more of. */
+	if (!c->preauth)
+		c->b->activity++;
 	proxy_step(c);
 }
 

@@ -52,7 +52,7 @@ port_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 {
 	struct proxy_port *p = arg;
 
-	p->b->activity++;
+	/* Not activity: no caller on the port has shown its token yet. */
 	(void)proxy_accept(p->b, fd, p->instance, NULL, PROXY_AUTH);
 	/* Full: the next connections wait in the backlog, not refused. */
 	if (proxy_preauth_count(p->b, p->instance) >= PROXY_PREAUTH_MAX &&

@@ -650,6 +650,22 @@ px_port_open(struct px_client *c, const char *instance)
 	return proxy_accept(&dt_b, sv[0], instance, NULL, PROXY_AUTH);
 }
 
+/* Bytes from a port caller without the token are not activity: they
+ * never keep the adaptive poll spinning. */
+Test(proxy, unauthenticated_bytes_are_not_activity)
+{
+	unsigned long before;
+
+	cr_assert_eq(px_port_open(&C, "app"), 0);
+	before = dt_b.activity;
+	px_write(&C, "GET http://127.0.0.1/ HTTP/1.1\r\n\r\n");
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 407 ", 13) == 0, "%s", C.out);
+	cr_assert_eq(dt_b.activity, before, "%lu activities counted",
+	    dt_b.activity - before);
+	dt_peer_close(&C.p);
+}
+
 /* Idle port connections without the token take none of the instance's
  * sessions: past a few they are refused, and the instance's own socket
  * keeps serving. */

@@ -566,8 +566,8 @@ proxy_begin(struct proxy_conn *c, const struct http1_req *q,
 	request_start_with(r, &m, ref);
 	if (c->r != NULL && !c->resp_started && !c->body_done &&
 	    q->expect_continue && c->minor >= 1)
-		(void)evbuffer_add(proxy_out(c),
-		    "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		(void)evmove_add(proxy_out(c), "HTTP/1.1 100 Continue\r\n\r\n",
+		    25);
 	return 0;
 }
 

@@ -40,6 +40,7 @@ struct evmove_hold {
 
 /* One table per thread: a buffer and its chains belong to one loop. */
 static _Thread_local struct evmove_link *evmove_table[EVMOVE_BUCKETS];
+static _Thread_local size_t evmove_holders; /* live in the table */
 /* Where a rest is put together, kept empty for the next move (taken
  * while in use: a callback that runs during a move may move too). */
 static _Thread_local struct evbuffer *evmove_rest;
@@ -63,6 +64,8 @@ evmove_find(const char *p)
 	const struct evmove_link *l;
 	uintptr_t a = (uintptr_t)p;
 
+	if (evmove_holders == 0)
+		return NULL;
 	for (l = evmove_table[evmove_bucket(evmove_block(p))]; l != NULL;
 	     l = l->next)
 		if ((uintptr_t)l->h->start <= a && a < (uintptr_t)l->h->end)
@@ -89,6 +92,7 @@ evmove_hold_new(const char *start, const char *end)
 	h->end = end;
 	h->refs = 1; /* the caller's, until it is done */
 	h->nlinks = n;
+	evmove_holders++;
 	for (b = first; i < n; b++, i++) {
 		head = &evmove_table[evmove_bucket(b)];
 		h->links[i].h = h;
@@ -116,8 +120,93 @@ evmove_unref(const void *data, size_t len, void *arg)
 		if (h->links[i].next != NULL)
 			h->links[i].next->pprev = h->links[i].pprev;
 	}
+	evmove_holders--;
 	evbuffer_free(h->keep);
 	free(h);
+}
+
+/* The longest part of the chain [start, end) that is copied, not
+ * shared. */
+static size_t
+evmove_lim(const char *start, const char *end)
+{
+	size_t lim = (size_t)(end - start) / EVMOVE_SHARE_RATIO;
+
+	return lim < EVMOVE_COPY_MAX ? EVMOVE_COPY_MAX : lim;
+}
+
+/* The holder of the part [p, p + len), or NULL when it is no part. */
+static struct evmove_hold *
+evmove_part_of(const char *p, size_t len)
+{
+	struct evmove_hold *h = evmove_find(p);
+
+	return h != NULL && (uintptr_t)(p + len) <= (uintptr_t)h->end ?
+	    h :
+	    NULL;
+}
+
+/* The spare buffer, taken for one use (a new one if it is in use). */
+static struct evbuffer *
+evmove_spare_take(void)
+{
+	struct evbuffer *b = evmove_rest;
+
+	evmove_rest = NULL;
+	return b != NULL ? b : evbuffer_new();
+}
+
+/* Give a buffer taken with evmove_spare_take() back, emptied. */
+static void
+evmove_spare_give(struct evbuffer *b)
+{
+	if (b == NULL)
+		return;
+	(void)evbuffer_drain(b, evbuffer_get_length(b));
+	if (evmove_rest == NULL)
+		evmove_rest = b;
+	else
+		evbuffer_free(b);
+}
+
+/*
+ * A part at the front of b (first, its first extent) that drains,
+ * copies or removes have made short for its chain (what is left of a
+ * shared rest) is replaced by a copy, so that it does not keep the
+ * chain, nor, moved on whole, carry the chain along. Return 1 when it
+ * was, 0 when there was nothing to do, -1 with b as before.
+ */
+static int
+evmove_tidy(struct evbuffer *b, const struct evbuffer_iovec *first)
+{
+	struct evmove_hold *h;
+	struct evbuffer *copy;
+	int rc = -1;
+
+	if (first->iov_len == 0 ||
+	    (h = evmove_part_of(first->iov_base, first->iov_len)) == NULL ||
+	    first->iov_len > evmove_lim(h->start, h->end))
+		return 0;
+	if ((copy = evmove_spare_take()) == NULL)
+		return -1;
+	/* Draining nothing tells whether b's start is frozen. */
+	if (evbuffer_drain(b, 0) == 0 &&
+	    evbuffer_add(copy, first->iov_base, first->iov_len) == 0) {
+		(void)evbuffer_drain(b, first->iov_len);
+		(void)evbuffer_prepend_buffer(b, copy);
+		rc = 1;
+	}
+	evmove_spare_give(copy);
+	return rc;
+}
+
+/* evmove_tidy() of what is at b's front now. */
+static int
+evmove_tidy_front(struct evbuffer *b)
+{
+	struct evbuffer_iovec v;
+
+	return evbuffer_peek(b, 1, NULL, &v, 1) < 1 ? 0 : evmove_tidy(b, &v);
 }
 
 /*
@@ -162,36 +251,44 @@ evmove_split(struct evbuffer *src, struct evbuffer *dst, char *p, size_t len,
 	} else {
 		h->refs++; /* ours, until the end */
 	}
-	rest = evmove_rest;
-	evmove_rest = NULL;
-	if (rest == NULL && (rest = evbuffer_new()) == NULL)
+	if ((rest = evmove_spare_take()) == NULL)
 		goto out;
-	if (copy_rest ? evbuffer_add(rest, p + head, len - head) != 0 :
-			evbuffer_add_reference(rest, p + head, len - head,
-			    evmove_unref, h) != 0)
-		goto out;
-	if (!copy_rest)
+	/* Each reference is counted before it is added: adding runs the
+	 * buffer's callbacks, which may drain it at once. */
+	if (copy_rest) {
+		if (evbuffer_add(rest, p + head, len - head) != 0)
+			goto out;
+	} else {
 		h->refs++;
-	if (evbuffer_add_reference(dst, p, head, evmove_unref, h) != 0)
-		goto out; /* rest's part goes with rest */
+		if (evbuffer_add_reference(rest, p + head, len - head,
+			evmove_unref, h) != 0) {
+			h->refs--; /* never added: no cleanup will run */
+			goto out;
+		}
+	}
 	h->refs++;
-	/* The chain leaves src: whole into its new holder (a chain of
-	 * bytes read, so evbuffer_remove_buffer() leaves nothing behind
-	 * it), or, a part, dropped. */
-	if (from == NULL)
+	if (evbuffer_add_reference(dst, p, head, evmove_unref, h) != 0) {
+		h->refs--;
+		goto out; /* rest's part goes with rest */
+	}
+	/* The chain leaves src: whole into its new holder, or, a part,
+	 * dropped. A chain that ends src takes src's empty chains after
+	 * it along (evbuffer_remove_buffer() moves them all then), which
+	 * the holder must not keep. */
+	if (from == NULL) {
+		int ends = len == evbuffer_get_length(src);
+
 		(void)evbuffer_remove_buffer(src, h->keep, len);
-	else
+		if (ends)
+			(void)evbuffer_add_reference(h->keep, "", 0, NULL,
+			    NULL);
+	} else {
 		(void)evbuffer_drain(src, len);
+	}
 	(void)evbuffer_prepend_buffer(src, rest);
 	rc = 0;
 out:
-	if (rest != NULL) { /* empty, or its part is dropped */
-		(void)evbuffer_drain(rest, evbuffer_get_length(rest));
-		if (evmove_rest == NULL)
-			evmove_rest = rest;
-		else
-			evbuffer_free(rest);
-	}
+	evmove_spare_give(rest); /* empty, or its part is dropped */
 	evmove_unref(NULL, 0, h);
 	return rc;
 }
@@ -233,41 +330,51 @@ static int
 evmove_part(struct evbuffer *src, struct evbuffer *dst, char *p, size_t len,
     size_t head)
 {
-	struct evmove_hold *from = evmove_find(p);
-	const char *start = p, *end = p + len;
-	size_t lim;
+	struct evmove_hold *from = evmove_part_of(p, len);
+	size_t lim = from != NULL ? evmove_lim(from->start, from->end) :
+				    evmove_lim(p, p + len);
 
-	if (from != NULL && (uintptr_t)(p + len) <= (uintptr_t)from->end) {
-		start = from->start;
-		end = from->end;
-	} else {
-		from = NULL;
-	}
-	lim = (size_t)(end - start) / EVMOVE_SHARE_RATIO;
-	if (lim < EVMOVE_COPY_MAX)
-		lim = EVMOVE_COPY_MAX;
 	if (head > lim &&
 	    evmove_split(src, dst, p, len, head, len - head <= lim, from) == 0)
 		return 0;
-	return evmove_copy(src, dst, p, head);
+	if (evmove_copy(src, dst, p, head) != 0)
+		return -1;
+	/* What is left of a part may now be short for its chain. */
+	return from != NULL && evmove_tidy_front(src) < 0 ? -1 : 0;
 }
 
 int
 evmove(struct evbuffer *src, struct evbuffer *dst, size_t n)
 {
 	struct evbuffer_iovec v[EVMOVE_EXTENTS];
-	size_t whole, head;
-	int i, nv;
+	size_t whole, head, len;
+	int i, nv, rc, tidied = 0;
 
-	if (n > evbuffer_get_length(src))
+	if (n > (len = evbuffer_get_length(src)))
 		return -1;
 	while (n > 0) {
-		if (n == evbuffer_get_length(src))
+		/* All of src, and no split chain anywhere: nothing to
+		 * look at. */
+		if (n == len && (tidied || evmove_holders == 0))
 			return evbuffer_add_buffer(dst, src) == 0 ? 0 : -1;
-		nv = evbuffer_peek(src, (ev_ssize_t)n, NULL, v,
-		    EVMOVE_EXTENTS);
+		/* All of src: only its first extent is looked at (a look
+		 * as far as n would count every chain). */
+		nv = evbuffer_peek(src, n == len ? 1 : (ev_ssize_t)n, NULL, v,
+		    n == len ? 1 : EVMOVE_EXTENTS);
 		if (nv < 1)
 			return -1;
+		/* First, the part at src's front, if any, long enough to
+		 * move whole; if it was not, look again. */
+		if (!tidied && evmove_holders > 0) {
+			tidied = 1;
+			if ((rc = evmove_tidy(src, &v[0])) != 0) {
+				if (rc < 0)
+					return -1;
+				continue;
+			}
+		}
+		if (n == len)
+			return evbuffer_add_buffer(dst, src) == 0 ? 0 : -1;
 		whole = 0;
 		for (i = 0; i < nv && i < EVMOVE_EXTENTS; i++)
 			whole += v[i].iov_len;
@@ -283,6 +390,7 @@ evmove(struct evbuffer *src, struct evbuffer *dst, size_t n)
 			if (evbuffer_remove_buffer(src, dst, whole) !=
 			    (int)whole)
 				return -1;
+			len -= whole;
 			/* The last whole extent: nv - 1, or the last one
 			 * looked at when there were more. */
 			evmove_trim(dst,

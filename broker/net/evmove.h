@@ -14,8 +14,14 @@
  * chain, whichever is more. A part of a part is measured against the
  * first chain (split chains are found again by address), and refers to
  * that chain's holder: cutting again never nests holders. A part that
- * stays shared therefore keeps at most EVMOVE_SHARE_RATIO times its
- * size of the bytes its chain held when first cut.
+ * copies and drains have made short for its chain (the last bytes of a
+ * shared rest) is replaced by a copy when evmove() next looks at the
+ * front of its buffer, before anything moves, and after a head is
+ * copied from it. A part that stays shared therefore keeps at most
+ * EVMOVE_SHARE_RATIO times its size of the bytes its chain held when
+ * first cut, except the one at a buffer's front, between a drain that
+ * is not evmove()'s (a frame header read, a socket write) and the next
+ * evmove() from that buffer: at most one chain per buffer.
  *
  * What that does not count is room the chain had besides those bytes:
  * libevent rounds an allocation up to a power of two, bytes consumed
@@ -54,8 +60,9 @@ int evmove(struct evbuffer *src, struct evbuffer *dst, size_t n);
  * evbuffer_add() for a buffer that may end with a shared part: after a
  * chain it cannot write to, evbuffer_add() allocates one as large as
  * that chain (128 KiB for a 9-byte frame header after a 64 KiB part);
- * this adds a chain only as large as n (libevent's least, 1 KiB, for a
- * short one). Return 0, or -1 with nothing added.
+ * this adds a chain only as large as n needs (libevent's least, 1 KiB,
+ * for a short one; n with its header rounded up to a power of two for a
+ * long one). Return 0, or -1 with nothing added.
  */
 int evmove_add(struct evbuffer *dst, const void *p, size_t n);
 

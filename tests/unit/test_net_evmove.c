@@ -10,8 +10,11 @@
  * reference pins a chain more than eight times its size, a part of a
  * part measured against the first chain; more chains than one look
  * takes move in turns; no move leaves an empty chain as large as a part
- * behind, nor does a short add after a part; a source whose start is
- * frozen loses and doubles nothing; and when memory runs out at any
+ * behind, nor does a short add after a part; a shared rest drained
+ * short is copied, so that short leftovers never pile up; a callback
+ * emptying dst during a move frees nothing under it; a holder takes no
+ * empty chain of src; a source whose start is frozen loses and doubles
+ * nothing; and when memory runs out at any
  * allocation, no byte is lost or doubled.
  */
 #include <stdint.h>
@@ -466,6 +469,149 @@ Test(evmove, a_part_leaves_no_large_empty_chain_behind)
 	cr_assert_eq(evbuffer_get_length(dst), 40009);
 	evbuffer_free(src);
 	evbuffer_free(mid);
+	evbuffer_free(dst);
+}
+
+/* A chain of n bytes read into b (reserve and commit, as a read does),
+ * numbered on from *seq. */
+static void
+read_chain(struct evbuffer *b, size_t n, unsigned *seq)
+{
+	struct evbuffer_iovec v;
+	size_t i;
+
+	cr_assert_eq(evbuffer_reserve_space(b, (ev_ssize_t)n, &v, 1), 1);
+	cr_assert_geq(v.iov_len, n);
+	for (i = 0; i < n; i++)
+		((char *)v.iov_base)[i] = (char)((*seq)++ * 131 >> 3);
+	v.iov_len = n;
+	cr_assert_eq(evbuffer_commit_space(b, &v, 1), 0);
+}
+
+/*
+ * A shared rest that copies drain down to one byte is copied itself
+ * once it is short for its chain: the byte does not keep the 64 KiB
+ * read allocated, in src or moved on.
+ */
+Test(evmove, a_shared_rest_drained_short_is_copied)
+{
+	static const size_t cuts[] = { 8192, 8192, 8192, 959 };
+	struct evbuffer *src, *dst, *last;
+	unsigned seq = 0;
+	size_t k;
+
+	event_set_mem_functions(count_malloc, count_realloc, count_freemem);
+	src = evbuffer_new();
+	read_chain(src, 65536, &seq);
+	dst = evbuffer_new();
+	cr_assert_eq(evmove(src, dst, 40000), 0);
+	evbuffer_free(dst); /* src's shared rest alone keeps the chain */
+	for (k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+		dst = evbuffer_new();
+		cr_assert_eq(evmove(src, dst, cuts[k]), 0);
+		evbuffer_free(dst);
+	}
+	cr_assert_eq(evbuffer_get_length(src), 1);
+	cr_assert_lt(live, 8192, "one byte keeps %zu bytes", live);
+	last = evbuffer_new();
+	cr_assert_eq(evmove(src, last, 1), 0);
+	cr_assert_lt(live, 8192, "one byte moved keeps %zu bytes", live);
+	evbuffer_free(src);
+	evbuffer_free(last);
+}
+
+/*
+ * A guest's frames, read after read: one long frame shared, short ones
+ * copied (each shrinking the shared rest), and then a frame to a
+ * stream that does not read, taking the rest's last bytes and one of
+ * the next read. The stream's few bytes never keep the reads.
+ */
+Test(evmove, short_leftovers_of_reads_do_not_pile_up)
+{
+	struct evbuffer *in, *fast, *paused;
+	unsigned seq = 0;
+	int cycle;
+
+	event_set_mem_functions(count_malloc, count_realloc, count_freemem);
+	in = evbuffer_new();
+	fast = evbuffer_new();
+	paused = evbuffer_new();
+	read_chain(in, 65536, &seq);
+	for (cycle = 0; cycle < 100; cycle++) {
+		cr_assert_eq(evmove(in, fast, 40000), 0);
+		while (evbuffer_get_length(in) > 4096 + 10)
+			cr_assert_eq(evmove(in, fast, 4096), 0);
+		cr_assert_eq(evmove(in, fast, evbuffer_get_length(in) - 10),
+		    0);
+		cr_assert_eq(evbuffer_drain(fast, evbuffer_get_length(fast)),
+		    0);
+		read_chain(in, 65536, &seq);
+		cr_assert_eq(evmove(in, paused, 11), 0);
+	}
+	cr_assert_eq(evbuffer_get_length(paused), 1100);
+	/* in's last read (128 KiB allocated) and little else */
+	cr_assert_lt(live, 200000, "%zu bytes kept for %zu", live,
+	    evbuffer_get_length(paused) + evbuffer_get_length(in));
+	evbuffer_free(in);
+	evbuffer_free(fast);
+	evbuffer_free(paused);
+}
+
+/* A callback that empties dst as soon as bytes are added (not
+ * deferred) does not free the holder under the move. */
+static void
+empty_at_once(struct evbuffer *b, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	(void)info;
+	(void)arg;
+	(void)evbuffer_drain(b, evbuffer_get_length(b));
+}
+
+Test(evmove, a_callback_emptying_dst_during_a_move)
+{
+	static char data[65536];
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+	char out[536];
+
+	pattern(data, sizeof(data), 29);
+	cr_assert(evbuffer_add(src, data, sizeof(data)) == 0);
+	cr_assert_not_null(evbuffer_add_cb(dst, empty_at_once, NULL));
+	/* 65,000 shared, the 536 left copied: dst's part is the only
+	 * reference to the holder when the callback drops it. */
+	cr_assert_eq(evmove(src, dst, 65000), 0);
+	cr_assert_eq(evbuffer_get_length(dst), 0);
+	cr_assert_eq(evbuffer_remove(src, out, sizeof(out)), sizeof(out));
+	cr_assert_arr_eq(out, data + 65000, sizeof(out));
+	evbuffer_free(src);
+	evbuffer_free(dst);
+}
+
+/*
+ * A chain that ends src, cut, goes to its holder without the empty
+ * chain a short two-vector read left after it (256 KiB reserved).
+ */
+Test(evmove, a_holder_keeps_no_empty_chain_of_src)
+{
+	struct evbuffer *src, *dst;
+	struct evbuffer_iovec v[2];
+	unsigned seq = 0;
+	int nv;
+
+	event_set_mem_functions(count_malloc, count_realloc, count_freemem);
+	src = evbuffer_new();
+	dst = evbuffer_new();
+	read_chain(src, 60000, &seq);
+	nv = evbuffer_reserve_space(src, 256 * 1024, v, 2);
+	cr_assert_eq(nv, 2);
+	v[0].iov_len = v[0].iov_len < 4000 ? v[0].iov_len : 4000;
+	memset(v[0].iov_base, 'x', v[0].iov_len);
+	cr_assert_eq(evbuffer_commit_space(src, v, 1), 0);
+	cr_assert_eq(evmove(src, dst, 30000), 0);
+	cr_assert_eq(evbuffer_drain(src, evbuffer_get_length(src)), 0);
+	/* dst's part keeps the 64 KiB read, and nothing more */
+	cr_assert_lt(live, 100000, "30,000 bytes keep %zu", live);
+	evbuffer_free(src);
 	evbuffer_free(dst);
 }
 

@@ -597,7 +597,10 @@ session_data(struct session *s, const struct proto_hdr *h)
 		(void)evbuffer_drain(s->in, h->length);
 		return 0;
 	}
-	if (evmove(s->in, request_body_buffer(r), h->length) != 0)
+	/* Headers and frames drained from s->in may have left a short
+	 * part at its front, which a move of all of it would carry. */
+	if (evmove_settle(s->in) != 0 ||
+	    evmove(s->in, request_body_buffer(r), h->length) != 0)
 		return -1;
 	request_on_body(r, h->length, (h->flags & PROTO_FLAG_END_STREAM) != 0);
 	return 0;

@@ -15,13 +15,15 @@
  * first chain (split chains are found again by address), and refers to
  * that chain's holder: cutting again never nests holders. A part that
  * copies and drains have made short for its chain (the last bytes of a
- * shared rest) is replaced by a copy when evmove() next looks at the
- * front of its buffer, before anything moves, and after a head is
- * copied from it. A part that stays shared therefore keeps at most
- * EVMOVE_SHARE_RATIO times its size of the bytes its chain held when
+ * shared rest) is replaced by a copy: by evmove() when it moves part
+ * of its buffer, before anything moves, and after a head is copied from
+ * it; by evmove_settle(), which a caller that drains a buffer by other
+ * means (a frame header, framing) calls before it moves all of it. A
+ * part that stays shared therefore keeps at most EVMOVE_SHARE_RATIO times its size of the bytes its chain held when
  * first cut, except the one at a buffer's front, between a drain that
  * is not evmove()'s (a frame header read, a socket write) and the next
- * evmove() from that buffer: at most one chain per buffer.
+ * evmove() or evmove_settle() of that buffer: at most one chain per
+ * buffer.
  *
  * What that does not count is room the chain had besides those bytes:
  * libevent rounds an allocation up to a power of two, bytes consumed
@@ -55,6 +57,12 @@ struct evbuffer;
  * src's first chain out and puts its rest back.
  */
 int evmove(struct evbuffer *src, struct evbuffer *dst, size_t n);
+
+/*
+ * Copy the part at b's front if it is short for its chain (above).
+ * Return 0, or -1 with b as before when memory ran out.
+ */
+int evmove_settle(struct evbuffer *b);
 
 /*
  * evbuffer_add() for a buffer that may end with a shared part: after a

@@ -437,8 +437,14 @@ http1_on_body(http_parser *p, const char *at, size_t n)
 		 */
 		in = bufferevent_get_input(x->bev);
 		skip = (size_t)(at - x->iov_base) - x->iov_taken;
-		if (skip > 0)
-			(void)evbuffer_drain(in, skip);
+		/* Framing drained may leave a short part at in's front,
+		 * which a move of all of in would carry. */
+		if (skip > 0 &&
+		    (evbuffer_drain(in, skip) != 0 ||
+			evmove_settle(in) != 0)) {
+			http1_end(x, EGRESS_ERR_NOMEM);
+			return -1;
+		}
 		x->iov_taken += skip + n;
 		(void)http1_deliver(x, in, n);
 	} else if (x->cb.on_data != NULL)
@@ -544,7 +550,13 @@ http1_process(struct http1_exchange *x)
 			http1_end(x, EGRESS_ERR_UPSTREAM_PROTOCOL);
 			return;
 		}
-		(void)evbuffer_drain(in, n - x->iov_taken);
+		/* The head and framing parsed; as above. */
+		if (n > x->iov_taken &&
+		    (evbuffer_drain(in, n - x->iov_taken) != 0 ||
+			evmove_settle(in) != 0)) {
+			http1_end(x, EGRESS_ERR_NOMEM);
+			return;
+		}
 		e = HTTP_PARSER_ERRNO(&x->parser);
 		if (x->msg_complete) {
 			if (x->raw_left > 0) {

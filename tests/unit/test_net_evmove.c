@@ -11,7 +11,7 @@
  * part measured against the first chain; more chains than one look
  * takes move in turns; no move leaves an empty chain as large as a part
  * behind, nor does a short add after a part; a shared rest drained
- * short is copied, so that short leftovers never pile up; a callback
+ * short is copied (by evmove_settle() after other drains), so that short leftovers never pile up; a callback
  * emptying dst during a move frees nothing under it; a holder takes no
  * empty chain of src; a source whose start is frozen loses and doubles
  * nothing; and when memory runs out at any
@@ -555,6 +555,29 @@ Test(evmove, short_leftovers_of_reads_do_not_pile_up)
 	evbuffer_free(in);
 	evbuffer_free(fast);
 	evbuffer_free(paused);
+}
+
+/* A shared rest drained short by other means (a frame header read) is
+ * copied by evmove_settle(), so that a move of all of src carries no
+ * part of the read along. */
+Test(evmove, a_settled_front_moves_on_as_a_copy)
+{
+	struct evbuffer *src, *dst, *last;
+	unsigned seq = 0;
+
+	event_set_mem_functions(count_malloc, count_realloc, count_freemem);
+	src = evbuffer_new();
+	read_chain(src, 65536, &seq);
+	dst = evbuffer_new();
+	cr_assert_eq(evmove(src, dst, 40000), 0);
+	evbuffer_free(dst);
+	cr_assert_eq(evbuffer_drain(src, 25536 - 9), 0);
+	cr_assert_eq(evmove_settle(src), 0);
+	last = evbuffer_new();
+	cr_assert_eq(evmove(src, last, 9), 0);
+	evbuffer_free(src);
+	cr_assert_lt(live, 8192, "9 bytes moved keep %zu bytes", live);
+	evbuffer_free(last);
 }
 
 /* A callback that empties dst as soon as bytes are added (not

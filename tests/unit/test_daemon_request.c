@@ -223,15 +223,22 @@ fg_init(struct fg *f, const char *instance)
 	cr_assert_eq(f->pc.state, PROTO_CONN_OPEN);
 }
 
-/* Make a request for m (a REQUEST), accept it as the session would, and
- * start it. */
+/* Make a request for m (a REQUEST) and accept it as the session
+ * would. */
 static void
-fg_start(struct fg *f, struct proto_msg *m)
+fg_accept(struct fg *f, struct proto_msg *m)
 {
 	f->r = request_new(&dt_b, &f->g, m->stream, fg_done, f);
 	cr_assert_not_null(f->r);
 	cr_assert_eq(proto_conn_recv(&f->pc, request_stream(f->r), m, NULL),
 	    PROTO_ACCEPT, "the test REQUEST is not acceptable");
+}
+
+/* fg_accept(), then start it. */
+static void
+fg_start(struct fg *f, struct proto_msg *m)
+{
+	fg_accept(f, m);
 	request_start(f->r, m);
 }
 
@@ -257,6 +264,21 @@ expect_one_decision_and_close(const char *name)
 }
 
 static struct proto_msg M;
+
+/* The request was answered at once with one ERROR unavailable, and
+ * logged as policy-unavailable. */
+static void
+expect_unavailable(const char *name)
+{
+	cr_assert_eq(F.done_calls, 1, "%s", name);
+	cr_assert_eq(F.nframes, 1, "%s", name);
+	cr_assert_eq(F.frames[0].type, PROTO_MSG_ERROR, "%s", name);
+	cr_assert_eq(F.frames[0].code, PROTO_CODE_UNAVAILABLE, "%s: code %s",
+	    name, proto_code_name(F.frames[0].code));
+	expect_one_decision_and_close(name);
+	cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
+	    "policy-unavailable", "%s", name);
+}
 
 /* ---- answered at once -------------------------------------------------- */
 
@@ -365,14 +387,7 @@ Test(request, policy_unavailable)
 	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
 	    "/", NULL);
 	fg_start(&F, &M);
-	cr_assert_eq(F.done_calls, 1);
-	cr_assert_eq(F.nframes, 1);
-	cr_assert_eq(F.frames[0].type, PROTO_MSG_ERROR);
-	cr_assert_eq(F.frames[0].code, PROTO_CODE_UNAVAILABLE, "code %s",
-	    proto_code_name(F.frames[0].code));
-	expect_one_decision_and_close("policy-unavailable");
-	cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
-	    "policy-unavailable");
+	expect_unavailable("policy-unavailable");
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "unavailable");
 	cr_assert_eq(dt_log_count("egress.config"), 1,
 	    "the broken file was not reported once");
@@ -384,10 +399,7 @@ Test(request, policy_unavailable)
 static void
 fg_start_with(struct fg *f, struct proto_msg *m, struct confref *ref)
 {
-	f->r = request_new(&dt_b, &f->g, m->stream, fg_done, f);
-	cr_assert_not_null(f->r);
-	cr_assert_eq(proto_conn_recv(&f->pc, request_stream(f->r), m, NULL),
-	    PROTO_ACCEPT, "the test REQUEST is not acceptable");
+	fg_accept(f, m);
 	request_start_with(f->r, m, ref);
 }
 
@@ -429,14 +441,7 @@ Test(request, start_with_no_snapshot_is_unavailable)
 	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
 	    "/", NULL);
 	fg_start_with(&F, &M, NULL);
-	cr_assert_eq(F.done_calls, 1);
-	cr_assert_eq(F.nframes, 1);
-	cr_assert_eq(F.frames[0].type, PROTO_MSG_ERROR);
-	cr_assert_eq(F.frames[0].code, PROTO_CODE_UNAVAILABLE, "code %s",
-	    proto_code_name(F.frames[0].code));
-	expect_one_decision_and_close("no snapshot");
-	cr_assert_str_eq(dt_log_last("egress.decision", "reason"),
-	    "policy-unavailable");
+	expect_unavailable("no snapshot");
 	dt_upstream_close(&u);
 }
 

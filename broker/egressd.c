@@ -679,11 +679,12 @@ adaptive_poll_us(const struct broker *b)
  * says: [broker] busy_poll_us after a wait that found work, or
  * adaptive_poll_us while work follows work closely; never while idle.
  * The bounds are read from the current snapshot at every poll, so a
- * reload applies.
+ * reload applies. The log lines an iteration made are written at its
+ * end (log_hold()).
  * Return 0 when the loop was asked to exit, -1 on an error.
  */
 static int
-broker_run(struct broker *b)
+broker_loop(struct broker *b)
 {
 	struct spin sp = { 0 };
 	unsigned long seen;
@@ -702,6 +703,7 @@ broker_run(struct broker *b)
 			}
 			/* 1: no events left at all, as dispatch returns */
 			r = event_base_loop(b->base, EVLOOP_NONBLOCK);
+			log_flush();
 			now = mono_us();
 			if (r != 0 || event_base_got_exit(b->base) ||
 			    event_base_got_break(b->base)) {
@@ -731,7 +733,9 @@ broker_run(struct broker *b)
 		/* The clock only when the adaptive poll needs the wait. */
 		timed = adaptive_poll_us(b) != 0 && busy_poll_us(b) == 0;
 		prev = timed ? mono_us() : 0;
-		if ((r = event_base_loop(b->base, EVLOOP_ONCE)) != 0)
+		r = event_base_loop(b->base, EVLOOP_ONCE);
+		log_flush();
+		if (r != 0)
 			return r < 0 ? -1 : 0;
 		if (event_base_got_exit(b->base) ||
 		    event_base_got_break(b->base))
@@ -739,6 +743,17 @@ broker_run(struct broker *b)
 		spin_woke(&sp, timed ? mono_us() - prev : -1,
 		    b->activity != seen, adaptive_poll_us(b));
 	}
+}
+
+static int
+broker_run(struct broker *b)
+{
+	int r;
+
+	log_hold(1);
+	r = broker_loop(b);
+	log_hold(0);
+	return r;
 }
 
 static void

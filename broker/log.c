@@ -45,6 +45,10 @@ static size_t lb_len, lb_cap;
 static int lb_failed;
 static int log_borrowed; /* log_fd belongs to a test */
 static char *log_path;
+/* Lines written directly while held (log_hold()), until log_flush(). */
+static char *hold_buf; /* LOG_HOLD_MAX bytes once allocated */
+static size_t hold_len;
+static int hold_on;
 
 static int
 log_open_file(const char *path)
@@ -56,7 +60,8 @@ log_open_file(const char *path)
 static void
 log_drop_fd(void)
 {
-	lq_stop(); /* everything queued goes to the old destination */
+	log_flush(); /* everything held or queued goes to the old */
+	lq_stop();   /* destination */
 	if (log_fd >= 0 && !log_borrowed)
 		(void)close(log_fd);
 	log_fd = -1;
@@ -119,6 +124,9 @@ log_close(void)
 	free(lb);
 	lb = NULL;
 	lb_len = lb_cap = 0;
+	hold_on = 0;
+	free(hold_buf);
+	hold_buf = NULL;
 }
 
 void
@@ -231,6 +239,40 @@ log_write_all(const char *p, size_t n)
 		p += w;
 		n -= (size_t)w;
 	}
+}
+
+void
+log_flush(void)
+{
+	size_t n = hold_len;
+
+	hold_len = 0; /* a write that fails drops them, as it drops one */
+	if (n > 0)
+		log_write_all(hold_buf, n);
+}
+
+void
+log_hold(int on)
+{
+	if (!on)
+		log_flush();
+	hold_on = on != 0;
+}
+
+/* A line for a destination written directly: held, or written now. */
+static void
+log_direct(const char *text, size_t len)
+{
+	if (hold_on && len <= LOG_HOLD_MAX &&
+	    (hold_buf != NULL || (hold_buf = malloc(LOG_HOLD_MAX)) != NULL)) {
+		if (hold_len + len > LOG_HOLD_MAX)
+			log_flush();
+		memcpy(hold_buf + hold_len, text, len);
+		hold_len += len;
+		return;
+	}
+	log_flush(); /* in order */
+	log_write_all(text, len);
 }
 
 void
@@ -876,7 +918,7 @@ log_emit(const char *instance, const char *plugin, const char *text,
 	int fresh;
 
 	if (!lq.on) {
-		log_write_all(text, len);
+		log_direct(text, len);
 		return;
 	}
 	if (lq.cur == NULL && lq.nlines == 0) {

@@ -1011,6 +1011,7 @@ proxy_flush_cb(evutil_socket_t fd, short what, void *arg)
 	c->flush_pending = 0;
 	if (evbuffer_get_length(c->stage) == 0)
 		return;
+	log_flush(); /* the client reads no response before its events */
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
 		(void)evbuffer_write(c->stage, bufferevent_getfd(c->bev));
 	if (evbuffer_get_length(c->stage) > 0) {

@@ -894,6 +894,7 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 	s->flush_pending = 0;
 	if ((staged = evbuffer_get_length(s->stage)) == 0)
 		return;
+	log_flush(); /* the guest reads no response before its events */
 	if (evbuffer_get_length(out) == 0) {
 		(void)evbuffer_write(s->stage, s->fd); /* errors: below */
 		if (evbuffer_get_length(s->stage) < staged)

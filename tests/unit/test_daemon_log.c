@@ -12,7 +12,9 @@
  * round-robin (the other's lines come out interleaved, not after the
  * flood), the waiter is woken, and every event comes out exactly once;
  * and a model test over random interleavings of events from several
- * instances and partial reads of the destination.
+ * instances and partial reads of the destination. Held lines (log_hold)
+ * wait for the flush and go out in one write, in order, to the
+ * destination they were made for.
  */
 #include <sys/socket.h>
 
@@ -413,6 +415,165 @@ Test(log, reopen_file)
 	o = parse_one(buf);
 	cr_assert_eq(json_integer_value(json_object_get(o, "n")), 2);
 	json_decref(o);
+}
+
+/* ---- held lines ---------------------------------------------------------- */
+
+/* One record of a SOCK_SEQPACKET pair: exactly what one write(2) wrote
+ * (malloc'd), or NULL when none is there. */
+static char *
+take_record(int fd)
+{
+	static char buf[1 << 18];
+	ssize_t n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	char *s;
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return NULL;
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	s = strdup(buf);
+	cr_assert_not_null(s);
+	return s;
+}
+
+static int
+count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		n += *s == '\n';
+	return n;
+}
+
+Test(log, held_lines_go_out_in_one_write_at_the_flush)
+{
+	struct log_close c;
+	int sp[2];
+	char *rec;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+	log_set_fd(sp[0]);
+	log_hold(1);
+	memset(&c, 0, sizeof(c));
+	c.request_id = "abcd-1";
+	c.instance = "radar";
+	log_close_event(&c);
+	log_event("egress.test", json_pack("{s:i}", "n", 2));
+	c.request_id = "abcd-3";
+	log_close_event(&c);
+	cr_assert_null(take_record(sp[1]), "a held line was written");
+	log_flush();
+	rec = take_record(sp[1]);
+	cr_assert_not_null(rec);
+	cr_assert_eq(count_lines(rec), 3, "one write: %s", rec);
+	cr_assert_not_null(strstr(rec, "abcd-1"));
+	cr_assert(strstr(rec, "abcd-1") < strstr(rec, "\"n\":2"));
+	cr_assert(strstr(rec, "\"n\":2") < strstr(rec, "abcd-3"));
+	free(rec);
+	cr_assert_null(take_record(sp[1]));
+	/* Not held any more: each line is its own write again. */
+	log_hold(0);
+	log_event("egress.test", json_pack("{s:i}", "n", 4));
+	rec = take_record(sp[1]);
+	cr_assert_not_null(rec);
+	cr_assert_eq(count_lines(rec), 1);
+	free(rec);
+	log_set_fd(-1);
+	(void)close(sp[0]);
+	(void)close(sp[1]);
+}
+
+Test(log, stopping_the_hold_writes_what_it_held)
+{
+	int sp[2];
+	char *rec;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+	log_set_fd(sp[0]);
+	log_hold(1);
+	log_event("egress.test", json_pack("{s:i}", "n", 1));
+	cr_assert_null(take_record(sp[1]));
+	log_hold(0);
+	rec = take_record(sp[1]);
+	cr_assert_not_null(rec);
+	cr_assert_eq(count_lines(rec), 1);
+	free(rec);
+	log_set_fd(-1);
+	(void)close(sp[0]);
+	(void)close(sp[1]);
+}
+
+/* A line that does not fit what is held writes the held lines first,
+ * then waits itself: order is kept and nothing is cut. */
+Test(log, a_line_past_the_hold_flushes_the_held_first)
+{
+	static char big[40000];
+	int sp[2];
+	char *rec;
+
+	memset(big, 'b', sizeof(big) - 1);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+	log_set_fd(sp[0]);
+	log_hold(1);
+	log_event("egress.test", json_pack("{s:i, s:s}", "n", 1, "s", big));
+	log_event("egress.test", json_pack("{s:i, s:s}", "n", 2, "s", big));
+	rec = take_record(sp[1]);
+	cr_assert_not_null(rec, "the first line was not written");
+	cr_assert_eq(count_lines(rec), 1);
+	cr_assert_not_null(strstr(rec, "\"n\":1"));
+	free(rec);
+	cr_assert_null(take_record(sp[1]));
+	log_flush();
+	rec = take_record(sp[1]);
+	cr_assert_not_null(rec);
+	cr_assert_eq(count_lines(rec), 1);
+	cr_assert_not_null(strstr(rec, "\"n\":2"));
+	cr_assert_geq(strlen(rec), sizeof(big));
+	free(rec);
+	log_hold(0);
+	log_set_fd(-1);
+	(void)close(sp[0]);
+	(void)close(sp[1]);
+}
+
+/* Rotation: what was held belongs to the file it was written for. */
+Test(log, a_reopen_writes_the_held_lines_to_the_old_file)
+{
+	char path[] = "/tmp/test_broker_log.XXXXXX", buf[4096];
+	ssize_t n;
+	int fd, old;
+
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	(void)close(fd);
+	cr_assert_eq(log_open(path), 0);
+	old = open(path, O_RDONLY);
+	cr_assert_geq(old, 0);
+	log_hold(1);
+	log_event("egress.test", json_pack("{s:i}", "n", 1));
+	cr_assert_eq(read(old, buf, sizeof(buf)), 0, "written while held");
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(log_reopen(), 0);
+	log_event("egress.test", json_pack("{s:i}", "n", 2));
+	log_hold(0);
+	n = read(old, buf, sizeof(buf) - 1);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	cr_assert_eq(count_lines(buf), 1);
+	cr_assert_not_null(strstr(buf, "\"n\":1"));
+	(void)close(old);
+	log_close();
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	(void)unlink(path);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	cr_assert_eq(count_lines(buf), 1);
+	cr_assert_not_null(strstr(buf, "\"n\":2"));
 }
 
 /* ---- the fair queues ---------------------------------------------------- */

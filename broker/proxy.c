@@ -102,6 +102,7 @@ struct proxy_conn {
 	int eof;	 /* the client half-closed: what it sent is served */
 
 	struct http1_req q; /* the head parsed last */
+	size_t head_seen;   /* bytes of the head being read looked at */
 
 	/* PROXY_INSPECT: the authority of every request, HOST[:PORT] of
 	 * the tunnel's https:// origin. */
@@ -799,13 +800,18 @@ proxy_read_head(struct proxy_conn *c)
 	c->head_method = 0;
 	c->client_keep = 0;
 	c->body_done = 0;
-	hl = http1_req_head_len(p, n);
-	if (hl == 0 && http1_req_head_bad(p, n)) {
+	if (c->head_seen > n)
+		c->head_seen = 0; /* not the head looked at before */
+	hl = http1_req_head_len(p, n, c->head_seen);
+	if (hl == 0 && http1_req_head_bad(p, n, c->head_seen)) {
 		proxy_refuse(c, 400, "malformed", "not an HTTP request head");
 		return 0;
 	}
-	if (hl == 0)
+	if (hl == 0) {
+		c->head_seen = n; /* look only at what comes next */
 		return 0;
+	}
+	c->head_seen = 0; /* the next head starts where this one ends */
 	(void)evtimer_del(c->head_timer);
 	if (hl < 0) {
 		proxy_refuse(c, 431, "malformed", "request head too large");

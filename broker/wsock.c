@@ -59,6 +59,7 @@ struct wsock {
 	char *protos; /* requested subprotocols, comma-separated, or NULL */
 	int state;
 	int status;
+	size_t head_seen; /* bytes of the handshake's answer searched */
 	int over;
 	int detached;
 	int read_paused;
@@ -632,14 +633,24 @@ ws_handshake_read(struct wsock *w)
 	static struct wsproto_head hp; /* large: single-threaded scratch */
 	static struct proto_msg m;
 	struct evbuffer *in = bufferevent_get_input(w->up);
-	struct evbuffer_ptr end;
-	size_t i, len, bytes = 0;
+	struct evbuffer_ptr end, from;
+	size_t i, len, bytes = 0, n = evbuffer_get_length(in);
 	const char *head;
 	int rc, status = 0;
 
-	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	/* Search only what the last read added (and the 3 bytes before
+	 * it, which may start the end): an answer sent a byte at a time
+	 * costs its length, not its square. */
+	if (evbuffer_ptr_set(in, &from,
+		w->head_seen > 3 && w->head_seen <= n ? w->head_seen - 3 : 0,
+		EVBUFFER_PTR_SET) != 0) {
+		ws_over(w, EGRESS_ERR_UPSTREAM_PROTOCOL);
+		return;
+	}
+	end = evbuffer_search(in, "\r\n\r\n", 4, &from);
 	if (end.pos < 0) {
-		if (evbuffer_get_length(in) > HTTP1_HEAD_MAX)
+		w->head_seen = n;
+		if (n > HTTP1_HEAD_MAX)
 			ws_over(w, EGRESS_ERR_UPSTREAM_PROTOCOL);
 		return;
 	}

@@ -57,10 +57,11 @@ http1_req_parser_free(struct http1_req_parser *p)
 }
 
 long
-http1_req_head_len(const char *buf, size_t n)
+http1_req_head_len(const char *buf, size_t n, size_t from)
 {
 	const char *nl;
-	size_t i = 0;
+	/* A line end whose next two bytes were not all there yet. */
+	size_t i = from > 2 ? from - 2 : 0;
 
 	while (i < n && i < HTTP1_HEAD_MAX) {
 		nl = memchr(buf + i, '\n', n - i);
@@ -82,14 +83,14 @@ http1_req_head_len(const char *buf, size_t n)
 }
 
 int
-http1_req_head_bad(const char *buf, size_t n)
+http1_req_head_bad(const char *buf, size_t n, size_t from)
 {
 	size_t i;
 	unsigned char c;
 
-	if (n > 0 && !(buf[0] >= 'A' && buf[0] <= 'Z'))
+	if (from == 0 && n > 0 && !(buf[0] >= 'A' && buf[0] <= 'Z'))
 		return 1;
-	for (i = 0; i < n; i++) {
+	for (i = from; i < n; i++) {
 		c = (unsigned char)buf[i];
 		if ((c < 0x20 && c != '\t' && c != '\r' && c != '\n') ||
 		    c == 0x7f)

@@ -75,17 +75,22 @@ void http1_req_parser_free(struct http1_req_parser *p);
  * Find the end of the request head in the n bytes at buf: return the
  * head's length (through the empty line), 0 when it has not ended yet,
  * or EGRESS_ERR_TOO_BIG when it has not ended within HTTP1_HEAD_MAX
- * bytes.
+ * bytes. from is how many of those bytes an earlier call on the same
+ * head already looked at (0: none), so that a head read a byte at a
+ * time costs its length, not its square: only the bytes from from - 2
+ * on are looked at.
  */
-long http1_req_head_len(const char *buf, size_t n);
+long http1_req_head_len(const char *buf, size_t n, size_t from);
 
 /*
  * Answer whether the n bytes at buf, the start of a head not yet ended,
  * can already be refused: a first byte that cannot start a method, or a
  * control byte other than HTAB, CR and LF. Lets a reader drop a client
- * that sends no HTTP without waiting for a head that never ends.
+ * that sends no HTTP without waiting for a head that never ends. Only
+ * the bytes from from on are looked at (from: as for
+ * http1_req_head_len()).
  */
-int http1_req_head_bad(const char *buf, size_t n);
+int http1_req_head_bad(const char *buf, size_t n, size_t from);
 
 /*
  * Parse the head of len bytes at buf (as http1_req_head_len() measured

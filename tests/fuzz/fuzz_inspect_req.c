@@ -136,7 +136,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((p = http1_req_parser_new()) == NULL)
 		return 0;
 	while (off < size) {
-		hl = http1_req_head_len(buf + off, size - off);
+		hl = http1_req_head_len(buf + off, size - off, 0);
 		if (hl <= 0 ||
 		    http1_req_parse_head(p, buf + off, (size_t)hl, &q, NULL) !=
 			0)

@@ -56,6 +56,27 @@ basic(const struct http1_header *h)
 		abort();
 }
 
+/* The end of the head found a step at a time, each call looking only at
+ * what the last one had not: the one a single look finds. */
+static void
+head_in_steps(const char *buf, size_t n, size_t step, long whole)
+{
+	size_t k = 0, seen = 0;
+	long hl = 0;
+	int bad = 0;
+
+	while (hl == 0 && k < n) {
+		k = k + step < n ? k + step : n;
+		hl = http1_req_head_len(buf, k, seen);
+		bad |= http1_req_head_bad(buf, k, seen);
+		if (bad != http1_req_head_bad(buf, k, 0))
+			abort();
+		seen = k;
+	}
+	if (hl != whole)
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -74,7 +95,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	decoded = 0;
 	while (off < size) {
-		hl = http1_req_head_len(buf + off, size - off);
+		hl = http1_req_head_len(buf + off, size - off, 0);
+		head_in_steps(buf + off, size - off, step, hl);
 		if (hl <= 0)
 			break;
 		if (http1_req_parse_head(p, buf + off, (size_t)hl, &q, NULL) !=

@@ -319,6 +319,33 @@ Test(proxy, pipelined_requests_answered_in_order)
 	dt_upstream_close(&u);
 }
 
+/* A head sent a byte at a time (each read looks only at the bytes the
+ * last one had not) is found whole, its end split across reads. */
+Test(proxy, a_head_sent_a_byte_at_a_time_is_served)
+{
+	struct dt_upstream u;
+	char req[1024];
+	size_t i, n;
+
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	n = (size_t)snprintf(req, sizeof(req),
+	    "GET http://%s/one HTTP/1.1\r\nX-A: 1\r\nX-B: 2\r\n\r\n",
+	    u.authority);
+	for (i = 0; i < n; i++) {
+		dt_write_all(C.p.fd, req + i, 1);
+		dt_step(C.p.fd);
+		px_read(&C);
+		cr_assert_eq(C.len, 0, "answered after %zu bytes: %s", i + 1,
+		    C.out);
+	}
+	px_wait(&C, 1, &u, reply_small);
+	cr_assert(strncmp(C.out, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", C.out);
+	cr_assert_not_null(strstr(u.req, "X-B: 2\r\n\r\n"), "%s", u.req);
+	dt_peer_close(&C.p);
+	dt_upstream_close(&u);
+}
+
 Test(proxy, chunked_response_and_keep_alive)
 {
 	struct dt_upstream u;

@@ -220,6 +220,46 @@ Test(ws, handshake_message_each_way_upstream_close)
 	free(p);
 }
 
+/* An answer to the handshake sent a byte at a time (each read searched
+ * only for what it added) opens the WebSocket once its end arrives,
+ * its blank line split across reads. */
+Test(ws, an_answer_sent_a_byte_at_a_time_opens)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	char hdrs[] = "";
+	char accept[29], reply[256];
+	struct dt_upstream u;
+	size_t i, n;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_request(&M, 1, u.authority, hdrs);
+	dt_send(p, &M);
+	dt_upstream_wait_request(&u);
+	ws_accept_of(&u, accept);
+	accept[28] = '\0';
+	n = (size_t)snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	    accept);
+	for (i = 0; i + 1 < n; i++) {
+		dt_write_all(u.cfd, reply + i, 1);
+		dt_step(u.cfd);
+	}
+	dt_peer_read(p);
+	while (dt_take(p, &M))
+		cr_assert_neq(M.type, PROTO_MSG_RESPONSE,
+		    "answered before the end arrived");
+	dt_write_all(u.cfd, reply + n - 1, 1);
+	cr_assert_eq(ws_next(p, &M), 1);
+	cr_assert_eq(M.type, PROTO_MSG_RESPONSE);
+	cr_assert_eq(M.response.status, 101);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
 /* A version-1 connection has no websocket streams. */
 Test(ws, version_1_is_invalid_request)
 {

@@ -136,7 +136,7 @@ ParameterizedTest(struct head_case *c, http1_req, heads)
 	int rv;
 
 	cr_assert_not_null(p);
-	hl = http1_req_head_len(c->head, n);
+	hl = http1_req_head_len(c->head, n, 0);
 	cr_assert_eq(hl, (long)n, "%s: head length %ld of %zu", c->name, hl,
 	    n);
 	rv = http1_req_parse_head(p, c->head, n, &R, &e);
@@ -162,12 +162,43 @@ Test(http1_req, head_len)
 {
 	static char big[HTTP1_HEAD_MAX + 8];
 
-	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\r\n", 16), 0);
-	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\r\n\r\nX", 19), 18);
-	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\n\nX", 17), 16);
+	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\r\n", 16, 0), 0);
+	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\r\n\r\nX", 19, 0), 18);
+	cr_assert_eq(http1_req_head_len("GET / HTTP/1.1\n\nX", 17, 0), 16);
 	memset(big, 'A', sizeof(big));
-	cr_assert_eq(http1_req_head_len(big, sizeof(big)), EGRESS_ERR_TOO_BIG);
-	cr_assert_eq(http1_req_head_len(big, HTTP1_HEAD_MAX - 1), 0);
+	cr_assert_eq(http1_req_head_len(big, sizeof(big), 0),
+	    EGRESS_ERR_TOO_BIG);
+	cr_assert_eq(http1_req_head_len(big, HTTP1_HEAD_MAX - 1, 0), 0);
+}
+
+/* A head read a byte at a time: each look starts where the last one
+ * stopped (less the two bytes a line end may still need), and finds
+ * the end a single look finds, whichever read completes it. */
+Test(http1_req, head_len_a_byte_at_a_time)
+{
+	static const char *const heads[] = {
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\nNEXT",
+		"GET / HTTP/1.1\nHost: a\n\nNEXT",
+		"GET / HTTP/1.1\r\nHost: a\n\r\nNEXT",
+		"GET / HTTP/1.1\r\n\r\n",
+	};
+	size_t i, k, n;
+	long whole, hl;
+
+	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		n = strlen(heads[i]);
+		whole = http1_req_head_len(heads[i], n, 0);
+		cr_assert_gt(whole, 0);
+		for (k = 1, hl = 0; k <= n && hl == 0; k++)
+			hl = http1_req_head_len(heads[i], k, k - 1);
+		cr_assert_eq(hl, whole, "head %zu", i);
+		cr_assert_eq(k - 1, (size_t)whole, "head %zu: found late", i);
+	}
+	/* What an earlier look covered is not looked at again. */
+	cr_assert_eq(http1_req_head_len("\r\n\r\nGET", 7, 0), 4);
+	cr_assert_eq(http1_req_head_len("\r\n\r\nGET", 7, 7), 0);
+	cr_assert_eq(http1_req_head_bad("\x01GET", 4, 1), 0);
+	cr_assert_eq(http1_req_head_bad("G\x01ET", 4, 1), 1);
 }
 
 Test(http1_req, too_many_headers_and_long_target)
@@ -214,7 +245,7 @@ parse_all(const char *msg, size_t step, int *ret_err)
 
 	ngot = 0;
 	*ret_err = 0;
-	hl = http1_req_head_len(msg, n);
+	hl = http1_req_head_len(msg, n, 0);
 	cr_assert_gt(hl, 0);
 	cr_assert_eq(http1_req_parse_head(p, msg, (size_t)hl, &R, NULL), 0);
 	off = (size_t)hl;
@@ -379,12 +410,12 @@ Test(http1_req, basic_password)
 
 Test(http1_req, head_bad_before_its_end)
 {
-	cr_assert_eq(http1_req_head_bad("GET / HTTP/1.1\r\nHo", 18), 0);
-	cr_assert_eq(http1_req_head_bad("", 0), 0);
-	cr_assert_eq(http1_req_head_bad("get /", 5), 1);
-	cr_assert_eq(http1_req_head_bad("\x16\x03\x01", 3), 1); /* TLS */
-	cr_assert_eq(http1_req_head_bad("GET /\x01", 6), 1);
-	cr_assert_eq(http1_req_head_bad("GET /\x7f", 6), 1);
+	cr_assert_eq(http1_req_head_bad("GET / HTTP/1.1\r\nHo", 18, 0), 0);
+	cr_assert_eq(http1_req_head_bad("", 0, 0), 0);
+	cr_assert_eq(http1_req_head_bad("get /", 5, 0), 1);
+	cr_assert_eq(http1_req_head_bad("\x16\x03\x01", 3, 0), 1); /* TLS */
+	cr_assert_eq(http1_req_head_bad("GET /\x01", 6, 0), 1);
+	cr_assert_eq(http1_req_head_bad("GET /\x7f", 6, 0), 1);
 }
 
 /* Parse the head text into R, or fail the test. */

@@ -13,6 +13,7 @@
 #include <egress/error.h>
 #include <http_parser.h>
 
+#include "broker/net/chunked.h"
 #include "broker/net/http1_head.h"
 #include "broker/net/http1_req.h"
 
@@ -28,6 +29,8 @@ struct http1_req_parser {
 	size_t url_len;
 	http1_req_body_fn fn; /* body sink, during parse_body only */
 	void *arg;
+	int ck_on;		 /* the body is chunked: ck checks it */
+	struct chunked_check ck; /* stricter than the parser */
 };
 
 static int
@@ -386,6 +389,7 @@ http1_req_parse_head(struct http1_req_parser *p, const char *buf, size_t len,
 	p->url_len = 0;
 	p->fn = NULL;
 	p->arg = NULL;
+	p->ck_on = 0;
 	used = http_parser_execute(&p->p, &req_settings, buf, len);
 	p->req = NULL; /* ret is the caller's from here on */
 	if (p->overflow)
@@ -415,8 +419,13 @@ http1_req_parse_head(struct http1_req_parser *p, const char *buf, size_t len,
 	ret->keep_alive = http_should_keep_alive(&p->p) != 0;
 	if ((err = head_framing(ret, reterr)) != 0)
 		return err;
-	return head_target(ret, p->p.method == HTTP_CONNECT, p->url,
-	    p->url_len, reterr);
+	err = head_target(ret, p->p.method == HTTP_CONNECT, p->url, p->url_len,
+	    reterr);
+	if (err == 0 && ret->chunked) {
+		p->ck_on = 1;
+		chunked_check_init(&p->ck);
+	}
+	return err;
 }
 
 int
@@ -431,10 +440,19 @@ http1_req_parse_body(struct http1_req_parser *p, const char *buf, size_t n,
     struct policy_err *reterr)
 {
 	size_t used;
+	long k;
 
 	*ret_used = 0;
 	if (p->complete || n == 0)
 		return 0;
+	/* The framing is checked before the parser decodes a byte of it:
+	 * a bad piece is never passed on. */
+	if (p->ck_on) {
+		if ((k = chunked_check(&p->ck, buf, n)) < 0)
+			return fail(reterr, EGRESS_ERR_INVALID_REQUEST,
+			    "bad chunk framing");
+		n = (size_t)k; /* the rest follows the body */
+	}
 	p->fn = fn;
 	p->arg = arg;
 	used = http_parser_execute(&p->p, &req_settings, buf, n);
@@ -444,6 +462,11 @@ http1_req_parse_body(struct http1_req_parser *p, const char *buf, size_t n,
 	    HTTP_PARSER_ERRNO(&p->p) != HPE_PAUSED)
 		return fail(reterr, EGRESS_ERR_INVALID_REQUEST,
 		    http_errno_description(HTTP_PARSER_ERRNO(&p->p)));
+	/* Both must agree on where the body ends. */
+	if (p->ck_on &&
+	    (used != n || p->complete != chunked_check_done(&p->ck)))
+		return fail(reterr, EGRESS_ERR_INVALID_REQUEST,
+		    "bad chunk framing");
 	*ret_used = used;
 	return 0;
 }

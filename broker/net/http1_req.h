@@ -12,9 +12,11 @@
  * unread. Refused, never passed on: Content-Length with
  * Transfer-Encoding, more than one Content-Length, a Transfer-Encoding
  * other than "chunked", a version other than HTTP/1.0 or HTTP/1.1, more
- * than HTTP1_REQ_HEADERS_MAX headers, bad chunk framing. The request
- * target is split by its form (origin, absolute, authority); what the
- * target names is not judged here.
+ * than HTTP1_REQ_HEADERS_MAX headers, bad chunk framing (checked by
+ * chunked.h before the parser decodes a byte: Debian's http-parser is
+ * built non-strict and takes any two bytes for the CRLF after a chunk's
+ * data). The request target is split by its form (origin, absolute,
+ * authority); what the target names is not judged here.
  */
 #ifndef EGRESS_NET_HTTP1_REQ_H
 #define EGRESS_NET_HTTP1_REQ_H

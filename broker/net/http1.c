@@ -161,6 +161,13 @@ http1_end(struct http1_exchange *x, int err)
 			th[i].value_len = x->hoff[i].value_len;
 		}
 		n = x->nh;
+		if (!http1_fields_ok(th, n)) {
+			/* Malformed trailers: the response fails. */
+			err = EGRESS_ERR_UPSTREAM_PROTOCOL;
+			n = 0;
+			x->reusable = 0;
+			(void)bufferevent_disable(x->bev, EV_READ);
+		}
 	} else
 		x->reusable = 0;
 	if (x->cb.on_end != NULL)
@@ -354,7 +361,8 @@ http1_on_headers_complete(http_parser *p)
 		h[i].value_len = x->hoff[i].value_len;
 	}
 	memset(&resp, 0, sizeof(resp));
-	if (http1_check_framing(x, h, x->nh, &resp.content_length,
+	if (!http1_fields_ok(h, x->nh) ||
+	    http1_check_framing(x, h, x->nh, &resp.content_length,
 		&resp.chunked) != 0) {
 		x->err = EGRESS_ERR_UPSTREAM_PROTOCOL;
 		return -1;

@@ -50,6 +50,18 @@ http1_value_ok(const char *s, size_t n)
 }
 
 int
+http1_fields_ok(const struct http1_header *h, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!http1_is_token(h[i].name, h[i].name_len) ||
+		    !http1_value_ok(h[i].value, h[i].value_len))
+			return 0;
+	return 1;
+}
+
+int
 http1_header_is(const struct http1_header *h, const char *name)
 {
 	size_t n = strlen(name);

@@ -105,6 +105,15 @@ int http1_trailer_is_dropped(const struct http1_header *all, size_t nall,
 int http1_method_is_allowed(const char *m, size_t n, const char *const *extra,
     size_t nextra);
 
+/*
+ * Answer whether the n fields at h are well formed, as a response's
+ * head or trailers must be before anything of them is passed on: every
+ * name a token (a lenient parser keeps a space before the colon in the
+ * name, so "Content-Length : 5" would pass every check by name and reach
+ * the client as framing), every value free of control bytes but HTAB.
+ */
+int http1_fields_ok(const struct http1_header *h, size_t n);
+
 /* Answer whether h's name is name (ASCII case-insensitive). */
 int http1_header_is(const struct http1_header *h, const char *name);
 

@@ -150,6 +150,8 @@ wsproto_response_check(const char *head, size_t len, const char *key,
 		HTTP_PARSER_ERRNO(&p) != HPE_CB_headers_complete))
 		return -1;
 	ret->status = (int)p.status_code;
+	if (!http1_fields_ok(ret->headers, ret->nheaders))
+		return -1; /* "Sec-WebSocket-Extensions : x" is no name */
 	if (p.status_code != 101)
 		return p.status_code >= 200 && p.status_code <= 999 ? 0 : -1;
 	if (p.http_major != 1 || p.http_minor != 1 || hs_accept(key, accept))

@@ -46,7 +46,8 @@ int wsproto_key_new(char key[WSPROTO_KEY_LEN + 1]);
  * subprotocols protos (comma-separated, NULL for none). Fill *ret.
  * Return 1 for an accepted 101, 0 for another final status (200..999:
  * the upgrade was refused), -1 when the head is refused (malformed,
- * over WSPROTO_HEADERS_MAX headers, an informational status other than
+ * over WSPROTO_HEADERS_MAX headers, a field name that is no token or a
+ * value with a control byte, an informational status other than
  * 101, or a 101 whose Upgrade, Connection or Sec-WebSocket-Accept is
  * wrong, that selects an extension or a subprotocol not requested).
  */

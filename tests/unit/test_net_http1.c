@@ -342,6 +342,19 @@ static struct resp_case resp_cases[] = {
 	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 	    "zz\r\nhello\r\n0\r\n\r\n",
 	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 200, "", 0, "" },
+	/* A space before the colon makes no name: refused, never passed
+	 * on as framing no check by name would see. */
+	{ "spaced-length", "GET",
+	    "HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello", 0,
+	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "spaced-te", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\n\r\n"
+	    "5\r\nhello\r\n0\r\n\r\n",
+	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },
+	{ "spaced-trailer", "GET",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "5\r\nhello\r\n0\r\nX-Sum : 9\r\n\r\n",
+	    0, EGRESS_ERR_UPSTREAM_PROTOCOL, 200, "hello", 0, "" },
 	{ "bare-lf-in-header", "GET",
 	    "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n", 0,
 	    EGRESS_ERR_UPSTREAM_PROTOCOL, 0, "", 0, "" },

@@ -63,6 +63,17 @@ static struct hs_case hs_cases[] = {
 	    "", -1, 101 },
 	{ "interim", "HTTP/1.1 100 Continue\r\n\r\n", "", -1, 100 },
 	{ "garbage", "hello\r\n\r\n", "", -1, 0 },
+	/* A space before the colon: a name no check by name would see. */
+	{ "spaced-extension",
+	    S101 UPG ACCEPT
+	    "Sec-WebSocket-Extensions : permessage-deflate\r\n\r\n",
+	    "", -1, 101 },
+	{ "spaced-protocol",
+	    S101 UPG ACCEPT "Sec-WebSocket-Protocol : mqtt\r\n\r\n", "chat",
+	    -1, 101 },
+	{ "spaced-on-a-refusal",
+	    "HTTP/1.1 403 Forbidden\r\nContent-Length : 5\r\n\r\n", "", -1,
+	    403 },
 };
 
 ParameterizedTestParameters(wsproto, handshake_answers)

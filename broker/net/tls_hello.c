@@ -113,6 +113,42 @@ peek_init(void)
 	return 0;
 }
 
+/*
+ * Answer whether the n bytes at buf hold whole records up to the end of
+ * the handshake message the first one starts (a client may split its
+ * hello across records), or anything OpenSSL must judge: only then is a
+ * handshake tried, so a hello sent a byte at a time costs one parse,
+ * not one per read.
+ */
+static int
+hello_complete(const uint8_t *buf, size_t n)
+{
+	uint8_t hdr[4];
+	size_t pos = 0, got = 0, len, need = 0, i;
+
+	if (n >= TLS_HELLO_MAX)
+		return 1;
+	while (pos + 5 <= n) {
+		if (buf[pos] != 0x16)
+			return 1; /* not a handshake record: OpenSSL's */
+		len = (size_t)buf[pos + 3] << 8 | buf[pos + 4];
+		if (pos + 5 + len > n)
+			return 0; /* this record is not all there */
+		for (i = 0; i < len && got + i < sizeof(hdr); i++)
+			hdr[got + i] = buf[pos + 5 + i];
+		got += len;
+		pos += 5 + len;
+		if (got >= sizeof(hdr)) {
+			need = sizeof(hdr) +
+			    ((size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 |
+				hdr[3]);
+			if (got >= need)
+				return 1;
+		}
+	}
+	return 0;
+}
+
 int
 tls_hello_peek(const uint8_t *buf, size_t n, struct tls_hello *ret)
 {
@@ -131,6 +167,8 @@ tls_hello_peek(const uint8_t *buf, size_t n, struct tls_hello *ret)
 		return TLS_HELLO_MORE;
 	if (buf[5] != 0x01) /* client_hello */
 		return TLS_HELLO_BAD;
+	if (!hello_complete(buf, n))
+		return TLS_HELLO_MORE;
 	if (peek_init() != 0)
 		return EGRESS_ERR_NOMEM;
 	memset(&h, 0, sizeof(h));

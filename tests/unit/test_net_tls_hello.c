@@ -3,7 +3,8 @@
  * Unit tests for broker/net/tls_hello.c, the ClientHello peek: real
  * ClientHellos made by an OpenSSL client (with and without SNI, with an
  * Encrypted Client Hello extension added as a custom extension, TLS 1.2
- * only), read whole and byte by byte (MORE until the last byte); HTTP
+ * only), read whole and byte by byte (MORE until the last byte), and
+ * split across records of a few bytes each; HTTP
  * and other non-TLS bytes; a handshake record that is no ClientHello; a
  * server name that is not one printable host_name; and the name
  * comparison (case, one trailing dot).
@@ -81,6 +82,55 @@ Test(tls_hello, sni_read_whole_and_byte_by_byte)
 	for (i = 0; i < n; i++)
 		cr_assert_eq(tls_hello_peek(H, i, &h), TLS_HELLO_MORE,
 		    "prefix %zu of %zu", i, n);
+}
+
+/* The hello of H (n bytes, one record) split into records of at most
+ * each bytes of handshake payload, written to out; return its length. */
+static size_t
+fragment(const unsigned char *h, size_t n, size_t each, unsigned char *out,
+    size_t cap)
+{
+	size_t off = 5, k, len = 0;
+
+	while (off < n) {
+		k = n - off < each ? n - off : each;
+		cr_assert_leq(len + 5 + k, cap);
+		out[len] = 0x16;
+		out[len + 1] = h[1];
+		out[len + 2] = h[2];
+		out[len + 3] = (unsigned char)(k >> 8);
+		out[len + 4] = (unsigned char)k;
+		memcpy(out + len + 5, h + off, k);
+		len += 5 + k;
+		off += k;
+	}
+	return len;
+}
+
+/* A hello split across records (as some clients send it) is read once
+ * its last record is whole, and its name is the one sent; every shorter
+ * prefix asks for more, whatever record boundary it ends on. */
+Test(tls_hello, a_hello_across_records_is_read_once_whole)
+{
+	static unsigned char F[4 * TLS_HELLO_MAX];
+	static const size_t sizes[] = { 1, 3, 7, 200 };
+	struct tls_hello h;
+	size_t n = make_hello("frag.example", 0, 0, H, sizeof(H)), m, i, k;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		m = fragment(H, n, sizes[k], F, sizeof(F));
+		if (m > TLS_HELLO_MAX)
+			continue; /* over the peek's bound: not this test's */
+		memset(&h, 0, sizeof(h));
+		cr_assert_eq(tls_hello_peek(F, m, &h), TLS_HELLO_OK,
+		    "records of %zu", sizes[k]);
+		cr_assert(h.has_sni);
+		cr_assert_str_eq(h.sni, "frag.example");
+		for (i = 0; i < m; i++)
+			cr_assert_eq(tls_hello_peek(F, i, &h), TLS_HELLO_MORE,
+			    "records of %zu: prefix %zu of %zu", sizes[k], i,
+			    m);
+	}
 }
 
 Test(tls_hello, no_sni_tls12_and_ech)

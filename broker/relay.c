@@ -472,6 +472,11 @@ relay_resume(struct relay *r, struct bufferevent *bev)
 	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
 	if (bufferevent_enable(bev, EV_READ | EV_WRITE) != 0)
 		return EGRESS_ERR_NOMEM;
+	/* What the handshake already decrypted waits for no new byte: its
+	 * read callback runs from the loop (deferred, so nothing here runs
+	 * after an end that may have freed r). */
+	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+		bufferevent_trigger(bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
 	relay_pump(r);
 	return 0;
 }

@@ -160,7 +160,8 @@ struct broker {
 	size_t nrequests;		/* streams being served */
 	struct request *lingering;	/* streams finishing after their
 					   connection left (request.h) */
-	struct request *relays;		/* every tcp or tls stream relaying */
+	struct request *relays;		/* every stream relaying, and every
+					   HTTP exchange running */
 	uint64_t request_seq;
 	char id_prefix[12];
 	int draining;

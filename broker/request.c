@@ -136,6 +136,18 @@ request_relays_unlink(struct request *r)
 	r->rnext = r->rprev = NULL;
 }
 
+/* End r's HTTP exchange (the exchange is linked with the relays while
+ * it runs, so that a reload decides it again too). */
+static void
+request_exchange_free(struct request *r)
+{
+	if (r->x == NULL)
+		return;
+	http1_exchange_free(r->x);
+	r->x = NULL;
+	request_relays_unlink(r);
+}
+
 static void
 up_free_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -167,10 +179,7 @@ request_upstream_done(struct request *r)
 		dial_cancel(r->dial);
 		r->dial = NULL;
 	}
-	if (r->x != NULL) {
-		http1_exchange_free(r->x);
-		r->x = NULL;
-	}
+	request_exchange_free(r);
 	starttls_cancel(r);
 	if (r->relay != NULL) {
 		r->bytes_in = relay_bytes_down(r->relay);
@@ -940,8 +949,7 @@ request_park(struct request *r)
 	if (lease_count(r->b->leases, k.instance) >
 	    s->max_connections_per_instance)
 		return; /* over a lowered budget: close it */
-	http1_exchange_free(r->x);
-	r->x = NULL;
+	request_exchange_free(r);
 	/* Takes the connection and the lease, even on failure. */
 	(void)pool_put(r->b->pool, &k, &r->connected, r->up, r->lease);
 	r->up = NULL;
@@ -983,8 +991,7 @@ request_may_retry(const struct request *r, int err)
 static void
 request_retry(struct request *r)
 {
-	http1_exchange_free(r->x);
-	r->x = NULL;
+	request_exchange_free(r);
 	request_close_up(r);
 	r->reused = 0;
 	r->retried = 1;
@@ -1119,6 +1126,11 @@ request_begin_exchange(struct request *r, struct bufferevent *bev,
 	struct http1_timeouts t;
 	int err;
 
+	/* A reload while connecting passed this request by: decide again
+	 * on the snapshot in force now (a pooled connection was taken
+	 * with the decision, in the same turn). */
+	if (!r->reused && request_connected_check(r, bev, used) != 0)
+		return;
 	r->up = bev;
 	r->connected = *used;
 	r->has_connected = 1;
@@ -1142,6 +1154,8 @@ request_begin_exchange(struct request *r, struct bufferevent *bev,
 					      EGRESS_ERR_INVALID_REQUEST);
 		return;
 	}
+	/* Decided again at every reload while it runs, as streams are. */
+	request_relays_link(r);
 	http1_set_body_buffer(r->x, up_on_data);
 	request_pump_body(r);
 }

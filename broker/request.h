@@ -157,7 +157,8 @@ void request_linger_abort_all(struct broker *b);
 
 /*
  * A reload swapped snapshot s in (borrowed for the call): decide every
- * open tcp, tls or websocket stream again against s, through the same
+ * open tcp, tls or websocket stream, and every HTTP request whose
+ * exchange runs, again against s, through the same
  * decide path with the address it is connected to standing for the
  * answers (no new lookup), and close each one s no longer allows (the
  * instance, its permission, the grant, the declaration, the address

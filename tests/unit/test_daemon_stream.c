@@ -963,6 +963,73 @@ ParameterizedTest(struct revoke_case *c, stream, revoked_at_reload)
 	free(p);
 }
 
+/* An HTTP response still arriving is decided again at a reload, as a
+ * stream is: one the reload still allows goes on; one it no longer
+ * allows ends with ERROR denied, close error "revoked" with the reason,
+ * and its lease back at once (its connection is not pooled). */
+Test(stream, http_response_revoked_at_reload)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
+	    "/feed", NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(&u);
+	dt_upstream_reply(&u,
+	    "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst,");
+	st_expect_response(p, 1);
+	st_expect_data(p, 1, "first,", 0);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 1);
+
+	st_write_conf("http_client, socket_client", 1);
+	cr_assert_eq(request_revoke_streams(&dt_b, dt_b.conf.cur->snap), 0);
+	dt_upstream_reply(&u, "second,");
+	st_expect_data(p, 1, "second,", 0);
+
+	st_write_conf("http_client, socket_client", 0);
+	cr_assert_eq(request_revoke_streams(&dt_b, dt_b.conf.cur->snap), 1);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	st_expect_error(p, 1, PROTO_CODE_DENIED);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "transport"), "http");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "revoked");
+	cr_assert_str_eq(dt_log_last("egress.close", "reason"), "not-granted");
+	cr_assert_eq(dt_log_count("egress.decision"), 1);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* A response that ended is not decided again: its request is over. */
+Test(stream, http_response_done_is_not_revoked)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
+	    "/", NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(&u);
+	dt_upstream_reply(&u,
+	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	st_expect_response(p, 1);
+	st_expect_data(p, 1, "ok", 1);
+	st_wait_close();
+	st_write_conf("http_client, socket_client", 0);
+	cr_assert_eq(request_revoke_streams(&dt_b, dt_b.conf.cur->snap), 0);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
 /* tls to a peer that closes without a handshake: tls-failed, and the
  * guest never saw a RESPONSE. */
 Test(stream, tls_handshake_fails)

@@ -15,8 +15,9 @@
 # lease at once); a reload that revokes the permission closes an open
 # stream (egress.close error revoked), and a stream still connecting (its
 # TLS handshake held by the peer) when the reload comes is decided again
-# once connected and closed before a byte is relayed; a reload that finds
-# the configuration broken closes every open stream (policy-unavailable).
+# once connected and closed before a byte is relayed, and so is an https
+# request (its request head never goes out); a reload that finds the
+# configuration broken closes every open stream (policy-unavailable).
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -33,6 +34,7 @@ TLS_PORT=7443
 OTHER_PORT=7444
 HOLD_PORT=7445
 RESET_PORT=7446
+HOLD2_PORT=7447
 mkdir -p "$LAB_DIR/tcp"
 
 # lab_peer NAME ARGS...: start stream_peer.py in the outside namespace and
@@ -320,6 +322,46 @@ lab_expect_eq "bytes the held peer received after its handshake" 0 \
     "$(cat "$LAB_DIR/hold/hold.1.bytes")"
 lab_expect_eq "guest bytes delivered by stream 4" "" \
     "$(cat "$LAB_DIR/log/conn4.out")"
+
+# ---- the same for an https request still connecting: decided again once
+# its TLS handshake is done, and its request never goes out
+{
+	MAX_CONN=2 lab_config_base
+	lab_entry sock sockets "$HOSTS" mixed.weather.example \
+	    "http_client, socket_client"
+	lab_entry web weather "$HOSTS" mixed.weather.example
+} | lab_config_install
+n=$(lab_count_events egress.config)
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config $((n + 1))
+mkdir -p "$LAB_DIR/hold2"
+lab_peer held2 hold "$LAB_PUB4" "$HOLD2_PORT" "$LAB_DIR/pki/good.crt" \
+    "$LAB_DIR/pki/good.key" "$LAB_DIR/hold2"
+lab_spawn fetch6 "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
+    --socket "$LAB_SOCK_DIR/sock.sock" \
+    "https://api.weather.example:$HOLD2_PORT/secret"
+lab_poll 10 test -e "$LAB_DIR/hold2/hold.1.accepted" ||
+    lab_fail "the https request did not reach the held peer"
+lab_mark
+{
+	MAX_CONN=2 lab_config_base
+	lab_entry sock sockets "$HOSTS" mixed.weather.example socket_client
+	lab_entry web weather "$HOSTS" mixed.weather.example
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config 1
+: >"$LAB_DIR/hold2/hold.release"
+lab_poll 10 lab__gone "${LAB_PID[fetch6]}" ||
+    lab_fail "the https request revoked while connecting went on"
+lab_stop fetch6
+lab_expect_eq "https request revoked while connecting: exit status (denied)" \
+    10 "$LAB_STOP_RC"
+lab_expect_close error revoked
+lab_expect_close reason no-permission
+lab_poll 10 test -e "$LAB_DIR/hold2/hold.1.bytes" ||
+    lab_fail "the held peer's https connection did not end"
+lab_expect_eq "bytes the held peer received after the https handshake" 0 \
+    "$(cat "$LAB_DIR/hold2/hold.1.bytes")"
 
 # ---- a reload that finds the configuration broken closes open streams:
 # the old snapshot is not served on

@@ -44,14 +44,6 @@ ck_text(unsigned char b)
 	return b == '\t' || (b >= 0x20 && b != 0x7f);
 }
 
-static int
-ck_tchar(unsigned char b)
-{
-	return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') ||
-	    (b >= 'A' && b <= 'Z') ||
-	    (b != '\0' && strchr("!#$%&'*+-.^_`|~", b) != NULL);
-}
-
 void
 chunked_check_init(struct chunked_check *c)
 {
@@ -79,7 +71,7 @@ ck_trailer_byte(struct chunked_check *c, unsigned char b)
 			return CK_TRAILER;
 		}
 		c->name++;
-		return ck_tchar(b) ? CK_TRAILER : CK_BAD;
+		return http1_is_tchar(b) ? CK_TRAILER : CK_BAD;
 	}
 	return ck_text(b) ? CK_TRAILER : CK_BAD;
 }

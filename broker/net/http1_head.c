@@ -14,24 +14,30 @@
 
 #include "broker/net/http1_head.h"
 
-static int
+/* The token characters (RFC 9110, 5.6.2), one bit each: DIGIT, ALPHA
+ * and !#$%&'*+-.^_`|~. */
+static const uint32_t http1_tchars[8] = { 0x00000000, 0x03ff6cfa, 0xc7fffffe,
+	0x57ffffff, 0, 0, 0, 0 };
+
+int
 http1_is_tchar(unsigned char c)
 {
-	if (isalnum(c))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	return (http1_tchars[c >> 5] >> (c & 31)) & 1;
 }
 
-static int
+int
 http1_is_token(const char *s, size_t n)
 {
 	size_t i;
+	unsigned char c;
 
 	if (n == 0)
 		return 0;
-	for (i = 0; i < n; i++)
-		if (!http1_is_tchar((unsigned char)s[i]))
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		if (!((http1_tchars[c >> 5] >> (c & 31)) & 1))
 			return 0;
+	}
 	return 1;
 }
 
@@ -55,18 +61,9 @@ http1_fields_ok(const struct http1_header *h, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (!http1_is_token(h[i].name, h[i].name_len) ||
-		    !http1_value_ok(h[i].value, h[i].value_len))
+		if (!http1_is_token(h[i].name, h[i].name_len))
 			return 0;
 	return 1;
-}
-
-int
-http1_header_is(const struct http1_header *h, const char *name)
-{
-	size_t n = strlen(name);
-
-	return h->name_len == n && strncasecmp(h->name, name, n) == 0;
 }
 
 void
@@ -125,15 +122,39 @@ struct http1_tok {
  * the unregistered Proxy-Connection): they belong to one connection, the
  * guest's or the upstream's, and never cross the broker.
  */
-static const char *const http1_hop[] = {
-	"connection",
-	"keep-alive",
-	"proxy-connection",
-	"te",
-	"trailer",
-	"transfer-encoding",
-	"upgrade",
+/* A header name and its length, for lists looked up per header. */
+struct http1_name {
+	const char *s;
+	size_t n;
 };
+#define HTTP1_NAME(lit) \
+	{ \
+		lit, sizeof(lit) - 1 \
+	}
+
+static const struct http1_name http1_hop[] = {
+	HTTP1_NAME("connection"),
+	HTTP1_NAME("keep-alive"),
+	HTTP1_NAME("proxy-connection"),
+	HTTP1_NAME("te"),
+	HTTP1_NAME("trailer"),
+	HTTP1_NAME("transfer-encoding"),
+	HTTP1_NAME("upgrade"),
+};
+
+/* Is h's name one of the n names of list? */
+static int
+http1_name_in(const struct http1_header *h, const struct http1_name *list,
+    size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (list[i].n == h->name_len &&
+		    strncasecmp(h->name, list[i].s, list[i].n) == 0)
+			return 1;
+	return 0;
+}
 
 /* Does the comma-separated list v (n bytes) name the token tok? */
 static int
@@ -159,12 +180,8 @@ http1_list_has(const char *v, size_t n, const char *tok, size_t tn)
 static int
 http1_is_hop_name(const struct http1_header *h)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(http1_hop) / sizeof(http1_hop[0]); i++)
-		if (http1_header_is(h, http1_hop[i]))
-			return 1;
-	return 0;
+	return http1_name_in(h, http1_hop,
+	    sizeof(http1_hop) / sizeof(http1_hop[0]));
 }
 
 int
@@ -190,35 +207,30 @@ http1_trailer_is_dropped(const struct http1_header *all, size_t nall,
 	/* Fields a sender must not put in trailers (RFC 9110, 6.5.1):
 	 * framing, routing, authentication, response control and content
 	 * processing. */
-	static const char *const never[] = {
-		"content-length",
-		"host",
-		"authorization",
-		"set-cookie",
-		"cookie",
-		"location",
-		"content-type",
-		"content-encoding",
-		"content-range",
-		"cache-control",
-		"expires",
-		"date",
-		"age",
-		"vary",
-		"retry-after",
-		"max-forwards",
-		"www-authenticate",
-		"proxy-authenticate",
-		"proxy-authorization",
+	static const struct http1_name never[] = {
+		HTTP1_NAME("content-length"),
+		HTTP1_NAME("host"),
+		HTTP1_NAME("authorization"),
+		HTTP1_NAME("set-cookie"),
+		HTTP1_NAME("cookie"),
+		HTTP1_NAME("location"),
+		HTTP1_NAME("content-type"),
+		HTTP1_NAME("content-encoding"),
+		HTTP1_NAME("content-range"),
+		HTTP1_NAME("cache-control"),
+		HTTP1_NAME("expires"),
+		HTTP1_NAME("date"),
+		HTTP1_NAME("age"),
+		HTTP1_NAME("vary"),
+		HTTP1_NAME("retry-after"),
+		HTTP1_NAME("max-forwards"),
+		HTTP1_NAME("www-authenticate"),
+		HTTP1_NAME("proxy-authenticate"),
+		HTTP1_NAME("proxy-authorization"),
 	};
-	size_t i;
 
-	if (http1_response_is_hop(all, nall, h))
-		return 1;
-	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++)
-		if (http1_header_is(h, never[i]))
-			return 1;
-	return 0;
+	return http1_response_is_hop(all, nall, h) ||
+	    http1_name_in(h, never, sizeof(never) / sizeof(never[0]));
 }
 
 /* Is h a header the broker drops from a guest's request? */
@@ -226,18 +238,16 @@ static int
 http1_request_is_hop(const struct http1_header *h,
     const struct http1_tok *toks, size_t ntoks)
 {
-	static const char *const own[] = {
-		"host",
-		"content-length",
-		"expect",
+	static const struct http1_name own[] = {
+		HTTP1_NAME("host"),
+		HTTP1_NAME("content-length"),
+		HTTP1_NAME("expect"),
 	};
 	size_t i;
 
-	if (http1_is_hop_name(h))
+	if (http1_is_hop_name(h) ||
+	    http1_name_in(h, own, sizeof(own) / sizeof(own[0])))
 		return 1;
-	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		if (http1_header_is(h, own[i]))
-			return 1;
 	if (h->name_len >= 6 && strncasecmp(h->name, "proxy-", 6) == 0)
 		return 1;
 	for (i = 0; i < ntoks; i++)

@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <strings.h>
 
 #include "policy/policy.h"
 
@@ -105,17 +107,32 @@ int http1_trailer_is_dropped(const struct http1_header *all, size_t nall,
 int http1_method_is_allowed(const char *m, size_t n, const char *const *extra,
     size_t nextra);
 
+/* Answer whether c is a token character (RFC 9110, 5.6.2). */
+int http1_is_tchar(unsigned char c);
+
+/* Answer whether the n bytes at s are a token: at least one, each a
+ * token character. */
+int http1_is_token(const char *s, size_t n);
+
 /*
- * Answer whether the n fields at h are well formed, as a response's
- * head or trailers must be before anything of them is passed on: every
- * name a token (a lenient parser keeps a space before the colon in the
+ * Answer whether the names of the n fields at h are tokens, as a
+ * response's head or trailers must be before anything of them is passed
+ * on: http-parser built non-strict keeps a space before the colon in a
  * name, so "Content-Length : 5" would pass every check by name and reach
- * the client as framing), every value free of control bytes but HTAB.
+ * the client as framing. (Its values it checks itself: a control byte
+ * but HTAB, or DEL, is refused even then.)
  */
 int http1_fields_ok(const struct http1_header *h, size_t n);
 
-/* Answer whether h's name is name (ASCII case-insensitive). */
-int http1_header_is(const struct http1_header *h, const char *name);
+/* Answer whether h's name is name (ASCII case-insensitive). Inline, so
+ * that the length of a literal name is known where it is written. */
+static inline int
+http1_header_is(const struct http1_header *h, const char *name)
+{
+	size_t n = strlen(name);
+
+	return h->name_len == n && strncasecmp(h->name, name, n) == 0;
+}
 
 /* Trim spaces and tabs around the n bytes at *s, in place. */
 void http1_trim(const char **s, size_t *n);

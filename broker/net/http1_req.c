@@ -252,24 +252,6 @@ value_is(const struct http1_header *h, const char *lit)
 	return n == strlen(lit) && strncasecmp(v, lit, n) == 0;
 }
 
-/* A token character (RFC 9110, 5.6.2). */
-static int
-is_tchar(unsigned char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-	    (c >= 'A' && c <= 'Z') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static int
-is_token(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (s[i] == '\0' || !is_tchar((unsigned char)s[i]))
-			return 0;
-	return n > 0;
-}
 
 /* Judge the header names and framing headers, and note Expect. */
 static int
@@ -283,7 +265,7 @@ head_framing(struct http1_req *r, struct policy_err *reterr)
 	r->content_length = -1;
 	for (i = 0; i < r->nheaders; i++) {
 		h = &r->headers[i];
-		if (!is_token(h->name, h->name_len))
+		if (!http1_is_token(h->name, h->name_len))
 			return fail(reterr, EGRESS_ERR_INVALID_REQUEST,
 			    "a header name is not a token");
 		if (http1_header_is(h, "Content-Length")) {
@@ -397,7 +379,7 @@ http1_req_parse_head(struct http1_req_parser *p, const char *buf, size_t len,
 	if (HTTP_PARSER_ERRNO(&p->p) == HPE_INVALID_METHOD &&
 	    (sp = memchr(buf, ' ', len)) != NULL && sp > buf &&
 	    (size_t)(sp - buf) <= HTTP1_METHOD_MAX &&
-	    is_token(buf, (size_t)(sp - buf)))
+	    http1_is_token(buf, (size_t)(sp - buf)))
 		return fail(reterr, EGRESS_ERR_DENIED,
 		    "a method http-parser does not know");
 	if (HTTP_PARSER_ERRNO(&p->p) != HPE_OK &&

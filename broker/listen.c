@@ -330,7 +330,9 @@ listen_new(struct event_base *base, listen_accept_cb cb, listen_control_cb ccb,
  * broker may always chown a file it owns to itself and its own group).
  * When the owner or group of a socket that was already set up changes
  * (or can no longer be applied), the connections accepted under the old
- * one are revoked through the revoke callback.
+ * one are revoked through the revoke callback. Return 0; -1 when they
+ * cannot be applied (the socket is left 0600, owned by the broker); -2
+ * when it could not even be given back to the broker (to be closed).
  */
 static int
 listen_apply_owner(struct lsock *ls, const struct conf_instance *ci, int dirfd,
@@ -339,7 +341,7 @@ listen_apply_owner(struct lsock *ls, const struct conf_instance *ci, int dirfd,
 	struct listen_ctx *l = ls->ctx;
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
-	int was = ls->applied;
+	int was = ls->applied, rv = -1;
 
 	ls->applied = 0;
 	if (ci->socket_owner != NULL &&
@@ -368,11 +370,18 @@ listen_apply_owner(struct lsock *ls, const struct conf_instance *ci, int dirfd,
 	ls->gid = gid;
 	return 0;
 closed:
-	/* Closed, never the old owner or group. */
+	/* Closed, never the old owner or group: no access but the owner's,
+	 * then the file back to the broker (an old owner that kept it could
+	 * still connect, and give it to anyone with chmod). */
 	(void)listen_chmod(dirfd, name, 0600);
+	if (fchownat(dirfd, name, geteuid(), getegid(), AT_SYMLINK_NOFOLLOW) !=
+	    0) {
+		listen_log("chown to the broker", ci->name, path, errno);
+		rv = -2; /* the caller closes it */
+	}
 	if (was && l->rcb != NULL)
 		l->rcb(l->cb_arg, ci->name);
-	return -1;
+	return rv;
 }
 
 void
@@ -647,8 +656,12 @@ listen_reconcile(struct listen_ctx *l, const struct conf_snapshot *s)
 			l->nsocks++;
 		}
 		ls->seen = 1;
-		if (listen_apply_owner(ls, ci, dirfd, file, path) != 0)
+		if ((err = listen_apply_owner(ls, ci, dirfd, file, path)) !=
+		    0) {
 			bad++;
+			if (err == -2)
+				ls->seen = 0; /* not even ours: closed below */
+		}
 	}
 	(void)close(dirfd);
 	for (pp = &l->socks; *pp != NULL;) {

@@ -76,7 +76,8 @@ void listen_set_revoke_cb(struct listen_ctx *l, listen_revoke_cb rcb);
  * Otherwise create a socket for every instance that has none, apply
  * socket_owner/socket_group (unset: the broker's own euid/egid, so
  * removing the line revokes the old owner's or group's access) and mode
- * 0660 to every instance socket (0600 when they cannot be applied), call
+ * 0660 to every instance socket (0600 and the broker's own owner and
+ * group when they cannot be applied; closed when not even that can), call
  * the revoke callback for each existing socket whose owner or group
  * changed, and close and unlink the sockets of instances no longer in s.
  * A stale socket file at a path is replaced; any other kind of file

@@ -49,13 +49,32 @@ struct alisten {
 	struct alisten_group *groups;
 	size_t total;
 	uint64_t next_id;
+	uint64_t own_netns; /* the broker's network namespace (cookie) */
+	int own_netns_ok;   /* 0: unknown, and every listener refused */
 };
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71 /* Linux 5.14 */
+#endif
+
+/* Write the cookie of the network namespace fd's socket lives in. */
+static int
+alisten_netns(int fd, uint64_t *ret)
+{
+	socklen_t sl = sizeof(*ret);
+
+	return getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, ret, &sl) == 0 &&
+		sl == sizeof(*ret) ?
+	    0 :
+	    -1;
+}
 
 int
 alisten_new(struct event_base *base, alisten_accept_cb cb, void *arg,
     struct alisten **ret)
 {
 	struct alisten *a;
+	int fd;
 
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return EGRESS_ERR_NOMEM;
@@ -63,6 +82,11 @@ alisten_new(struct event_base *base, alisten_accept_cb cb, void *arg,
 	a->cb = cb;
 	a->arg = arg;
 	a->next_id = 1;
+	/* A socket of its own tells which namespace the broker is in. */
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
+		a->own_netns_ok = alisten_netns(fd, &a->own_netns) == 0;
+		(void)close(fd);
+	}
 	*ret = a;
 	return 0;
 }
@@ -185,17 +209,28 @@ alisten_attach(struct alisten *a, const char *instance, int *fds, size_t nfds,
 {
 	struct alisten_group *g;
 	struct alisten_one *one;
+	uint64_t ns;
 	size_t i;
 
 	*reterr_msg = "bad listener count";
 	if (nfds == 0 || nfds > ALISTEN_PER_ATTACH ||
 	    strlen(instance) > CONF_NAME_MAX)
 		goto invalid;
-	for (i = 0; i < nfds; i++)
+	for (i = 0; i < nfds; i++) {
 		if (!alisten_fd_ok(fds[i])) {
 			*reterr_msg = "not a listening TCP socket on loopback";
 			goto invalid;
 		}
+		/* Loopback of the broker's own namespace is every local
+		 * user's: served without a token, it would open the
+		 * instance to them all. */
+		if (!a->own_netns_ok || alisten_netns(fds[i], &ns) != 0 ||
+		    ns == a->own_netns) {
+			*reterr_msg = "a listener in the broker's own network "
+				      "namespace";
+			goto invalid;
+		}
+	}
 	if (alisten_count(a, instance) + nfds > ALISTEN_PER_INSTANCE) {
 		*reterr_msg = "too many listeners for this instance";
 		close_fds(fds, 0, nfds);

@@ -47,7 +47,10 @@ int alisten_new(struct event_base *base, alisten_accept_cb cb, void *arg,
  * Serve the listening sockets fds[0..nfds) for instance. Takes ownership
  * of every fd, whatever the outcome. Each must be a listening TCP socket
  * (SOCK_STREAM, IPPROTO_TCP) bound to a loopback address (127.0.0.0/8 or
- * ::1); nfds is 1..ALISTEN_PER_ATTACH. Log one egress.listen event
+ * ::1) of another network namespace than the broker's (its own
+ * loopback is open to every local user, and such a listener asks no
+ * token; told apart by SO_NETNS_COOKIE, so refused where the kernel
+ * cannot tell); nfds is 1..ALISTEN_PER_ATTACH. Log one egress.listen event
  * ("attached") and write the group's id (never 0) to *ret_id. Return 0,
  * EGRESS_ERR_INVALID (a descriptor that is not such a socket, or a bad
  * count), EGRESS_ERR_TOO_BIG (over ALISTEN_PER_INSTANCE or ALISTEN_MAX)

@@ -244,11 +244,16 @@ lab_expect_eq "attach-listener from a uid not in control_uids" \
 [ "$(lab_events egress.listen | jq -r 'select(.status == "attached") |
     .instance' | wc -l)" = 0 ] || lab_fail "a refused peer attached"
 
-# Caps and checks, as root: 8 attaches of 4 listeners fill weather's 32;
-# the next is refused; a socket that does not listen, one on a
-# non-loopback address and 5 descriptors on one line are refused.
+# Caps and checks, as root, with listeners of a namespace of their own
+# (as egress-sandbox --net's): 8 attaches of 4 listeners fill weather's
+# 32; the next is refused; a socket that does not listen, one on a
+# non-loopback address and 5 descriptors on one line are refused; and a
+# loopback listener of the broker's own namespace, which every local
+# user could reach without a token.
 lab_mark
-lab_ns_b timeout "$(egress_wait 30)" "$PY" - "$CTL" "$LAB_DIR/caps.out" \
+lab_ns_b timeout "$(egress_wait 30)" unshare -n sh -c \
+    'ip link set lo up && ip addr add 10.9.9.9/32 dev lo && exec "$@"' sh \
+    "$PY" - "$CTL" "$LAB_DIR/caps.out" \
     <<'EOF' || lab_fail "caps: $(cat "$LAB_DIR/caps.out")"
 import json, socket, sys
 
@@ -275,9 +280,7 @@ assert attach([socket.create_server(("127.0.0.1", 0))],
               "radar").get("listeners") == 1
 r = attach([socket.socket()], "radar")
 assert r.get("error") == "not a listening TCP socket on loopback", r
-host = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-host.connect(("93.184.216.34", 80))
-pub = socket.create_server((host.getsockname()[0], 0))
+pub = socket.create_server(("10.9.9.9", 0))
 r = attach([pub], "radar")
 assert r.get("error") == "not a listening TCP socket on loopback", r
 r = attach([socket.create_server(("127.0.0.1", 0)) for _ in range(5)],
@@ -294,6 +297,21 @@ closed8() {
 }
 lab_poll 10 closed8 || lab_fail "want 8 closed events for weather"
 lab_ok "their 8 holds closed with the connections"
+
+# A loopback listener of the broker's own namespace, from an allowed peer.
+out=$(lab_ns_b "$PY" - "$CTL" <<'EOF'
+import socket, sys
+l = socket.create_server(("127.0.0.1", 0))
+c = socket.socket(socket.AF_UNIX)
+c.connect(sys.argv[1])
+socket.send_fds(c, [b"attach-listener weather\n"], [l.fileno()])
+c.settimeout(10)
+print(c.recv(4096).decode().strip())
+EOF
+)
+grep -q "a listener in the broker's own network namespace" <<<"$out" ||
+    lab_fail "a listener of the broker's own namespace: $out"
+lab_ok "refused: a loopback listener of the broker's own namespace"
 
 # The broker carries on.
 lab_fetch weather http://api.weather.example/small

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * Unit tests for broker/alisten: which descriptors are taken (listening
- * TCP on loopback only), the caps per attach, per instance and in all, a
- * connection accepted on an attached listener reaching the callback with
- * the instance, and detach and reconcile closing the listeners with one
- * logged event each.
+ * TCP on loopback only, of another network namespace than the broker's:
+ * the tests make one, as root), the caps per attach, per instance and
+ * in all, a connection accepted on an attached listener reaching the
+ * callback with the instance, and detach and reconcile closing the
+ * listeners with one logged event each.
  */
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,9 +44,58 @@ on_accept(void *arg, int fd, const char *instance)
 	(void)close(fd);
 }
 
+/* The test's own network namespace (the broker's) and a second one with
+ * lo up, where launchers' listeners live, as egress-sandbox --net's do. */
+static int ns_own = -1, ns_other = -1;
+
+static void
+ns_enter(int ns)
+{
+	cr_assert_eq(setns(ns, CLONE_NEWNET), 0, "setns: %s", strerror(errno));
+}
+
+static void
+ns_make_other(void)
+{
+	struct ifreq ifr;
+	int s;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root for a network namespace");
+	ns_own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	cr_assert(ns_own >= 0);
+	cr_assert_eq(unshare(CLONE_NEWNET), 0, "unshare: %s", strerror(errno));
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert(s >= 0);
+	memset(&ifr, 0, sizeof(ifr));
+	(void)snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	cr_assert_eq(ioctl(s, SIOCGIFFLAGS, &ifr), 0);
+	ifr.ifr_flags |= IFF_UP;
+	cr_assert_eq(ioctl(s, SIOCSIFFLAGS, &ifr), 0);
+	(void)close(s);
+	ns_other = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	cr_assert(ns_other >= 0);
+	ns_enter(ns_own);
+}
+
+/* socket() in the other namespace (its address and connections stay
+ * there, whichever namespace the test is in). */
+static int
+other_socket(int af, int type)
+{
+	int fd;
+
+	ns_enter(ns_other);
+	fd = socket(af, type | SOCK_CLOEXEC, 0);
+	ns_enter(ns_own);
+	cr_assert(fd >= 0);
+	return fd;
+}
+
 static void
 setup(void)
 {
+	ns_make_other();
 	base = event_base_new();
 	cr_assert(base != NULL);
 	cr_assert_eq(alisten_new(base, on_accept, NULL, &A), 0);
@@ -55,6 +108,8 @@ setup(void)
 static void
 teardown(void)
 {
+	(void)close(ns_own);
+	(void)close(ns_other);
 	alisten_free(A);
 	event_base_free(base);
 	log_set_fd(-1);
@@ -73,13 +128,14 @@ logged(void)
 	return buf;
 }
 
-/* A TCP socket on addr (127.0.0.1 by default) port 0; listening or not. */
+/* A TCP socket of the other namespace on addr (127.0.0.1 by default)
+ * port 0; listening or not. */
 static int
 tcp_sock(int af, int do_listen, const char *v4)
 {
 	struct sockaddr_in in;
 	struct sockaddr_in6 in6;
-	int fd = socket(af, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = other_socket(af, SOCK_STREAM);
 
 	cr_assert(fd >= 0);
 	memset(&in, 0, sizeof(in));
@@ -122,6 +178,22 @@ Test(broker_alisten, refuses_what_is_not_a_loopback_listener, .init = setup,
 	fds[0] = tcp_sock(AF_INET, 1, "0.0.0.0"); /* every address */
 	cr_assert_eq(alisten_attach(A, "weather", fds, 1, &id, &msg),
 	    EGRESS_ERR_INVALID);
+	/* A loopback listener of the broker's own namespace: every local
+	 * user could reach it, without a token. */
+	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(fds[0],
+			 (struct sockaddr *)&(struct sockaddr_in){
+			     .sin_family = AF_INET,
+			     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
+			 sizeof(struct sockaddr_in)),
+	    0);
+	cr_assert_eq(listen(fds[0], 8), 0);
+	cr_assert_eq(alisten_attach(A, "weather", fds, 1, &id, &msg),
+	    EGRESS_ERR_INVALID);
+	cr_assert_str_eq(msg,
+	    "a listener in the broker's own network "
+	    "namespace");
+	cr_assert(fd_is_closed(fds[0]));
 	fds[0] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	cr_assert_eq(alisten_attach(A, "weather", fds, 1, &id, &msg),
 	    EGRESS_ERR_INVALID);
@@ -163,7 +235,7 @@ Test(broker_alisten, accepts_into_the_instance, .init = setup,
 	cr_assert_neq(id, 0);
 	cr_assert_eq(alisten_count(A, "weather"), n);
 	cr_assert(strstr(logged(), "\"status\":\"attached\"") != NULL);
-	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c = other_socket(AF_INET, SOCK_STREAM);
 	cr_assert_eq(connect(c, (struct sockaddr *)&in, sizeof(in)), 0);
 	while (naccepted == 0)
 		(void)event_base_loop(base, EVLOOP_ONCE);
@@ -177,7 +249,7 @@ Test(broker_alisten, accepts_into_the_instance, .init = setup,
 		      "\"status\":\"closed\",\"instance\":\"weather\"") !=
 	    NULL);
 	cr_assert_str_eq(logged(), "");
-	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c = other_socket(AF_INET, SOCK_STREAM);
 	cr_assert_eq(connect(c, (struct sockaddr *)&in, sizeof(in)), -1);
 	cr_assert_eq(errno, ECONNREFUSED);
 	(void)close(c);

@@ -305,12 +305,13 @@ struct conf_snapshot {
 
 /*
  * From now on, a private key file (a TLS profile's key_file, the
- * inspection CA's key) must also be owned by uid. The broker calls it
- * with its own uid before it loads its configuration, so that a key
- * another user owns, and so may read, is refused even by a broker that
- * runs as root. Without it (egressctl and --check-config, which may run
- * as another user than the broker's) the owner is not checked: only the
- * mode.
+ * inspection CA's key) and a secret file (a proxy_token_file, the
+ * [upstream_proxy] credentials_file) must also be owned by uid. The
+ * broker calls it with its own uid before it loads its configuration,
+ * so that a file another user owns, and so may read or rewrite, is
+ * refused even by a broker that runs as root. Without it (egressctl and
+ * --check-config, which may run as another user than the broker's) the
+ * owner is not checked: only the mode.
  */
 void conf_key_owner_require(uid_t uid);
 

@@ -255,9 +255,18 @@ int conf_owner_is_valid(const char *s);
 /* A method: 1 to CONF_METHOD_MAX upper-case letters, digits or '-'. */
 int conf_method_is_valid(const char *m);
 
+/* Answer whether a secret file (a key, a token, credentials) owned by
+ * uid may be used: always, unless conf_key_owner_require() named
+ * another owner. */
+int conf_secret_owner_ok(uid_t uid);
+#define CONF_OWNER_WHY \
+	"is owned by another user than the broker's, who may read it; " \
+	"chown it to the broker's user"
+
 /*
  * Read the proxy token of an entry from path (secret.c): a regular file
- * that only its owner may read or write, holding one line of
+ * that only its owner may read or write (and, in the broker, owned by
+ * the broker's user: see conf_key_owner_require()), holding one line of
  * CONF_TOKEN_MIN to CONF_TOKEN_MAX visible ASCII characters (a final
  * newline is dropped). Return the token (the caller frees it), or NULL
  * with *why pointing at the reason, for a message.

@@ -45,6 +45,10 @@ secret_read(const char *path, size_t min, const char *rule, const char **why)
 		*why = "is group- or world-accessible; chmod 600 it";
 		goto out;
 	}
+	if (!conf_secret_owner_ok(sb.st_uid)) {
+		*why = CONF_OWNER_WHY; /* whoever owns it may read it */
+		goto out;
+	}
 	*why = rule;
 	if ((n = read(fd, buf, sizeof(buf))) < 0)
 		goto out;

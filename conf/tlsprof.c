@@ -172,6 +172,12 @@ conf_key_owner_require(uid_t uid)
 	key_owner_set = 1;
 }
 
+int
+conf_secret_owner_ok(uid_t uid)
+{
+	return !key_owner_set || uid == key_owner;
+}
+
 /*
  * A key file: a regular file only its owner may read (opened without
  * following a final symlink), owned by the broker's user when it has
@@ -199,9 +205,8 @@ conf_key_read(const char *path, X509 *cert, const char *mismatch,
 		why = "is not a regular file";
 	else if ((sb.st_mode & 077) != 0)
 		why = "is group- or world-accessible; chmod 600 it";
-	else if (key_owner_set && sb.st_uid != key_owner)
-		why = "is owned by another user than the broker's, who may "
-		      "read it; chown it to the broker's user";
+	else if (!conf_secret_owner_ok(sb.st_uid))
+		why = CONF_OWNER_WHY;
 	else if ((n = read(fd, buf, sizeof(buf))) < 0 ||
 	    (size_t)n == sizeof(buf))
 		why = "cannot be read, or is larger than 64 KiB";

@@ -1371,6 +1371,41 @@ Test(conf_token, upstream_proxy_credentials_refused)
 	}
 }
 
+/* In the broker (conf_key_owner_require()), a token or credentials file
+ * another user owns is refused: that user may read it, and rewrite it
+ * between reloads. Owned by the broker's user, it is taken. */
+Test(conf_token, a_secret_another_user_owns_is_refused)
+{
+	struct conf_snapshot *s = NULL;
+	struct conf_errors e = { 0 };
+	char want[512];
+
+	conf_key_owner_require(geteuid());
+	cr_assert_eq(load_token_conf("0123456789abcdef\n", 0600, &s, &e), 0,
+	    "%s", ct_errors(&e));
+	conf_snapshot_free(s);
+	s = NULL;
+	conf_key_owner_require(geteuid() + 1);
+	cr_assert_eq(load_token_conf("0123456789abcdef\n", 0600, &s, &e),
+	    EGRESS_ERR_INVALID);
+	(void)snprintf(want, sizeof(want),
+	    "%s:5: [plugins.entries.x] proxy_token_file: %s is owned by "
+	    "another user than the broker's, who may read it; chown it to "
+	    "the broker's user",
+	    ct_path("c.ini"), ct_path("t"));
+	cr_expect_str_eq(e.msgs[0], want);
+	conf_errors_done(&e);
+	cr_assert_eq(load_parent_conf("user:secret\n", 0600, &s, &e),
+	    EGRESS_ERR_INVALID);
+	(void)snprintf(want, sizeof(want),
+	    "%s:3: [upstream_proxy] credentials_file: %s is owned by another "
+	    "user than the broker's, who may read it; chown it to the "
+	    "broker's user",
+	    ct_path("c.ini"), ct_path("cred"));
+	cr_expect_str_eq(e.msgs[0], want);
+	conf_errors_done(&e);
+}
+
 Test(conf_token, one_address_per_entry)
 {
 	struct conf_snapshot *s = NULL;

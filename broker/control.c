@@ -20,6 +20,7 @@
 #include <egress/error.h>
 
 #include "broker/control.h"
+#include "broker/log.h"
 #include "broker/metrics.h"
 
 #define CONTROL_WORDS_MAX 4
@@ -929,6 +930,7 @@ cconn_flush(struct cconn *c)
 	struct outq *q;
 	ssize_t n;
 
+	log_flush(); /* a reply never comes before the events it caused */
 	while ((q = c->out) != NULL) {
 		if (q->r.fd >= 0 && q->off == 0) {
 			union {
@@ -1159,6 +1161,7 @@ control_server_new(struct event_base *base, const struct control_ops *ops,
 static void
 refuse(int fd, const char *line)
 {
+	log_flush();
 	(void)send(fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)close(fd);
 }

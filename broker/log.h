@@ -75,10 +75,10 @@ void log_event(const char *name, json_t *obj);
  * Hold the lines written directly (a regular file, or any destination
  * before log_attach()) from now on, up to LOG_HOLD_MAX bytes, and write
  * them with one write(2) at the next log_flush(): the event loop flushes
- * at the end of every iteration, and a session or proxy front flushes
- * before it writes to its connection, so the lines of one iteration's
- * requests cost one write, and a client never reads a response whose
- * events are still held. A line that does not fit flushes what is held
+ * at the end of every iteration, and a session, the proxy front and
+ * the control socket flush before they write to a connection, so the
+ * lines of one iteration's requests cost one write, and a client never
+ * reads a response (or a control reply) whose events are still held. A line that does not fit flushes what is held
  * first; lines stay in order. log_hold(0) flushes and stops holding.
  * A change of destination (log_open(), log_reopen(), log_set_fd())
  * first writes what was held to the old one. A broker killed in the

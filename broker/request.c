@@ -127,6 +127,8 @@ static const struct timeval zero_tv = { 0, 0 };
 static void
 request_relays_unlink(struct request *r)
 {
+	if (r->rprev == NULL && r->b->relays != r)
+		return; /* not linked */
 	if (r->rprev != NULL)
 		r->rprev->rnext = r->rnext;
 	else

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "broker/control.h"
+#include "broker/log.h"
 #include "broker/metrics.h"
 #include "conf/conf.h"
 
@@ -35,6 +36,7 @@ struct fake {
 	int attach_peer;    /* our end of the last attach */
 	size_t listen_nfds; /* descriptors of the last attach-listener */
 	uint64_t detached;  /* the last hold ended */
+	int log_reload;	    /* reload logs an event */
 };
 
 static struct fake F;
@@ -121,6 +123,9 @@ static int
 f_reload(void *b)
 {
 	((struct fake *)b)->reloads++;
+	if (((struct fake *)b)->log_reload)
+		log_event("egress.test",
+		    json_pack("{s:s}", "what", "reloaded"));
 	return 0;
 }
 
@@ -781,6 +786,45 @@ Test(broker_control, attach_listener_hold, .init = setup, .fini = teardown)
 	while (F.detached == 0)
 		(void)event_base_loop(base, EVLOOP_ONCE);
 	cr_assert_eq(F.detached, 7);
+	control_server_free(cs);
+	event_base_free(base);
+}
+
+/* With the lines of a loop turn held (as the broker's loop holds them),
+ * a reply still comes after the events its command logged: a script
+ * that reloads and then reads the log finds the reload's lines. */
+Test(broker_control, a_reply_follows_the_events_it_caused, .init = setup,
+    .fini = teardown)
+{
+	struct event_base *base = event_base_new();
+	struct control_server *cs = NULL;
+	char buf[8192], lines[4096];
+	int sv[2], lp[2];
+	ssize_t n;
+
+	if (getuid() != 0)
+		cr_skip_test("the peer check needs root");
+	cr_assert(base != NULL);
+	cr_assert_eq(pipe2(lp, O_CLOEXEC | O_NONBLOCK), 0);
+	log_set_fd(lp[1]);
+	log_hold(1);
+	F.log_reload = 1;
+	cr_assert_eq(control_server_new(base, &fake_ops, &F, &cs), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+	    0);
+	cr_assert_eq(control_server_accept(cs, sv[1]), 0);
+	cr_assert_eq(write(sv[0], "reload\n", 7), 7);
+	read_line(base, sv[0], buf, sizeof(buf), NULL);
+	cr_assert(strstr(buf, "reload") != NULL, "%s", buf);
+	n = read(lp[0], lines, sizeof(lines) - 1);
+	cr_assert_gt(n, 0, "the reply came before the reload's event");
+	lines[n] = '\0';
+	cr_assert(strstr(lines, "\"what\":\"reloaded\"") != NULL, "%s", lines);
+	log_hold(0);
+	log_set_fd(-1);
+	(void)close(lp[0]);
+	(void)close(lp[1]);
+	(void)close(sv[0]);
 	control_server_free(cs);
 	event_base_free(base);
 }

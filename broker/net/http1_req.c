@@ -252,7 +252,6 @@ value_is(const struct http1_header *h, const char *lit)
 	return n == strlen(lit) && strncasecmp(v, lit, n) == 0;
 }
 
-
 /* Judge the header names and framing headers, and note Expect. */
 static int
 head_framing(struct http1_req *r, struct policy_err *reterr)

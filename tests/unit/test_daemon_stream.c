@@ -963,6 +963,20 @@ ParameterizedTest(struct revoke_case *c, stream, revoked_at_reload)
 	free(p);
 }
 
+/* Open u, and send it a GET of path on stream 1 of a new session of
+ * "app" on p; return once u has the request. */
+static void
+st_http_get(struct dt_peer *p, struct dt_upstream *u, const char *path)
+{
+	cr_assert_not_null(p);
+	dt_upstream_open(u);
+	dt_peer_hello(p, "app");
+	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u->authority,
+	    path, NULL);
+	dt_send(p, &M);
+	dt_upstream_wait_request(u);
+}
+
 /* An HTTP response still arriving is decided again at a reload, as a
  * stream is: one the reload still allows goes on; one it no longer
  * allows ends with ERROR denied, close error "revoked" with the reason,
@@ -972,13 +986,7 @@ Test(stream, http_response_revoked_at_reload)
 	struct dt_peer *p = malloc(sizeof(*p));
 	struct dt_upstream u;
 
-	cr_assert_not_null(p);
-	dt_upstream_open(&u);
-	dt_peer_hello(p, "app");
-	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
-	    "/feed", NULL);
-	dt_send(p, &M);
-	dt_upstream_wait_request(&u);
+	st_http_get(p, &u, "/feed");
 	dt_upstream_reply(&u,
 	    "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst,");
 	st_expect_response(p, 1);
@@ -1010,13 +1018,7 @@ Test(stream, http_response_done_is_not_revoked)
 	struct dt_peer *p = malloc(sizeof(*p));
 	struct dt_upstream u;
 
-	cr_assert_not_null(p);
-	dt_upstream_open(&u);
-	dt_peer_hello(p, "app");
-	dt_request(&M, 1, PROTO_FLAG_END_STREAM, "GET", "http", u.authority,
-	    "/", NULL);
-	dt_send(p, &M);
-	dt_upstream_wait_request(&u);
+	st_http_get(p, &u, "/");
 	dt_upstream_reply(&u,
 	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
 	st_expect_response(p, 1);

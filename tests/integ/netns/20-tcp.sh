@@ -48,6 +48,17 @@ lab_peer()
 	    lab_fail "stream peer $name did not start"
 }
 
+# sock_conf PERMS: install this scenario's configuration, the instance
+# "sock" with PERMS (a budget of 2; "web" for HTTP alongside).
+sock_conf()
+{
+	{
+		MAX_CONN=2 lab_config_base
+		lab_entry sock sockets "$HOSTS" mixed.weather.example "$1"
+		lab_entry web weather "$HOSTS" mixed.weather.example
+	} | lab_config_install
+}
+
 # lab_connect INSTANCE URL IN: run egress-connect in the broker namespace
 # with stdin from the file IN (a lab_mark first); sets CONNECT_RC,
 # CONNECT_OUT (its stdout file) and CONNECT_ERR (its stderr text).
@@ -92,12 +103,7 @@ lab_dns_set api.weather.example="$LAB_PUB4" \
     other.weather.example="$LAB_PUB4"
 HOSTS="api.weather.example, meta.weather.example, mixed.weather.example"
 HOSTS="$HOSTS, other.weather.example, $LAB_PUB4, $LAB_META4"
-{
-	MAX_CONN=2 lab_config_base
-	lab_entry sock sockets "$HOSTS" mixed.weather.example \
-	    "http_client, socket_client"
-	lab_entry web weather "$HOSTS" mixed.weather.example
-} | lab_config_install
+sock_conf "http_client, socket_client"
 lab_egressd_start sock web
 
 lab_peer echo echo "$LAB_PUB4" "$ECHO_PORT"
@@ -262,11 +268,7 @@ printf 'three\n' >&"$in3"
 lab_poll 10 grep -qx three "$LAB_DIR/log/conn3.out" ||
     lab_fail "stream 3 did not connect"
 lab_mark
-{
-	MAX_CONN=2 lab_config_base
-	lab_entry sock sockets "$HOSTS" mixed.weather.example http_client
-	lab_entry web weather "$HOSTS" mixed.weather.example
-} | lab_config_install
+sock_conf http_client
 kill -HUP "$(lab_egressd_pid)"
 lab_poll 10 lab__gone "${LAB_PID[conn3]}" ||
     lab_fail "the revoked stream stayed open"
@@ -280,12 +282,7 @@ exec {in3}>&-
 
 # ---- a reload while a tls stream is still connecting: decided again once
 # connected, before any byte is relayed
-{
-	MAX_CONN=2 lab_config_base
-	lab_entry sock sockets "$HOSTS" mixed.weather.example \
-	    "http_client, socket_client"
-	lab_entry web weather "$HOSTS" mixed.weather.example
-} | lab_config_install
+sock_conf "http_client, socket_client"
 n=$(lab_count_events egress.config)
 kill -HUP "$(lab_egressd_pid)"
 lab_wait_events egress.config $((n + 1))
@@ -299,11 +296,7 @@ lab_spawn conn4 "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
 lab_poll 10 test -e "$LAB_DIR/hold/hold.1.accepted" ||
     lab_fail "stream 4 did not reach the held peer"
 lab_mark
-{
-	MAX_CONN=2 lab_config_base
-	lab_entry sock sockets "$HOSTS" mixed.weather.example http_client
-	lab_entry web weather "$HOSTS" mixed.weather.example
-} | lab_config_install
+sock_conf http_client
 kill -HUP "$(lab_egressd_pid)"
 lab_wait_events egress.config 1
 : >"$LAB_DIR/hold/hold.release"
@@ -325,12 +318,7 @@ lab_expect_eq "guest bytes delivered by stream 4" "" \
 
 # ---- the same for an https request still connecting: decided again once
 # its TLS handshake is done, and its request never goes out
-{
-	MAX_CONN=2 lab_config_base
-	lab_entry sock sockets "$HOSTS" mixed.weather.example \
-	    "http_client, socket_client"
-	lab_entry web weather "$HOSTS" mixed.weather.example
-} | lab_config_install
+sock_conf "http_client, socket_client"
 n=$(lab_count_events egress.config)
 kill -HUP "$(lab_egressd_pid)"
 lab_wait_events egress.config $((n + 1))
@@ -343,11 +331,7 @@ lab_spawn fetch6 "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
 lab_poll 10 test -e "$LAB_DIR/hold2/hold.1.accepted" ||
     lab_fail "the https request did not reach the held peer"
 lab_mark
-{
-	MAX_CONN=2 lab_config_base
-	lab_entry sock sockets "$HOSTS" mixed.weather.example socket_client
-	lab_entry web weather "$HOSTS" mixed.weather.example
-} | lab_config_install
+sock_conf socket_client
 kill -HUP "$(lab_egressd_pid)"
 lab_wait_events egress.config 1
 : >"$LAB_DIR/hold2/hold.release"
@@ -365,12 +349,7 @@ lab_expect_eq "bytes the held peer received after the https handshake" 0 \
 
 # ---- a reload that finds the configuration broken closes open streams:
 # the old snapshot is not served on
-{
-	MAX_CONN=2 lab_config_base
-	lab_entry sock sockets "$HOSTS" mixed.weather.example \
-	    "http_client, socket_client"
-	lab_entry web weather "$HOSTS" mixed.weather.example
-} | lab_config_install
+sock_conf "http_client, socket_client"
 n=$(lab_count_events egress.config)
 kill -HUP "$(lab_egressd_pid)"
 lab_wait_events egress.config $((n + 1))

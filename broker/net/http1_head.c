@@ -22,7 +22,7 @@ static const uint32_t http1_tchars[8] = { 0x00000000, 0x03ff6cfa, 0xc7fffffe,
 int
 http1_is_tchar(unsigned char c)
 {
-	return (http1_tchars[c >> 5] >> (c & 31)) & 1;
+	return (int)((http1_tchars[c >> 5] >> (c & 31)) & 1u);
 }
 
 int

@@ -1344,7 +1344,11 @@ request_connected_check(struct request *r, struct bufferevent *bev,
 	if (request_still_allowed(r))
 		return 0;
 	r->up = bev; /* closed with the upstream side */
-	request_fail(r, EGRESS_ERR_DENIED);
+	/* Files that broke meanwhile: unavailable, as a new request is. */
+	request_fail(r,
+	    strcmp(r->revoked, "policy-unavailable") == 0 ?
+		EGRESS_ERR_UNAVAILABLE :
+		EGRESS_ERR_DENIED);
 	return -1;
 }
 

@@ -406,7 +406,8 @@ fg_start_with(struct fg *f, struct proto_msg *m, struct confref *ref)
 /* request_start_with() decides with the snapshot it is given, not with
  * a look of its own: one taken before the files broke still allows. Once
  * its new connection is up, the request is decided again on the files in
- * force (as after a reload while connecting): broken, it is not sent. */
+ * force (as after a reload while connecting): broken, it is not sent,
+ * and the guest gets unavailable. */
 Test(request, start_with_decides_with_the_given_snapshot)
 {
 	struct dt_upstream u;
@@ -431,6 +432,10 @@ Test(request, start_with_decides_with_the_given_snapshot)
 	}
 	cr_assert_eq(F.done_calls, 1);
 	F.r = NULL;
+	/* The guest hears what a new request would: unavailable. */
+	cr_assert_eq(F.frames[F.nframes - 1].type, PROTO_MSG_ERROR);
+	cr_assert_eq(F.frames[F.nframes - 1].code, PROTO_CODE_UNAVAILABLE,
+	    "code %s", proto_code_name(F.frames[F.nframes - 1].code));
 	cr_assert_str_eq(dt_log_last("egress.decision", "verdict"), "allow");
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "revoked");
 	cr_assert_str_eq(dt_log_last("egress.close", "reason"),

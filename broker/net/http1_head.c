@@ -19,25 +19,28 @@
 static const uint32_t http1_tchars[8] = { 0x00000000, 0x03ff6cfa, 0xc7fffffe,
 	0x57ffffff, 0, 0, 0, 0 };
 
+static inline int
+tchar(unsigned char c)
+{
+	return (int)((http1_tchars[c >> 5] >> (c & 31)) & 1u);
+}
+
 int
 http1_is_tchar(unsigned char c)
 {
-	return (int)((http1_tchars[c >> 5] >> (c & 31)) & 1u);
+	return tchar(c);
 }
 
 int
 http1_is_token(const char *s, size_t n)
 {
 	size_t i;
-	unsigned char c;
 
 	if (n == 0)
 		return 0;
-	for (i = 0; i < n; i++) {
-		c = (unsigned char)s[i];
-		if (!((http1_tchars[c >> 5] >> (c & 31)) & 1))
+	for (i = 0; i < n; i++)
+		if (!tchar((unsigned char)s[i]))
 			return 0;
-	}
 	return 1;
 }
 
@@ -117,11 +120,6 @@ struct http1_tok {
 	size_t n;
 };
 
-/*
- * The hop-by-hop header names of both directions (RFC 9110, 7.6.1, and
- * the unregistered Proxy-Connection): they belong to one connection, the
- * guest's or the upstream's, and never cross the broker.
- */
 /* A header name and its length, for lists looked up per header. */
 struct http1_name {
 	const char *s;
@@ -132,6 +130,11 @@ struct http1_name {
 		lit, sizeof(lit) - 1 \
 	}
 
+/*
+ * The hop-by-hop header names of both directions (RFC 9110, 7.6.1, and
+ * the unregistered Proxy-Connection): they belong to one connection, the
+ * guest's or the upstream's, and never cross the broker.
+ */
 static const struct http1_name http1_hop[] = {
 	HTTP1_NAME("connection"),
 	HTTP1_NAME("keep-alive"),

@@ -1491,8 +1491,14 @@ request_revoke_streams(struct broker *b, const struct conf_snapshot *s)
 			r->tls_profile, &reason))
 			continue;
 		r->revoked = reason;
-		if (!request_ws_leave(r, 1008))		    /* may free r */
-			request_fail(r, EGRESS_ERR_DENIED); /* may free r */
+		/* An HTTP request cut by files that broke hears what a new
+		 * one would: unavailable. */
+		if (!request_ws_leave(r, 1008)) /* may free r */
+			request_fail(r,
+			    r->x != NULL &&
+				    strcmp(reason, "policy-unavailable") == 0 ?
+				EGRESS_ERR_UNAVAILABLE :
+				EGRESS_ERR_DENIED); /* may free r */
 		n++;
 	}
 	return n;

@@ -2,7 +2,8 @@
 /*
  * The inside of a request, shared by the files that implement it
  * (request.c: the pipeline, http, tcp and tls; request_ws.c: websocket
- * streams). Nothing else includes this header.
+ * streams; request_streams.c: which streams stay). Nothing else includes
+ * this header.
  */
 #ifndef EGRESS_BROKER_REQUEST_INT_H
 #define EGRESS_BROKER_REQUEST_INT_H
@@ -109,6 +110,19 @@ struct request {
 	int ws_left; /* websocket: the guest reset it, its close went up */
 	char linger_instance[CONF_NAME_MAX + 1];
 };
+
+/* proto/ and policy/ number the transports alike (1 http .. 4 tls). */
+_Static_assert(PROTO_TRANSPORT_TCP == (int)POLICY_TRANSPORT_TCP &&
+	PROTO_TRANSPORT_TLS == (int)POLICY_TRANSPORT_TLS &&
+	PROTO_TRANSPORT_WEBSOCKET == (int)POLICY_TRANSPORT_WEBSOCKET &&
+	PROTO_TRANSPORT_HTTP == (int)POLICY_TRANSPORT_HTTP,
+    "transport numbers differ");
+
+static inline enum policy_transport
+request_policy_transport(const struct request *r)
+{
+	return (enum policy_transport)r->transport; /* 1..4: proto checked */
+}
 
 /* Return the instance name of r's connection. */
 const char *request_instance(const struct request *r);

@@ -18,7 +18,7 @@
  * execs COMMAND with EGRESS_FD=N. Every step is checked; a step that
  * fails stops the launch. Without a PID namespace (an unprivileged
  * caller, or unshare refused) it says so on stderr and goes on only if
- * Landlock or Yama still keeps other processes out of reach. A registry
+ * Landlock still keeps other processes out of reach. A registry
  * of running workers (one locked file per worker under
  * /run/egress-sandbox, or --registry DIR) lets it warn when two
  * instances' workers share a uid. With --net (sandbox_net.c) the command
@@ -848,22 +848,6 @@ landlock_abi(void)
 	return v > 0 ? (int)v : 0;
 }
 
-/* /proc/sys/kernel/yama/ptrace_scope, or 0 without Yama. */
-static int
-yama_scope(void)
-{
-	char b[8] = "";
-	ssize_t n;
-	int fd;
-
-	if ((fd = open("/proc/sys/kernel/yama/ptrace_scope",
-		 O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, b, sizeof(b) - 1);
-	(void)close(fd);
-	return n > 0 ? atoi(b) : 0; // NOLINT(cert-err34-c): kernel's number
-}
-
 /*
  * Put the calling process into a Landlock domain of its own. Being in
  * one is what matters: a landlocked process cannot ptrace, or open
@@ -1298,17 +1282,22 @@ spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid, int regfd)
 		(void)fprintf(stderr,
 		    "egress-sandbox: no private PID "
 		    "namespace: the caller is not root\n");
-	if (pid < 0 && abi == 0 && yama_scope() < 1)
+	/*
+	 * Yama is not enough: its ptrace scope guards attaching, not the
+	 * read access behind /proc/PID/environ (secrets in another same-uid
+	 * process's environment) and /proc/PID/fd/N (its pipes, memfds and
+	 * deleted files, opened anew through the link).
+	 */
+	if (pid < 0 && abi == 0)
 		sandbox_die(EXIT_SANDBOX,
-		    "refusing to start: no PID namespace, no "
-		    "Landlock and no Yama ptrace scope; other processes of "
-		    "the worker's uid would be in its reach",
+		    "refusing to start: no PID namespace and no "
+		    "Landlock; other processes of the worker's uid would be "
+		    "in its reach",
 		    NULL);
 	if (pid < 0)
 		(void)fprintf(stderr,
 		    "egress-sandbox: other processes stay "
-		    "visible; %s refuses access to them\n",
-		    abi > 0 ? "Landlock" : "Yama");
+		    "visible; Landlock refuses access to them\n");
 	if (abi == 0)
 		(void)fprintf(stderr,
 		    "egress-sandbox: no Landlock in this "

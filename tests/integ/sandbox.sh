@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: ISC
-# sandbox.sh EGRESS_SANDBOX SANDBOX_PROBE SRCDIR: egress-sandbox without a
-# broker. Needs root (exit 77 otherwise). (1) docs/seccomp-egress-worker.json
-# is exactly what `egress-sandbox --print-seccomp-profile` prints; it is
-# an allow-list (default EPERM, 64-bit native ABIs only) that names none
-# of the syscalls that reach other processes or make sockets. (2) run by
+# sandbox.sh EGRESS_SANDBOX SANDBOX_PROBE SRCDIR WITHOUT: egress-sandbox
+# without a broker. Needs root (exit 77 otherwise). (1)
+# docs/seccomp-egress-worker.json is exactly what `egress-sandbox
+# --print-seccomp-profile` prints; it is an allow-list (default EPERM,
+# 64-bit native ABIs only) that names none of the syscalls that reach
+# other processes or make sockets. (2) run by
 # root without --user, or with --user of uid 0 or gid 0, it refuses and
 # COMMAND never runs. (3) with --user the worker has that uid and gid, no
 # capability at all (bounding set included), no_new_privs, the seccomp
@@ -14,7 +15,8 @@
 # writable memory is byte for byte the same, it is not stopped or traced,
 # and it still ends on SIGTERM. (5) the same started by an unprivileged
 # caller (no PID namespace): it says so, and Landlock refuses
-# /proc/PID/mem (EACCES) and, on ABI 6, the signal. (6) two workers of one
+# /proc/PID/mem (EACCES) and, on ABI 6, the signal; without Landlock
+# (tests/integ/without.c) it refuses to start. (6) two workers of one
 # uid for different instances: the second warns; one instance's workers
 # do not; a TERM to the launcher reaches the worker and the registry
 # entry goes. (7) --socket places the connection at fd 3 (and --fd 7),
@@ -27,6 +29,7 @@ set -eu
 sandbox=$1
 probe=$2
 srcdir=$3
+without=$4
 [ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
 command -v setpriv >/dev/null || { echo "FAIL: missing setpriv" >&2; exit 1; }
 tmp=$(mktemp -d)
@@ -224,9 +227,9 @@ ok "a sibling sleep of uid $U: every attempt failed, its memory is unchanged"
 # ---- (5) an unprivileged caller: no PID namespace, Landlock holds -------
 abi=$(python3 -c 'import ctypes
 print(max(ctypes.CDLL(None).syscall(444, None, 0, 1), 0))')
+install -d -o $U -m 0700 "$tmp/reg-$U" "$tmp/u-$U"
 if [ "$abi" -ge 1 ]; then
 	rc=0
-	install -d -o $U -m 0700 "$tmp/reg-$U"
 	setpriv --reuid=$U --regid=$U --clear-groups "$sandbox" --registry \
 		"$tmp/reg-$U" --socket "$tmp/inst.sock" -- "${P[@]}" \
 		--attack "$sib" --victim-fd 0 > "$tmp/ll.out" 2> "$tmp/ll.err" ||
@@ -249,6 +252,18 @@ if [ "$abi" -ge 1 ]; then
 else
 	echo "skip: no Landlock in this kernel (the unprivileged case)"
 fi
+# Without Landlock and without a PID namespace nothing keeps the sibling
+# out of reach (Yama guards attaching, not /proc/PID/environ or
+# /proc/PID/fd): it refuses, whatever Yama says, and COMMAND never runs.
+rc=0
+setpriv --reuid=$U --regid=$U --clear-groups "$without" landlock "$sandbox" \
+	--registry "$tmp/reg-$U" --socket "$tmp/inst.sock" -- \
+	touch "$tmp/u-$U/ran" > /dev/null 2> "$tmp/nl.err" || rc=$?
+[ "$rc" = 4 ] || fail "no Landlock, no PID namespace: exit $rc, not 4"
+grep -qF 'refusing to start: no PID namespace and no Landlock' "$tmp/nl.err" ||
+	fail "no refusal named: $(cat "$tmp/nl.err")"
+[ ! -e "$tmp/u-$U/ran" ] || fail "the command ran without Landlock"
+ok "unprivileged caller without Landlock: refused, the command never ran"
 kill "$sib"
 rc=0
 wait "$sib" || rc=$?

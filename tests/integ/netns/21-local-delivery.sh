@@ -22,7 +22,7 @@ lab_init
 lab_need_bins
 lab_up
 
-[ -x "${EGRESS_NONETLINK:-}" ] || lab_fail "EGRESS_NONETLINK is not set"
+[ -x "${EGRESS_WITHOUT:-}" ] || lab_fail "EGRESS_WITHOUT is not set"
 [ -x "${EGRESSCTL:-}" ] || lab_fail "EGRESSCTL is not set"
 
 # lo_hits NAME: requests the listener NAME has served.
@@ -131,7 +131,7 @@ lab_egressd_stop
 	lab_config_base
 	lab_entry weather weather "$HOSTS" ""
 } | lab_config_install
-LAB_EGRESSD_WRAP=("$EGRESS_NONETLINK" "${LAB_EGRESSD_WRAP[@]}")
+LAB_EGRESSD_WRAP=("$EGRESS_WITHOUT" netlink "${LAB_EGRESSD_WRAP[@]}")
 lab_egressd_start weather
 lab_expect_eq "start says the own addresses are unknown" error \
     "$(jq -cR 'fromjson? | select(.event == "egress.netaddr")' \
@@ -150,7 +150,7 @@ r=$(printf 'check weather http://pub.weather.example/\n' |
 lab_expect_eq "control check without netlink" "deny policy-unavailable" \
     "$(jq -r '[.verdict, .reason] | join(" ")' <<<"$r")"
 rc=0
-out=$(lab_ns_b "$EGRESS_NONETLINK" "$EGRESSCTL" -c "$LAB_CONF" check \
+out=$(lab_ns_b "$EGRESS_WITHOUT" netlink "$EGRESSCTL" -c "$LAB_CONF" check \
     --resolve "pub.weather.example=$LAB_PUB4" weather \
     http://pub.weather.example/ 2>"$LAB_DIR/check.err") || rc=$?
 lab_expect_eq "egressctl check without netlink" \

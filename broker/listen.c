@@ -332,7 +332,8 @@ listen_new(struct event_base *base, listen_accept_cb cb, listen_control_cb ccb,
  * (or can no longer be applied), the connections accepted under the old
  * one are revoked through the revoke callback. Return 0; -1 when they
  * cannot be applied (the socket is left 0600, owned by the broker); -2
- * when it could not even be given back to the broker (to be closed).
+ * when it could not even be given back to the broker, 0600 (to be
+ * closed).
  */
 static int
 listen_apply_owner(struct lsock *ls, const struct conf_instance *ci, int dirfd,
@@ -372,12 +373,18 @@ listen_apply_owner(struct lsock *ls, const struct conf_instance *ci, int dirfd,
 closed:
 	/* Closed, never the old owner or group: no access but the owner's,
 	 * then the file back to the broker (an old owner that kept it could
-	 * still connect, and give it to anyone with chmod). */
+	 * still connect, and give it to anyone with chmod), then no access
+	 * but the owner's once more: until the chown the old owner could
+	 * still widen the mode, and a chown keeps it. A socket that cannot
+	 * be made the broker's alone is closed by the caller. */
 	(void)listen_chmod(dirfd, name, 0600);
 	if (fchownat(dirfd, name, geteuid(), getegid(), AT_SYMLINK_NOFOLLOW) !=
 	    0) {
 		listen_log("chown to the broker", ci->name, path, errno);
-		rv = -2; /* the caller closes it */
+		rv = -2;
+	} else if (listen_chmod(dirfd, name, 0600) != 0) {
+		listen_log("chmod", ci->name, path, errno);
+		rv = -2;
 	}
 	if (was && l->rcb != NULL)
 		l->rcb(l->cb_arg, ci->name);

@@ -5,7 +5,9 @@
  * the broker's own uid and gid (the old owner or group loses access), a
  * change of owner or group revokes the connections accepted before it
  * (the revoke callback names the instance), and an unchanged entry
- * revokes nothing. A socket swapped for a symlink is never chmodded
+ * revokes nothing. An owner that can no longer be applied gives the
+ * socket back to the broker at 0600, even when the old owner widens its
+ * mode in between. A socket swapped for a symlink is never chmodded
  * through it. An instance_socket_dir is checked component by component
  * from "/": a symlink anywhere on the path, a component owned by a user
  * other than root and the broker, a parent writable by others without the
@@ -18,6 +20,7 @@
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 
 #include <fcntl.h>
@@ -36,6 +39,21 @@
 #include "conf/conf.h"
 
 #define NOBODY 65534
+
+/*
+ * The broker's fchownat(), with a stand-in for an old owner that races
+ * it: while widen_before_chown is set, the file's mode becomes 0666 just
+ * before each chown, as an owner looping on chmod could make it.
+ */
+static int widen_before_chown;
+
+int
+fchownat(int dirfd, const char *name, uid_t uid, gid_t gid, int flags)
+{
+	if (widen_before_chown)
+		(void)fchmodat(dirfd, name, 0666, 0);
+	return (int)syscall(SYS_fchownat, dirfd, name, uid, gid, flags);
+}
 
 struct revokes {
 	int n;
@@ -209,6 +227,46 @@ Test(broker_listen, unknown_owner_after_a_foreign_one_takes_it_back)
 	cr_assert_eq(st.st_mode & 0777, 0600);
 	cr_assert_eq(st.st_uid, geteuid(), "still the old owner's");
 	cr_assert_eq(st.st_gid, getegid(), "still the old group's");
+	cr_assert_eq(rv.n, 1);
+	listen_free(l);
+	(void)rmdir(dir);
+	event_base_free(base);
+}
+
+/* The old owner widens the mode between the broker's chmod and its chown
+ * back: the socket still ends the broker's at 0600. */
+Test(broker_listen, old_owner_racing_the_take_back_keeps_nothing)
+{
+	char dir[] = "/tmp/test_broker_listenXXXXXX", path[256];
+	struct event_base *base = event_base_new();
+	struct revokes rv;
+	struct conf_snapshot s;
+	struct conf_instance ci;
+	struct listen_ctx *l = NULL;
+	struct stat st;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give the socket to another user");
+	memset(&rv, 0, sizeof(rv));
+	memset(&s, 0, sizeof(s));
+	memset(&ci, 0, sizeof(ci));
+	cr_assert(mkdtemp(dir) != NULL);
+	cr_assert(listen_new(base, acc_cb, NULL, &rv, &l) == 0);
+	listen_set_revoke_cb(l, revoke_cb);
+	s.instance_socket_dir = dir;
+	s.instances = &ci;
+	s.ninstances = 1;
+	ci.name = "a";
+	ci.socket_owner = "4242";
+	cr_assert_eq(listen_reconcile(l, &s), 0);
+	ci.socket_owner = "no-such-user-egressd-test";
+	widen_before_chown = 1;
+	cr_assert_eq(listen_reconcile(l, &s), 1);
+	widen_before_chown = 0;
+	(void)snprintf(path, sizeof(path), "%s/a.sock", dir);
+	cr_assert(stat(path, &st) == 0);
+	cr_assert_eq(st.st_uid, geteuid());
+	cr_assert_eq(st.st_mode & 0777, 0600, "left %o", st.st_mode & 0777);
 	cr_assert_eq(rv.n, 1);
 	listen_free(l);
 	(void)rmdir(dir);

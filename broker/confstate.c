@@ -383,11 +383,15 @@ confstate_get(struct confstate *cs)
 struct confref *
 confstate_get_for(struct confstate *cs, const char *instance)
 {
-	if (cs->cur != NULL) {
-		if (conf_snapshot_is_stale_for(cs->cur->snap, instance))
-			confstate_reload(cs);
-	} else if (cs->broken_unread || confstate_broken_changed(cs))
+	int stale = cs->cur != NULL ?
+	    conf_snapshot_is_stale_for(cs->cur->snap, instance) :
+	    cs->broken_unread || confstate_broken_changed(cs);
+
+	if (stale) {
+		cs->in_use = 1;
 		confstate_reload(cs);
+		cs->in_use = 0;
+	}
 	return confref_ref(cs->cur);
 }
 

@@ -45,6 +45,10 @@ struct confstate {
 	uint64_t generation; /* of the last snapshot swapped in */
 	confstate_reload_cb cb;
 	void *cb_arg;
+	/* Set while confstate_get_for() reloads: the callback then runs in
+	 * the middle of a caller's work (a request deciding, a frame being
+	 * handled), whose objects it must not free. */
+	int in_use;
 	/* The configuration file's identity at the failed parse. */
 	int broken_unread; /* the file could not be read at all
 					   (EMFILE, ENOMEM, ...): try again at
@@ -90,8 +94,8 @@ void confstate_done(struct confstate *cs);
  * Return a new reference to the snapshot to decide with now, or NULL when
  * the configuration is broken (policy-unavailable). First re-parse when a
  * file changed (current snapshot stale, or, while broken, the
- * configuration file's identity changed). Release the reference with
- * confref_unref().
+ * configuration file's identity changed), with in_use set around the
+ * callback. Release the reference with confref_unref().
  */
 struct confref *confstate_get(struct confstate *cs);
 

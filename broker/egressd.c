@@ -616,13 +616,18 @@ metrics_apply(struct broker *b, const struct conf_snapshot *s)
 
 /* ---- Configuration and sockets ----------------------------------------- */
 
-static void
-on_reload(void *arg, const struct conf_snapshot *s)
-{
-	struct broker *b = arg;
+/* What a reload met while a request was deciding leaves to the loop. */
+static struct event *reload_follow_ev;
 
-	if (s != NULL)
-		apply_log_path(s->log_path);
+/*
+ * What follows the snapshot and may close what is open: streams and
+ * tunnels decided again, the instance, proxy and attached listeners (and
+ * the connections accepted under old owners), the control socket, the
+ * metrics endpoint, the NAT64 discovery.
+ */
+static void
+reload_follow(struct broker *b, const struct conf_snapshot *s)
+{
 	/* Open streams and tunnels are decided again even while draining:
 	 * a revoked grant must not last until the drain timeout. A broken
 	 * configuration (s NULL) allows none of them. */
@@ -630,7 +635,6 @@ on_reload(void *arg, const struct conf_snapshot *s)
 	(void)proxy_revoke_tunnels(b, s);
 	if (s == NULL || b->draining)
 		return;
-	(void)broker_apply_conf(b, s);
 	if (listen_control_open(b->listen, s) != 0) {
 		const char *call;
 		json_t *o;
@@ -648,6 +652,49 @@ on_reload(void *arg, const struct conf_snapshot *s)
 	alisten_reconcile(b->alisten, s);
 	(void)metrics_apply(b, s);
 	nat64_start(b, s);
+}
+
+static void
+reload_follow_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct broker *b = arg;
+	struct confref *now = confref_ref(b->conf.cur);
+
+	(void)fd;
+	(void)what;
+	reload_follow(b, now != NULL ? now->snap : NULL);
+	confref_unref(now);
+}
+
+/*
+ * A new snapshot (or NULL: the files broke). The log destination, the
+ * resolver and the TLS trust follow at once, so the request whose look
+ * at the files found the change decides and connects under them. The
+ * rest (reload_follow()) closes what the snapshot no longer allows; when
+ * that request's look ran the reload (in_use), it is in the middle of
+ * its work (a frame being handled, a connection coming up) and closing
+ * streams, tunnels or sockets there could free the very objects on the
+ * stack: it is applied from the loop, in the same turn, with the
+ * snapshot in force then (so too for the idle re-check's look). A
+ * reload from the loop itself (SIGHUP, the control socket) applies it at
+ * once.
+ */
+static void
+on_reload(void *arg, const struct conf_snapshot *s)
+{
+	struct broker *b = arg;
+
+	if (s != NULL)
+		apply_log_path(s->log_path);
+	if (s != NULL && !b->draining)
+		(void)broker_apply_conf(b, s);
+	if (b->conf.in_use && reload_follow_ev != NULL) {
+		event_active(reload_follow_ev, EV_TIMEOUT, 0);
+		return;
+	}
+	if (reload_follow_ev != NULL)
+		(void)event_del(reload_follow_ev); /* this one supersedes it */
+	reload_follow(b, s);
 }
 
 static int64_t
@@ -1101,6 +1148,9 @@ daemon_shutdown(struct broker *b, struct event **sigs, size_t nsigs)
 			event_free(sigs[i]);
 	if (b->drain_timer != NULL)
 		event_free(b->drain_timer);
+	if (reload_follow_ev != NULL)
+		event_free(reload_follow_ev);
+	reload_follow_ev = NULL;
 	netaddr_free(b->netaddr);
 	b->netaddr = NULL;
 	broker_release(b);
@@ -1158,7 +1208,9 @@ main(int argc, char **argv)
 	b->started = time(NULL);
 	if ((b->leases = lease_table_new()) == NULL ||
 	    (b->metrics = metrics_new()) == NULL ||
-	    (b->base = event_base_new()) == NULL) {
+	    (b->base = event_base_new()) == NULL ||
+	    (reload_follow_ev = event_new(b->base, -1, 0, reload_follow_cb,
+		 b)) == NULL) {
 		(void)fprintf(stderr, "egressd: cannot create event base\n");
 		goto out;
 	}

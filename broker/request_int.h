@@ -154,10 +154,16 @@ void request_invalid(struct request *r, const char *detail);
  * (1), or not (0, r->revoked set). */
 int request_still_allowed(struct request *r);
 
+/* What the guest hears of r, cut because the policy no longer allows it
+ * (r->revoked set): EGRESS_ERR_UNAVAILABLE when the files broke, as a
+ * new request would hear, else EGRESS_ERR_DENIED. */
+int request_revoked_err(const struct request *r);
+
 /*
  * r's connection is up on used: record it and decide again on the
- * snapshot in force now. Return 0, or -1 when r was failed (denied; bev,
- * whose ownership moves to r, closed with it).
+ * snapshot in force now. Return 0, or -1 when r was failed (as
+ * request_revoked_err() says; bev, whose ownership moves to r, closed
+ * with it).
  */
 int request_connected_check(struct request *r, struct bufferevent *bev,
     const struct policy_addr *used);
@@ -165,7 +171,7 @@ int request_connected_check(struct request *r, struct bufferevent *bev,
 /*
  * The guest is done with r's open websocket (request_ws.c): it reset the
  * stream (code 1001), or a reload revoked it (code 1008, r->revoked set;
- * the guest gets ERROR denied). The stream is closed for the guest; the
+ * the guest gets the ERROR of request_revoked_err()). The stream is closed for the guest; the
  * upstream gets a close with code, and r ends (logged, finished) once it
  * is written or after the bounded wait. Return 1 when r was taken that
  * way (it may be finished already), 0 when r is no open websocket.

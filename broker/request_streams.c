@@ -42,6 +42,15 @@ request_still_allowed(struct request *r)
 }
 
 int
+request_revoked_err(const struct request *r)
+{
+	return r->revoked != NULL &&
+		strcmp(r->revoked, "policy-unavailable") == 0 ?
+	    EGRESS_ERR_UNAVAILABLE :
+	    EGRESS_ERR_DENIED;
+}
+
+int
 request_connected_check(struct request *r, struct bufferevent *bev,
     const struct policy_addr *used)
 {
@@ -52,11 +61,7 @@ request_connected_check(struct request *r, struct bufferevent *bev,
 	if (request_still_allowed(r))
 		return 0;
 	r->up = bev; /* closed with the upstream side */
-	/* Files that broke meanwhile: unavailable, as a new request is. */
-	request_fail(r,
-	    strcmp(r->revoked, "policy-unavailable") == 0 ?
-		EGRESS_ERR_UNAVAILABLE :
-		EGRESS_ERR_DENIED);
+	request_fail(r, request_revoked_err(r));
 	return -1;
 }
 
@@ -147,14 +152,9 @@ request_revoke_streams(struct broker *b, const struct conf_snapshot *s)
 			r->tls_profile, &reason))
 			continue;
 		r->revoked = reason;
-		/* An HTTP request cut by files that broke hears what a new
-		 * one would: unavailable. */
 		if (!request_ws_leave(r, 1008)) /* may free r */
 			request_fail(r,
-			    r->x != NULL &&
-				    strcmp(reason, "policy-unavailable") == 0 ?
-				EGRESS_ERR_UNAVAILABLE :
-				EGRESS_ERR_DENIED); /* may free r */
+			    request_revoked_err(r)); /* may free r */
 		n++;
 	}
 	return n;

@@ -182,7 +182,7 @@ request_ws_leave(struct request *r, uint16_t code)
 	/* Revoked: the guest learns it now, as for every stream; the
 	 * upstream gets close 1008 and a bounded wait. */
 	if (r->revoked != NULL) {
-		uint32_t wire = proto_err_to_wire(EGRESS_ERR_DENIED);
+		uint32_t wire = proto_err_to_wire(request_revoked_err(r));
 
 		metrics_upstream_error(r->b->metrics, proto_code_name(wire));
 		if (r->st.state != PROTO_STREAM_CLOSED)

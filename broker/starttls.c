@@ -242,10 +242,13 @@ request_on_starttls(struct request *r, const struct proto_msg *m)
 		memcpy(r->tls_profile, p->ptr, p->len);
 	r->tls_profile[p->len] = '\0';
 	/* The grant with the profile, decided again on that configuration
-	 * (a broken one denies); the handshake's context comes from it. */
+	 * (broken files fail it as unavailable, as they fail a new stream);
+	 * the handshake's context comes from it. */
 	if (now == NULL || !request_still_allowed(r)) {
 		confref_unref(now);
-		starttls_fail(r, STARTTLS_DENIED, EGRESS_ERR_DENIED);
+		starttls_fail(r, STARTTLS_DENIED,
+		    now == NULL ? EGRESS_ERR_UNAVAILABLE :
+				  request_revoked_err(r));
 		return;
 	}
 	confref_unref(r->conf);

@@ -13,11 +13,15 @@ Modes:
   inject  the 220 go-ahead and "250 INJECTED" in one write, then TLS
   inject-late  the 220 go-ahead, then once the client's next bytes came
           (its ClientHello), "250 INJECTED", then TLS
-  record  says nothing: records every byte it receives"""
+  record  says nothing: records every byte it receives
+  hold    as ok, but after the client's STARTTLS it creates RECORD.asked
+          and holds its go-ahead until RECORD.go exists"""
 
+import os
 import socket
 import ssl
 import sys
+import time
 
 mode, addr, port, cert, key, record = sys.argv[1:7]
 
@@ -49,6 +53,10 @@ def serve(c):
     c.sendall(b"250-lab\r\n250 STARTTLS\r\n")
     if not readline(c).upper().startswith(b"STARTTLS"):
         return
+    if mode == "hold":
+        open(record + ".asked", "wb").close()
+        while not os.path.exists(record + ".go"):
+            time.sleep(0.01)
     if mode == "inject":
         c.sendall(b"220 go ahead\r\n250 INJECTED\r\n")
     else:

@@ -14,7 +14,8 @@
 # refused without websocket_client and for metadata and mixed-zone
 # answers as HTTP is, the one budget shared with a tcp stream, an open
 # websocket closed by a reload that revokes websocket_client (1008
-# upstream, denied to the guest), and the broker's drain closing an open
+# upstream, denied to the guest) or finds the files broken (1008
+# upstream, unavailable to the guest), and the broker's drain closing an open
 # websocket both ways (1001) long before the drain timeout.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
@@ -357,6 +358,40 @@ lab_poll 10 jq -e '.close_code == 1008' "$D/plain/conn.$rev_n.json" ||
     "$(cat "$D/plain/conn.$rev_n.json")"
 lab_ok "the revoked websocket's upstream got close 1008"
 exec {in4}>&-
+
+# ---- a reload that finds the files broken closes the open websocket too:
+# its guest hears unavailable, as a new stream would
+{
+	MAX_CONN=2 lab_config_base
+	lab_entry ws feeds "$HOSTS" mixed.weather.example \
+	    "http_client, socket_client, websocket_client"
+} | lab_config_install
+lab_mark
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config 1
+mkfifo "$D/in6"
+lab_spawn wsbroken "$LAB_NS_B" sh -c 'exec "$@" <"$0"' "$D/in6" \
+    "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/ws.sock" "$URL/"
+exec {in6}>"$D/in6"
+printf 'six\n' >&"$in6"
+lab_poll 10 grep -qx six "$LAB_DIR/log/wsbroken.out" ||
+    lab_fail "the websocket did not open"
+broken_n=$(ls "$D/plain" | wc -l)
+lab_mark
+printf '[broker\n' >>"$LAB_CONF"
+kill -HUP "$(lab_egressd_pid)"
+lab_poll 10 lab__gone "${LAB_PID[wsbroken]}" ||
+    lab_fail "a websocket stayed open under a broken configuration"
+lab_stop wsbroken
+lab_expect_eq "websocket's exit status (unavailable)" 18 "$LAB_STOP_RC"
+lab_expect_close error revoked
+lab_expect_close reason policy-unavailable
+lab_poll 10 jq -e '.close_code == 1008' "$D/plain/conn.$broken_n.json" ||
+    lab_fail "the peer did not get close 1008 at the broken reload:" \
+    "$(cat "$D/plain/conn.$broken_n.json")"
+lab_ok "a broken reload: the websocket's guest heard unavailable, its upstream 1008"
+exec {in6}>&-
 
 # ---- the drain closes an open websocket both ways (1001) at once: the
 # broker exits long before its drain timeout (60 s here)

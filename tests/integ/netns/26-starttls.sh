@@ -13,8 +13,9 @@
 # is refused; an unlisted profile is refused (invalid-request); a
 # guest that sends DATA right after its STARTTLS frame breaks the
 # protocol: its connection is dropped and the upstream never sees that
-# plaintext; and a reload after which the entry no longer lists the
-# upgrade's profile closes the upgraded stream (revoked).
+# plaintext; a reload after which the entry no longer lists the
+# upgrade's profile closes the upgraded stream (revoked); and files that
+# broke before the STARTTLS fail the upgrade as unavailable.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -47,6 +48,8 @@ lab_peer late inject-late "$LAB_PUB4" 2530 "$d/good.crt" "$d/good.key" \
     "$T/rec-late"
 lab_peer record record "$LAB_PUB4" 2529 "$d/good.crt" "$d/good.key" \
     "$T/rec-record"
+lab_peer hold hold "$LAB_PUB4" 2531 "$d/good.crt" "$d/good.key" \
+    "$T/rec-hold"
 
 lab_connect()
 {
@@ -198,5 +201,27 @@ lab_expect_close error revoked
 lab_expect_close reason tls-profile-not-allowed
 lab_expect_close starttls upgraded
 exec {in}>&-
+
+# ---- files that broke between the stream's opening and its STARTTLS:
+# the upgrade fails as a new stream would, unavailable
+config labca | lab_config_install
+lab_spawn brk "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_CONNECT" \
+    --socket "$LAB_SOCK_DIR/mail.sock" --starttls smtp \
+    "tcp://mail.weather.example:2531" <"$T/lines"
+lab_poll 10 test -e "$T/rec-hold.asked" ||
+    lab_fail "the stream never asked the held peer for STARTTLS"
+lab_mark
+printf '[broker\n' >>"$LAB_CONF"
+touch "$T/rec-hold.go"
+lab_poll 10 lab__gone "${LAB_PID[brk]}" ||
+    lab_fail "the upgrade went on under broken files"
+lab_stop brk
+lab_expect_eq "upgrade under broken files: exit status (unavailable)" 18 \
+    "$LAB_STOP_RC"
+lab_expect_close starttls starttls-denied
+lab_expect_close error unavailable
+[ ! -s "$LAB_DIR/log/brk.out" ] ||
+    lab_fail "bytes reached the guest: $(head -c 200 "$LAB_DIR/log/brk.out")"
+config labca | lab_config_install
 
 lab_finish

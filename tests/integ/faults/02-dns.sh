@@ -113,7 +113,7 @@ fault_expect_ok_body
 fault_other_ok
 fault_expect_clean "DNS server restarted" weather radar
 
-# Review #3 finding 1: a guest that starts lookups and resets them at
+# A guest that starts lookups and resets them at
 # once (REQUEST + RESET) cannot keep more than REQUEST_DNS_PER_INSTANCE
 # (128) lookups of its instance in flight: a cancelled lookup keeps its
 # slot until c-ares is done with it, so the 129th request, right behind

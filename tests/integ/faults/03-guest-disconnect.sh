@@ -95,7 +95,7 @@ lab_fetch weather "$FAULT_UP/ok"
 fault_expect_ok_body
 fault_expect_clean "after both" weather radar
 
-# Review #3 finding 5: a guest that never ends its side of finished
+# A guest that never ends its side of finished
 # streams. 4 connections x 240 streams, one after the other, each with
 # 60000 bytes of headers and a complete 1-byte body but no END_STREAM:
 # every exchange completes, every stream stays half-open. Once the

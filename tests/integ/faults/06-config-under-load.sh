@@ -95,7 +95,7 @@ lab_expect_eq "decisions of the run" "$total" \
     select(.event == "egress.decision") | .request_id' | wc -l)"
 fault_expect_clean "after the load" weather radar
 
-# Review #3 finding 4: a new CA bundle written over the same [tls] ca_file
+# A new CA bundle written over the same [tls] ca_file
 # path is loaded at the next reload, and the TLS connection pooled under
 # the old trust is not reused. The replacement CA does not sign the lab's
 # server certificate, so HTTPS must fail; restoring it must pass again.

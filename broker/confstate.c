@@ -388,9 +388,9 @@ confstate_get_for(struct confstate *cs, const char *instance)
 	    cs->broken_unread || confstate_broken_changed(cs);
 
 	if (stale) {
-		cs->in_use = 1;
+		cs->in_use++; /* a look nested in the callback keeps it set */
 		confstate_reload(cs);
-		cs->in_use = 0;
+		cs->in_use--;
 	}
 	return confref_ref(cs->cur);
 }

@@ -45,7 +45,7 @@ struct confstate {
 	uint64_t generation; /* of the last snapshot swapped in */
 	confstate_reload_cb cb;
 	void *cb_arg;
-	/* Set while confstate_get_for() reloads: the callback then runs in
+	/* Nonzero while confstate_get_for() reloads: the callback runs in
 	 * the middle of a caller's work (a request deciding, a frame being
 	 * handled), whose objects it must not free. */
 	int in_use;

@@ -688,8 +688,11 @@ on_reload(void *arg, const struct conf_snapshot *s)
 		apply_log_path(s->log_path);
 	if (s != NULL && !b->draining)
 		(void)broker_apply_conf(b, s);
-	if (b->conf.in_use && reload_follow_ev != NULL) {
-		event_active(reload_follow_ev, EV_TIMEOUT, 0);
+	if (b->conf.in_use) {
+		/* Never at once here; there is no event only before or
+		 * after the loop, with nothing open to close. */
+		if (reload_follow_ev != NULL)
+			event_active(reload_follow_ev, EV_TIMEOUT, 0);
 		return;
 	}
 	if (reload_follow_ev != NULL)

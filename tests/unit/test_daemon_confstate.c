@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * Unit tests of broker/confstate.c: a changed file is re-read by the next
- * confstate_get(), an unchanged one is not.
+ * confstate_get(), an unchanged one is not; the reload a look ran is
+ * marked in use.
  */
 #include <sys/resource.h>
 
@@ -100,5 +101,50 @@ Test(confstate, unreadable_file_is_tried_again)
 	cr_expect_eq(cs.failures, 1);
 	cr_expect_eq(gen_now(&cs), 2, "not read again once it could be");
 	cr_expect_eq(cs.failures, 1);
+	confstate_done(&cs);
+}
+
+/* What the reload callback saw of in_use, and how often it ran. */
+struct seen {
+	struct confstate *cs;
+	int calls;
+	int in_use;
+};
+
+static void
+record_cb(void *arg, const struct conf_snapshot *next)
+{
+	struct seen *s = arg;
+
+	(void)next;
+	s->calls++;
+	s->in_use = s->cs->in_use;
+}
+
+/*
+ * A reload that a look at the files ran (confstate_get()) calls back with
+ * in_use set, so the broker leaves what may close open requests to its
+ * loop; a reload asked for directly (SIGHUP, the control socket) calls
+ * back with it clear; in_use is clear again after either.
+ */
+Test(confstate, reload_by_a_look_is_marked_in_use)
+{
+	struct confstate cs;
+	struct conf_errors e = { 0 };
+	struct seen s = { &cs, 0, -1 };
+
+	cr_assert_eq(confstate_init(&cs, ct_path("egressd.ini"), record_cb, &s,
+			 &e),
+	    0, "%s", ct_errors(&e));
+	write_conf("permissive");
+	cr_expect_eq(gen_now(&cs), 2);
+	cr_expect_eq(s.calls, 1);
+	cr_expect_neq(s.in_use, 0, "a look's reload not marked in use");
+	cr_expect_eq(cs.in_use, 0);
+	write_conf("disabled");
+	confstate_reload(&cs);
+	cr_expect_eq(s.calls, 2);
+	cr_expect_eq(s.in_use, 0, "a direct reload marked in use");
+	cr_expect_eq(cs.in_use, 0);
 	confstate_done(&cs);
 }

@@ -228,6 +228,7 @@ confstate_init(struct confstate *cs, const char *path, confstate_reload_cb cb,
 	int err;
 
 	memset(cs, 0, sizeof(*cs));
+	confwatch_init(&cs->watch);
 	if ((cs->path = strdup(path)) == NULL)
 		return EGRESS_ERR_NOMEM;
 	err = conf_load(path, &s, reterr);
@@ -241,6 +242,7 @@ confstate_init(struct confstate *cs, const char *path, confstate_reload_cb cb,
 	}
 	cs->generation = 1;
 	cs->loaded_unix = (int64_t)time(NULL);
+	confwatch_arm(&cs->watch, s);
 	cs->cb = cb;
 	cs->cb_arg = arg;
 	return 0;
@@ -265,6 +267,7 @@ confstate_clear_errors(struct confstate *cs)
 void
 confstate_done(struct confstate *cs)
 {
+	confwatch_off(&cs->watch);
 	confref_unref(cs->cur);
 	cs->cur = NULL;
 	free(cs->path);
@@ -342,6 +345,7 @@ confstate_reload(struct confstate *cs)
 
 		confref_unref(cs->cur);
 		cs->cur = NULL;
+		confwatch_off(&cs->watch);
 		cs->broken_unread = unread;
 		if (again) {
 			conf_errors_done(&errs);
@@ -362,6 +366,7 @@ confstate_reload(struct confstate *cs)
 	conf_errors_done(&errs);
 	confref_unref(cs->cur);
 	cs->cur = r;
+	confwatch_arm(&cs->watch, s);
 	cs->generation = s->generation;
 	cs->loaded_unix = (int64_t)time(NULL);
 	free(cs->error);
@@ -380,11 +385,32 @@ confstate_get(struct confstate *cs)
 	return confstate_get_for(cs, NULL);
 }
 
-struct confref *
-confstate_get_for(struct confstate *cs, const char *instance)
+/*
+ * Answer whether the current snapshot is stale: nothing changed when the
+ * watch vouches for it; else the stat() calls, over every file while the
+ * watch is in use (which it then trusts again), over the files a decision
+ * for instance reads otherwise.
+ */
+static int
+confstate_cur_stale(struct confstate *cs, const char *instance, int poll)
+{
+	struct conf_snapshot *s = cs->cur->snap;
+	int stale;
+
+	if (!poll && confwatch_quiet(&cs->watch))
+		return 0;
+	if (cs->watch.state == CONFWATCH_OFF)
+		return conf_snapshot_is_stale_for(s, instance);
+	if ((stale = conf_snapshot_is_stale(s)) == 0)
+		confwatch_settle(&cs->watch, s);
+	return stale;
+}
+
+static struct confref *
+confstate_look(struct confstate *cs, const char *instance, int poll)
 {
 	int stale = cs->cur != NULL ?
-	    conf_snapshot_is_stale_for(cs->cur->snap, instance) :
+	    confstate_cur_stale(cs, instance, poll) :
 	    cs->broken_unread || confstate_broken_changed(cs);
 
 	if (stale) {
@@ -395,10 +421,16 @@ confstate_get_for(struct confstate *cs, const char *instance)
 	return confref_ref(cs->cur);
 }
 
+struct confref *
+confstate_get_for(struct confstate *cs, const char *instance)
+{
+	return confstate_look(cs, instance, 0);
+}
+
 void
 confstate_poll(struct confstate *cs)
 {
-	confref_unref(confstate_get(cs));
+	confref_unref(confstate_look(cs, NULL, 1));
 }
 
 int

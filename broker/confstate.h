@@ -2,8 +2,11 @@
 /*
  * confstate: the broker's current configuration. It holds the one
  * snapshot new requests decide with, checks before each decision whether
- * any file the snapshot was built from changed (conf_snapshot_is_stale(),
- * a few stat() calls) and re-parses only then. A re-parse that fails
+ * any file the snapshot was built from changed and re-parses only then.
+ * The check is one read of an inotify watch over those files
+ * (confwatch.h) while it vouches that nothing changed, and otherwise a
+ * few stat() calls (conf_snapshot_is_stale()); the idle timer's check
+ * (confstate_poll()) always runs the stat() calls. A re-parse that fails
  * leaves NO current snapshot: every new request then fails with
  * policy-unavailable until the file is fixed (the old, possibly wider
  * policy is never served again); its file:line errors are logged once, as
@@ -20,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "broker/confwatch.h"
 #include "conf/conf.h"
 
 /* A counted reference to one immutable snapshot. */
@@ -49,6 +53,8 @@ struct confstate {
 	 * the middle of a caller's work (a request deciding, a frame being
 	 * handled), whose objects it must not free. */
 	int in_use;
+	/* The watch over the current snapshot's files (off while broken). */
+	struct confwatch watch;
 	/* The configuration file's identity at the failed parse. */
 	int broken_unread; /* the file could not be read at all
 					   (EMFILE, ENOMEM, ...): try again at
@@ -118,9 +124,11 @@ void confstate_reload(struct confstate *cs);
 
 /*
  * Re-read the configuration if any file changed, as the next request
- * would (confstate_get() with the reference dropped). Called from an
- * idle timer, so that a file that broke (or was fixed) is reported at
- * once instead of at the next request.
+ * would (confstate_get() with the reference dropped), by the stat() calls
+ * whatever the watch says. Called from a timer once a second, so that a
+ * file that broke (or was fixed) is reported at once instead of at the
+ * next request, and a change the watch cannot see (a file system mounted
+ * over a folder, say) is noticed within that second.
  */
 void confstate_poll(struct confstate *cs);
 

@@ -366,7 +366,8 @@ confstate_reload(struct confstate *cs)
 	conf_errors_done(&errs);
 	confref_unref(cs->cur);
 	cs->cur = r;
-	confwatch_arm(&cs->watch, s);
+	if (!cs->unwatched)
+		confwatch_arm(&cs->watch, s);
 	cs->generation = s->generation;
 	cs->loaded_unix = (int64_t)time(NULL);
 	free(cs->error);
@@ -431,6 +432,13 @@ void
 confstate_poll(struct confstate *cs)
 {
 	confref_unref(confstate_look(cs, NULL, 1));
+}
+
+void
+confstate_unwatch(struct confstate *cs)
+{
+	cs->unwatched = 1;
+	confwatch_off(&cs->watch);
 }
 
 int

@@ -53,8 +53,10 @@ struct confstate {
 	 * the middle of a caller's work (a request deciding, a frame being
 	 * handled), whose objects it must not free. */
 	int in_use;
-	/* The watch over the current snapshot's files (off while broken). */
+	/* The watch over the current snapshot's files (off while broken,
+	 * and for good once unwatched is set). */
 	struct confwatch watch;
+	int unwatched;
 	/* The configuration file's identity at the failed parse. */
 	int broken_unread; /* the file could not be read at all
 					   (EMFILE, ENOMEM, ...): try again at
@@ -131,6 +133,12 @@ void confstate_reload(struct confstate *cs);
  * over a folder, say) is noticed within that second.
  */
 void confstate_poll(struct confstate *cs);
+
+/*
+ * Stop using the watch for good: every later look runs the stat() calls
+ * (for a broker whose once-a-second check no longer runs).
+ */
+void confstate_unwatch(struct confstate *cs);
 
 /* Answer whether a snapshot is in force (1) or the file is broken (0). */
 int confstate_is_valid(const struct confstate *cs);

@@ -7,27 +7,37 @@
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <linux/fs.h>
 #include <linux/magic.h>
 
 #include "broker/confwatch.h"
 #include "conf/conf.h"
 
 /* A file's folder: the entries that could replace or remove the file, and
- * the folder itself going away. */
+ * the folder itself going away or changing mode or owner. Not the writes
+ * to its files (the file's own watch has them): a log file written beside
+ * the configuration would otherwise queue an event per line. */
 #define DIR_MASK \
-	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | \
-	    IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | \
+	    IN_MOVE_SELF | IN_DELETE_SELF)
 /* The file: its bytes and its attributes (mode, owner, links). */
 #define FILE_MASK \
 	(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF | \
 	    IN_DELETE_SELF)
-/* A folder above: only its moving or going away changes the path. */
-#define UP_MASK (IN_MOVE_SELF | IN_DELETE_SELF)
+/* A folder above: its moving or going away changes the path, and its
+ * mode, owner or ACL may make the file unreachable. */
+#define UP_MASK	    (IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB)
+/* The most a look reads of the queue: a folder busy with other files
+ * costs a bounded look, then a fresh watch without the backlog. */
+#define QUIET_READS 4
 /* Events after which the watches no longer stand for the paths. */
 #define LOST_MASK \
 	(IN_Q_OVERFLOW | IN_IGNORED | IN_MOVE_SELF | IN_DELETE_SELF | \
@@ -42,6 +52,8 @@ void
 confwatch_init(struct confwatch *w)
 {
 	w->fd = -1;
+	w->ep = -1;
+	w->mounts = -1;
 	w->state = CONFWATCH_OFF;
 	w->names = NULL;
 	w->nnames = 0;
@@ -54,6 +66,10 @@ confwatch_off(struct confwatch *w)
 
 	if (w->fd >= 0)
 		(void)close(w->fd);
+	if (w->ep >= 0)
+		(void)close(w->ep);
+	if (w->mounts >= 0)
+		(void)close(w->mounts);
 	for (i = 0; i < w->nnames; i++)
 		free(w->names[i].name);
 	free(w->names);
@@ -122,7 +138,30 @@ confwatch_no_link(char *path)
 	return !S_ISLNK(st.st_mode);
 }
 
-/* Watch one file: itself, its folder's entry, the folders above. */
+/* Answer whether names in folder dir are told apart by case: a
+ * case-folding folder could hold the file under a name the watch's
+ * comparison would not match. */
+static int
+confwatch_case_exact(const char *dir)
+{
+	int fd, flags = 0, ok;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	ok = ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0 ?
+	    errno == ENOTTY || errno == EOPNOTSUPP :
+	    (flags & FS_CASEFOLD_FL) == 0;
+	(void)close(fd);
+	return ok;
+}
+
+/*
+ * Watch one file: the folders above it from the top down (each watched
+ * before the next is looked up, so a folder swapped meanwhile is either
+ * the one watched or seen moving), its folder's entry, then the file.
+ * None through a symbolic link.
+ */
 static int
 confwatch_file(struct confwatch *w, const char *file)
 {
@@ -144,28 +183,48 @@ confwatch_file(struct confwatch *w, const char *file)
 		dir = slash == path ? "/" : path;
 	}
 	if (*base == '\0' || !confwatch_local(dir, 0) ||
-	    !confwatch_local(file, 1))
+	    !confwatch_local(file, 1) || !confwatch_case_exact(dir))
 		return -1;
+	/* The folders above dir (not "/", which cannot move), then dir. */
+	for (p = strchr(path + 1, '/');
+	     slash != NULL && slash != path && p != NULL && p < slash;
+	     p = strchr(p + 1, '/')) {
+		*p = '\0';
+		wd = inotify_add_watch(w->fd, path,
+		    UP_MASK | IN_ONLYDIR | IN_DONT_FOLLOW | IN_MASK_ADD);
+		*p = '/';
+		if (wd < 0)
+			return -1;
+	}
 	wd = inotify_add_watch(w->fd, dir,
-	    DIR_MASK | IN_ONLYDIR | IN_MASK_ADD);
+	    DIR_MASK | IN_ONLYDIR | IN_DONT_FOLLOW | IN_MASK_ADD);
 	if (wd < 0 || confwatch_add_name(w, wd, base) != 0)
 		return -1;
 	if (inotify_add_watch(w->fd, file,
 		FILE_MASK | IN_DONT_FOLLOW | IN_MASK_ADD) < 0 &&
 	    errno != ENOENT)
 		return -1;
-	/* The folders above dir (not "/", which cannot move). */
-	if (slash == NULL || slash == path)
-		return 0;
-	for (p = strchr(path + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
-		*p = '\0';
-		wd = inotify_add_watch(w->fd, path,
-		    UP_MASK | IN_ONLYDIR | IN_MASK_ADD);
-		*p = '/';
-		if (wd < 0)
-			return -1;
-	}
 	return 0;
+}
+
+/* One epoll set for the queue and for the mount table's changes, which
+ * inotify does not report (a file system mounted over a folder). */
+static int
+confwatch_epoll(struct confwatch *w)
+{
+	struct epoll_event ev = { 0 };
+
+	w->ep = epoll_create1(EPOLL_CLOEXEC);
+	w->mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (w->ep < 0 || w->mounts < 0)
+		return -1;
+	ev.events = EPOLLIN;
+	ev.data.fd = w->fd;
+	if (epoll_ctl(w->ep, EPOLL_CTL_ADD, w->fd, &ev) != 0)
+		return -1;
+	ev.events = EPOLLPRI;
+	ev.data.fd = w->mounts;
+	return epoll_ctl(w->ep, EPOLL_CTL_ADD, w->mounts, &ev);
 }
 
 void
@@ -174,8 +233,9 @@ confwatch_arm(struct confwatch *w, const struct conf_snapshot *s)
 	size_t i;
 
 	confwatch_off(w);
-	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
-		w->fd = -1;
+	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
+	    confwatch_epoll(w) != 0) {
+		confwatch_off(w);
 		return;
 	}
 	for (i = 0; i < s->nfiles; i++) {
@@ -202,24 +262,28 @@ confwatch_relevant(const struct confwatch *w, const struct inotify_event *ev)
 	return 0; /* another entry of a watched folder */
 }
 
-int
-confwatch_quiet(struct confwatch *w)
+/* Read the queue to its end, or QUIET_READS times; apply what it says. */
+static void
+confwatch_drain(struct confwatch *w)
 {
 	alignas(struct inotify_event) char buf[4096];
 	const struct inotify_event *ev;
 	ssize_t n, off;
+	int reads = 0;
 
-	if (w->fd < 0)
-		return 0;
-	for (;;) {
+	while (w->fd >= 0) {
+		if (reads++ == QUIET_READS) {
+			w->state = CONFWATCH_REARM; /* drop the backlog */
+			return;
+		}
 		n = read(w->fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
-			break;
+			return;
 		if (n <= 0) {
 			confwatch_off(w);
-			return 0;
+			return;
 		}
 		for (off = 0; off < n;) {
 			ev = (const struct inotify_event *)(buf + off);
@@ -230,6 +294,29 @@ confwatch_quiet(struct confwatch *w)
 			    confwatch_relevant(w, ev))
 				w->state = CONFWATCH_UNVERIFIED;
 		}
+	}
+}
+
+int
+confwatch_quiet(struct confwatch *w)
+{
+	struct epoll_event evs[2];
+	int i, n;
+
+	if (w->fd < 0)
+		return 0;
+	do
+		n = epoll_wait(w->ep, evs, 2, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		confwatch_off(w);
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (evs[i].data.fd == w->mounts)
+			w->state = CONFWATCH_REARM; /* a mount or unmount */
+		else
+			confwatch_drain(w);
 	}
 	return w->state == CONFWATCH_TRUSTED;
 }

@@ -9,7 +9,8 @@
  * What is watched, for each file: the file itself when it exists (its
  * writes and attribute changes, by whatever path they are made), its
  * folder's entries of that name (created, deleted, renamed onto or
- * away), and each folder above it being moved or deleted. An inotify
+ * away), and each folder above it being moved, deleted, or changing mode
+ * or owner; and the mount table. An inotify
  * event is queued by the system call that makes the change, before that
  * call returns, so a look that reads the watch after a request arrived
  * sees every such change made before the request was sent.
@@ -20,11 +21,14 @@
  * a local file system inotify fully sees (ext2/3/4, XFS, Btrfs, F2FS,
  * tmpfs: not NFS, FUSE or an overlay, which can change beneath it), when
  * a folder does not exist or cannot be watched (limits, permissions); and
- * from a lost event (the queue overflowed, a watched folder moved) until
- * the watch is set up again after the next stat check. What inotify does
- * not report at all (a file system mounted over a folder, a write through
- * a shared mapping) is left to the stat check, which the caller runs at
- * least once a second whatever the watch says.
+ * when a folder's names are case-folded; and from a lost event (the
+ * queue overflowed, a watched folder moved, anything mounted or
+ * unmounted: inotify does not report a file system mounted over a
+ * folder) until the watch is set up again after the next stat check.
+ * What inotify does not report at all (a write through a shared mapping
+ * or native AIO by a writer that keeps the file open) is left to the
+ * stat check, which the caller runs at least once a second whatever the
+ * watch says.
  */
 #ifndef EGRESS_BROKER_CONFWATCH_H
 #define EGRESS_BROKER_CONFWATCH_H
@@ -36,7 +40,10 @@ struct conf_snapshot;
 struct confwatch_name; /* (watch, file name in that folder) pairs */
 
 struct confwatch {
-	int fd; /* the inotify descriptor; -1: no watch */
+	int fd;	    /* the inotify descriptor; -1: no watch */
+	int ep;	    /* an epoll set of fd and mounts */
+	int mounts; /* /proc/self/mountinfo, which polls as changed at a
+		       mount or unmount */
 	/* CONFWATCH_*: what the watch can vouch for now. */
 	int state;
 	struct confwatch_name *names;
@@ -69,10 +76,12 @@ void confwatch_off(struct confwatch *w);
 
 /*
  * Answer 1 when the watch vouches that no file of its snapshot changed
- * since the last stat check (it is trusted and its queue holds no event
- * about them), else 0: the caller must run the stat check over every
- * file, and call confwatch_settle() if the snapshot is still current.
- * Reads the queue to its end.
+ * since the last stat check (it is trusted, its queue holds no event
+ * about them and nothing was mounted or unmounted), else 0: the caller
+ * must run the stat check over every file, and call confwatch_settle()
+ * if the snapshot is still current. One epoll_wait() when nothing
+ * happened; reads the queue when it holds events (a bounded number of
+ * reads: a longer queue is dropped, the watch set up again).
  */
 int confwatch_quiet(struct confwatch *w);
 

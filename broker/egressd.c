@@ -864,6 +864,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		if (b->draining)
 			return;
 		b->draining = 1;
+		/* The once-a-second check stops: every look stats again. */
+		confstate_unwatch(&b->conf);
 		log_simple("egress.stop", "status", "draining");
 		(void)notify_stopping();
 		listen_stop(b->listen);
@@ -1039,7 +1041,8 @@ log_start(const struct conf_snapshot *s)
 		log_event("egress.start", o);
 }
 
-/* While idle, a file that broke or was fixed is noticed within a tick. */
+/* A file that broke or was fixed is noticed within a tick, idle or not,
+ * and so is a change the watch over the files cannot see. */
 static void
 conf_watch_cb(evutil_socket_t fd, short what, void *arg)
 {

@@ -7,7 +7,10 @@
  * snapshot. Each test first makes the watch trusted, then changes a file
  * one way, and expects the very next look to see the change.
  */
+#include <sys/mount.h>
 #include <sys/syscall.h>
+
+#include <sched.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -158,8 +161,9 @@ Test(confwatch, ignores_other_files_of_the_folder)
 	write_conf("c.ini", "disabled");
 	start(&cs, "c.ini");
 	trust(&cs);
-	ct_write_str("unrelated.log", "a line\n");
+	ct_write_str("unrelated.log", "a line\n"); /* created: queued */
 	ct_write_str("unrelated.log", "another line\n");
+	cr_assert_eq(rename(ct_path("unrelated.log"), ct_path("old.log")), 0);
 	stats = 0;
 	cr_expect_eq(look(&cs, NULL), 1);
 	cr_expect_eq(stats, 0, "%u stat()s for another file", stats);
@@ -276,5 +280,77 @@ Test(confwatch, sees_an_absent_file_created)
 	trust(&cs);
 	ct_write_str("a/manifest.ini.sig", "not a signature\n");
 	cr_expect_eq(look(&cs, "a"), 2);
+	confstate_done(&cs);
+}
+
+/* A folder above losing its mode or owner may leave the file unreadable
+ * to the broker: the next look runs the stat check. */
+Test(confwatch, sees_a_mode_change_above)
+{
+	struct confstate cs;
+
+	write_conf("a/b/c.ini", "disabled");
+	cr_assert_eq(chmod(ct_path("a"), 0700), 0);
+	start(&cs, "a/b/c.ini");
+	trust(&cs);
+	cr_assert_eq(chmod(ct_path("a"), 0750), 0);
+	stats = 0;
+	cr_expect_eq(look(&cs, NULL), 1);
+	cr_expect_gt(stats, 0,
+	    "no stat check after the folder's mode changed");
+	confstate_done(&cs);
+}
+
+/*
+ * A folder busy with other files fills the queue between two looks: the
+ * look reads a bounded part of it, then sets the watch up again (the
+ * backlog dropped) after a stat check, and trusts it after the next.
+ */
+Test(confwatch, a_long_queue_is_dropped)
+{
+	struct confstate cs;
+	char name[32];
+	int i;
+
+	write_conf("c.ini", "disabled");
+	start(&cs, "c.ini");
+	trust(&cs);
+
+	for (i = 0; i < 1000; i++) { /* a new name each: not merged */
+		(void)snprintf(name, sizeof(name), "n%d", i);
+		ct_write_str(name, "");
+	}
+	stats = 0;
+	cr_expect_eq(look(&cs, NULL), 1);
+	cr_expect_gt(stats, 0, "the long queue was not dropped");
+	cr_expect_eq(cs.watch.state, CONFWATCH_UNVERIFIED);
+	cr_expect_eq(look(&cs, NULL), 1);
+	cr_expect_eq(cs.watch.state, CONFWATCH_TRUSTED);
+	confstate_done(&cs);
+}
+
+/*
+ * inotify reports no mount: a file system mounted over the file's folder
+ * is seen through the mount table's change. Run as root, in a mount
+ * namespace of the test's own (gone with its process).
+ */
+Test(confwatch, sees_a_folder_mounted_over)
+{
+	struct confstate cs;
+
+	if (geteuid() != 0)
+		cr_skip_test("mounting needs root");
+	cr_assert_eq(unshare(CLONE_NEWNS), 0);
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	write_conf("d/c.ini", "disabled");
+	write_conf("other/c.ini", "permissive");
+	start(&cs, "d/c.ini");
+	trust(&cs);
+	cr_assert_eq(mount(ct_path("other"), ct_path("d"), NULL, MS_BIND,
+			 NULL),
+	    0);
+	cr_expect_eq(look(&cs, NULL), 2);
+	cr_assert_eq(umount(ct_path("d")), 0);
+	cr_expect_eq(look(&cs, NULL), 3);
 	confstate_done(&cs);
 }

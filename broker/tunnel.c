@@ -270,21 +270,48 @@ tunnel_cl_shut(struct tunnel *t)
 	tunnel_check_done(t);
 }
 
-/* Move what from has read to to's output; stop reading from when to is
- * full. */
-static size_t
-tunnel_move(struct bufferevent *from, struct bufferevent *to)
+static void tunnel_side_event(struct tunnel *t, int client, short what);
+
+/*
+ * Move what from has read towards to, adding the bytes moved to *count;
+ * stop reading from when to is full. When nothing waits in to's output,
+ * the bytes are written at once, sparing the wait for room (an epoll_ctl
+ * on and off and a loop turn, each way of each round trip); what the
+ * socket does not take waits in the output. A write that fails for good
+ * ends the tunnel as the bufferevent's own failed write would
+ * (tunnel_side_event(), with that write's errno: a reset is then used up
+ * and must not be taken for an end of file): return -1, and the caller
+ * touches neither side again. Else return 0.
+ */
+static int
+tunnel_move(struct tunnel *t, struct bufferevent *from, struct bufferevent *to,
+    uint64_t *count)
 {
 	struct evbuffer *in = bufferevent_get_input(from);
-	size_t n = evbuffer_get_length(in);
+	struct evbuffer *out = bufferevent_get_output(to);
+	size_t n = evbuffer_get_length(in), left;
+	int e;
 
 	if (n == 0)
 		return 0;
-	if (evbuffer_add_buffer(bufferevent_get_output(to), in) != 0)
+	if (evbuffer_get_length(out) == 0 &&
+	    (bufferevent_get_enabled(to) & EV_WRITE) != 0 &&
+	    evbuffer_write(in, bufferevent_getfd(to)) < 0 &&
+	    (e = errno) != EAGAIN && e != EWOULDBLOCK && e != EINTR) {
+		errno = e;
+		tunnel_side_event(t, to == t->cl,
+		    BEV_EVENT_ERROR | BEV_EVENT_WRITING);
+		return -1;
+	}
+	left = evbuffer_get_length(in);
+	if (left > 0 && evbuffer_add_buffer(out, in) != 0) {
+		*count += n - left;
 		return 0;
-	if (evbuffer_get_length(bufferevent_get_output(to)) >= TUNNEL_HIGH)
+	}
+	*count += n;
+	if (evbuffer_get_length(out) >= TUNNEL_HIGH)
 		(void)bufferevent_disable(from, EV_READ);
-	return n;
+	return 0;
 }
 
 static void
@@ -295,7 +322,7 @@ tunnel_cl_read(struct bufferevent *bev, void *arg)
 	t->b->activity++;
 	t->last_ms = now_ms();
 	if (t->up != NULL)
-		t->bytes_out += tunnel_move(t->cl, t->up);
+		(void)tunnel_move(t, t->cl, t->up, &t->bytes_out);
 }
 
 static void
@@ -305,7 +332,7 @@ tunnel_up_read(struct bufferevent *bev, void *arg)
 
 	t->b->activity++;
 	t->last_ms = now_ms();
-	t->bytes_in += tunnel_move(t->up, t->cl);
+	(void)tunnel_move(t, t->up, t->cl, &t->bytes_in);
 }
 
 static void
@@ -391,8 +418,8 @@ tunnel_side_event(struct tunnel *t, int client, short what)
 	}
 	t->up_eof = 1;
 	(void)bufferevent_disable(t->up, EV_READ);
-	if (!t->cl_gone)
-		t->bytes_in += tunnel_move(t->up, t->cl);
+	if (!t->cl_gone && tunnel_move(t, t->up, t->cl, &t->bytes_in) != 0)
+		return;
 	tunnel_cl_shut(t);
 }
 
@@ -519,8 +546,9 @@ tunnel_dial_cb(void *arg, int err, struct bufferevent *bev,
 	(void)bufferevent_set_timeouts(t->cl, NULL, NULL);
 	t->last_ms = now_ms();
 	tunnel_relay_arm(t);
-	/* The bytes peeked at go first. */
-	t->bytes_out += tunnel_move(t->cl, t->up);
+	/* The bytes peeked at go first (through the output: t->up's writing
+	 * is not enabled yet). */
+	(void)tunnel_move(t, t->cl, t->up, &t->bytes_out);
 	(void)bufferevent_enable(t->up, EV_READ | EV_WRITE);
 	(void)bufferevent_enable(t->cl, EV_READ | EV_WRITE);
 }

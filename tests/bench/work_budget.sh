@@ -7,7 +7,9 @@
 # budgets of tests/bench/budgets.txt, for each way in: the shim (an
 # instance socket) and the proxy front (the instance's proxy_listen port,
 # absolute-form requests with its token); the /large keys start with
-# large_ (after proxy_):
+# large_ (after proxy_); and HTTPS /small requests through a CONNECT
+# tunnel of the proxy front (tunnel_ keys: the broker only relays the
+# TLS bytes, the client does the TLS):
 #   syscalls_per_request          system calls of the broker (strace -c
 #   proxy_syscalls_per_request    -f, attached for the measured requests
 #                                 only);
@@ -74,11 +76,16 @@ start()
 run()
 {
 	local line args=(-m shim -s "$EGRESS_SOCK") path=${3:-/small} size
+	local url=$U$path
 
 	[ "$1" = shim ] || args=(-m proxy -x "127.0.0.1:$LAB_PROXY_PORT"
 	    -a "bench:$LAB_PROXY_TOKEN")
+	if [ "$1" = tunnel ]; then
+		args+=(--cacert "$T/ca.crt")
+		url=https://127.0.0.1:$HTTPS_PORT$path
+	fi
 	size=$(stat -c %s "$T/www$path") || fail "no $T/www$path"
-	line=$(timeout 300 "$BENCH" "${args[@]}" -c 1 -n "$2" "$U$path" \
+	line=$(timeout 300 "$BENCH" "${args[@]}" -c 1 -n "$2" "$url" \
 	    2>"$T/err") || fail "egress-bench ($1): $(cat "$T/err")"
 	jq -e --argjson n "$2" --argjson s "$size" '.errors == 0 and
 	    .requests == $n and .non2xx == 0 and .bytes == $n * $s' \
@@ -103,7 +110,10 @@ key()
 	local k=$2
 
 	[ "$3" = /small ] || k=${3#/}_$k
-	if [ "$1" = shim ]; then echo "$k"; else echo "proxy_$k"; fi
+	case $1 in
+	shim) echo "$k" ;;
+	*) echo "$1_$k" ;;
+	esac
 }
 
 # How many requests each measurement makes of PATH.
@@ -199,4 +209,6 @@ for way in shim proxy; do
 		instructions "$way" "$path"
 	done
 done
+syscalls tunnel /small
+instructions tunnel /small
 echo "1..$N"

@@ -1124,23 +1124,16 @@ Test(proxy, tunnel_client_gone_still_delivers_what_it_sent)
 	dt_upstream_close(&u);
 }
 
-/* A TCP client (as on a proxy port) aborts with a reset in the middle of
- * its upload while the broker still has bytes queued for it: the
- * broker's write sees the reset first, which uses up the socket's error,
- * and its reads then end in what looks like an end of file. That is
- * still a cut: the upstream gets a reset, never a clean end. */
-Test(proxy, tunnel_tcp_client_reset_while_written_resets_upstream)
+/* A client on TCP (as on a proxy port), its tunnel relaying to u. */
+static void
+px_tcp_tunnel(struct dt_upstream *u)
 {
 	static unsigned char hello[4096];
-	static char chunk[65536];
 	struct sockaddr_in sin;
 	socklen_t sl = sizeof(sin);
-	struct linger lg = { 1, 0 };
-	struct dt_upstream u;
 	size_t n = client_hello(hello, sizeof(hello));
-	int lfd, sfd, i, stuck;
+	int lfd, sfd;
 
-	memset(chunk, 'd', sizeof(chunk));
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -1157,10 +1150,44 @@ Test(proxy, tunnel_tcp_client_reset_while_written_resets_upstream)
 	(void)close(lfd);
 	cr_assert_eq(evutil_make_socket_nonblocking(C.p.fd), 0);
 	cr_assert_eq(session_accept(&dt_b, sfd, "app"), 0);
+	dt_upstream_open(u);
+	px_connect_on(u);
+	px_hello_on(u, hello, n);
+}
 
-	dt_upstream_open(&u);
-	px_connect_on(&u);
-	px_hello_on(&u, hello, n);
+/* The TCP client aborts (a reset): the tunnel is cancelled, its lease
+ * freed, and the upstream gets a reset, never a clean end. */
+static void
+px_tcp_client_resets(struct dt_upstream *u)
+{
+	struct linger lg = { 1, 0 };
+	int i;
+
+	cr_assert_eq(setsockopt(C.p.fd, SOL_SOCKET, SO_LINGER, &lg,
+			 sizeof(lg)),
+	    0);
+	dt_peer_close(&C.p);
+	dt_upstream_expect_reset(u);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(u);
+}
+
+/* A TCP client (as on a proxy port) aborts with a reset in the middle of
+ * its upload while the broker still has bytes queued for it: the
+ * broker's write sees the reset first, which uses up the socket's error,
+ * and its reads then end in what looks like an end of file. That is
+ * still a cut: the upstream gets a reset, never a clean end. */
+Test(proxy, tunnel_tcp_client_reset_while_written_resets_upstream)
+{
+	static char chunk[65536];
+	struct dt_upstream u;
+	int i, stuck;
+
+	memset(chunk, 'd', sizeof(chunk));
+	px_tcp_tunnel(&u);
 	/* The upstream streams to a client that reads nothing, until it can
 	 * write no more for 20 turns: the broker then holds bytes for the
 	 * client it cannot write (it stops reading the upstream only with
@@ -1176,16 +1203,21 @@ Test(proxy, tunnel_tcp_client_reset_while_written_resets_upstream)
 	}
 	cr_assert_eq(stuck, 20);
 	dt_write_all(C.p.fd, "half an upl", 11);
-	cr_assert_eq(setsockopt(C.p.fd, SOL_SOCKET, SO_LINGER, &lg,
-			 sizeof(lg)),
-	    0);
-	dt_peer_close(&C.p);
-	dt_upstream_expect_reset(&u);
-	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
-		dt_step(-1);
-	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
-	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
-	dt_upstream_close(&u);
+	px_tcp_client_resets(&u);
+}
+
+/* The same reset met by the broker's write of upstream bytes that nothing
+ * was queued before (written at once, not through the bufferevent): that
+ * write uses up the socket's error, so it must end the tunnel as a cut
+ * itself; taken for a client that merely left, the client's next read
+ * would end in a false end of file, passed upstream as a clean end. */
+Test(proxy, tunnel_tcp_client_reset_met_by_a_direct_write_resets_upstream)
+{
+	struct dt_upstream u;
+
+	px_tcp_tunnel(&u);
+	dt_upstream_reply(&u, "late"); /* readable before the reset */
+	px_tcp_client_resets(&u);
 }
 
 /* A tunnel closed by the broker before its end, because its instance

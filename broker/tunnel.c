@@ -546,9 +546,10 @@ tunnel_dial_cb(void *arg, int err, struct bufferevent *bev,
 	(void)bufferevent_set_timeouts(t->cl, NULL, NULL);
 	t->last_ms = now_ms();
 	tunnel_relay_arm(t);
-	/* The bytes peeked at go first (through the output: t->up's writing
-	 * is not enabled yet). */
-	(void)tunnel_move(t, t->cl, t->up, &t->bytes_out);
+	/* The bytes peeked at go first, written at once: a destination that
+	 * reset meanwhile ends the tunnel here (t->up is then gone). */
+	if (tunnel_move(t, t->cl, t->up, &t->bytes_out) != 0)
+		return;
 	(void)bufferevent_enable(t->up, EV_READ | EV_WRITE);
 	(void)bufferevent_enable(t->cl, EV_READ | EV_WRITE);
 }

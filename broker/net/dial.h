@@ -107,7 +107,8 @@ struct dial_params {
 /*
  * Completion. On err 0, bev is a connected bufferevent (TLS when a
  * context was given; BEV_OPT_CLOSE_ON_FREE, the fd CLOEXEC and
- * non-blocking, no callbacks set, reading and writing disabled) whose
+ * non-blocking, no callbacks set, reading disabled; writing disabled on
+ * a TLS one, enabled on a plain one, as libevent makes it) whose
  * ownership moves to the callee, and used is the address connected to
  * (borrowed for the call). Otherwise bev and used are NULL and err is
  * EGRESS_ERR_CONNECT_FAILED (every address refused or unreachable, or

@@ -17,13 +17,16 @@
  * passed on as an end of file, a client that left still has what it
  * sent delivered, and every cut (the client's reset, also one a write
  * sees first, a timeout, the instance removed, a grant revoked) passed
- * on as a reset.
+ * on as a reset; a destination that resets before the relay's first
+ * write ends the tunnel as an upstream failure.
  */
 #include "daemon_test.h"
 
 #include <criterion/parameterized.h>
 
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include <openssl/ssl.h>
 
@@ -1215,9 +1218,62 @@ Test(proxy, tunnel_tcp_client_reset_met_by_a_direct_write_resets_upstream)
 {
 	struct dt_upstream u;
 
+	/* epoll reports the upstream (readable first) before the client in
+	 * one batch: the relay's write to the client then meets the reset. */
+	cr_assert_str_eq(event_base_get_method(dt_b.base), "epoll");
+
 	px_tcp_tunnel(&u);
 	dt_upstream_reply(&u, "late"); /* readable before the reset */
 	px_tcp_client_resets(&u);
+}
+
+/* The port whose connections' writes fail with ECONNRESET (0: none). */
+static uint16_t px_reset_port;
+
+/* The broker's writev(), failing as a reset for connections to
+ * px_reset_port. */
+ssize_t
+writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+
+	if (px_reset_port != 0 &&
+	    getpeername(fd, (struct sockaddr *)&sin, &sl) == 0 &&
+	    sin.sin_family == AF_INET &&
+	    ntohs(sin.sin_port) == px_reset_port) {
+		errno = ECONNRESET;
+		return -1;
+	}
+	return (ssize_t)syscall(SYS_writev, fd, iov, iovcnt);
+}
+
+/* The destination resets between the connect and the relay's first
+ * write (the bytes peeked at, written at once): the tunnel ends as an
+ * upstream failure, the client's connection closes, the lease is freed,
+ * and nothing touches the upstream connection after it was closed. */
+Test(proxy, tunnel_upstream_reset_before_the_first_write)
+{
+	static unsigned char hello[4096];
+	size_t n = client_hello(hello, sizeof(hello));
+	struct dt_upstream u;
+	int i;
+
+	dt_upstream_open(&u);
+	px_tunnel_open(&u);
+	px_reset_port = u.port;
+	dt_write_all(C.p.fd, hello, n);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	px_reset_port = 0;
+	cr_assert_eq(u.reqlen, 0, "bytes reached the upstream");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"),
+	    "upstream-protocol-error");
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
 }
 
 /* A tunnel closed by the broker before its end, because its instance

@@ -267,7 +267,7 @@ confstate_clear_errors(struct confstate *cs)
 void
 confstate_done(struct confstate *cs)
 {
-	confwatch_off(&cs->watch);
+	confwatch_off(&cs->watch, NULL);
 	confref_unref(cs->cur);
 	cs->cur = NULL;
 	free(cs->path);
@@ -345,7 +345,7 @@ confstate_reload(struct confstate *cs)
 
 		confref_unref(cs->cur);
 		cs->cur = NULL;
-		confwatch_off(&cs->watch);
+		confwatch_off(&cs->watch, "stat: the configuration is broken");
 		cs->broken_unread = unread;
 		if (again) {
 			conf_errors_done(&errs);
@@ -438,7 +438,7 @@ void
 confstate_unwatch(struct confstate *cs)
 {
 	cs->unwatched = 1;
-	confwatch_off(&cs->watch);
+	confwatch_off(&cs->watch, "stat: draining");
 }
 
 int

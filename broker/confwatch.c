@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -57,10 +58,11 @@ confwatch_init(struct confwatch *w)
 	w->state = CONFWATCH_OFF;
 	w->names = NULL;
 	w->nnames = 0;
+	w->why[0] = '\0';
 }
 
 void
-confwatch_off(struct confwatch *w)
+confwatch_off(struct confwatch *w, const char *why)
 {
 	size_t i;
 
@@ -74,6 +76,16 @@ confwatch_off(struct confwatch *w)
 		free(w->names[i].name);
 	free(w->names);
 	confwatch_init(w);
+	if (why != NULL)
+		(void)snprintf(w->why, sizeof(w->why), "%s", why);
+}
+
+const char *
+confwatch_describe(const struct confwatch *w)
+{
+	if (w->fd >= 0)
+		return "inotify";
+	return w->why[0] != '\0' ? w->why : "stat";
 }
 
 static int
@@ -138,6 +150,15 @@ confwatch_no_link(char *path)
 	return !S_ISLNK(st.st_mode);
 }
 
+/* Say why the watch is not used: "stat: FILE WHAT[: ERROR]". */
+static void
+confwatch_why(struct confwatch *w, const char *what, const char *file, int err)
+{
+	(void)snprintf(w->why, sizeof(w->why), "stat: %s%s%s%s%s",
+	    file != NULL ? file : "", file != NULL ? " " : "", what,
+	    err != 0 ? ": " : "", err != 0 ? strerror(err) : "");
+}
+
 /* Answer whether names in folder dir are told apart by case: a
  * case-folding folder could hold the file under a name the watch's
  * comparison would not match. */
@@ -169,11 +190,15 @@ confwatch_file(struct confwatch *w, const char *file)
 	const char *dir, *base;
 	int wd;
 
-	if (file[0] == '\0' || strlen(file) >= sizeof(path))
+	if (file[0] == '\0' || strlen(file) >= sizeof(path)) {
+		confwatch_why(w, "a path too long", NULL, 0);
 		return -1;
+	}
 	strcpy(path, file);
-	if (!confwatch_no_link(path))
+	if (!confwatch_no_link(path)) {
+		confwatch_why(w, "goes through a symbolic link", file, 0);
 		return -1;
+	}
 	if ((slash = strrchr(path, '/')) == NULL) {
 		dir = ".";
 		base = file;
@@ -183,8 +208,17 @@ confwatch_file(struct confwatch *w, const char *file)
 		dir = slash == path ? "/" : path;
 	}
 	if (*base == '\0' || !confwatch_local(dir, 0) ||
-	    !confwatch_local(file, 1) || !confwatch_case_exact(dir))
+	    !confwatch_local(file, 1)) {
+		confwatch_why(w,
+		    "is not on a local file system inotify fully sees", file,
+		    0);
 		return -1;
+	}
+	if (!confwatch_case_exact(dir)) {
+		confwatch_why(w, "is in a folder whose names are case-folded",
+		    file, 0);
+		return -1;
+	}
 	/* The folders above dir (not "/", which cannot move), then dir. */
 	for (p = strchr(path + 1, '/');
 	     slash != NULL && slash != path && p != NULL && p < slash;
@@ -193,17 +227,20 @@ confwatch_file(struct confwatch *w, const char *file)
 		wd = inotify_add_watch(w->fd, path,
 		    UP_MASK | IN_ONLYDIR | IN_DONT_FOLLOW | IN_MASK_ADD);
 		*p = '/';
-		if (wd < 0)
+		if (wd < 0) {
+			confwatch_why(w, "cannot be watched", file, errno);
 			return -1;
+		}
 	}
 	wd = inotify_add_watch(w->fd, dir,
 	    DIR_MASK | IN_ONLYDIR | IN_DONT_FOLLOW | IN_MASK_ADD);
-	if (wd < 0 || confwatch_add_name(w, wd, base) != 0)
+	if (wd < 0 || confwatch_add_name(w, wd, base) != 0 ||
+	    (inotify_add_watch(w->fd, file,
+		 FILE_MASK | IN_DONT_FOLLOW | IN_MASK_ADD) < 0 &&
+		errno != ENOENT)) {
+		confwatch_why(w, "cannot be watched", file, errno);
 		return -1;
-	if (inotify_add_watch(w->fd, file,
-		FILE_MASK | IN_DONT_FOLLOW | IN_MASK_ADD) < 0 &&
-	    errno != ENOENT)
-		return -1;
+	}
 	return 0;
 }
 
@@ -232,15 +269,20 @@ confwatch_arm(struct confwatch *w, const struct conf_snapshot *s)
 {
 	size_t i;
 
-	confwatch_off(w);
+	char why[sizeof(w->why)];
+
+	confwatch_off(w, NULL);
 	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
 	    confwatch_epoll(w) != 0) {
-		confwatch_off(w);
+		(void)snprintf(why, sizeof(why), "stat: no inotify watch: %s",
+		    strerror(errno));
+		confwatch_off(w, why);
 		return;
 	}
 	for (i = 0; i < s->nfiles; i++) {
 		if (confwatch_file(w, s->files[i].path) != 0) {
-			confwatch_off(w);
+			(void)snprintf(why, sizeof(why), "%s", w->why);
+			confwatch_off(w, why);
 			return;
 		}
 	}
@@ -282,7 +324,7 @@ confwatch_drain(struct confwatch *w)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n <= 0) {
-			confwatch_off(w);
+			confwatch_off(w, "stat: the watch failed");
 			return;
 		}
 		for (off = 0; off < n;) {
@@ -309,7 +351,7 @@ confwatch_quiet(struct confwatch *w)
 		n = epoll_wait(w->ep, evs, 2, 0);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
-		confwatch_off(w);
+		confwatch_off(w, "stat: the watch failed");
 		return 0;
 	}
 	for (i = 0; i < n; i++) {

@@ -48,6 +48,7 @@ struct confwatch {
 	int state;
 	struct confwatch_name *names;
 	size_t nnames;
+	char why[320]; /* while off: why ("" before any setting up) */
 };
 
 /* No watch: every look runs the stat check. */
@@ -71,8 +72,15 @@ void confwatch_init(struct confwatch *w);
  */
 void confwatch_arm(struct confwatch *w, const struct conf_snapshot *s);
 
-/* Drop the watch (CONFWATCH_OFF). */
-void confwatch_off(struct confwatch *w);
+/* Drop the watch (CONFWATCH_OFF), saying why (copied; NULL: none). */
+void confwatch_off(struct confwatch *w, const char *why);
+
+/*
+ * Describe how changes are found now, for `show status`: "inotify" while
+ * the watch is set up, else "stat" and why it is not (borrowed until the
+ * next call on w).
+ */
+const char *confwatch_describe(const struct confwatch *w);
 
 /*
  * Answer 1 when the watch vouches that no file of its snapshot changed

@@ -204,9 +204,10 @@ cmd_status(const struct control_ops *ops, void *b, control_reply_fn fn,
 	memset(&st, 0, sizeof(st));
 	ops->status(b, &st);
 	return reply_json(
-	    json_pack("{s:o, s:I, s:I, s:{s:o, s:I, s:o, s:o, "
-		      "s:o, s:o, s:I, s:I}, s:I, s:I, s:I, s:I, s:{s:I, s:o}, "
-		      "s:{s:o, s:o}}",
+	    json_pack(
+		"{s:o, s:I, s:I, s:{s:o, s:I, s:o, s:o, "
+		"s:o, s:o, s:I, s:I, s:o}, s:I, s:I, s:I, s:I, s:{s:I, s:o}, "
+		"s:{s:o, s:o}}",
 		"version", js(st.version), "pid", (json_int_t)st.pid,
 		"uptime_s", (json_int_t)st.uptime_s, "config", "path",
 		js(st.config_path), "generation", (json_int_t)st.generation,
@@ -214,7 +215,8 @@ cmd_status(const struct control_ops *ops, void *b, control_reply_fn fn,
 		js(st.config_error), "errors", errors_array(&st),
 		"error_since", rfc3339(st.config_error_since), "reloads",
 		(json_int_t)st.reloads, "reload_failures",
-		(json_int_t)st.reload_failures, "instances",
+		(json_int_t)st.reload_failures, "watch", js(st.config_watch),
+		"instances",
 		(json_int_t)(ops->snapshot(b) != NULL ?
 			ops->snapshot(b)->ninstances :
 			0),

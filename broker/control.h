@@ -60,6 +60,7 @@ struct control_status {
 	const char *const *config_errors; /* every error (bounded) */
 	size_t nconfig_errors;
 	int64_t config_error_since; /* when it broke (0: it is fine) */
+	const char *config_watch;   /* how changes are found (confwatch.h) */
 	int64_t pid;		    /* the broker's process id */
 	uint64_t reloads;
 	uint64_t reload_failures;

@@ -302,6 +302,7 @@ ctl_status(void *arg, struct control_status *st)
 	st->config_errors = (const char *const *)b->conf.errors;
 	st->nconfig_errors = b->conf.nerrors;
 	st->config_error_since = b->conf.broken_since_unix;
+	st->config_watch = confwatch_describe(&b->conf.watch);
 	st->pid = (int64_t)getpid();
 	st->reloads = b->conf.reloads;
 	st->reload_failures = b->conf.failures;

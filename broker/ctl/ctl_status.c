@@ -182,6 +182,8 @@ print_status(json_t *o, json_t *insts)
 	label(STATUS_W, "reloads:");
 	printf("%lld (%lld failed)\n", ival(c, "reloads"),
 	    ival(c, "reload_failures"));
+	label(STATUS_W, "config watch:");
+	printf("%s\n", sval(c, "watch"));
 	label(STATUS_W, "instances:");
 	printf("%lld\n", ival(o, "instances"));
 	label(STATUS_W, "connections:");

@@ -199,6 +199,11 @@ expect_jq "help lists the commands" "$r" '.commands | length == 10'
 r=$(ctl "frobnicate")
 expect_jq "unknown command" "$r" '.code == "unknown-command"'
 
+# ---- how changes are found -------------------------------------------------
+# The lab's files sit on a local file system, reached through no link.
+expect_jq "show status: the files are watched" "$(ctl "show status")" \
+    '.config.watch == "inotify"'
+
 # ---- reload ---------------------------------------------------------------
 config | sed 's/^egress_hosts = api.radar.example$/egress_hosts = api.radar.example, x.radar.example/' |
     lab_config_install
@@ -224,6 +229,8 @@ expect_jq "show status: the configuration error" "$r" --argjson g "$g" \
     --argjson f "$f" '(.config.reload_failures - $f) as $d |
     .config.error != null and $d >= 1 and $d <= 2 and
     .config.generation == $g'
+expect_jq "show status: changes found by stat while broken" "$r" \
+    '.config.watch == "stat: the configuration is broken"'
 r=$(ctl "show instances")
 expect_jq "show instances while broken: unavailable" "$r" \
     '.code == "unavailable"'

@@ -87,6 +87,7 @@ trust(struct confstate *cs)
 	cr_assert_eq(look(cs, NULL), 1);
 	cr_assert_eq(cs->watch.state, CONFWATCH_TRUSTED);
 	cr_assert_eq(stats, 0, "a trusted look ran %u stat()s", stats);
+	cr_assert_str_eq(confwatch_describe(&cs->watch), "inotify");
 }
 
 Test(confwatch, sees_a_rewrite_in_place)
@@ -220,6 +221,9 @@ Test(confwatch, a_path_through_a_link_is_checked_by_stat)
 	stats = 0;
 	cr_expect_eq(look(&cs, NULL), 1);
 	cr_expect_gt(stats, 0, "a look without the watch ran no stat()");
+	cr_expect(strstr(confwatch_describe(&cs.watch),
+		      "link/c.ini goes through a symbolic link") != NULL,
+	    "%s", confwatch_describe(&cs.watch));
 	write_conf("real.new/c.ini", "permissive");
 	cr_assert_eq(unlink(ct_path("link")), 0);
 	cr_assert_eq(symlink("real.new", ct_path("link")), 0);

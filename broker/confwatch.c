@@ -6,9 +6,9 @@
 #include <limits.h>
 #include <stdalign.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -267,9 +267,8 @@ confwatch_epoll(struct confwatch *w)
 void
 confwatch_arm(struct confwatch *w, const struct conf_snapshot *s)
 {
-	size_t i;
-
 	char why[sizeof(w->why)];
+	size_t i;
 
 	confwatch_off(w, NULL);
 	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||

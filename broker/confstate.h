@@ -3,7 +3,7 @@
  * confstate: the broker's current configuration. It holds the one
  * snapshot new requests decide with, checks before each decision whether
  * any file the snapshot was built from changed and re-parses only then.
- * The check is one read of an inotify watch over those files
+ * The check is one epoll_wait() on an inotify watch over those files
  * (confwatch.h) while it vouches that nothing changed, and otherwise a
  * few stat() calls (conf_snapshot_is_stale()); the idle timer's check
  * (confstate_poll()) always runs the stat() calls. A re-parse that fails

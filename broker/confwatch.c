@@ -34,7 +34,10 @@
 	(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF | \
 	    IN_DELETE_SELF)
 /* A folder above: its moving or going away changes the path, and its
- * mode, owner or ACL may make the file unreachable. */
+ * mode, owner or ACL may make the file unreachable. (IN_ATTRIB on a
+ * folder also reports its entries' attribute changes: in a busy folder
+ * such as /etc each chmod or touch queues an event, which the name
+ * filter drops at the cost of a read.) */
 #define UP_MASK	    (IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB)
 /* The most a look reads of the queue: a folder busy with other files
  * costs a bounded look, then a fresh watch without the backlog. */
@@ -128,26 +131,37 @@ confwatch_local(const char *path, int may_be_absent)
 	}
 }
 
-/* Answer whether every folder on the way to path is a real folder, not a
- * symbolic link, and path itself is no link (or absent). path is given
- * back unchanged. */
+/* Why a path cannot be watched (confwatch_path_why()). */
+#define PATH_OK		0
+#define PATH_LINK	1 /* a symbolic link on the way, or the file one */
+#define PATH_NO_FOLDER	2 /* a folder on the way does not exist */
+#define PATH_UNREADABLE 3 /* lstat() failed otherwise */
+
+/* Answer PATH_OK when every folder on the way to path is a real folder,
+ * not a symbolic link, and path itself is no link (or absent); else why
+ * not. path is given back unchanged. */
 static int
-confwatch_no_link(char *path)
+confwatch_path_why(char *path)
 {
 	struct stat st;
 	char *p;
+	int why = PATH_OK;
 
-	for (p = strchr(path + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
+	for (p = strchr(path + 1, '/'); p != NULL && why == PATH_OK;
+	     p = strchr(p + 1, '/')) {
 		*p = '\0';
-		if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-			*p = '/';
-			return 0;
-		}
+		if (lstat(path, &st) != 0)
+			why = errno == ENOENT ? PATH_NO_FOLDER :
+						PATH_UNREADABLE;
+		else if (!S_ISDIR(st.st_mode))
+			why = S_ISLNK(st.st_mode) ? PATH_LINK : PATH_NO_FOLDER;
 		*p = '/';
 	}
+	if (why != PATH_OK)
+		return why;
 	if (lstat(path, &st) != 0)
-		return errno == ENOENT;
-	return !S_ISLNK(st.st_mode);
+		return errno == ENOENT ? PATH_OK : PATH_UNREADABLE;
+	return S_ISLNK(st.st_mode) ? PATH_LINK : PATH_OK;
 }
 
 /* Say why the watch is not used: "stat: FILE WHAT[: ERROR]". */
@@ -195,8 +209,18 @@ confwatch_file(struct confwatch *w, const char *file)
 		return -1;
 	}
 	strcpy(path, file);
-	if (!confwatch_no_link(path)) {
+	switch (confwatch_path_why(path)) {
+	case PATH_OK:
+		break;
+	case PATH_LINK:
 		confwatch_why(w, "goes through a symbolic link", file, 0);
+		return -1;
+	case PATH_NO_FOLDER:
+		confwatch_why(w, "is in a folder that does not exist", file,
+		    0);
+		return -1;
+	default:
+		confwatch_why(w, "cannot be looked up", file, 0);
 		return -1;
 	}
 	if ((slash = strrchr(path, '/')) == NULL) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * confwatch: an inotify watch over the files a snapshot was built from,
- * so that a look at the configuration costs one read(2) of the watch
- * instead of a stat(2) per file while nothing changed. The watch only
+ * so that a look at the configuration costs one epoll_wait(2) on the
+ * watch instead of a stat(2) per file while nothing changed. The watch only
  * ever says "nothing changed"; anything it cannot vouch for sends the
  * caller back to the stat-based check (conf_snapshot_is_stale()).
  *

@@ -1053,7 +1053,8 @@ conf_watch_cb(evutil_socket_t fd, short what, void *arg)
 		confstate_poll(&b->conf);
 }
 
-/* Handle the signals and start the idle re-check. Return 0 or -1. */
+/* Handle the signals and start the once-a-second re-check. Return 0 or
+ * -1. */
 static int
 events_add(struct broker *b, struct event **evs, size_t n)
 {

@@ -274,7 +274,8 @@ static void tunnel_side_event(struct tunnel *t, int client, short what);
 
 /*
  * Move what from has read towards to, adding the bytes moved to *count;
- * stop reading from when to is full. When nothing waits in to's output,
+ * stop reading from when to is full. When nothing waits in to's output
+ * (and to is a plain socket, as both sides of a relaying tunnel are),
  * the bytes are written at once, sparing the wait for room (an epoll_ctl
  * on and off and a loop turn, each way of each round trip); what the
  * socket does not take waits in the output. A write that fails for good
@@ -296,6 +297,7 @@ tunnel_move(struct tunnel *t, struct bufferevent *from, struct bufferevent *to,
 		return 0;
 	if (evbuffer_get_length(out) == 0 &&
 	    (bufferevent_get_enabled(to) & EV_WRITE) != 0 &&
+	    dial_is_plain(to) &&
 	    evbuffer_write(in, bufferevent_getfd(to)) < 0 &&
 	    (e = errno) != EAGAIN && e != EWOULDBLOCK && e != EINTR) {
 		errno = e;

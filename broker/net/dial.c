@@ -695,6 +695,14 @@ dial_abort_on_free(struct bufferevent *bev)
 }
 
 int
+dial_is_plain(struct bufferevent *bev)
+{
+	return bev != NULL && bufferevent_openssl_get_ssl(bev) == NULL &&
+	    bufferevent_get_underlying(bev) == NULL &&
+	    bufferevent_getfd(bev) >= 0;
+}
+
+int
 dial_tls_client(struct event_base *base, struct dial_tls *tls,
     const struct policy_host *host, int fd, struct bufferevent **ret_bev)
 {

@@ -164,6 +164,13 @@ int dial_shutdown_write(struct bufferevent *bev);
 void dial_abort_on_free(struct bufferevent *bev);
 
 /*
+ * Answer whether bytes may be written to bev's socket directly: a plain
+ * socket bufferevent (no TLS, no filter below or above it) with a
+ * descriptor.
+ */
+int dial_is_plain(struct bufferevent *bev);
+
+/*
  * Start the client side of TLS on fd, a connected socket that carried
  * plain bytes so far (a STARTTLS upgrade), exactly as dial_start() does
  * it for a byte stream: SNI = host's name (none for an IP literal), the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * Unit tests of broker/confwatch.c through confstate: once the watch is
- * trusted, a look at the files is one read of it (no stat(), which the
+ * trusted, a look at the files is one epoll_wait() (no stat(), which the
  * test interposes to count), so each way of changing
  * a file must reach it as an event, or the next look would serve the old
  * snapshot. Each test first makes the watch trusted, then changes a file
@@ -356,5 +356,26 @@ Test(confwatch, sees_a_folder_mounted_over)
 	cr_expect_eq(look(&cs, NULL), 2);
 	cr_assert_eq(umount(ct_path("d")), 0);
 	cr_expect_eq(look(&cs, NULL), 3);
+	confstate_done(&cs);
+}
+
+/* An entry whose package folder does not exist (its manifest and .sig are
+ * recorded all the same): not watched, and said so; edits are still
+ * seen, by the stat check. */
+Test(confwatch, a_missing_folder_is_checked_by_stat)
+{
+	struct confstate cs;
+
+	ct_write_str("c.ini", two_instances);
+	write_manifest("a", "a.example"); /* b/ is never made */
+	start(&cs, "c.ini");
+	cr_expect_eq(look(&cs, "a"), 1);
+	cr_expect_eq(cs.watch.state, CONFWATCH_OFF);
+	cr_expect(strstr(confwatch_describe(&cs.watch),
+		      "b/manifest.ini is in a folder that does not exist") !=
+		NULL,
+	    "%s", confwatch_describe(&cs.watch));
+	write_manifest("a", "a.example a2.example");
+	cr_expect_eq(look(&cs, "a"), 2);
 	confstate_done(&cs);
 }

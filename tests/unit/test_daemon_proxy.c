@@ -1227,8 +1227,10 @@ Test(proxy, tunnel_tcp_client_reset_met_by_a_direct_write_resets_upstream)
 	px_tcp_client_resets(&u);
 }
 
-/* The port whose connections' writes fail with ECONNRESET (0: none). */
+/* The port whose connections' writes fail with ECONNRESET (0: none),
+ * every write or (px_reset_once) only the next. */
 static uint16_t px_reset_port;
+static int px_reset_once;
 
 /* The broker's writev(), failing as a reset for connections to
  * px_reset_port. */
@@ -1242,10 +1244,39 @@ writev(int fd, const struct iovec *iov, int iovcnt)
 	    getpeername(fd, (struct sockaddr *)&sin, &sl) == 0 &&
 	    sin.sin_family == AF_INET &&
 	    ntohs(sin.sin_port) == px_reset_port) {
+		if (px_reset_once)
+			px_reset_port = 0;
 		errno = ECONNRESET;
 		return -1;
 	}
 	return (ssize_t)syscall(SYS_writev, fd, iov, iovcnt);
+}
+
+/*
+ * The relay's write to the client, made at once, fails with a reset
+ * (only that write: the socket itself stays fine, so the bufferevent's
+ * own later write would succeed): the failed write alone must end the
+ * tunnel as a cut, the upstream reset, never left for the bufferevent.
+ */
+Test(proxy, tunnel_direct_write_reset_to_the_client_is_a_cut)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	struct dt_upstream u;
+	int i;
+
+	px_tcp_tunnel(&u);
+	cr_assert_eq(getsockname(C.p.fd, (struct sockaddr *)&sin, &sl), 0);
+	px_reset_once = 1;
+	px_reset_port = ntohs(sin.sin_port);
+	dt_upstream_reply(&u, "late");
+	dt_upstream_expect_reset(&u);
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_eq(px_reset_port, 0, "the relay never wrote to the client");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
 }
 
 /* The destination resets between the connect and the relay's first

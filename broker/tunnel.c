@@ -77,6 +77,8 @@ struct tunnel {
 			it, what it sent still goes up */
 	int decided, logged_close;
 	int inspected;	     /* handed to inspection (tunnel_inspect_dest()) */
+	int plain;	     /* both sides plain sockets (dial_is_plain()):
+				written to directly while relaying */
 	const char *revoked; /* the reason a reload closed it */
 	char detail[2 * TLS_HELLO_SNI_MAX + 64];
 	uint64_t start_ms, start_us, bytes_in, bytes_out;
@@ -275,7 +277,7 @@ static void tunnel_side_event(struct tunnel *t, int client, short what);
 /*
  * Move what from has read towards to, adding the bytes moved to *count;
  * stop reading from when to is full. When nothing waits in to's output
- * (and to is a plain socket, as both sides of a relaying tunnel are),
+ * (and both sides are plain sockets, as those of a relaying tunnel are),
  * the bytes are written at once, sparing the wait for room (an epoll_ctl
  * on and off and a loop turn, each way of each round trip); what the
  * socket does not take waits in the output. A write that fails for good
@@ -296,8 +298,7 @@ tunnel_move(struct tunnel *t, struct bufferevent *from, struct bufferevent *to,
 	if (n == 0)
 		return 0;
 	if (evbuffer_get_length(out) == 0 &&
-	    (bufferevent_get_enabled(to) & EV_WRITE) != 0 &&
-	    dial_is_plain(to) &&
+	    (bufferevent_get_enabled(to) & EV_WRITE) != 0 && t->plain &&
 	    evbuffer_write(in, bufferevent_getfd(to)) < 0 &&
 	    (e = errno) != EAGAIN && e != EWOULDBLOCK && e != EINTR) {
 		errno = e;
@@ -534,6 +535,7 @@ tunnel_dial_cb(void *arg, int err, struct bufferevent *bev,
 		return;
 	}
 	t->state = T_RELAY;
+	t->plain = dial_is_plain(t->up) && dial_is_plain(t->cl);
 	if (t->timer != NULL)
 		(void)evtimer_del(t->timer);
 	bufferevent_setcb(t->up, tunnel_up_read, tunnel_up_write,

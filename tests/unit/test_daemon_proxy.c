@@ -1237,7 +1237,7 @@ static int px_reset_once;
 ssize_t
 writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	struct sockaddr_in sin;
+	struct sockaddr_in sin = { 0 };
 	socklen_t sl = sizeof(sin);
 
 	if (px_reset_port != 0 &&

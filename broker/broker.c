@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "broker/net/dns.h"
 #include "broker/net/lease.h"
 #include "broker/net/netaddr.h"
+#include "broker/net/pipemove.h"
 #include "broker/net/pool.h"
 #include "broker/net/share.h"
 #include "broker/session.h"
@@ -496,6 +498,32 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 	return err;
 }
 
+struct pipemove *
+broker_pipes(struct broker *b)
+{
+	if (b->pipes != NULL || b->pipes_failed)
+		return b->pipes;
+	if ((b->pipes = malloc(sizeof(*b->pipes))) == NULL ||
+	    pipemove_open(b->pipes) != 0) {
+		free(b->pipes);
+		b->pipes = NULL;
+		broker_pipes_off(b, errno);
+	}
+	return b->pipes;
+}
+
+void
+broker_pipes_off(struct broker *b, int err)
+{
+	broker_log_problem("stream relay pipes (every move copies)",
+	    strerror(err));
+	if (b->pipes != NULL)
+		pipemove_close(b->pipes);
+	free(b->pipes);
+	b->pipes = NULL;
+	b->pipes_failed = 1;
+}
+
 void
 broker_release(struct broker *b)
 {
@@ -503,6 +531,10 @@ broker_release(struct broker *b)
 
 	pool_free(b->pool); /* gives its leases back */
 	b->pool = NULL;
+	if (b->pipes != NULL)
+		pipemove_close(b->pipes);
+	free(b->pipes);
+	b->pipes = NULL;
 	if (b->dns != NULL) {
 		/* At exit: free now, callbacks are gone with the sessions. */
 		dns_resolver_free(b->dns->r);

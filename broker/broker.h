@@ -28,6 +28,7 @@ struct session;
 struct proxy_conn;
 struct proxy_port;
 struct lease_table;
+struct pipemove;
 struct pool;
 struct dns_resolver;
 struct netaddr;
@@ -127,6 +128,9 @@ struct broker {
 	struct lease_table *leases; /* per-instance upstream counts */
 	struct pool *pool;	    /* idle keep-alive upstreams; NULL:
 					   no reuse (Connection: close) */
+	struct pipemove *pipes;	    /* the stream relay's pipes (opened at
+					   first use; broker_pipes()) */
+	int pipes_failed;	    /* ... could not be opened: copy */
 
 	struct netaddr *netaddr; /* own addresses from netlink; NULL:
 				    unknown (every decision refuses) */
@@ -209,6 +213,17 @@ void broker_mem_trim(struct broker *b, const char *instance,
 
 /* Release the pool, resolver, TLS context, leases, fair shares and
  * local-address cache (after every session is gone). */
+/*
+ * The pipes that move upstream bytes to guests without a copy
+ * (pipemove.h), opened at first use; NULL when they could not be (every
+ * move then copies).
+ */
+struct pipemove *broker_pipes(struct broker *b);
+
+/* The pipes cannot be used (err: why, logged): close them; every move
+ * copies from now on. */
+void broker_pipes_off(struct broker *b, int err);
+
 void broker_release(struct broker *b);
 
 /*

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct evbuffer;
 struct proto_conn;
@@ -44,7 +45,23 @@ struct guest_ops {
 	 * the connection's bound and its instance's memory budget; when the
 	 * budget says no, the connection retries once memory is freed). */
 	int (*can_write)(void *ctx);
+	/* Optional (NULL: copy with send_data instead). Move up to max
+	 * bytes (at most proto_conn_sendable()) from the socket fd into
+	 * one DATA frame on s without copying them through user space.
+	 * Return the count, or a GUEST_SPLICE_* code; nothing was read
+	 * unless the count is positive. */
+	ssize_t (*splice_data)(void *ctx, struct proto_stream *s, int fd,
+	    size_t max);
 };
+
+/* What splice_data() reports besides a count. */
+#define GUEST_SPLICE_EOF      0	   /* fd reached its end of file */
+#define GUEST_SPLICE_AGAIN    (-1) /* nothing to read from fd yet */
+#define GUEST_SPLICE_BUSY     (-2) /* not now (output waits): copy */
+#define GUEST_SPLICE_UPSTREAM (-3) /* reading fd failed (errno) */
+#define GUEST_SPLICE_FAILED \
+	(-4) /* the frame could not be queued: the
+					bytes read are lost */
 
 /* One connection as a request sees it: operations and their context. */
 struct guest {

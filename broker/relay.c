@@ -8,6 +8,12 @@
  * the guest: when the guest's window is shut, the input fills to
  * RELAY_DOWN_HIGH and reading stops until the guest takes some, which is
  * the back-pressure the upstream sees.
+ *
+ * A plain upstream towards a guest that takes spliced frames is read by
+ * the relay's own event instead (relay_read_own()): bulk reads go from
+ * the socket to the guest's socket through pipes, never through this
+ * process's memory; every other read lands in the bufferevent's input as
+ * above.
  */
 #include <sys/socket.h>
 
@@ -25,6 +31,7 @@
 #include "broker/broker.h"
 #include "broker/guest.h"
 #include "broker/net/dial.h"
+#include "broker/net/pipemove.h"
 #include "broker/net/readmore.h"
 #include "broker/relay.h"
 #include "proto/proto.h"
@@ -37,6 +44,9 @@ struct relay {
 	struct bufferevent *up;
 	struct event *timer;
 	struct event *shut_ev; /* the close_notify waits for room */
+	struct event *rd;      /* reads the upstream itself (a plain socket
+				  and a guest that takes spliced frames);
+				  NULL: the bufferevent reads */
 	relay_end_fn end;
 	void *arg;
 	unsigned long *activity;
@@ -50,6 +60,7 @@ struct relay {
 	int read_paused;    /* the upstream's input is full */
 	int detached;	    /* the guest is gone: flush, then end */
 	int sock_err;	    /* readmore() found a socket error */
+	int bulk;	    /* the last read was large: splice the next */
 	relay_hold_fn hold; /* held (relay_hold()): called once, then NULL */
 	void *hold_arg;
 
@@ -61,12 +72,35 @@ struct relay {
 
 static const struct timeval zero_tv = { 0, 0 };
 
+/* Frames spliced per readable event, at most (then other connections
+ * get their turn). */
+#define RELAY_SPLICE_TURNS 4
+/* A read of this many bytes or more says the upstream sends in bulk:
+ * the next reads are spliced (pipemove.h: smaller moves are copies). */
+#define RELAY_BULK_MIN	   PIPEMOVE_MIN
+
 static void
 relay_touch(struct relay *r)
 {
 	r->last_ms = broker_now_ms();
 	if (r->activity != NULL)
 		(*r->activity)++;
+}
+
+/* Watch the upstream for bytes (on), or stop (off). */
+static void
+relay_read_set(struct relay *r, int on)
+{
+	if (r->rd != NULL) {
+		if (on)
+			(void)event_add(r->rd, NULL);
+		else
+			(void)event_del(r->rd);
+	} else if (on) {
+		(void)bufferevent_enable(r->up, EV_READ);
+	} else {
+		(void)bufferevent_disable(r->up, EV_READ);
+	}
 }
 
 /* Stop every callback and report the end, once. */
@@ -82,6 +116,8 @@ relay_over(struct relay *r, int err)
 		bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
 		(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
 	}
+	if (r->rd != NULL)
+		(void)event_del(r->rd);
 	(void)evtimer_del(r->timer);
 	if (r->shut_ev != NULL)
 		(void)event_del(r->shut_ev);
@@ -106,6 +142,8 @@ relay_hold_end(struct relay *r, enum relay_hold_verdict v)
 	r->hold = NULL;
 	bufferevent_setcb(r->up, NULL, NULL, NULL, NULL);
 	(void)bufferevent_disable(r->up, EV_READ | EV_WRITE);
+	if (r->rd != NULL)
+		(void)event_del(r->rd);
 	fn(r->hold_arg, v);
 }
 
@@ -189,10 +227,10 @@ relay_push(struct relay *r)
 	/* Read only while the guest takes what was read. */
 	len = evbuffer_get_length(in);
 	if (!r->up_eof && len >= RELAY_DOWN_HIGH && !r->read_paused) {
-		(void)bufferevent_disable(r->up, EV_READ);
+		relay_read_set(r, 0);
 		r->read_paused = 1;
 	} else if (!r->up_eof && len < RELAY_DOWN_HIGH && r->read_paused) {
-		(void)bufferevent_enable(r->up, EV_READ);
+		relay_read_set(r, 1);
 		r->read_paused = 0;
 	}
 	if (!r->up_eof || r->down_ended || evbuffer_get_length(in) > 0 ||
@@ -289,6 +327,105 @@ relay_read_cb(struct bufferevent *bev, void *arg)
 	relay_push(r);
 }
 
+/* The upstream ended its side, or failed (the socket's error was read:
+ * it ends the relay once what was read is delivered, in relay_push). */
+static void
+relay_up_stop(struct relay *r, int failed)
+{
+	if (failed)
+		r->sock_err = 1;
+	else
+		r->up_eof = 1;
+	relay_read_set(r, 0);
+}
+
+/*
+ * The upstream is readable and the relay reads it itself: while reads
+ * come in bulk (the last one brought RELAY_BULK_MIN bytes or more) and
+ * the guest takes frames as they come (nothing else waits for it, its
+ * windows open), splice up to RELAY_SPLICE_TURNS frames straight from the
+ * socket to the guest; else read into the input, as the bufferevent
+ * would, and leave them to relay_push(). A splice that finds nothing in a
+ * readable socket (urgent data stops it; a read skips that) is followed
+ * by a read too. Return 1 when the relay is over (r may be gone), else
+ * 0.
+ */
+static int
+relay_read_own(struct relay *r)
+{
+	const struct guest *g = r->g;
+	struct evbuffer *in = bufferevent_get_input(r->up);
+	size_t len;
+	uint32_t w;
+	ssize_t n;
+	int i;
+
+	if (r->over)
+		return 1;
+	for (i = 0; i < RELAY_SPLICE_TURNS; i++) {
+		if (r->up_eof || r->sock_err || r->read_paused)
+			return 0;
+		if (!r->bulk || r->hold != NULL || r->detached ||
+		    evbuffer_get_length(in) > 0 ||
+		    g->ops->splice_data == NULL ||
+		    !g->ops->can_write(g->ctx) ||
+		    (w = proto_conn_sendable(g->ops->proto(g->ctx), r->st)) ==
+			0)
+			break;
+		n = g->ops->splice_data(g->ctx, r->st,
+		    bufferevent_getfd(r->up), w);
+		if (n > 0) {
+			r->bytes_down += (uint64_t)n;
+			relay_touch(r);
+			if ((size_t)n < RELAY_BULK_MIN)
+				r->bulk = 0;
+			continue;
+		}
+		switch (n) {
+		case GUEST_SPLICE_EOF:
+			relay_touch(r);
+			relay_up_stop(r, 0);
+			return 0;
+		case GUEST_SPLICE_UPSTREAM:
+			relay_touch(r);
+			relay_up_stop(r, 1);
+			return 0;
+		case GUEST_SPLICE_AGAIN:
+		case GUEST_SPLICE_BUSY:
+			break;
+		default:
+			relay_over(r, EGRESS_ERR_UNAVAILABLE);
+			return 1;
+		}
+		break;
+	}
+	if (i == RELAY_SPLICE_TURNS)
+		return 0; /* the rest at the next turn of the loop */
+	if ((len = evbuffer_get_length(in)) >= RELAY_DOWN_HIGH)
+		return 0;
+	n = readmore_read(r->up, RELAY_DOWN_HIGH - len);
+	if (n > 0) {
+		relay_touch(r);
+		r->bulk = (size_t)n >= RELAY_BULK_MIN;
+	} else if (n == 0) {
+		relay_touch(r);
+		relay_up_stop(r, 0);
+	} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		relay_touch(r);
+		relay_up_stop(r, 1);
+	}
+	return 0;
+}
+
+static void
+relay_rd_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct relay *r = arg;
+
+	if (relay_read_own(r) == 0)
+		relay_push(r);
+}
+
 static void
 relay_write_cb(struct bufferevent *bev, void *arg)
 {
@@ -383,7 +520,17 @@ relay_start(const struct relay_params *p, struct bufferevent *bev,
 	bufferevent_setcb(bev, relay_read_cb, relay_write_cb, relay_event_cb,
 	    r);
 	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-	if (bufferevent_enable(bev, EV_READ | EV_WRITE) != 0) {
+	/* A plain socket towards a guest that takes spliced frames: read
+	 * it here, not through the bufferevent. */
+	if (p->g->ops->splice_data != NULL && dial_is_plain(bev) &&
+	    (r->rd = event_new(p->base, bufferevent_getfd(bev),
+		 EV_READ | EV_PERSIST, relay_rd_cb, r)) == NULL) {
+		relay_free(r);
+		return EGRESS_ERR_NOMEM;
+	}
+	if (bufferevent_enable(bev,
+		r->rd != NULL ? EV_WRITE : EV_READ | EV_WRITE) != 0 ||
+	    (r->rd != NULL && event_add(r->rd, NULL) != 0)) {
 		relay_free(r);
 		return EGRESS_ERR_NOMEM;
 	}
@@ -437,7 +584,7 @@ relay_hold(struct relay *r, relay_hold_fn fn, void *arg)
 	r->hold_arg = arg;
 	if (r->read_paused) {
 		/* Whatever waits in the socket must be seen. */
-		(void)bufferevent_enable(r->up, EV_READ);
+		relay_read_set(r, 1);
 		r->read_paused = 0;
 	}
 	relay_pump(r); /* may end the hold */
@@ -453,6 +600,10 @@ relay_take_upstream(struct relay *r)
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 		(void)bufferevent_disable(bev, EV_READ | EV_WRITE);
 	}
+	/* The next upstream (relay_resume()) is read by its bufferevent. */
+	if (r->rd != NULL)
+		event_free(r->rd);
+	r->rd = NULL;
 	return bev;
 }
 
@@ -507,5 +658,7 @@ relay_free(struct relay *r)
 		event_free(r->timer);
 	if (r->shut_ev != NULL)
 		event_free(r->shut_ev);
+	if (r->rd != NULL)
+		event_free(r->rd);
 	free(r);
 }

@@ -8,13 +8,15 @@
  * window) and is credited back only once it moved to the upstream's
  * output, which is kept under RELAY_UP_HIGH; upstream bytes are read only
  * while the upstream's input holds less than RELAY_DOWN_HIGH and leave it
- * only as the guest's send windows allow. Half-close both ways: the
- * guest's END_STREAM becomes dial_shutdown_write() once every byte before
- * it reached the upstream, the upstream's end of file becomes an empty
- * DATA with END_STREAM once every byte before it reached the guest; the
- * relay is over when both directions are. An idle timeout (no byte either
- * way) and a maximum lifetime bound it. The relay decides nothing: the
- * owner (request.c) made the decision, holds the lease and logs.
+ * only as the guest's send windows allow (a plain upstream's bulk reads
+ * go to the guest spliced, not copied: guest.h, splice_data). Half-close
+ * both ways: the guest's END_STREAM becomes dial_shutdown_write() once
+ * every byte before it reached the upstream, the upstream's end of file
+ * becomes an empty DATA with END_STREAM once every byte before it reached
+ * the guest; the relay is over when both directions are. An idle timeout
+ * (no byte either way) and a maximum lifetime bound it. The relay decides
+ * nothing: the owner (request.c) made the decision, holds the lease and
+ * logs.
  */
 #ifndef EGRESS_BROKER_RELAY_H
 #define EGRESS_BROKER_RELAY_H

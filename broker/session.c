@@ -26,6 +26,7 @@
 #include "broker/guest.h"
 #include "broker/log.h"
 #include "broker/net/evmove.h"
+#include "broker/net/pipemove.h"
 #include "broker/net/readmore.h"
 #include "broker/net/share.h"
 #include "broker/proxy.h"
@@ -35,7 +36,10 @@
 #include "conf/conf.h"
 #include "proto/proto.h"
 
-#define SESSION_FDS_MAX 16 /* descriptors one cmsg can carry */
+#define SESSION_FDS_MAX	  16 /* descriptors one cmsg can carry */
+/* What the kernel counts for a socket buffer beyond its bytes, at most,
+ * for one spliced frame. */
+#define SESSION_SKB_SLACK 2048
 
 /* One stream of a session: the session's link to the request serving
  * it. The session owns both; the request reports its end through
@@ -83,6 +87,8 @@ struct session {
 	int closing;	 /* free once output is flushed */
 	int goaway_sent;
 	int departed; /* a write to it failed: reading what it sent last */
+	int broken;   /* a frame was cut short: free from the loop */
+	int sndbuf;   /* the socket's send buffer (0: not read yet) */
 };
 
 static struct proto_msg session_msg; /* decode scratch (one thread) */
@@ -131,6 +137,26 @@ session_outq(const struct session *s)
 	int n;
 
 	return ioctl(s->fd, TIOCOUTQ, &n) == 0 ? n : -1;
+}
+
+/* Return the bytes of one frame the guest's socket has room for now (its
+ * send buffer, less what waits in it and the kernel's count of a frame
+ * beyond its bytes), or 0. */
+static size_t
+session_sock_room(struct session *s)
+{
+	socklen_t len = sizeof(s->sndbuf);
+	int q;
+
+	if (s->sndbuf <= 0 &&
+	    getsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &s->sndbuf, &len) != 0)
+		s->sndbuf = 0;
+	if (s->sndbuf <= 0 || (q = session_outq(s)) < 0 ||
+	    (size_t)q + PROTO_HDR_SIZE + SESSION_SKB_SLACK >=
+		(size_t)s->sndbuf)
+		return 0;
+	return (size_t)s->sndbuf - (size_t)q - PROTO_HDR_SIZE -
+	    SESSION_SKB_SLACK;
 }
 
 /* (Re)start the stall clock. */
@@ -258,6 +284,85 @@ session_send_data(struct session *s, struct proto_stream *st,
 	return 0;
 }
 
+/* The guest's frames can no longer be whole: drop the connection from the
+ * loop (this may run inside one of its requests). */
+static void
+session_break(struct session *s)
+{
+	s->broken = 1;
+	s->closing = 1;
+	(void)evbuffer_drain(s->stage, evbuffer_get_length(s->stage));
+	(void)shutdown(s->fd, SHUT_RDWR);
+	event_active(s->defer, EV_TIMEOUT, 1);
+}
+
+/* Upstream bytes from fd to one DATA frame on st without a copy, when
+ * nothing else waits for the guest (guest.h: splice_data). */
+static ssize_t
+session_splice_data(struct session *s, struct proto_stream *st, int fd,
+    size_t max)
+{
+	struct pipemove *pm;
+	struct proto_msg m;
+	uint8_t hdr[PROTO_HDR_SIZE];
+	size_t room;
+	ssize_t n;
+
+	if (s->closing || session_out_len(s) > 0 ||
+	    (pm = broker_pipes(s->b)) == NULL)
+		return GUEST_SPLICE_BUSY; /* the frame would jump the queue */
+	if ((room = session_sock_room(s)) < PIPEMOVE_MIN)
+		return GUEST_SPLICE_BUSY; /* copied, to wait in the output */
+	if (max > room)
+		max = room;
+	n = pipemove_fill(pm, fd, max);
+	if (n == 0)
+		return GUEST_SPLICE_EOF;
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return GUEST_SPLICE_AGAIN;
+		if (errno != EINVAL && errno != ENOSYS && errno != EPERM &&
+		    errno != EOPNOTSUPP)
+			return GUEST_SPLICE_UPSTREAM;
+		/* Splicing itself is refused (a system call filter, a
+		 * kernel without it); nothing was read: copy. */
+		broker_pipes_off(s->b, errno);
+		return GUEST_SPLICE_BUSY;
+	}
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_DATA;
+	m.stream = st->id;
+	m.data.len = (uint32_t)n;
+	if (proto_hdr_encode(hdr, PROTO_MSG_DATA, 0, st->id, (uint32_t)n,
+		NULL) < 0 ||
+	    proto_conn_send(&s->pc, st, &m, NULL) != 0) {
+		pipemove_drop(pm);
+		return GUEST_SPLICE_FAILED;
+	}
+	if (n < PIPEMOVE_MIN) {
+		/* A sparse read: copied, as any frame (pipemove.h). */
+		if (evbuffer_add(session_out(s), hdr, sizeof(hdr)) != 0) {
+			pipemove_drop(pm);
+			session_break(s); /* the window is spent */
+			return GUEST_SPLICE_FAILED;
+		}
+		if (pipemove_take(pm, (size_t)n, s->stage) != 0) {
+			session_break(s); /* the frame's header is queued */
+			return GUEST_SPLICE_FAILED;
+		}
+		return n;
+	}
+	log_flush(); /* the guest reads no bytes before their events */
+	if (pipemove_send(pm, hdr, sizeof(hdr), (size_t)n, s->fd, s->stage) <
+	    0) {
+		session_break(s); /* the frame is cut short */
+		return GUEST_SPLICE_FAILED;
+	}
+	if (evbuffer_get_length(s->stage) > 0)
+		(void)session_out(s); /* the rest, once the socket has room */
+	return n;
+}
+
 static int
 session_send_error(struct session *s, struct proto_stream *st, uint32_t code)
 {
@@ -339,6 +444,12 @@ guest_can_write(void *ctx)
 	return session_can_write(ctx);
 }
 
+static ssize_t
+guest_splice_data(void *ctx, struct proto_stream *st, int fd, size_t max)
+{
+	return session_splice_data(ctx, st, fd, max);
+}
+
 static const struct guest_ops session_guest_ops = {
 	.instance = guest_instance,
 	.proto = guest_proto,
@@ -347,6 +458,7 @@ static const struct guest_ops session_guest_ops = {
 	.send_error = guest_send_error,
 	.consumed = guest_consumed,
 	.can_write = guest_can_write,
+	.splice_data = guest_splice_data,
 };
 
 /* ---- Streams ----------------------------------------------------------- */
@@ -930,7 +1042,13 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 static void
 session_defer_cb(evutil_socket_t fd, short what, void *arg)
 {
-	session_maybe_close(arg);
+	struct session *s = arg;
+
+	if (s->broken) {
+		session_free(s);
+		return;
+	}
+	session_maybe_close(s);
 }
 
 static void

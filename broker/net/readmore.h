@@ -12,6 +12,7 @@
 #define EGRESS_BROKER_NET_READMORE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 struct bufferevent;
 
@@ -29,6 +30,15 @@ struct bufferevent;
  * descriptor.
  */
 int readmore(struct bufferevent *bev, size_t high);
+
+/*
+ * Read up to want bytes from bev's socket into its input in one readv(),
+ * for an owner that watches the socket itself (the bufferevent's reading
+ * disabled). Return the count, 0 at end of file, or -1 with errno
+ * (EAGAIN: nothing yet; EINVAL: a TLS bufferevent, no descriptor or
+ * want 0).
+ */
+ssize_t readmore_read(struct bufferevent *bev, size_t want);
 
 #define READMORE_BULK (256 * 1024) /* per read or write callback */
 

@@ -17,11 +17,18 @@
  * the revocation of an open stream by a reload; every cut before the
  * end (a reset, a guest gone mid-stream, a timeout, a revocation) resets
  * the upstream rather than ending it.
+ * Upstream bytes reach the guest spliced (no copy through the broker),
+ * and stay whole and in order when the guest's socket takes only part of
+ * a frame, when the pipes cannot be had (copied instead), and a socket
+ * error met by a splice is a cut, never an end.
  * Every case checks the decision and close events and their transport.
  */
 #include "daemon_test.h"
 
 #include <criterion/parameterized.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "broker/request.h"
 
@@ -255,6 +262,321 @@ st_end_and_leave(struct dt_peer *p, struct dt_upstream *u, size_t sent,
 }
 
 /* ---- relaying ---------------------------------------------------------- */
+
+/* The broker's splices, counted and faulted as tests ask: st_fills
+ * counts those that read bytes from a socket; st_fill_errno fails the
+ * next one that would with that errno (0: none), reading nothing. With
+ * st_send_part set, each splice into a socket moves at most that many
+ * bytes and the next one finds the socket full (st_partials counts
+ * them); with st_send_full, every one finds it full. st_pipe_read_fails
+ * fails every readv() of a pipe with EIO. */
+static unsigned st_fills, st_partials;
+static int st_fill_errno, st_send_full, st_pipe_read_fails;
+static size_t st_send_part;
+
+static int
+st_is(int fd, mode_t type)
+{
+	struct stat sb;
+
+	return fstat(fd, &sb) == 0 && (sb.st_mode & S_IFMT) == type;
+}
+
+ssize_t
+splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
+    unsigned int flags)
+{
+	static int full_once;
+	ssize_t n;
+
+	if (st_is(in, S_IFSOCK)) {
+		if (st_fill_errno != 0) {
+			errno = st_fill_errno;
+			st_fill_errno = 0;
+			return -1;
+		}
+		n = (ssize_t)syscall(SYS_splice, in, in_off, out, out_off, len,
+		    flags);
+		if (n > 0)
+			st_fills++;
+		return n;
+	}
+	if (st_is(out, S_IFSOCK)) {
+		if (st_send_full || full_once) {
+			full_once = 0;
+			errno = EAGAIN;
+			return -1;
+		}
+		if (st_send_part != 0 && len > st_send_part) {
+			len = st_send_part;
+			full_once = 1;
+			st_partials++;
+		}
+	}
+	return (ssize_t)syscall(SYS_splice, in, in_off, out, out_off, len,
+	    flags);
+}
+
+ssize_t
+readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (st_pipe_read_fails && st_is(fd, S_IFIFO)) {
+		errno = EIO;
+		return -1;
+	}
+	return (ssize_t)syscall(SYS_readv, fd, iov, iovcnt);
+}
+
+/* The byte at offset i of the test's bulk streams. */
+static unsigned char
+st_pattern(size_t i)
+{
+	return (unsigned char)(i % 251);
+}
+
+/* Run the loop until the guest got n bytes of DATA on stream 1, granting
+ * them back. */
+static void
+st_expect_bytes(struct dt_peer *p, size_t n)
+{
+	size_t got = 0;
+	int i;
+
+	for (i = 0; i < DT_ITERS && got < n; i++) {
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			if (M.type == PROTO_MSG_DATA && M.data.len > 0) {
+				got += M.data.len;
+				st_send_window(p, 1, (uint32_t)M.data.len);
+			}
+	}
+	cr_assert_eq(got, n, "got %zu of %zu bytes", got, n);
+}
+
+/* The upstream sends 64 KiB of 'b' at once, which the guest gets: a
+ * bulk read, after which the relay splices. */
+static void
+st_bulk_first(struct dt_peer *p, struct dt_upstream *u)
+{
+	static char chunk[65536];
+
+	memset(chunk, 'b', sizeof(chunk));
+	cr_assert_eq(write(u->cfd, chunk, sizeof(chunk)),
+	    (ssize_t)sizeof(chunk));
+	st_expect_bytes(p, sizeof(chunk));
+}
+
+/* The upstream sends n pattern bytes and ends its side; the guest must
+ * get exactly them, in order, in whole frames, then END_STREAM. */
+static void
+st_bulk_down(struct dt_peer *p, struct dt_upstream *u, size_t n)
+{
+	static unsigned char chunk[16384];
+	size_t sent = 0, got = 0, j;
+	int i, ended = 0;
+	ssize_t k;
+
+	for (i = 0; i < 4 * DT_ITERS && !ended; i++) {
+		while (sent < n) {
+			size_t c = n - sent < sizeof(chunk) ?
+			    n - sent :
+			    sizeof(chunk);
+
+			for (j = 0; j < c; j++)
+				chunk[j] = st_pattern(sent + j);
+			if ((k = write(u->cfd, chunk, c)) <= 0)
+				break;
+			sent += (size_t)k;
+			if (sent == n)
+				(void)shutdown(u->cfd, SHUT_WR);
+		}
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (!ended && dt_take(p, &M)) {
+			if (M.type == PROTO_MSG_WINDOW_UPDATE)
+				continue;
+			cr_assert_eq(M.type, PROTO_MSG_DATA, "got %s",
+			    proto_type_name(M.type));
+			for (j = 0; j < M.data.len; j++)
+				cr_assert_eq(M.data.ptr[j],
+				    st_pattern(got + j), "byte %zu", got + j);
+			got += M.data.len;
+			if (M.data.len > 0)
+				st_send_window(p, 1, (uint32_t)M.data.len);
+			ended = (M.flags & PROTO_FLAG_END_STREAM) != 0;
+		}
+	}
+	cr_assert(ended, "no END_STREAM after %zu of %zu bytes", got, n);
+	cr_assert_eq(got, n);
+}
+
+/* The guest ends its side: the upstream reads the end, and the stream
+ * closes cleanly. */
+static void
+st_end_clean(struct dt_peer *p, struct dt_upstream *u)
+{
+	st_send_data(p, 1, "", PROTO_FLAG_END_STREAM);
+	dt_upstream_wait_eof(u);
+	st_wait_close();
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+}
+
+/* Bulk bytes from the upstream are spliced to the guest, frame by frame,
+ * with the stream's window: all of them, in order, and the end. */
+Test(stream, spliced_to_the_guest)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_bulk_down(p, &u, 3 * PROTO_STREAM_WINDOW + 12345);
+	cr_assert_gt(st_fills, 2, "%u splices read the upstream", st_fills);
+	st_end_clean(p, &u);
+	cr_assert_str_eq(dt_log_last("egress.close", "bytes_in"),
+	    "798777"); /* 3 * 262144 + 12345 */
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* The guest's socket takes only a few bytes of a spliced frame (less
+ * than its header) and is then full: the rest follows from the broker's
+ * buffer, before anything else, so every frame arrives whole and in
+ * order. */
+Test(stream, spliced_frame_the_socket_takes_in_part)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_send_part = 5;
+	st_bulk_down(p, &u, 2 * PROTO_STREAM_WINDOW + 777);
+	cr_assert_gt(st_partials, 1, "%u partial sends", st_partials);
+	st_send_part = 0;
+	st_end_clean(p, &u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* A frame that could be neither sent nor kept (the socket full, the
+ * pipes unreadable) is cut short: the guest's connection is dropped,
+ * the stream logged as failed and its upstream reset. */
+Test(stream, spliced_frame_that_cannot_be_kept)
+{
+	static unsigned char chunk[65536];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	int i;
+
+	cr_assert_not_null(p);
+	memset(chunk, 'k', sizeof(chunk));
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	st_send_full = st_pipe_read_fails = 1;
+	cr_assert_eq(write(u.cfd, chunk, sizeof(chunk)),
+	    (ssize_t)sizeof(chunk));
+	for (i = 0; i < DT_ITERS && dt_log_count("egress.close") == 0; i++)
+		dt_step(-1);
+	cr_assert_gt(st_fills, 0, "no splice");
+	st_wait_close();
+	cr_assert_str_neq(dt_log_last("egress.close", "error"), "null");
+	st_send_full = st_pipe_read_fails = 0;
+	dt_upstream_expect_reset(&u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Urgent data stops a splice at its mark with nothing read while the
+ * socket stays readable: the relay reads past it (as a read does, which
+ * skips the urgent byte) and goes on, rather than trying again forever. */
+Test(stream, urgent_data_while_splicing, .timeout = 30)
+{
+	static char chunk[65536];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	memset(chunk, 'c', sizeof(chunk));
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	cr_assert_eq(write(u.cfd, chunk, sizeof(chunk)),
+	    (ssize_t)sizeof(chunk));
+	cr_assert_eq(send(u.cfd, "X", 1, MSG_OOB), 1);
+	cr_assert_eq(write(u.cfd, "def", 3), 3);
+	st_expect_bytes(p, sizeof(chunk) + 3);
+	cr_assert_gt(st_fills, 0, "no splice");
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Without the pipes every frame is copied, and the stream is the same. */
+Test(stream, copied_without_pipes)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	cr_assert_null(dt_b.pipes);
+	dt_b.pipes_failed = 1;
+	st_open_tcp(p, &u);
+	st_bulk_down(p, &u, PROTO_STREAM_WINDOW + 4321);
+	cr_assert_eq(st_fills, 0);
+	st_end_clean(p, &u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Splicing refused by the system (a system call filter answering EPERM)
+ * is no error of the stream: nothing was read, the bytes are copied, and
+ * no splice is tried again. */
+Test(stream, splice_refused_copies)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	st_fill_errno = EPERM;
+	st_bulk_down(p, &u, PROTO_STREAM_WINDOW + 99);
+	cr_assert_eq(st_fill_errno, 0, "no splice was tried");
+	cr_assert_eq(st_fills, 0);
+	cr_assert(dt_b.pipes_failed);
+	cr_assert_null(dt_b.pipes);
+	st_end_clean(p, &u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* A socket error met by a splice (a reset) cuts the stream: the guest
+ * gets an error, never an end, and the upstream a reset. */
+Test(stream, spliced_read_reset_is_a_cut)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	st_fill_errno = ECONNRESET;
+	dt_upstream_reply(&u, "lost");
+	st_expect_error(p, 1, PROTO_CODE_UPSTREAM_PROTOCOL);
+	cr_assert_eq(st_fill_errno, 0, "no splice read the upstream");
+	st_wait_close();
+	cr_assert_str_neq(dt_log_last("egress.close", "error"), "null");
+	dt_upstream_expect_reset(&u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
 
 /* Bytes both ways; the guest ends first and the upstream still sends. */
 Test(stream, echo_guest_ends_first)

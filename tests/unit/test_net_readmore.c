@@ -8,6 +8,7 @@
  */
 #include <sys/socket.h>
 
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -134,4 +135,43 @@ Test(readmore, without_it_one_write_callback_sends_16_kib)
 
 	cr_assert_leq(n, 16384, "one write callback sent %zu bytes", n);
 	cr_assert_gt(n, 0);
+}
+
+/* readmore_read() reads no more than asked, however much the input's
+ * free space and the socket hold, keeps what it read in the input, and
+ * reports an empty socket, the end and a TLS bufferevent apart. */
+Test(readmore, readmore_read_reads_what_it_is_asked)
+{
+	static char junk[100000];
+	struct bufferevent *bev = bufferevent_socket_new(base, sv[0],
+	    BEV_OPT_CLOSE_ON_FREE);
+	struct bufferevent *tls;
+	SSL *ssl;
+
+	cr_assert_not_null(bev);
+	sv[0] = -1; /* the bufferevent closes it */
+	memset(junk, 'r', sizeof(junk));
+	errno = 0;
+	cr_assert_eq(readmore_read(bev, 1000), -1);
+	cr_assert(errno == EAGAIN || errno == EWOULDBLOCK);
+	cr_assert_eq(write(sv[1], junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	cr_assert_eq(readmore_read(bev, 1000), 1000);
+	cr_assert_eq(readmore_read(bev, 5000), 5000);
+	cr_assert_eq(evbuffer_get_length(bufferevent_get_input(bev)), 6000);
+	cr_assert_eq(readmore_read(bev, 0), -1);
+	cr_assert_eq(shutdown(sv[1], SHUT_WR), 0);
+	while (readmore_read(bev, 65536) > 0)
+		;
+	cr_assert_eq(readmore_read(bev, 65536), 0);
+	cr_assert_eq(evbuffer_get_length(bufferevent_get_input(bev)),
+	    sizeof(junk));
+	bufferevent_free(bev);
+	cr_assert_not_null(ssl = SSL_new(ctx));
+	cr_assert_not_null(tls = bufferevent_openssl_socket_new(base, -1, ssl,
+			       BUFFEREVENT_SSL_CONNECTING,
+			       BEV_OPT_CLOSE_ON_FREE));
+	errno = 0;
+	cr_assert_eq(readmore_read(tls, 1000), -1);
+	cr_assert_eq(errno, EINVAL);
+	bufferevent_free(tls);
 }

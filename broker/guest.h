@@ -54,14 +54,20 @@ struct guest_ops {
 	    size_t max);
 };
 
-/* What splice_data() reports besides a count. */
-#define GUEST_SPLICE_EOF      0	   /* fd reached its end of file */
-#define GUEST_SPLICE_AGAIN    (-1) /* nothing to read from fd yet */
-#define GUEST_SPLICE_BUSY     (-2) /* not now (output waits): copy */
-#define GUEST_SPLICE_UPSTREAM (-3) /* reading fd failed (errno) */
-#define GUEST_SPLICE_FAILED \
-	(-4) /* the frame could not be queued: the
-					bytes read are lost */
+/*
+ * What splice_data() reports besides a count: fd reached its end of file
+ * (EOF); nothing to read from fd yet (AGAIN); not now, since output waits
+ * or splicing is off: copy instead (BUSY); reading fd failed, errno says
+ * why (UPSTREAM); the frame could not be queued and the bytes read are
+ * lost (FAILED); the connection's socket is full and nothing was read:
+ * its flush (request_flush()) follows once it has room (FULL).
+ */
+#define GUEST_SPLICE_EOF      0
+#define GUEST_SPLICE_AGAIN    (-1)
+#define GUEST_SPLICE_BUSY     (-2)
+#define GUEST_SPLICE_UPSTREAM (-3)
+#define GUEST_SPLICE_FAILED   (-4)
+#define GUEST_SPLICE_FULL     (-5)
 
 /* One connection as a request sees it: operations and their context. */
 struct guest {

@@ -61,6 +61,8 @@ struct relay {
 	int detached;	    /* the guest is gone: flush, then end */
 	int sock_err;	    /* readmore() found a socket error */
 	int bulk;	    /* the last read was large: splice the next */
+	int guest_full;	    /* reading stopped until the guest's socket has
+			       room (relay_flush()) */
 	relay_hold_fn hold; /* held (relay_hold()): called once, then NULL */
 	void *hold_arg;
 
@@ -339,6 +341,18 @@ relay_up_stop(struct relay *r, int failed)
 	relay_read_set(r, 0);
 }
 
+/* Read the upstream again after the guest's socket was full. */
+static void
+relay_unfull(struct relay *r)
+{
+	if (!r->guest_full)
+		return;
+	r->guest_full = 0;
+	if (r->up != NULL && !r->read_paused && !r->up_eof && !r->sock_err &&
+	    !r->over)
+		relay_read_set(r, 1);
+}
+
 /*
  * The upstream is readable and the relay reads it itself: while reads
  * come in bulk (the last one brought RELAY_BULK_MIN bytes or more) and
@@ -379,6 +393,8 @@ relay_read_own(struct relay *r)
 			relay_touch(r);
 			if ((size_t)n < RELAY_BULK_MIN)
 				r->bulk = 0;
+			if ((size_t)n < w)
+				return 0; /* the socket is likely empty */
 			continue;
 		}
 		switch (n) {
@@ -390,7 +406,14 @@ relay_read_own(struct relay *r)
 			relay_touch(r);
 			relay_up_stop(r, 1);
 			return 0;
+		case GUEST_SPLICE_FULL:
+			r->guest_full = 1;
+			relay_read_set(r, 0);
+			return 0;
 		case GUEST_SPLICE_AGAIN:
+			if (i > 0)
+				return 0; /* it brought bytes before */
+			break;
 		case GUEST_SPLICE_BUSY:
 			break;
 		default:
@@ -550,6 +573,7 @@ void
 relay_detach(struct relay *r)
 {
 	r->detached = 1;
+	relay_unfull(r); /* what the upstream sends is discarded */
 	if (r->up_shut) {
 		/* The guest's end already reached the upstream: over. */
 		relay_check_done(r);
@@ -562,6 +586,7 @@ relay_detach(struct relay *r)
 void
 relay_flush(struct relay *r)
 {
+	relay_unfull(r);
 	relay_push(r);
 }
 
@@ -582,6 +607,7 @@ relay_hold(struct relay *r, relay_hold_fn fn, void *arg)
 {
 	r->hold = fn;
 	r->hold_arg = arg;
+	relay_unfull(r);
 	if (r->read_paused) {
 		/* Whatever waits in the socket must be seen. */
 		relay_read_set(r, 1);

@@ -36,10 +36,14 @@
 #include "conf/conf.h"
 #include "proto/proto.h"
 
-#define SESSION_FDS_MAX	  16 /* descriptors one cmsg can carry */
+#define SESSION_FDS_MAX		  16 /* descriptors one cmsg can carry */
 /* What the kernel counts for a socket buffer beyond its bytes, at most,
  * for one spliced frame. */
-#define SESSION_SKB_SLACK 2048
+#define SESSION_SKB_SLACK	  2048
+/* The smallest send buffer a spliced stream waits on: the kernel reports
+ * a Unix socket writable once a quarter of it is used, which must leave
+ * room for a frame. */
+#define SESSION_SPLICE_SNDBUF_MIN (8 * PIPEMOVE_MIN)
 
 /* One stream of a session: the session's link to the request serving
  * it. The session owns both; the request reports its end through
@@ -311,8 +315,15 @@ session_splice_data(struct session *s, struct proto_stream *st, int fd,
 	if (s->closing || session_out_len(s) > 0 ||
 	    (pm = broker_pipes(s->b)) == NULL)
 		return GUEST_SPLICE_BUSY; /* the frame would jump the queue */
-	if ((room = session_sock_room(s)) < PIPEMOVE_MIN)
-		return GUEST_SPLICE_BUSY; /* copied, to wait in the output */
+	if ((room = session_sock_room(s)) < PIPEMOVE_MIN) {
+		/* Wait for the guest to read (the bufferevent's write callback
+		 * with nothing queued), rather than read from the upstream what
+		 * would only wait here. A buffer too small to wait for: copy. */
+		if ((size_t)s->sndbuf < SESSION_SPLICE_SNDBUF_MIN ||
+		    bufferevent_enable(s->bev, EV_WRITE) != 0)
+			return GUEST_SPLICE_BUSY;
+		return GUEST_SPLICE_FULL;
+	}
 	if (max > room)
 		max = room;
 	n = pipemove_fill(pm, fd, max);

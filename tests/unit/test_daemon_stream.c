@@ -317,14 +317,26 @@ splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
 	    flags);
 }
 
+/* Copied reads of a TCP socket (an upstream) that brought bytes. */
+static unsigned st_up_copies;
+
 ssize_t
 readv(int fd, const struct iovec *iov, int iovcnt)
 {
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	ssize_t n;
+
 	if (st_pipe_read_fails && st_is(fd, S_IFIFO)) {
 		errno = EIO;
 		return -1;
 	}
-	return (ssize_t)syscall(SYS_readv, fd, iov, iovcnt);
+	n = (ssize_t)syscall(SYS_readv, fd, iov, iovcnt);
+	memset(&ss, 0, sizeof(ss));
+	if (n > 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+	    ss.ss_family == AF_INET)
+		st_up_copies++;
+	return n;
 }
 
 /* The byte at offset i of the test's bulk streams. */
@@ -510,6 +522,77 @@ Test(stream, urgent_data_while_splicing, .timeout = 30)
 	cr_assert_eq(write(u.cfd, "def", 3), 3);
 	st_expect_bytes(p, sizeof(chunk) + 3);
 	cr_assert_gt(st_fills, 0, "no splice");
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Run the loop until the guest got n bytes of the pattern on stream 1,
+ * granting them back. */
+static void
+st_expect_pattern(struct dt_peer *p, size_t n)
+{
+	size_t got = 0, j;
+	int i;
+
+	for (i = 0; i < DT_ITERS && got < n; i++) {
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (dt_take(p, &M)) {
+			if (M.type != PROTO_MSG_DATA)
+				continue;
+			for (j = 0; j < M.data.len; j++)
+				cr_assert_eq(M.data.ptr[j],
+				    st_pattern(got + j), "byte %zu", got + j);
+			got += M.data.len;
+			st_send_window(p, 1, (uint32_t)M.data.len);
+		}
+	}
+	cr_assert_eq(got, n, "got %zu of %zu bytes", got, n);
+}
+
+/* A guest that stops reading while the relay splices: once its socket
+ * is full, the broker reads nothing more from the upstream (its bytes
+ * wait in the upstream's socket, not in the broker), and once the guest
+ * reads again every byte follows, in order. */
+Test(stream, a_full_guest_stops_the_upstream_reads)
+{
+	static unsigned char chunk[16384];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	unsigned fills;
+	size_t sent = 0, j;
+	int i, blocked = 0;
+	ssize_t k;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	/* The guest reads nothing: the upstream writes until it cannot (a
+	 * small send buffer, so that is soon). */
+	cr_assert_eq(setsockopt(u.cfd, SOL_SOCKET, SO_SNDBUF, &(int){ 65536 },
+			 sizeof(int)),
+	    0);
+	for (i = 0; i < DT_ITERS && blocked < 5; i++) {
+		for (j = 0; j < sizeof(chunk); j++)
+			chunk[j] = st_pattern(sent + j);
+		if ((k = write(u.cfd, chunk, sizeof(chunk))) > 0) {
+			sent += (size_t)k;
+			blocked = 0;
+		} else {
+			blocked++;
+		}
+		dt_step(-1);
+	}
+	cr_assert_eq(blocked, 5, "the upstream never blocked");
+	cr_assert_gt(st_fills, 0, "nothing spliced");
+	st_up_copies = 0;
+	fills = st_fills;
+	for (i = 0; i < 20; i++)
+		dt_step(-1);
+	cr_assert_eq(st_fills, fills, "the upstream was read");
+	cr_assert_eq(st_up_copies, 0, "the upstream was read");
+	st_expect_pattern(p, sent);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

@@ -360,8 +360,9 @@ relay_unfull(struct relay *r)
  * windows open), splice up to RELAY_SPLICE_TURNS frames straight from the
  * socket to the guest; else read into the input, as the bufferevent
  * would, and leave them to relay_push(). A splice that finds nothing in a
- * readable socket (urgent data stops it; a read skips that) is followed
- * by a read too. Return 1 when the relay is over (r may be gone), else
+ * readable socket, or an end, is followed by a read too: a splice stops
+ * at urgent data (and reads an end past it) where a read skips the
+ * urgent byte. Return 1 when the relay is over (r may be gone), else
  * 0.
  */
 static int
@@ -399,9 +400,9 @@ relay_read_own(struct relay *r)
 		}
 		switch (n) {
 		case GUEST_SPLICE_EOF:
-			relay_touch(r);
-			relay_up_stop(r, 0);
-			return 0;
+			/* A splice stopped by urgent data reads 0 too once the
+			 * upstream's end arrived: the read below tells. */
+			break;
 		case GUEST_SPLICE_UPSTREAM:
 			relay_touch(r);
 			relay_up_stop(r, 1);

@@ -145,8 +145,9 @@ session_outq(const struct session *s)
 
 /* Return the bytes of one frame the guest's socket has room for now (its
  * send buffer, less what waits in it and the kernel's count of a frame
- * beyond its bytes), or 0. */
-static size_t
+ * beyond its bytes; 0 when full), or -1 when the kernel does not say or
+ * the buffer is too small to wait on (SESSION_SPLICE_SNDBUF_MIN). */
+static ssize_t
 session_sock_room(struct session *s)
 {
 	socklen_t len = sizeof(s->sndbuf);
@@ -155,12 +156,14 @@ session_sock_room(struct session *s)
 	if (s->sndbuf <= 0 &&
 	    getsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &s->sndbuf, &len) != 0)
 		s->sndbuf = 0;
-	if (s->sndbuf <= 0 || (q = session_outq(s)) < 0 ||
-	    (size_t)q + PROTO_HDR_SIZE + SESSION_SKB_SLACK >=
-		(size_t)s->sndbuf)
+	if ((size_t)s->sndbuf < SESSION_SPLICE_SNDBUF_MIN ||
+	    (q = session_outq(s)) < 0)
+		return -1;
+	if ((size_t)q + PROTO_HDR_SIZE + SESSION_SKB_SLACK >=
+	    (size_t)s->sndbuf)
 		return 0;
-	return (size_t)s->sndbuf - (size_t)q - PROTO_HDR_SIZE -
-	    SESSION_SKB_SLACK;
+	return (ssize_t)((size_t)s->sndbuf - (size_t)q - PROTO_HDR_SIZE -
+	    SESSION_SKB_SLACK);
 }
 
 /* (Re)start the stall clock. */
@@ -309,29 +312,31 @@ session_splice_data(struct session *s, struct proto_stream *st, int fd,
 	struct pipemove *pm;
 	struct proto_msg m;
 	uint8_t hdr[PROTO_HDR_SIZE];
-	size_t room;
-	ssize_t n;
+	ssize_t room, n;
 
 	if (s->closing || session_out_len(s) > 0 ||
 	    (pm = broker_pipes(s->b)) == NULL)
 		return GUEST_SPLICE_BUSY; /* the frame would jump the queue */
-	if ((room = session_sock_room(s)) < PIPEMOVE_MIN) {
+	if ((room = session_sock_room(s)) < 0)
+		return GUEST_SPLICE_BUSY; /* a buffer too small to wait on */
+	if (room < PIPEMOVE_MIN) {
 		/* Wait for the guest to read (the bufferevent's write callback
 		 * with nothing queued), rather than read from the upstream what
-		 * would only wait here. A buffer too small to wait for: copy. */
-		if ((size_t)s->sndbuf < SESSION_SPLICE_SNDBUF_MIN ||
-		    bufferevent_enable(s->bev, EV_WRITE) != 0)
+		 * would only wait here. */
+		if (bufferevent_enable(s->bev, EV_WRITE) != 0)
 			return GUEST_SPLICE_BUSY;
 		return GUEST_SPLICE_FULL;
 	}
-	if (max > room)
-		max = room;
+	if (max > (size_t)room)
+		max = (size_t)room;
 	n = pipemove_fill(pm, fd, max);
 	if (n == 0)
 		return GUEST_SPLICE_EOF;
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return GUEST_SPLICE_AGAIN;
+		if (errno == ENOMEM)
+			return GUEST_SPLICE_BUSY; /* nothing read: copy */
 		if (errno != EINVAL && errno != ENOSYS && errno != EPERM &&
 		    errno != EOPNOTSUPP)
 			return GUEST_SPLICE_UPSTREAM;

@@ -20,13 +20,16 @@
 struct evbuffer;
 
 /*
- * The most one move carries. The first pipe holds 16 buffers (16
- * pages in size), each a reference to a page of the socket's received data for as long
- * as the destination has not read it, while the destination's socket
- * counts only the bytes. A move of fewer than PIPEMOVE_MIN bytes (a
- * sparse read: small buffers, each holding a whole page) is to be copied
- * instead (pipemove_take()), so what a reader that stops reading keeps
- * pinned is at most 16 pages per PIPEMOVE_MIN bytes it is charged for.
+ * The most one move carries. The first pipe holds 16 buffers (16 pages
+ * in size), each a reference to the memory of the socket's received data
+ * for as long as the destination has not read it, while the
+ * destination's socket counts only the bytes. A move of fewer than
+ * PIPEMOVE_MIN bytes (a sparse read: small buffers, each holding a whole
+ * page or more) is to be copied instead (pipemove_take()), so what a
+ * reader that stops reading keeps pinned is at most 16 buffers per
+ * PIPEMOVE_MIN bytes it is charged for: 16 pages, or more where the
+ * network stack received into larger pages (loopback's 32 KiB
+ * fragments, some drivers).
  */
 #define PIPEMOVE_MAX (64 * 1024)
 #define PIPEMOVE_MIN (16 * 1024)

@@ -19,8 +19,10 @@
  * the upstream rather than ending it.
  * Upstream bytes reach the guest spliced (no copy through the broker),
  * and stay whole and in order when the guest's socket takes only part of
- * a frame, when the pipes cannot be had (copied instead), and a socket
- * error met by a splice is a cut, never an end.
+ * a frame, when the pipes cannot be had (copied instead), and past urgent
+ * data (also right before the end); a socket error met by a splice is a
+ * cut, never an end; a guest whose socket is full stops the reads from
+ * the upstream, and its reads alone start them again.
  * Every case checks the decision and close events and their transport.
  */
 #include "daemon_test.h"
@@ -28,8 +30,10 @@
 #include <criterion/parameterized.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 
+#include "broker/net/pipemove.h"
 #include "broker/request.h"
 
 static const char st_manifest[] =
@@ -271,6 +275,7 @@ st_end_and_leave(struct dt_peer *p, struct dt_upstream *u, size_t sent,
  * them); with st_send_full, every one finds it full. st_pipe_read_fails
  * fails every readv() of a pipe with EIO. */
 static unsigned st_fills, st_partials;
+static size_t st_up_bytes; /* read from a TCP socket, spliced or copied */
 static int st_fill_errno, st_send_full, st_pipe_read_fails;
 static size_t st_send_part;
 
@@ -297,8 +302,10 @@ splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
 		}
 		n = (ssize_t)syscall(SYS_splice, in, in_off, out, out_off, len,
 		    flags);
-		if (n > 0)
+		if (n > 0) {
 			st_fills++;
+			st_up_bytes += (size_t)n;
+		}
 		return n;
 	}
 	if (st_is(out, S_IFSOCK)) {
@@ -334,8 +341,10 @@ readv(int fd, const struct iovec *iov, int iovcnt)
 	n = (ssize_t)syscall(SYS_readv, fd, iov, iovcnt);
 	memset(&ss, 0, sizeof(ss));
 	if (n > 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
-	    ss.ss_family == AF_INET)
+	    ss.ss_family == AF_INET) {
 		st_up_copies++;
+		st_up_bytes += (size_t)n;
+	}
 	return n;
 }
 
@@ -503,24 +512,32 @@ Test(stream, spliced_frame_that_cannot_be_kept)
 	free(p);
 }
 
+/* The upstream sends 64 KiB, an urgent byte, then "def". */
+static void
+st_send_urgent(struct dt_upstream *u)
+{
+	static char chunk[65536];
+
+	memset(chunk, 'u', sizeof(chunk));
+	cr_assert_eq(write(u->cfd, chunk, sizeof(chunk)),
+	    (ssize_t)sizeof(chunk));
+	cr_assert_eq(send(u->cfd, "X", 1, MSG_OOB), 1);
+	cr_assert_eq(write(u->cfd, "def", 3), 3);
+}
+
 /* Urgent data stops a splice at its mark with nothing read while the
  * socket stays readable: the relay reads past it (as a read does, which
  * skips the urgent byte) and goes on, rather than trying again forever. */
 Test(stream, urgent_data_while_splicing, .timeout = 30)
 {
-	static char chunk[65536];
 	struct dt_peer *p = malloc(sizeof(*p));
 	struct dt_upstream u;
 
 	cr_assert_not_null(p);
-	memset(chunk, 'c', sizeof(chunk));
 	st_open_tcp(p, &u);
 	st_bulk_first(p, &u);
-	cr_assert_eq(write(u.cfd, chunk, sizeof(chunk)),
-	    (ssize_t)sizeof(chunk));
-	cr_assert_eq(send(u.cfd, "X", 1, MSG_OOB), 1);
-	cr_assert_eq(write(u.cfd, "def", 3), 3);
-	st_expect_bytes(p, sizeof(chunk) + 3);
+	st_send_urgent(&u);
+	st_expect_bytes(p, 65536 + 3);
 	cr_assert_gt(st_fills, 0, "no splice");
 	dt_upstream_close(&u);
 	dt_peer_close(p);
@@ -562,12 +579,13 @@ Test(stream, a_full_guest_stops_the_upstream_reads)
 	struct dt_upstream u;
 	unsigned fills;
 	size_t sent = 0, j;
-	int i, blocked = 0;
+	int i, blocked = 0, unread = -1;
 	ssize_t k;
 
 	cr_assert_not_null(p);
 	st_open_tcp(p, &u);
 	st_bulk_first(p, &u);
+	st_up_bytes = 0;
 	/* The guest reads nothing: the upstream writes until it cannot (a
 	 * small send buffer, so that is soon). */
 	cr_assert_eq(setsockopt(u.cfd, SOL_SOCKET, SO_SNDBUF, &(int){ 65536 },
@@ -586,6 +604,11 @@ Test(stream, a_full_guest_stops_the_upstream_reads)
 	}
 	cr_assert_eq(blocked, 5, "the upstream never blocked");
 	cr_assert_gt(st_fills, 0, "nothing spliced");
+	/* What the broker read is in the guest's socket (with the frames'
+	 * headers), not in the broker. */
+	cr_assert_eq(ioctl(p->fd, FIONREAD, &unread), 0);
+	cr_assert_lt(st_up_bytes, (size_t)unread + PIPEMOVE_MIN,
+	    "read %zu, %d in the guest's socket", st_up_bytes, unread);
 	st_up_copies = 0;
 	fills = st_fills;
 	for (i = 0; i < 20; i++)
@@ -593,6 +616,103 @@ Test(stream, a_full_guest_stops_the_upstream_reads)
 	cr_assert_eq(st_fills, fills, "the upstream was read");
 	cr_assert_eq(st_up_copies, 0, "the upstream was read");
 	st_expect_pattern(p, sent);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Run the loop until the guest got want bytes of DATA in all (counted on
+ * from *got), granting nothing. */
+static void
+st_count_data(struct dt_peer *p, size_t *got, size_t want)
+{
+	int i;
+
+	for (i = 0; i < DT_ITERS && *got < want; i++) {
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			if (M.type == PROTO_MSG_DATA)
+				*got += M.data.len;
+	}
+	cr_assert_eq(*got, want, "got %zu", *got);
+}
+
+/* The upstream sends until it cannot while the guest reads nothing,
+ * then (having written sent bytes, returned in *sent) stops. */
+static void
+st_upstream_until_blocked(struct dt_upstream *u, size_t *sent)
+{
+	static char chunk[16384];
+	int i, blocked = 0;
+	ssize_t k;
+
+	memset(chunk, 'w', sizeof(chunk));
+	*sent = 0;
+	for (i = 0; i < DT_ITERS && blocked < 5; i++) {
+		if ((k = write(u->cfd, chunk, sizeof(chunk))) > 0) {
+			*sent += (size_t)k;
+			blocked = 0;
+		} else {
+			blocked++;
+		}
+		dt_step(-1);
+	}
+	cr_assert_eq(blocked, 5, "the upstream never blocked");
+}
+
+/* A guest whose socket was full and that then reads, granting nothing
+ * back, still gets its whole window: its reads alone wake the relay. */
+Test(stream, a_full_guest_is_woken_by_its_reads)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	size_t sent, got = 0;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	cr_assert_eq(setsockopt(u.cfd, SOL_SOCKET, SO_SNDBUF, &(int){ 65536 },
+			 sizeof(int)),
+	    0);
+	st_upstream_until_blocked(&u, &sent);
+	cr_assert_gt(sent, PROTO_STREAM_WINDOW);
+	st_count_data(p, &got, PROTO_STREAM_WINDOW);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Urgent data, then the upstream's end: a splice stops at the urgent
+ * byte and reads the end there, but the bytes after it still reach the
+ * guest before its END_STREAM. */
+Test(stream, urgent_data_then_the_end)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	size_t got = 0;
+	int i, ended = 0;
+
+	cr_assert_not_null(p);
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	st_send_urgent(&u);
+	cr_assert_eq(shutdown(u.cfd, SHUT_WR), 0);
+	for (i = 0; i < DT_ITERS && !ended; i++) {
+		dt_step(p->fd);
+		dt_peer_read(p);
+		while (!ended && dt_take(p, &M)) {
+			if (M.type != PROTO_MSG_DATA)
+				continue;
+			got += M.data.len;
+			if (M.data.len > 0)
+				st_send_window(p, 1, (uint32_t)M.data.len);
+			ended = (M.flags & PROTO_FLAG_END_STREAM) != 0;
+		}
+	}
+	cr_assert(ended, "no END_STREAM");
+	cr_assert_eq(got, 65536 + 3, "got %zu", got);
+	cr_assert_gt(st_fills, 0, "no splice");
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);
@@ -1019,14 +1139,7 @@ Test(stream, flow_control)
 	}
 	st_send_window(p, 1, 65536);
 	want += 65536;
-	for (i = 0; i < DT_ITERS && got < want; i++) {
-		dt_step(p->fd);
-		dt_peer_read(p);
-		while (dt_take(p, &M))
-			if (M.type == PROTO_MSG_DATA)
-				got += M.data.len;
-	}
-	cr_assert_eq(got, want, "got %zu", got);
+	st_count_data(p, &got, want);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

@@ -101,10 +101,16 @@ done
 victim_round sessions 20
 for a in $ATTACKERS; do lab_stop "ses-$a"; done
 
-# 3. PINGs without reading: output the guest never takes.
+# 3. PINGs without reading: output the guest never takes. Eight flooders
+# per attacker; two under valgrind, where the broker answers PINGs tens of
+# times slower and sixteen flooders take minutes to fill their output
+# before the stall clock can even start (what is checked, that each one
+# is dropped, is the same).
+flooders="1 2 3 4 5 6 7 8"
+[ "${#EGRESS_WRAP_CMD[@]}" -eq 0 ] || flooders="1 2"
 flood_t0=$SECONDS
 for a in a1 a2; do
-	for k in 1 2 3 4 5 6 7 8; do
+	for k in $flooders; do
 		lab_spawn "ping-$a-$k" "$LAB_NS_B" "$LAB_PYTHON" \
 		    "$FAULT_SRC_DIR/guest.py" pingflood "$(sock "$a")" 400000
 	done

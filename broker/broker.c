@@ -8,11 +8,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -211,8 +211,6 @@ int broker_mem_room(struct broker *b, const char *instance,
 void broker_mem_trim(struct broker *b, const char *instance,
     struct broker_mem *m, size_t used, int all);
 
-/* Release the pool, resolver, TLS context, leases, fair shares and
- * local-address cache (after every session is gone). */
 /*
  * The pipes that move upstream bytes to guests without a copy
  * (pipemove.h), opened at first use; NULL when they could not be (every
@@ -224,6 +222,8 @@ struct pipemove *broker_pipes(struct broker *b);
  * copies from now on. */
 void broker_pipes_off(struct broker *b, int err);
 
+/* Release the pool, resolver, TLS context, leases, fair shares and
+ * local-address cache (after every session is gone). */
 void broker_release(struct broker *b);
 
 /*

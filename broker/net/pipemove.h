@@ -45,7 +45,8 @@ struct pipemove {
  */
 int pipemove_open(struct pipemove *pm);
 
-/* Close both pipes. Safe on a zeroed or closed pipemove. */
+/* Close both pipes. Safe again on a closed pipemove, and after a failed
+ * pipemove_open(). */
 void pipemove_close(struct pipemove *pm);
 
 /*

@@ -322,9 +322,11 @@ session_splice_data(struct session *s, struct proto_stream *st, int fd,
 	if (room < PIPEMOVE_MIN) {
 		/* Wait for the guest to read (the bufferevent's write callback
 		 * with nothing queued), rather than read from the upstream what
-		 * would only wait here. */
+		 * would only wait here. Bytes wait for the guest as surely as
+		 * queued output does: the stall clock runs. */
 		if (bufferevent_enable(s->bev, EV_WRITE) != 0)
 			return GUEST_SPLICE_BUSY;
+		session_stall_arm(s);
 		return GUEST_SPLICE_FULL;
 	}
 	if (max > (size_t)room)
@@ -1009,6 +1011,9 @@ session_stall_cb(evutil_socket_t fd, short what, void *arg)
 static void
 session_write_cb(struct bufferevent *bev, void *arg)
 {
+	/* The guest took bytes: the output drained, or its socket, full
+	 * under a splice, has room again. */
+	session_took(arg);
 	session_drained(arg);
 }
 

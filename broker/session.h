@@ -24,7 +24,9 @@
  * SESSION_STALL_MS is dropped, whether or not it sends: each read
  * restarts the clock (bytes the kernel takes from the broker, or, at
  * expiry, fewer bytes unread in the socket), memory freed elsewhere
- * never does, and it stops once nothing waits for the guest.
+ * never does, and it stops once nothing waits for the guest. Bytes
+ * spliced into a guest's socket that has no room for the next frame wait
+ * for it as queued output does: the clock runs then too.
  * A guest that closes its end is still read to the end of what it sent
  * before (up to a connection window and one read, the first REQUEST, or
  * its instance's log queue over its share) when a write to it fails

@@ -246,6 +246,25 @@ dt_peer_open(struct dt_peer *p, const char *instance)
 	cr_assert_eq(session_accept(&dt_b, sv[0], instance), 0);
 }
 
+/* Has the broker closed its end of p? (Reads nothing.) */
+static inline int
+dt_peer_gone(int fd)
+{
+	struct pollfd pfd = { fd, 0, 0 };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
+}
+
+/* The monotonic clock, in seconds (for tests that pace themselves). */
+static inline double
+dt_now(void)
+{
+	struct timespec ts;
+
+	cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static inline void
 dt_peer_close(struct dt_peer *p)
 {

@@ -39,15 +39,6 @@ stall_setup_budget(void)
 TestSuite(stall_budget, .init = stall_setup_budget, .fini = dt_teardown);
 TestSuite(stall, .init = dt_setup, .fini = dt_teardown);
 
-static double
-stall_now(void)
-{
-	struct timespec ts;
-
-	cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Many PING frames back to back, written as the socket takes them. */
 struct flood {
 	uint8_t buf[64 * 1024];
@@ -93,15 +84,6 @@ flood_fill(struct flood *f, int fd)
 		    "write to the broker: %s", strerror(errno));
 		return -1;
 	}
-}
-
-/* Has the broker closed its end? (Reads nothing.) */
-static int
-peer_gone(int fd)
-{
-	struct pollfd pfd = { fd, 0, 0 };
-
-	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
 }
 
 /* Read and discard whatever the broker sent. */
@@ -168,13 +150,13 @@ Test(stall_budget, memory_released_elsewhere_does_not_restart_the_clock,
 	    mem_held(), cap);
 
 	/* Paused now: give a chunk back each second. */
-	next = stall_now() + 1.0;
+	next = dt_now() + 1.0;
 	while (!gone && releases < releases_max) {
-		gone = flood_fill(f, p->fd) != 0 || peer_gone(p->fd);
+		gone = flood_fill(f, p->fd) != 0 || dt_peer_gone(p->fd);
 		if (gone)
 			break;
 		dt_step(-1);
-		if (stall_now() < next)
+		if (dt_now() < next)
 			continue;
 		held = mem_held();
 		broker_mem_trim(&dt_b, "app", &other, other.credit - 2 * chunk,
@@ -220,12 +202,12 @@ Test(stall_budget, guest_waiting_for_credit_is_not_dropped, .timeout = 60)
 	/* The HELLO answer goes straight to the socket; then no credit. */
 	dt_peer_hello(p, "app");
 	dt_send_ping(p, "waitcred");
-	t0 = stall_now();
-	while (stall_now() < t0 + STALL_S + 2.0) {
-		cr_assert(!peer_gone(p->fd),
+	t0 = dt_now();
+	while (dt_now() < t0 + STALL_S + 2.0) {
+		cr_assert(!dt_peer_gone(p->fd),
 		    "dropped after %.2f s while it "
 		    "had nothing to read",
-		    stall_now() - t0);
+		    dt_now() - t0);
 		dt_step(-1);
 	}
 	dt_peer_read(p);
@@ -260,15 +242,15 @@ Test(stall, reading_disarms_the_deadline, .timeout = 60)
 		dt_step(-1);
 	}
 	cr_assert_geq(mem_held(), SESSION_OUT_HIGH);
-	t0 = stall_now();
+	t0 = dt_now();
 
 	/* Read three seconds into the deadline, all there is, until the
 	 * broker has taken the PINGs still queued and answered them. */
-	while (stall_now() < t0 + 3.0) {
-		cr_assert(!peer_gone(p->fd), "dropped before its deadline");
+	while (dt_now() < t0 + 3.0) {
+		cr_assert(!dt_peer_gone(p->fd), "dropped before its deadline");
 		dt_step(-1);
 	}
-	t_read = stall_now();
+	t_read = dt_now();
 	/* Drained, the session keeps one chunk of credit. */
 	for (i = 0; i < DT_ITERS && mem_held() > BROKER_MEM_CHUNK; i++) {
 		drain_guest(p->fd);
@@ -281,12 +263,12 @@ Test(stall, reading_disarms_the_deadline, .timeout = 60)
 	/* Flood again and never read: dropped, but only once the new
 	 * deadline has passed. */
 	do {
-		if (flood_fill(f, p->fd) != 0 || peer_gone(p->fd))
+		if (flood_fill(f, p->fd) != 0 || dt_peer_gone(p->fd))
 			break;
 		dt_step(-1);
-	} while (stall_now() < t_read + 3.0 * STALL_S);
-	t_gone = stall_now();
-	cr_assert(peer_gone(p->fd) || flood_fill(f, p->fd) != 0,
+	} while (dt_now() < t_read + 3.0 * STALL_S);
+	t_gone = dt_now();
+	cr_assert(dt_peer_gone(p->fd) || flood_fill(f, p->fd) != 0,
 	    "a guest that stopped reading again was never dropped");
 	/* Timers never fire early; the coarse clock libevent may use is
 	 * a few milliseconds behind. */
@@ -353,11 +335,11 @@ download_start(struct dt_peer *p, struct dt_upstream *u)
 static int
 download_run(struct dt_peer *p, struct dt_upstream *u, double until)
 {
-	while (!peer_gone(p->fd) && stall_now() < until) {
+	while (!dt_peer_gone(p->fd) && dt_now() < until) {
 		up_fill(u->cfd);
 		dt_step(-1);
 	}
-	return peer_gone(p->fd);
+	return dt_peer_gone(p->fd);
 }
 
 /*
@@ -374,11 +356,11 @@ Test(stall, download_never_read_is_dropped, .timeout = 60)
 
 	cr_assert_not_null(p);
 	download_start(p, &u);
-	t0 = stall_now();
+	t0 = dt_now();
 	cr_assert(download_run(p, &u, t0 + 3.0 * STALL_S),
 	    "a guest that never read its download "
 	    "was not dropped in %.0f s",
-	    stall_now() - t0);
+	    dt_now() - t0);
 	for (int i = 0; i < DT_ITERS && mem_held() > 0; i++)
 		dt_step(-1);
 	cr_assert_eq(mem_held(), 0, "memory still held after the drop");
@@ -402,16 +384,16 @@ Test(stall, download_read_once_is_dropped_later, .timeout = 60)
 
 	cr_assert_not_null(p);
 	download_start(p, &u);
-	t0 = stall_now();
+	t0 = dt_now();
 	cr_assert(!download_run(p, &u, t0 + 3.0),
 	    "dropped before its deadline");
-	t_read = stall_now();
+	t_read = dt_now();
 	drain_guest(p->fd);
 	cr_assert(download_run(p, &u, t_read + 3.0 * STALL_S),
 	    "a guest that read once and stopped was "
 	    "not dropped in %.0f s",
-	    stall_now() - t_read);
-	t_gone = stall_now();
+	    dt_now() - t_read);
+	t_gone = dt_now();
 	cr_assert_geq(t_gone, t_read + STALL_S - 0.1,
 	    "dropped %.2f s after it read, at the deadline it read through "
 	    "(%.2f s after the output filled)",
@@ -436,19 +418,19 @@ Test(stall, slow_reader_is_not_dropped, .timeout = 60)
 
 	cr_assert_not_null(p);
 	download_start(p, &u);
-	t0 = next = stall_now();
-	while (stall_now() < t0 + 1.5 * STALL_S) {
-		cr_assert(!peer_gone(p->fd),
+	t0 = next = dt_now();
+	while (dt_now() < t0 + 1.5 * STALL_S) {
+		cr_assert(!dt_peer_gone(p->fd),
 		    "a guest reading 4 KiB/s was dropped after %.1f s",
-		    stall_now() - t0);
-		if (stall_now() >= next) {
+		    dt_now() - t0);
+		if (dt_now() >= next) {
 			cr_assert_gt(read(p->fd, buf, sizeof(buf)), 0);
 			next += 0.5;
 		}
 		up_fill(u.cfd);
 		dt_step(-1);
 	}
-	cr_assert(!peer_gone(p->fd));
+	cr_assert(!dt_peer_gone(p->fd));
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

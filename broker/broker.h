@@ -130,7 +130,10 @@ struct broker {
 					   no reuse (Connection: close) */
 	struct pipemove *pipes;	    /* the stream relay's pipes (opened at
 					   first use; broker_pipes()) */
-	int pipes_failed;	    /* ... could not be opened: copy */
+	int pipes_failed;	    /* ... cannot be used: copy */
+	uint64_t pipes_retry_ms;    /* ... could not be opened for now:
+					   not again before this
+					   (broker_now_ms) */
 
 	struct netaddr *netaddr; /* own addresses from netlink; NULL:
 				    unknown (every decision refuses) */
@@ -214,8 +217,10 @@ void broker_mem_trim(struct broker *b, const char *instance,
 /*
  * The pipes that move upstream bytes to guests without a copy
  * (pipemove.h), opened at first use; NULL when they could not be (every
- * move then copies).
+ * move then copies). A failure for want of descriptors or memory is
+ * tried again after BROKER_PIPES_RETRY_MS; any other turns them off.
  */
+#define BROKER_PIPES_RETRY_MS 10000
 struct pipemove *broker_pipes(struct broker *b);
 
 /* The pipes cannot be used (err: why, logged): close them; every move

@@ -6,7 +6,9 @@
  * splice() and readv() interposed to count and fault them: upstream
  * bytes reach the guest spliced (no copy through the broker), and stay
  * whole and in order when the guest's socket takes only part of a frame,
- * when the pipes cannot be had or splice is refused (copied instead),
+ * when the pipes cannot be had or splice is refused (copied instead;
+ * pipes that could not be opened for want of descriptors are tried
+ * again later, once per period),
  * and past urgent data (also right before the end); a socket error met
  * by a splice is a cut, never an end; a guest whose socket is full stops
  * the reads from the upstream, and its reads alone start them again; a
@@ -80,6 +82,22 @@ splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
 	}
 	return (ssize_t)syscall(SYS_splice, in, in_off, out, out_off, len,
 	    flags);
+}
+
+/* pipe2() fails with st_pipe2_errno while it is set; st_pipe2_calls
+ * counts the calls. */
+static int st_pipe2_errno;
+static unsigned st_pipe2_calls;
+
+int
+pipe2(int fds[2], int flags)
+{
+	st_pipe2_calls++;
+	if (st_pipe2_errno != 0) {
+		errno = st_pipe2_errno;
+		return -1;
+	}
+	return (int)syscall(SYS_pipe2, fds, flags);
 }
 
 /* Copied reads of a TCP socket (an upstream) that brought bytes. */
@@ -482,6 +500,44 @@ Test(splice, copied_without_pipes)
 	st_bulk_down(p, &u, PROTO_STREAM_WINDOW + 4321);
 	cr_assert_eq(st_fills, 0);
 	st_end_clean(p, &u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* Pipes that cannot be opened for want of descriptors: the stream is
+ * copied, one attempt is made (and logged) per retry period rather than
+ * one per move, and once the period is over and descriptors are back,
+ * the next stream is spliced. */
+Test(splice, pipes_out_of_descriptors_are_tried_again)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+
+	cr_assert_not_null(p);
+	st_pipe2_calls = 0; /* the set-up's own pipes */
+	st_pipe2_errno = EMFILE;
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	st_bulk_down(p, &u, PROTO_STREAM_WINDOW + 777);
+	cr_assert_eq(st_fills, 0);
+	cr_assert_eq(st_pipe2_calls, 1, "%u attempts", st_pipe2_calls);
+	cr_assert_eq(dt_log_count("egress.broker"), 1);
+	cr_assert_str_eq(dt_log_last("egress.broker", "what"),
+	    "stream relay pipes (moves copy for now)");
+	cr_assert_not(dt_b.pipes_failed, "the pipes were turned off");
+	st_end_clean(p, &u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+
+	st_pipe2_errno = 0;
+	dt_b.pipes_retry_ms = 1; /* the period is over */
+	st_open_tcp(p, &u);
+	st_bulk_first(p, &u);
+	st_bulk_down(p, &u, PROTO_STREAM_WINDOW + 777);
+	cr_assert_gt(st_fills, 0, "nothing spliced");
+	cr_assert_not_null(dt_b.pipes);
+	cr_assert_eq(dt_log_count("egress.broker"), 1);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

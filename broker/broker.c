@@ -516,7 +516,10 @@ broker_pipes(struct broker *b)
 	free(b->pipes);
 	b->pipes = NULL;
 	if (e != EMFILE && e != ENFILE && e != ENOMEM) {
-		broker_pipes_off(b, e);
+		/* Splice refused by the system: every move copies. */
+		broker_log_problem("stream relay pipes (every move copies)",
+		    strerror(e));
+		b->pipes_failed = 1;
 		return NULL;
 	}
 	/* Out of descriptors or memory for now: copy, and try again later
@@ -525,18 +528,6 @@ broker_pipes(struct broker *b)
 	    strerror(e));
 	b->pipes_retry_ms = broker_now_ms() + BROKER_PIPES_RETRY_MS;
 	return NULL;
-}
-
-void
-broker_pipes_off(struct broker *b, int err)
-{
-	broker_log_problem("stream relay pipes (every move copies)",
-	    strerror(err));
-	if (b->pipes != NULL)
-		pipemove_close(b->pipes);
-	free(b->pipes);
-	b->pipes = NULL;
-	b->pipes_failed = 1;
 }
 
 void

@@ -218,14 +218,11 @@ void broker_mem_trim(struct broker *b, const char *instance,
  * The pipes that move upstream bytes to guests without a copy
  * (pipemove.h), opened at first use; NULL when they could not be (every
  * move then copies). A failure for want of descriptors or memory is
- * tried again after BROKER_PIPES_RETRY_MS; any other turns them off.
+ * tried again after BROKER_PIPES_RETRY_MS; any other (splice refused by
+ * the system: pipemove_open()) turns them off, logged.
  */
 #define BROKER_PIPES_RETRY_MS 10000
 struct pipemove *broker_pipes(struct broker *b);
-
-/* The pipes cannot be used (err: why, logged): close them; every move
- * copies from now on. */
-void broker_pipes_off(struct broker *b, int err);
 
 /* Release the pool, resolver, TLS context, leases, fair shares and
  * local-address cache (after every session is gone). */

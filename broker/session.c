@@ -82,7 +82,9 @@ struct session {
 	struct event *stall_timer;
 	struct evbuffer_cb_entry *took_cb; /* on the output: bytes taken */
 	int stall_armed;
-	int stall_outq; /* unread in the socket when the clock (re)started */
+	int stall_outq;	 /* unread in the socket when the clock (re)started */
+	int splice_wait; /* ... for room under a splice: only the guest's
+			    reads stop it */
 	struct guest guest; /* what its requests see of it */
 	struct stream *streams;
 	struct stream *rr; /* next stream session_flush_all serves */
@@ -192,8 +194,19 @@ session_stall_arm(struct session *s)
 static void
 session_took(struct session *s)
 {
+	int q;
+
 	if (!s->stall_armed)
 		return;
+	if (s->splice_wait) {
+		/* Waiting for room under a splice: the kernel taking a small
+		 * frame (a PONG) into the full socket is no read by the
+		 * guest. */
+		q = session_outq(s);
+		if (q >= 0 && s->stall_outq >= 0 && q >= s->stall_outq)
+			return;
+		s->splice_wait = 0;
+	}
 	if (session_out_len(s) > 0) {
 		session_stall_start(s);
 		return;
@@ -327,6 +340,7 @@ session_splice_data(struct session *s, struct proto_stream *st, int fd,
 		if (bufferevent_enable(s->bev, EV_WRITE) != 0)
 			return GUEST_SPLICE_BUSY;
 		session_stall_arm(s);
+		s->splice_wait = 1;
 		return GUEST_SPLICE_FULL;
 	}
 	if (max > (size_t)room)
@@ -337,15 +351,11 @@ session_splice_data(struct session *s, struct proto_stream *st, int fd,
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return GUEST_SPLICE_AGAIN;
-		if (errno == ENOMEM)
-			return GUEST_SPLICE_BUSY; /* nothing read: copy */
-		if (errno != EINVAL && errno != ENOSYS && errno != EPERM &&
-		    errno != EOPNOTSUPP)
-			return GUEST_SPLICE_UPSTREAM;
-		/* Splicing itself is refused (a system call filter, a
-		 * kernel without it); nothing was read: copy. */
-		broker_pipes_off(s->b, errno);
-		return GUEST_SPLICE_BUSY;
+		/* Anything else is the socket's error, whatever its errno (an
+		 * ICMP error may be EOPNOTSUPP): the pipes were checked when
+		 * they were opened. A read now would find the error gone and
+		 * an end of file in its place: the stream is cut. */
+		return GUEST_SPLICE_UPSTREAM;
 	}
 	memset(&m, 0, offsetof(struct proto_msg, headers));
 	m.type = PROTO_MSG_DATA;

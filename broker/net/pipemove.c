@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -26,6 +27,33 @@ pm_close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
+/* Splice one byte from a socket into the first pipe and read it back:
+ * does this system let a socket's bytes be spliced at all? Return 0, or
+ * -1 with errno (EPERM from a system call filter, say). */
+static int
+pm_probe(struct pipemove *pm)
+{
+	int sv[2], e = 0;
+	ssize_t n;
+	char c;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+		sv) != 0)
+		return -1;
+	if (write(sv[0], "p", 1) != 1)
+		e = errno != 0 ? errno : EIO;
+	else if ((n = pipemove_fill(pm, sv[1], 1)) != 1)
+		e = n < 0 ? errno : EIO;
+	else if (read(pm->fill[0], &c, 1) != 1)
+		e = EIO;
+	(void)close(sv[0]);
+	(void)close(sv[1]);
+	if (e == 0)
+		return 0;
+	errno = e;
+	return -1;
+}
+
 int
 pipemove_open(struct pipemove *pm)
 {
@@ -43,7 +71,8 @@ pipemove_open(struct pipemove *pm)
 	if (pipe2(pm->fill, O_NONBLOCK | O_CLOEXEC) == 0 &&
 	    pipe2(pm->send, O_NONBLOCK | O_CLOEXEC) == 0 &&
 	    fcntl(pm->fill[1], F_SETPIPE_SZ, fill) == fill &&
-	    fcntl(pm->send[1], F_SETPIPE_SZ, send) >= send)
+	    fcntl(pm->send[1], F_SETPIPE_SZ, send) >= send &&
+	    pm_probe(pm) == 0)
 		return 0;
 	e = errno;
 	pipemove_close(pm);
@@ -90,19 +119,22 @@ pm_spill(int fd, size_t len, struct evbuffer *spill)
 {
 	struct evbuffer_iovec v[2];
 	struct iovec iov[2];
-	size_t left;
+	size_t left, want;
 	ssize_t n;
 	int nv, i;
 
 	while (len > 0) {
-		nv = evbuffer_reserve_space(spill,
-		    (ev_ssize_t)(len < PIPEMOVE_MAX ? len : PIPEMOVE_MAX), v,
-		    2);
+		want = len < PIPEMOVE_MAX ? len : PIPEMOVE_MAX;
+		nv = evbuffer_reserve_space(spill, (ev_ssize_t)want, v, 2);
 		if (nv < 1)
 			break;
+		/* The space may be larger: read no more than is ours. */
 		for (i = 0; i < nv; i++) {
 			iov[i].iov_base = v[i].iov_base;
-			iov[i].iov_len = v[i].iov_len;
+			iov[i].iov_len = v[i].iov_len < want ?
+			    v[i].iov_len :
+			    want;
+			want -= iov[i].iov_len;
 		}
 		do
 			n = readv(fd, iov, nv);

@@ -10,12 +10,16 @@
  * pipes that could not be opened for want of descriptors are tried
  * again later, once per period),
  * and past urgent data (also right before the end); a socket error met
- * by a splice is a cut, never an end; a guest whose socket is full stops
+ * by a splice, whatever its errno, is a cut, never an end, and leaves the
+ * pipes in use; a guest whose socket is full stops
  * the reads from the upstream, and its reads alone start them again; a
  * guest that reads nothing while its socket is full is dropped by the
- * stall clock, one that reads in time is not.
+ * stall clock (also when it sends PINGs), one that reads in time is
+ * not.
  */
 #include "stream_test.h"
+
+#include <criterion/parameterized.h>
 
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -544,8 +548,9 @@ Test(splice, pipes_out_of_descriptors_are_tried_again)
 }
 
 /* Splicing refused by the system (a system call filter answering EPERM)
- * is no error of the stream: nothing was read, the bytes are copied, and
- * no splice is tried again. */
+ * shows when the pipes are opened and checked (the first splice, from a
+ * socket pair of the broker's own): no error of the stream, the bytes are
+ * copied, one line is logged, and no splice is tried again. */
 Test(splice, splice_refused_copies)
 {
 	struct dt_peer *p = malloc(sizeof(*p));
@@ -560,15 +565,28 @@ Test(splice, splice_refused_copies)
 	cr_assert_eq(st_fills, 0);
 	cr_assert(dt_b.pipes_failed);
 	cr_assert_null(dt_b.pipes);
+	cr_assert_str_eq(dt_log_last("egress.broker", "what"),
+	    "stream relay pipes (every move copies)");
 	st_end_clean(p, &u);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);
 }
 
-/* A socket error met by a splice (a reset) cuts the stream: the guest
- * gets an error, never an end, and the upstream a reset. */
-Test(splice, spliced_read_reset_is_a_cut)
+/* A socket error met by a splice cuts the stream, whatever its errno
+ * (an ICMP error may be EOPNOTSUPP or EPERM; the pipes were checked when
+ * they were opened): the guest gets an error, never an end (a read
+ * after it would find an end of file), the upstream a reset, and the
+ * pipes stay in use. */
+static int splice_errnos[] = { ECONNRESET, EOPNOTSUPP, EPERM, EINVAL, ENOMEM };
+
+ParameterizedTestParameters(splice, a_socket_error_met_by_a_splice_is_a_cut)
+{
+	return cr_make_param_array(int, splice_errnos,
+	    sizeof(splice_errnos) / sizeof(splice_errnos[0]));
+}
+
+ParameterizedTest(int *err, splice, a_socket_error_met_by_a_splice_is_a_cut)
 {
 	struct dt_peer *p = malloc(sizeof(*p));
 	struct dt_upstream u;
@@ -576,12 +594,15 @@ Test(splice, spliced_read_reset_is_a_cut)
 	cr_assert_not_null(p);
 	st_open_tcp(p, &u);
 	st_bulk_first(p, &u);
-	st_fill_errno = ECONNRESET;
+	cr_assert_not_null(broker_pipes(&dt_b)); /* opened and checked */
+	st_fill_errno = *err;
 	dt_upstream_reply(&u, "lost");
 	st_expect_error(p, 1, PROTO_CODE_UPSTREAM_PROTOCOL);
 	cr_assert_eq(st_fill_errno, 0, "no splice read the upstream");
 	st_wait_close();
 	cr_assert_str_neq(dt_log_last("egress.close", "error"), "null");
+	cr_assert_not(dt_b.pipes_failed, "%s turned the pipes off",
+	    strerror(*err));
 	dt_upstream_expect_reset(&u);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
@@ -615,6 +636,37 @@ Test(splice, a_full_guest_that_reads_nothing_is_dropped, .timeout = 60)
 	st_wait_close();
 	cr_assert_str_neq(dt_log_last("egress.close", "error"), "null");
 	dt_upstream_expect_reset(&u);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* The same guest sends PINGs while it reads nothing: each PONG still
+ * fits in its full socket, but the kernel taking it is no read by the
+ * guest: the stall clock runs on and drops it. */
+Test(splice, a_full_guest_that_pings_and_reads_nothing_is_dropped,
+    .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	double t0, next;
+	size_t sent;
+
+	cr_assert_not_null(p);
+	st_fill_guest(p, &u, &sent);
+	t0 = next = dt_now();
+	while (!dt_peer_gone(p->fd) &&
+	    dt_now() < t0 + 3 * SESSION_STALL_MS / 1000.0) {
+		if (dt_now() >= next) {
+			dt_send_ping(p, "stallpng");
+			next += 0.5;
+		}
+		dt_step(-1);
+	}
+	cr_assert(dt_peer_gone(p->fd),
+	    "a guest that only sent PINGs was kept");
+	st_wait_close();
+	cr_assert_str_neq(dt_log_last("egress.close", "error"), "null");
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

@@ -501,29 +501,29 @@ broker_apply_shares(struct broker *b, const struct conf_snapshot *s)
 struct pipemove *
 broker_pipes(struct broker *b)
 {
-	int e;
+	int e, rc = -1;
 
 	if (b->pipes != NULL || b->pipes_failed)
 		return b->pipes;
 	if (b->pipes_retry_ms != 0 && broker_now_ms() < b->pipes_retry_ms)
 		return NULL;
 	if ((b->pipes = malloc(sizeof(*b->pipes))) != NULL &&
-	    pipemove_open(b->pipes) == 0) {
+	    (rc = pipemove_open(b->pipes)) == 0) {
 		b->pipes_retry_ms = 0;
 		return b->pipes;
 	}
 	e = b->pipes == NULL ? ENOMEM : errno;
 	free(b->pipes);
 	b->pipes = NULL;
-	if (e != EMFILE && e != ENFILE && e != ENOMEM) {
+	if (rc == -2) {
 		/* Splice refused by the system: every move copies. */
 		broker_log_problem("stream relay pipes (every move copies)",
 		    strerror(e));
 		b->pipes_failed = 1;
 		return NULL;
 	}
-	/* Out of descriptors or memory for now: copy, and try again later
-	 * (one attempt, and one line, per BROKER_PIPES_RETRY_MS). */
+	/* Out of descriptors or memory, say, for now: copy, and try again
+	 * later (one attempt, and one line, per BROKER_PIPES_RETRY_MS). */
 	broker_log_problem("stream relay pipes (moves copy for now)",
 	    strerror(e));
 	b->pipes_retry_ms = broker_now_ms() + BROKER_PIPES_RETRY_MS;

@@ -217,9 +217,9 @@ void broker_mem_trim(struct broker *b, const char *instance,
 /*
  * The pipes that move upstream bytes to guests without a copy
  * (pipemove.h), opened at first use; NULL when they could not be (every
- * move then copies). A failure for want of descriptors or memory is
- * tried again after BROKER_PIPES_RETRY_MS; any other (splice refused by
- * the system: pipemove_open()) turns them off, logged.
+ * move then copies). Splicing refused by the system (pipemove_open())
+ * turns them off for good; any other failure (descriptors, memory) is
+ * tried again after BROKER_PIPES_RETRY_MS. Both are logged.
  */
 #define BROKER_PIPES_RETRY_MS 10000
 struct pipemove *broker_pipes(struct broker *b);

@@ -83,8 +83,8 @@ struct session {
 	struct evbuffer_cb_entry *took_cb; /* on the output: bytes taken */
 	int stall_armed;
 	int stall_outq;	 /* unread in the socket when the clock (re)started */
-	int splice_wait; /* ... for room under a splice: only the guest's
-			    reads stop it */
+	int splice_wait; /* ... for room under a splice: a frame the kernel
+			    takes into the socket is no read by the guest */
 	struct guest guest; /* what its requests see of it */
 	struct stream *streams;
 	struct stream *rr; /* next stream session_flush_all serves */
@@ -194,19 +194,8 @@ session_stall_arm(struct session *s)
 static void
 session_took(struct session *s)
 {
-	int q;
-
 	if (!s->stall_armed)
 		return;
-	if (s->splice_wait) {
-		/* Waiting for room under a splice: the kernel taking a small
-		 * frame (a PONG) into the full socket is no read by the
-		 * guest. */
-		q = session_outq(s);
-		if (q >= 0 && s->stall_outq >= 0 && q >= s->stall_outq)
-			return;
-		s->splice_wait = 0;
-	}
 	if (session_out_len(s) > 0) {
 		session_stall_start(s);
 		return;
@@ -215,12 +204,23 @@ session_took(struct session *s)
 	s->stall_armed = 0;
 }
 
+/* The socket has room again: the bufferevent wrote (it writes only once
+ * the socket is writable: for a Unix socket, a quarter full or less), or
+ * its write callback ran. The guest read: a wait for room under a splice
+ * is over too. */
+static void
+session_room_back(struct session *s)
+{
+	s->splice_wait = 0;
+	session_took(s);
+}
+
 static void
 session_took_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     void *arg)
 {
 	if (info->n_deleted > 0)
-		session_took(arg);
+		session_room_back(arg);
 }
 
 /* Is there room to queue more output, within SESSION_OUT_HIGH and the
@@ -1023,7 +1023,7 @@ session_write_cb(struct bufferevent *bev, void *arg)
 {
 	/* The guest took bytes: the output drained, or its socket, full
 	 * under a splice, has room again. */
-	session_took(arg);
+	session_room_back(arg);
 	session_drained(arg);
 }
 
@@ -1040,7 +1040,11 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 	log_flush(); /* the guest reads no response before its events */
 	if (evbuffer_get_length(out) == 0) {
 		(void)evbuffer_write(s->stage, s->fd); /* errors: below */
-		if (evbuffer_get_length(s->stage) < staged)
+		/* While the broker waits for room under a splice, a small
+		 * frame that still fits in the socket (a PONG) says nothing
+		 * of the guest's reads: the clock runs on (at its deadline
+		 * it sees whether the guest read). */
+		if (evbuffer_get_length(s->stage) < staged && !s->splice_wait)
 			session_took(s);
 	}
 	if (evbuffer_get_length(s->stage) > 0) {

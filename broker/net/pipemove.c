@@ -28,37 +28,40 @@ pm_close_pair(int p[2])
 }
 
 /* Splice one byte from a socket into the first pipe and read it back:
- * does this system let a socket's bytes be spliced at all? Return 0, or
- * -1 with errno (EPERM from a system call filter, say). */
+ * does this system let a socket's bytes be spliced at all? Return 0; -2
+ * with errno when the splice itself failed (EPERM from a system call
+ * filter, say); -1 with errno when something else did. */
 static int
 pm_probe(struct pipemove *pm)
 {
-	int sv[2], e = 0;
+	int sv[2], e = 0, rc = -1;
 	ssize_t n;
 	char c;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 		sv) != 0)
 		return -1;
-	if (write(sv[0], "p", 1) != 1)
+	if (write(sv[0], "p", 1) != 1) {
 		e = errno != 0 ? errno : EIO;
-	else if ((n = pipemove_fill(pm, sv[1], 1)) != 1)
+	} else if ((n = pipemove_fill(pm, sv[1], 1)) != 1) {
 		e = n < 0 ? errno : EIO;
-	else if (read(pm->fill[0], &c, 1) != 1)
+		rc = -2;
+	} else if (read(pm->fill[0], &c, 1) != 1) {
 		e = EIO;
+	}
 	(void)close(sv[0]);
 	(void)close(sv[1]);
 	if (e == 0)
 		return 0;
 	errno = e;
-	return -1;
+	return rc;
 }
 
 int
 pipemove_open(struct pipemove *pm)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	int fill, send, e;
+	int fill, send, e, rc = -1;
 
 	pm->fill[0] = pm->fill[1] = pm->send[0] = pm->send[1] = -1;
 	if (page <= 0 || page > 1024 * 1024) {
@@ -72,12 +75,12 @@ pipemove_open(struct pipemove *pm)
 	    pipe2(pm->send, O_NONBLOCK | O_CLOEXEC) == 0 &&
 	    fcntl(pm->fill[1], F_SETPIPE_SZ, fill) == fill &&
 	    fcntl(pm->send[1], F_SETPIPE_SZ, send) >= send &&
-	    pm_probe(pm) == 0)
+	    (rc = pm_probe(pm)) == 0)
 		return 0;
 	e = errno;
 	pipemove_close(pm);
 	errno = e;
-	return -1;
+	return rc;
 }
 
 void

@@ -43,9 +43,11 @@ struct pipemove {
  * Open both pipes (non-blocking, close-on-exec), sized for PIPEMOVE_MAX
  * and a header, and check that a socket's bytes can be spliced into
  * them (one byte, from a socket pair): a system call filter or a kernel
- * that refuses splice says so here (EPERM, ENOSYS, EINVAL), so that a
- * failed fill later is always the socket's. Return 0, or -1 with errno
- * (nothing left open).
+ * that refuses splice says so here, so that a failed fill later is
+ * always the socket's. Return 0; -2 with errno when that splice failed
+ * (EPERM, ENOSYS, EINVAL: splicing is refused); or -1 with errno when
+ * anything else did (descriptors, memory, the pipes' size limit: it may
+ * work later). Nothing is left open on failure.
  */
 int pipemove_open(struct pipemove *pm);
 

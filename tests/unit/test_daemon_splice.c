@@ -32,8 +32,9 @@
 TestSuite(splice, .init = st_setup, .fini = dt_teardown);
 
 /* The broker's splices, counted and faulted as tests ask: st_fills
- * counts those that read bytes from a socket; st_fill_errno fails the
- * next one that would with that errno (0: none), reading nothing. With
+ * counts those that read bytes from a TCP socket (an upstream, not the
+ * socket pair of the pipes' check); st_fill_errno fails the next one
+ * from any socket with that errno (0: none), reading nothing. With
  * st_send_part set, each splice into a socket moves at most that many
  * bytes and the next one finds the socket full (st_partials counts
  * them); with st_send_full, every one finds it full. st_pipe_read_fails
@@ -51,6 +52,18 @@ st_is(int fd, mode_t type)
 	return fstat(fd, &sb) == 0 && (sb.st_mode & S_IFMT) == type;
 }
 
+/* Is fd an IPv4 socket (the tests' upstreams)? */
+static int
+st_is_inet(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	memset(&ss, 0, sizeof(ss));
+	return getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+	    ss.ss_family == AF_INET;
+}
+
 ssize_t
 splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
     unsigned int flags)
@@ -66,7 +79,7 @@ splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
 		}
 		n = (ssize_t)syscall(SYS_splice, in, in_off, out, out_off, len,
 		    flags);
-		if (n > 0) {
+		if (n > 0 && st_is_inet(in)) {
 			st_fills++;
 			st_up_bytes += (size_t)n;
 		}
@@ -110,8 +123,6 @@ static unsigned st_up_copies;
 ssize_t
 readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
 	ssize_t n;
 
 	if (st_pipe_read_fails && st_is(fd, S_IFIFO)) {
@@ -119,9 +130,7 @@ readv(int fd, const struct iovec *iov, int iovcnt)
 		return -1;
 	}
 	n = (ssize_t)syscall(SYS_readv, fd, iov, iovcnt);
-	memset(&ss, 0, sizeof(ss));
-	if (n > 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
-	    ss.ss_family == AF_INET) {
+	if (n > 0 && st_is_inet(fd)) {
 		st_up_copies++;
 		st_up_bytes += (size_t)n;
 	}
@@ -641,6 +650,23 @@ Test(splice, a_full_guest_that_reads_nothing_is_dropped, .timeout = 60)
 	free(p);
 }
 
+/* Send a PING every half second, reading nothing, until the guest's
+ * connection is dropped or secs have passed; return whether it was. */
+static int
+st_ping_until_dropped(struct dt_peer *p, double secs)
+{
+	double until = dt_now() + secs, next = 0;
+
+	while (!dt_peer_gone(p->fd) && dt_now() < until) {
+		if (dt_now() >= next) {
+			dt_send_ping(p, "stallpng");
+			next = dt_now() + 0.5;
+		}
+		dt_step(-1);
+	}
+	return dt_peer_gone(p->fd);
+}
+
 /* The same guest sends PINGs while it reads nothing: each PONG still
  * fits in its full socket, but the kernel taking it is no read by the
  * guest: the stall clock runs on and drops it. */
@@ -649,24 +675,44 @@ Test(splice, a_full_guest_that_pings_and_reads_nothing_is_dropped,
 {
 	struct dt_peer *p = malloc(sizeof(*p));
 	struct dt_upstream u;
-	double t0, next;
 	size_t sent;
 
 	cr_assert_not_null(p);
 	st_fill_guest(p, &u, &sent);
-	t0 = next = dt_now();
-	while (!dt_peer_gone(p->fd) &&
-	    dt_now() < t0 + 3 * SESSION_STALL_MS / 1000.0) {
-		if (dt_now() >= next) {
-			dt_send_ping(p, "stallpng");
-			next += 0.5;
-		}
-		dt_step(-1);
-	}
-	cr_assert(dt_peer_gone(p->fd),
+	cr_assert(st_ping_until_dropped(p, 3 * SESSION_STALL_MS / 1000.0),
 	    "a guest that only sent PINGs was kept");
 	st_wait_close();
 	cr_assert_str_neq(dt_log_last("egress.close", "error"), "null");
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* A guest whose socket is full reads a little (a frame or so: too
+ * little for the socket to be writable again), then only sends PINGs:
+ * its read restarts the clock at the deadline, the PONGs never do, and
+ * it is dropped at the next one. */
+Test(splice, a_full_guest_that_reads_once_then_pings_is_dropped, .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	static char buf[80 * 1024];
+	double t0;
+	size_t sent, got = 0;
+	ssize_t k;
+
+	cr_assert_not_null(p);
+	st_fill_guest(p, &u, &sent);
+	while (got < sizeof(buf) &&
+	    (k = read(p->fd, buf + got, sizeof(buf) - got)) > 0)
+		got += (size_t)k;
+	cr_assert_eq(got, sizeof(buf));
+	t0 = dt_now();
+	cr_assert(st_ping_until_dropped(p, 4 * SESSION_STALL_MS / 1000.0),
+	    "a guest that read once, then only sent PINGs, was kept");
+	cr_assert_geq(dt_now(), t0 + SESSION_STALL_MS / 1000.0 - 0.1,
+	    "dropped before the deadline its read restarted");
+	st_wait_close();
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

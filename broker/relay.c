@@ -591,6 +591,12 @@ relay_flush(struct relay *r)
 	relay_push(r);
 }
 
+int
+relay_waits_for_room(const struct relay *r)
+{
+	return r->guest_full;
+}
+
 uint64_t
 relay_bytes_up(const struct relay *r)
 {

@@ -92,6 +92,10 @@ void relay_detach(struct relay *r);
  * May call end. */
 void relay_flush(struct relay *r);
 
+/* Answer whether r stopped reading its upstream until the guest's socket
+ * has room (a splice found it full). Return 1 or 0. */
+int relay_waits_for_room(const struct relay *r);
+
 /* How a hold (relay_hold()) ended. */
 enum relay_hold_verdict {
 	RELAY_HOLD_QUIET = 0,	 /* every guest byte written, nothing from

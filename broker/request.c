@@ -121,6 +121,13 @@ request_is_active(const struct request *r)
 	return r->phase != PHASE_DONE;
 }
 
+int
+request_waits_for_room(const struct request *r)
+{
+	return r->phase == PHASE_RELAY && r->relay != NULL &&
+	    relay_waits_for_room(r->relay);
+}
+
 static const struct timeval zero_tv = { 0, 0 };
 
 static void

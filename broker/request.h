@@ -184,6 +184,10 @@ size_t request_ws_close_all(struct broker *b, uint16_t code,
 /* Answer whether r still has work (1) or only waits for the guest (0). */
 int request_is_active(const struct request *r);
 
+/* Answer whether r's relay waits for room in its guest's socket
+ * (relay_waits_for_room()). Return 1 or 0. */
+int request_waits_for_room(const struct request *r);
+
 /* Free r once done was called for it. NULL is a no-op. */
 void request_free(struct request *r);
 

@@ -204,6 +204,39 @@ session_took(struct session *s)
 	s->stall_armed = 0;
 }
 
+/* A frame went straight into the socket. While the broker waits for room
+ * under a splice, that is no read by the guest (a PONG fits in a full
+ * socket): the clock restarts only if the guest read since it started
+ * (q0, what was unread before this write, under the baseline); else the
+ * baseline takes in the frame's bytes, so that at the deadline only the
+ * guest's reads count. */
+static void
+session_took_direct(struct session *s, int q0)
+{
+	if (!s->splice_wait) {
+		session_took(s);
+		return;
+	}
+	if (!s->stall_armed)
+		return;
+	if (q0 >= 0 && s->stall_outq >= 0 && q0 < s->stall_outq)
+		session_stall_start(s);
+	else
+		s->stall_outq = session_outq(s);
+}
+
+/* Does a stream of s wait for room in its socket under a splice? */
+static int
+session_splice_waiting(const struct session *s)
+{
+	const struct stream *t;
+
+	for (t = s->streams; t != NULL; t = t->next)
+		if (request_waits_for_room(t->r))
+			return 1;
+	return 0;
+}
+
 /* The socket has room again: the bufferevent wrote (it writes only once
  * the socket is writable: for a Unix socket, a quarter full or less), or
  * its write callback ran. The guest read: a wait for room under a splice
@@ -332,6 +365,8 @@ session_splice_data(struct session *s, struct proto_stream *st, int fd,
 		return GUEST_SPLICE_BUSY; /* the frame would jump the queue */
 	if ((room = session_sock_room(s)) < 0)
 		return GUEST_SPLICE_BUSY; /* a buffer too small to wait on */
+	if (room >= PIPEMOVE_MIN && s->splice_wait)
+		session_room_back(s); /* it read: the wait is over */
 	if (room < PIPEMOVE_MIN) {
 		/* Wait for the guest to read (the bufferevent's write callback
 		 * with nothing queued), rather than read from the upstream what
@@ -1015,6 +1050,13 @@ session_stall_cb(evutil_socket_t fd, short what, void *arg)
 		if (s->stall_armed)
 			return;
 	}
+	if (s->splice_wait && session_out_len(s) == 0 &&
+	    !session_splice_waiting(s)) {
+		/* The stream that waited for room is gone or has nothing
+		 * more to send: nothing waits for the guest. */
+		s->splice_wait = 0;
+		return;
+	}
 	session_free(s); /* output waited SESSION_STALL_MS, none read */
 }
 
@@ -1033,19 +1075,17 @@ session_flush_cb(evutil_socket_t fd, short what, void *arg)
 	struct session *s = arg;
 	struct evbuffer *out = bufferevent_get_output(s->bev);
 	size_t before = session_out_len(s), staged;
+	int q0;
 
 	s->flush_pending = 0;
 	if ((staged = evbuffer_get_length(s->stage)) == 0)
 		return;
 	log_flush(); /* the guest reads no response before its events */
 	if (evbuffer_get_length(out) == 0) {
+		q0 = s->splice_wait ? session_outq(s) : -1;
 		(void)evbuffer_write(s->stage, s->fd); /* errors: below */
-		/* While the broker waits for room under a splice, a small
-		 * frame that still fits in the socket (a PONG) says nothing
-		 * of the guest's reads: the clock runs on (at its deadline
-		 * it sees whether the guest read). */
-		if (evbuffer_get_length(s->stage) < staged && !s->splice_wait)
-			session_took(s);
+		if (evbuffer_get_length(s->stage) < staged)
+			session_took_direct(s, q0);
 	}
 	if (evbuffer_get_length(s->stage) > 0) {
 		/* The socket is full, or failed: the bufferevent writes the

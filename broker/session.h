@@ -26,7 +26,10 @@
  * expiry, fewer bytes unread in the socket), memory freed elsewhere
  * never does, and it stops once nothing waits for the guest. Bytes
  * spliced into a guest's socket that has no room for the next frame wait
- * for it as queued output does: the clock runs then too.
+ * for it as queued output does: the clock runs then too, until the
+ * socket has room for a frame again (the guest read) or no stream waits
+ * any more; a small frame the kernel still takes into that socket (a
+ * PONG) is no read by the guest.
  * A guest that closes its end is still read to the end of what it sent
  * before (up to a connection window and one read, the first REQUEST, or
  * its instance's log queue over its share) when a write to it fails

@@ -773,7 +773,6 @@ Test(splice, a_full_guest_that_resets_the_waiting_stream_is_kept,
 {
 	struct dt_peer *p = malloc(sizeof(*p));
 	struct dt_upstream u;
-	double until;
 	size_t sent;
 
 	cr_assert_not_null(p);
@@ -781,10 +780,8 @@ Test(splice, a_full_guest_that_resets_the_waiting_stream_is_kept,
 	dt_msg(&M, PROTO_MSG_RESET, 0, 1);
 	M.reset.code = PROTO_CODE_CANCELLED;
 	dt_send(p, &M);
-	until = dt_now() + 1.5 * SESSION_STALL_MS / 1000.0;
-	while (!dt_peer_gone(p->fd) && dt_now() < until)
-		dt_step(-1);
-	cr_assert_not(dt_peer_gone(p->fd),
+	cr_assert_not(st_run_until_dropped(p,
+			  dt_now() + 1.5 * SESSION_STALL_MS / 1000.0),
 	    "dropped with nothing waiting for it");
 	st_wait_close();
 	dt_upstream_close(&u);

@@ -18,10 +18,10 @@
 #define EXT_SERVER_NAME 0x0000
 
 /* Encrypted Client Hello (RFC 9849: 0xfe0d), its drafts 8 to 12
- * (0xfe08..0xfe0c), and the ESNI drafts (0xffce): each hides the name
- * the client really asks for. */
+ * (0xfe08..0xfe0c) and 6 to 7 (0xff02), and the ESNI drafts (0xffce):
+ * each hides the name the client really asks for. */
 static const unsigned ech_types[] = { 0xfe0d, 0xfe08, 0xfe09, 0xfe0a, 0xfe0b,
-	0xfe0c, 0xffce };
+	0xfe0c, 0xff02, 0xffce };
 #define NECH_TYPES (sizeof(ech_types) / sizeof(ech_types[0]))
 
 struct peek {

@@ -32,7 +32,8 @@ struct tls_hello {
 	int has_sni;
 	char sni[TLS_HELLO_SNI_MAX + 1]; /* NUL-terminated, as sent */
 	int has_ech; /* an ECH or ESNI extension present (0xfe0d, the
-		      * drafts' 0xfe08..0xfe0c, ESNI's 0xffce) */
+		      * drafts' 0xfe08..0xfe0c and 0xff02, ESNI's
+		      * 0xffce) */
 };
 
 /*

@@ -157,7 +157,7 @@ Test(tls_hello, no_sni_tls12_and_ech)
 Test(tls_hello, ech_drafts_and_esni_are_seen)
 {
 	static const unsigned types[] = { 0xfe08, 0xfe09, 0xfe0a, 0xfe0b,
-		0xfe0c, 0xffce };
+		0xfe0c, 0xff02, 0xffce };
 	struct tls_hello h;
 	size_t i, n;
 

@@ -1198,8 +1198,20 @@ run_init(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 		die_child(EXIT_SANDBOX, "private mount namespace",
 		    strerror(errno));
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		NULL) != 0)
-		die_child(EXIT_SANDBOX, "mount /proc", strerror(errno));
+		NULL) != 0) {
+		/* In a user namespace the kernel may refuse a new /proc (one
+		 * whose /proc is partly covered, as in some containers): the
+		 * host's stays, other processes visible, as without a PID
+		 * namespace, and Landlock must refuse access to them. */
+		if (switch_user || abi == 0)
+			die_child(EXIT_SANDBOX, "mount /proc",
+			    strerror(errno));
+		(void)fprintf(stderr,
+		    "egress-sandbox: no /proc of the PID namespace (%s): "
+		    "other processes stay visible; Landlock refuses access "
+		    "to them\n",
+		    strerror(errno));
+	}
 	if ((pid = fork()) < 0)
 		die_child(EXIT_SANDBOX, "fork", strerror(errno));
 	if (pid == 0)
@@ -1253,10 +1265,13 @@ worker_identity(const char *user, uid_t *ret_uid, gid_t *ret_gid)
  * Start the worker (cmd) and return its pid (the PID namespace's init
  * when there is one). Keep other processes out of its reach: the child
  * starts in new PID and mount namespaces (clone, so this process keeps
- * its own: its later children, such as a sanitizer's, stay here).
+ * its own: its later children, such as a sanitizer's, stay here), as
+ * root or in the user namespace --net made (userns), whose capabilities
+ * this process holds.
  */
 static pid_t
-spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid, int regfd)
+spawn_worker(char **cmd, int target, int root, int userns, uid_t uid,
+    gid_t gid, int regfd)
 {
 	int abi = landlock_abi();
 	pid_t pid;
@@ -1264,7 +1279,7 @@ spawn_worker(char **cmd, int target, int root, uid_t uid, gid_t gid, int regfd)
 	(void)fflush(stdout);
 	(void)fflush(stderr);
 	pid = -1;
-	if (root) {
+	if (root || userns) {
 		pid = (pid_t)syscall(SYS_clone,
 		    CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL,
 		    0L);
@@ -1322,7 +1337,7 @@ main(int argc, char **argv)
 	const char *sockpath = NULL, *user = NULL;
 	const char *registry = SANDBOX_REGISTRY_DEFAULT;
 	char num[16], key[SANDBOX_KEY_MAX], clean[SANDBOX_KEY_MAX];
-	int ai, target = 3, fd, root, regfd, rc, fd_given = 0;
+	int ai, target = 3, fd, root, regfd, rc, fd_given = 0, userns = 0;
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -1380,7 +1395,8 @@ main(int argc, char **argv)
 	root = worker_identity(user, &uid, &gid);
 	if (net_mode) {
 		/* Held open: the broker serves the listeners until it closes. */
-		fd = sandbox_net_enter(control, instance, root, net_mode & 2);
+		fd = sandbox_net_enter(control, instance, root, net_mode & 2,
+		    &userns);
 		target = -1;
 	} else if (sockpath != NULL) {
 		if ((fd = unixsock_connect(sockpath)) < 0)
@@ -1400,7 +1416,7 @@ main(int argc, char **argv)
 	registry_key_clean(key, clean, sizeof(clean));
 	regfd = registry_enter(registry, uid, clean);
 
-	pid = spawn_worker(argv + ai, target, root, uid, gid, regfd);
+	pid = spawn_worker(argv + ai, target, root, userns, uid, gid, regfd);
 	if (!net_mode)
 		(void)close(target);
 	rc = supervise(pid);

@@ -49,13 +49,14 @@ int sandbox_control(const char *path, const char *req, const int *fds,
  * the instance's TLS (its reply carries the inspection CA, else exit
  * EXIT_ATTACH): write the system roots and that CA to a new file in /tmp
  * (mode 0444) and set SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE,
- * GIT_SSL_CAINFO, PIP_CERT and NODE_EXTRA_CA_CERTS to it. Return the
+ * GIT_SSL_CAINFO, PIP_CERT and NODE_EXTRA_CA_CERTS to it. Set *ret_userns
+ * to 1 when a user namespace was made (0 as root). Return the
  * control connection, which keeps the listeners served until it is
  * closed. Exit on any failure (EXIT_SANDBOX, EXIT_ATTACH when the broker
  * refuses).
  */
 int sandbox_net_enter(const char *control, const char *instance, int root,
-    int inspect);
+    int inspect, int *ret_userns);
 
 /* Remove what sandbox_net_enter() left on disk (the --inspect bundle on a
  * system without a root bundle of its own), once the command ended. */

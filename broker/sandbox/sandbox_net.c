@@ -43,6 +43,7 @@
 #include "broker/sandbox/sandbox.h"
 
 #define SANDBOX_RESOLV	   "/etc/resolv.conf"
+#define SANDBOX_CGROUP	   "/sys/fs/cgroup"
 #define SANDBOX_LISTEN_MAX 2
 #define SANDBOX_ROOTS_MAX  (16 * 1024 * 1024)
 
@@ -82,9 +83,10 @@ write_proc(const char *path, const char *s)
 
 /*
  * New network and mount namespaces: directly as root, else inside a new
- * user namespace that maps only the caller's own uid and gid.
+ * user namespace that maps only the caller's own uid and gid. Return 1
+ * when in a new user namespace, else 0.
  */
-static void
+static int
 net_unshare(int root)
 {
 	char map[64];
@@ -92,7 +94,7 @@ net_unshare(int root)
 	gid_t gid = getegid();
 
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS) == 0)
-		return;
+		return 0;
 	if (root || (errno != EPERM && errno != EACCES))
 		sandbox_die(EXIT_SANDBOX,
 		    "--net: cannot create a network namespace (needs "
@@ -111,6 +113,7 @@ net_unshare(int root)
 	(void)snprintf(map, sizeof(map), "%lu %lu 1", (unsigned long)gid,
 	    (unsigned long)gid);
 	write_proc("/proc/self/gid_map", map);
+	return 1;
 }
 
 /* Bring lo up (it holds 127.0.0.1, and ::1 once up). */
@@ -173,6 +176,44 @@ net_resolv(void)
 		sandbox_die(EXIT_SANDBOX, "--net: read-only " SANDBOX_RESOLV,
 		    strerror(errno));
 	(void)close(fd);
+}
+
+/*
+ * Mount a sysfs of the new network namespace on /sys, read-only, in the
+ * private mount namespace: the host's, left in place, would show every
+ * interface of the host's namespace (/sys/class/net, their hardware
+ * addresses and counters) to the program. The cgroup tree under it,
+ * which runtimes read for their limits, is carried over. Where the
+ * kernel refuses a new sysfs (in a user namespace whose /sys is not
+ * fully visible), an empty read-only tmpfs covers /sys instead; where
+ * neither can be mounted, the sandbox does not start.
+ */
+static void
+net_sysfs(void)
+{
+	const unsigned long fl = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
+	int cg = open_tree(AT_FDCWD, SANDBOX_CGROUP,
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (mount("sysfs", "/sys", "sysfs", fl, NULL) == 0) {
+		if (cg >= 0 &&
+		    move_mount(cg, "", AT_FDCWD, SANDBOX_CGROUP,
+			MOVE_MOUNT_F_EMPTY_PATH) != 0)
+			(void)fprintf(stderr,
+			    "egress-sandbox: --net: " SANDBOX_CGROUP
+			    " not carried over: %s\n",
+			    strerror(errno));
+	} else if (mount("none", "/sys", "tmpfs", fl, "size=4k,mode=0555") ==
+	    0)
+		(void)fprintf(stderr,
+		    "egress-sandbox: --net: no sysfs of the namespace (%s); "
+		    "/sys is empty here\n",
+		    strerror(errno));
+	else
+		sandbox_die(EXIT_SANDBOX,
+		    "--net: cannot cover the host's /sys", strerror(errno));
+	if (cg >= 0)
+		(void)close(cg);
 }
 
 /*
@@ -318,7 +359,7 @@ sandbox_net_leave(void)
 
 int
 sandbox_net_enter(const char *control, const char *instance, int root,
-    int inspect)
+    int inspect, int *ret_userns)
 {
 	char *ca = NULL;
 	static const char *const unset[] = { "no_proxy", "NO_PROXY",
@@ -332,9 +373,10 @@ sandbox_net_enter(const char *control, const char *instance, int root,
 	if (snprintf(req, sizeof(req), "attach-listener %s\n", instance) >=
 	    (int)sizeof(req))
 		sandbox_die(EXIT_USAGE, "instance name too long", NULL);
-	net_unshare(root);
+	*ret_userns = net_unshare(root);
 	net_lo_up();
 	net_resolv();
+	net_sysfs();
 	if ((fds[n] = net_listener(AF_INET)) < 0)
 		sandbox_die(EXIT_SANDBOX, "--net: listen on 127.0.0.1:3128",
 		    strerror(errno));

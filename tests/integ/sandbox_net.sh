@@ -3,8 +3,9 @@
 #
 # egress-sandbox --net against the real broker in the netns lab. Inside
 # the sandbox (its own network namespace, run as an unprivileged uid):
-# only lo exists (ip -o link, entered from outside; /proc/net/dev from
-# inside); a name does not resolve and the lab's DNS server and public
+# only lo exists (ip -o link, entered from outside; /proc/net/dev,
+# /proc/1/net/dev and /sys/class/net from inside, also when built in a
+# user namespace); a name does not resolve and the lab's DNS server and public
 # address are unreachable at once (ENETUNREACH), and so is a direct
 # curl --noproxy '*', while a plain curl goes to the proxy port; the proxy variables are set and no_proxy is empty;
 # socket(AF_UNIX), raw, packet and netlink sockets, unshare and setns
@@ -83,6 +84,21 @@ done <"$LAB_DIR/probe.out"
     lab_fail "a DNS query from the sandbox reached the lab's server"
 lab_ok "no DNS query reached the lab's server"
 lab_expect_hits "$LAB_PUB4" 0
+
+# /sys is the namespace's own sysfs (checked by the probe), and the
+# cgroup tree the launcher saw is carried over into it. (Launched from
+# this namespace, whose /sys has the host's cgroup mounts; the sandbox
+# makes its own network namespace all the same.)
+if mountpoint -q /sys/fs/cgroup; then
+	SB_RC=0
+	timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" --instance weather \
+	    --net --control "$CTL" --user "$WU:$WU" --registry "$SB_REG" -- \
+	    sh -c 'mountpoint -q /sys/fs/cgroup && ls /sys/fs/cgroup' \
+	    >"$LAB_DIR/cg.out" 2>"$LAB_DIR/sandbox.err" || SB_RC=$?
+	lab_expect_eq "the cgroup tree under the namespace's /sys" \
+	    "0 $(ls /sys/fs/cgroup | tr '\n' ' ')" \
+	    "$SB_RC $(tr '\n' ' ' <"$LAB_DIR/cg.out")"
+fi
 
 netsandboxed "$LAB_DIR/curl.out" curl -sS --max-time 20 --noproxy '*' \
     "http://$LAB_PUB4/small"
@@ -197,15 +213,24 @@ SB_RC=0
 lab_ns_b setpriv --reuid "$UU" --regid "$UU" --clear-groups \
     timeout -k 5 "$(egress_wait 30)" "$SB_COPY" --instance weather \
     --net --control "$CTL" --registry "$LAB_DIR/run/reg-$UU" -- \
-    "${W_ENV[@]}" "$PY" "$PROBE" hello 127.0.0.1 >"$LAB_DIR/unpriv.out" \
-    2>"$LAB_DIR/unpriv.err" || SB_RC=$?
+    "${W_ENV[@]}" sh -c '"$1" "$2" sysnet && "$1" "$2" hello 127.0.0.1' \
+    sh "$PY" "$PROBE" >"$LAB_DIR/unpriv.out" 2>"$LAB_DIR/unpriv.err" ||
+    SB_RC=$?
 if [ "$SB_RC" = 4 ]; then
 	grep -q "not root, and no user namespace" "$LAB_DIR/unpriv.err" ||
 	    lab_fail "unprivileged refusal: $(cat "$LAB_DIR/unpriv.err")"
 	lab_ok "unprivileged, no user namespace allowed: refused (exit 4)"
 else
+	# Its own PID namespace and /proc, and a sysfs of its network
+	# namespace: no interface of the host's shows through either.
+	[ "$(grep -c '^ok ' "$LAB_DIR/unpriv.out")" = 3 ] ||
+	    lab_fail "unprivileged --net: $(grep -v '^ok ' \
+	    "$LAB_DIR/unpriv.out") $(cat "$LAB_DIR/unpriv.err")"
+	while read -r line; do
+		lab_ok "unprivileged --net: ${line#ok }"
+	done < <(grep '^ok ' "$LAB_DIR/unpriv.out")
 	lab_expect_eq "unprivileged --net in a user namespace: HELLO" \
-	    "0 hello 1" "$SB_RC $(cat "$LAB_DIR/unpriv.out")"
+	    "0 hello 1" "$SB_RC $(tail -n 1 "$LAB_DIR/unpriv.out")"
 fi
 
 # No privilege to create the namespaces at all: inside the worker filter

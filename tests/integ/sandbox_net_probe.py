@@ -4,7 +4,7 @@
 probe ADDR...: check what the sandbox promised and print one "ok ..." or
   "FAIL ..." line per check (exit 1 on any FAIL): no socket was
   inherited (the launcher's control connection, the listeners);
-  /proc/net/dev lists lo
+  /proc/net/dev, /proc/1/net/dev and /sys/class/net list lo
   only; a name does not resolve; a TCP connect and a UDP DNS query to
   each ADDR fail with ENETUNREACH at once; /etc/resolv.conf names only
   192.0.2.1; the proxy variables name http://127.0.0.1:3128
@@ -13,6 +13,7 @@ probe ADDR...: check what the sandbox promised and print one "ok ..." or
   clone(CLONE_NEWUSER), setns and a datagram socketpair fail with EPERM,
   clone3 with ENOSYS; an AF_INET socket and a stream socketpair(AF_UNIX)
   work.
+sysnet: only the interface checks of probe.
 hello HOST: the wire protocol's HELLO over TCP to HOST:3128; print
   "hello N" with the version of the broker's HELLO.
 fetch HOST AUTHORITY PATH: HELLO, then one http GET of AUTHORITY PATH
@@ -46,6 +47,23 @@ def errno_of(fn):
     return 0
 
 
+def netdev(path):
+    with open(path) as f:
+        return sorted(l.split(":")[0].strip() for l in f.readlines()[2:])
+
+
+def sysnet():
+    ifs = netdev("/proc/net/dev")
+    check(ifs == ["lo"], "interfaces: %s" % " ".join(ifs))
+    # PID 1's view: the sandbox's own init, not the host's.
+    ifs = netdev("/proc/1/net/dev")
+    check(ifs == ["lo"], "interfaces seen through /proc/1/net: %s" %
+          " ".join(ifs))
+    ifs = sorted(os.listdir("/sys/class/net"))
+    check(ifs == ["lo"], "interfaces in /sys/class/net: %s" % " ".join(ifs))
+    return FAILS != 0
+
+
 def probe(addrs):
     inherited = []
     for fd in os.listdir("/proc/self/fd"):
@@ -57,9 +75,7 @@ def probe(addrs):
             inherited.append(fd)
     check(inherited == [], "no inherited socket (control connection, "
           "listeners)%s" % "".join(" " + f for f in inherited))
-    with open("/proc/net/dev") as f:
-        ifs = sorted(l.split(":")[0].strip() for l in f.readlines()[2:])
-    check(ifs == ["lo"], "interfaces: %s" % " ".join(ifs))
+    sysnet()
     with open("/etc/resolv.conf") as f:
         ns = [l.split()[1] for l in f if l.startswith("nameserver")]
     check(ns == ["192.0.2.1"], "resolv.conf nameservers: %s" % " ".join(ns))
@@ -193,6 +209,8 @@ def main():
     cmd = sys.argv[1]
     if cmd == "probe":
         return probe(sys.argv[2:])
+    if cmd == "sysnet":
+        return sysnet()
     if cmd == "hello":
         print("hello %d" % hello(sys.argv[2])[1])
         return 0

@@ -40,6 +40,7 @@
 #include "broker/net/share.h"
 #include "broker/proxy.h"
 #include "broker/proxy_port.h"
+#include "broker/proxy_auth.h"
 #include "broker/proxy_refusal.h"
 #include "broker/request.h"
 #include "broker/session.h"
@@ -100,6 +101,10 @@ struct proxy_conn {
 	int close_after; /* close once the output is flushed */
 	int closing;	 /* no more requests, no more input */
 	int eof;	 /* the client half-closed: what it sent is served */
+	int held;	 /* the next head waits for the client to read
+			    answers (proxy_out_held) */
+	int read_off;	 /* input full, nothing to take: not read
+			    (proxy_read_gate) */
 
 	struct http1_req q; /* the head parsed last */
 	size_t head_seen;   /* bytes of the head being read looked at */
@@ -161,6 +166,20 @@ proxy_unstage(struct proxy_conn *c)
 	if (c->stage == NULL || evbuffer_get_length(c->stage) == 0)
 		return 0;
 	return evbuffer_add_buffer(bufferevent_get_output(c->bev), c->stage);
+}
+
+/*
+ * Answers of earlier requests wait for the client beyond PROXY_OUT_LOW:
+ * the next head is not read until it has read them (the write callback,
+ * or the TLS records' buffer draining, looks again). Else a client that
+ * sends requests the front answers itself (refusals) and reads nothing
+ * would have the answers pile up without bound.
+ */
+static int
+proxy_out_held(struct proxy_conn *c)
+{
+	c->held = proxy_out_len(c) >= PROXY_OUT_LOW;
+	return c->held;
 }
 
 /* Under TLS the records count too (the filter keeps them below
@@ -665,63 +684,6 @@ proxy_read_body(struct proxy_conn *c)
 	return used > 0 || end ? 1 : 0;
 }
 
-/* Compare n secret bytes without a branch on their content. */
-static int
-same_secret(const char *a, size_t na, const char *b, size_t nb)
-{
-	volatile unsigned char d = na != nb;
-	size_t i;
-
-	for (i = 0; i < na && i < nb; i++)
-		d |= (unsigned char)(a[i] ^ b[i]);
-	return d == 0;
-}
-
-/*
- * Check q's Proxy-Authorization against the instance's token in the
- * snapshot in force. Return 0 (authorized) or 407, also when no
- * snapshot can be read (nothing can be authorized then, and a caller
- * without the token learns nothing of the configuration's state).
- */
-static unsigned
-proxy_check_auth(struct proxy_conn *c, const struct http1_req *q,
-    const struct confref *ref, const char **ret_detail)
-{
-	char buf[CONF_TOKEN_MAX + 128];
-	const struct http1_header *h = NULL;
-	const struct conf_instance *ci;
-	const char *pw;
-	size_t i, n;
-	unsigned rv = 407;
-
-	for (i = 0; i < q->nheaders; i++)
-		if (http1_header_is(&q->headers[i], "Proxy-Authorization")) {
-			if (h != NULL) {
-				*ret_detail =
-				    "more than one Proxy-Authorization";
-				return 407;
-			}
-			h = &q->headers[i];
-		}
-	if (h == NULL) {
-		*ret_detail = "no Proxy-Authorization";
-		return 407;
-	}
-	if (ref == NULL) {
-		*ret_detail = "policy-unavailable";
-		return 407;
-	}
-	ci = conf_instance_find(ref->snap, c->instance);
-	*ret_detail = "wrong credentials";
-	if (ci != NULL && ci->proxy_token != NULL &&
-	    http1_req_basic_password(h->value, h->value_len, buf, sizeof(buf),
-		&pw, &n) == 0 &&
-	    same_secret(pw, n, ci->proxy_token, strlen(ci->proxy_token)))
-		rv = 0;
-	explicit_bzero(buf, sizeof(buf));
-	return rv;
-}
-
 /* The tunnel is over: close once its last answer is written. */
 static void
 proxy_tunnel_done(void *arg)
@@ -849,7 +811,7 @@ proxy_take_head(struct proxy_conn *c, const struct http1_req *q, size_t hl,
 	unsigned status;
 
 	if ((c->flags & PROXY_AUTH) &&
-	    (status = proxy_check_auth(c, q, ref, &detail)) != 0) {
+	    (status = proxy_auth_check(c->instance, q, ref, &detail)) != 0) {
 		/* The same answer whichever instance, token or none. */
 		proxy_log_refusal(c, status, "auth", detail);
 		c->body_done = 0;
@@ -899,8 +861,9 @@ proxy_head_timeout(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (c->closing || c->r != NULL || c->tun != NULL ||
-	    c->state != PX_HEAD)
-		return;
+	    c->state != PX_HEAD || c->held)
+		return; /* held: the client's reads are late, not its head;
+			   the write timeout is for them */
 	proxy_log_refusal(c, 408, "timeout",
 	    "no complete request head in time");
 	c->body_done = 0;
@@ -919,7 +882,9 @@ proxy_process(struct proxy_conn *c)
 	while (rv > 0 && !c->closing) {
 		switch (c->state) {
 		case PX_HEAD:
-			rv = c->r == NULL ? proxy_read_head(c) : 0;
+			rv = c->r == NULL && !proxy_out_held(c) ?
+			    proxy_read_head(c) :
+			    0;
 			break;
 		case PX_BODY:
 			rv = c->r != NULL ? proxy_read_body(c) : 0;
@@ -931,6 +896,30 @@ proxy_process(struct proxy_conn *c)
 		}
 	}
 	return rv < 0 ? -1 : 0;
+}
+
+/*
+ * With its input at the high watermark and reading on, libevent runs
+ * the read callback again and again, each loop turn, until the input
+ * is taken. When a step took none of it (a request in flight, a body
+ * without window, answers held), stop reading; the step that takes
+ * some (each is scheduled by what allows it) reads on. A tunnel owns
+ * the connection's reading.
+ */
+static void
+proxy_read_gate(struct proxy_conn *c)
+{
+	int full = evbuffer_get_length(bufferevent_get_input(c->bev)) >=
+	    PROXY_IN_HIGH;
+
+	if (c->closing || c->tun != NULL || c->state == PX_TUNNEL ||
+	    full == c->read_off)
+		return;
+	c->read_off = full;
+	if (full)
+		(void)bufferevent_disable(c->bev, EV_READ);
+	else
+		(void)bufferevent_enable(c->bev, EV_READ);
 }
 
 /* Close when asked to and all is written; else go on. */
@@ -958,7 +947,9 @@ proxy_step(struct proxy_conn *c)
 		proxy_free(c);
 		return;
 	}
-	if (c->eof && c->r == NULL && c->tun == NULL && c->state == PX_HEAD)
+	proxy_read_gate(c);
+	if (c->eof && c->r == NULL && c->tun == NULL && c->state == PX_HEAD &&
+	    !c->held)
 		c->closing = 1; /* every complete request was served */
 	if (c->closing)
 		proxy_step(c);
@@ -1002,6 +993,8 @@ proxy_write_cb(struct bufferevent *bev, void *arg)
 	if (c->r != NULL)
 		request_flush(c->r);
 	broker_mem_trim(c->b, c->instance, &c->mem, proxy_out_len(c), 0);
+	if (c->held && !c->closing)
+		proxy_schedule(c); /* the next head, if there is room now */
 }
 
 /* The staged output to the socket at once when nothing is queued
@@ -1180,7 +1173,7 @@ proxy_under_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	struct proxy_conn *c = arg;
 
 	(void)buf;
-	if (info->n_deleted > 0 && c->closing)
+	if (info->n_deleted > 0 && (c->closing || c->held))
 		proxy_schedule(c);
 }
 

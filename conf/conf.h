@@ -175,7 +175,8 @@ struct conf_instance {
 	char *socket_group;
 	char *proxy_listen; /* loopback ADDR:PORT of the proxy front, or
 			       NULL */
-	char *proxy_token;  /* its token (proxy_token_file's content) */
+	char *proxy_token;  /* its token (proxy_token_file's content), in
+			       CONF_TOKEN_MAX + 1 bytes, zero past it */
 	/* The entry's tcp/tls stream limits; 0: [limits]'s. */
 	unsigned stream_idle_timeout_ms;
 	unsigned stream_max_lifetime_ms;

@@ -268,7 +268,8 @@ int conf_secret_owner_ok(uid_t uid);
  * that only its owner may read or write (and, in the broker, owned by
  * the broker's user: see conf_key_owner_require()), holding one line of
  * CONF_TOKEN_MIN to CONF_TOKEN_MAX visible ASCII characters (a final
- * newline is dropped). Return the token (the caller frees it), or NULL
+ * newline is dropped). Return the token (the caller frees it; its
+ * buffer is CONF_TOKEN_MAX + 1 bytes, zero past the token), or NULL
  * with *why pointing at the reason, for a message.
  */
 char *conf_token_read(const char *path, const char **why);

@@ -60,8 +60,12 @@ secret_read(const char *path, size_t min, const char *rule, const char **why)
 	for (i = 0; i < len; i++)
 		if (buf[i] < 0x21 || buf[i] > 0x7e)
 			goto out;
-	if ((t = strndup(buf, len)) == NULL)
+	/* Zero-padded to CONF_TOKEN_MAX + 1 bytes: a comparison may read
+	 * all of them whatever the secret's length. */
+	if ((t = calloc(1, CONF_TOKEN_MAX + 1)) == NULL)
 		*why = "out of memory";
+	else
+		memcpy(t, buf, len);
 out:
 	explicit_bzero(buf, sizeof(buf));
 	(void)close(fd);

@@ -1389,6 +1389,131 @@ Test(proxy, unknown_method_is_405)
 	cr_assert_str_eq(dt_log_last("egress.proxy", "error"), "method");
 }
 
+/* The bytes of one complete answer at the start of c->out. */
+static size_t
+px_answer_len(const struct px_client *c)
+{
+	const char *end = strstr(c->out, "\r\n\r\n");
+	const char *cl = strstr(c->out, "\r\nContent-Length: ");
+
+	cr_assert(end != NULL && cl != NULL && cl < end, "%s", c->out);
+	return (size_t)(end - c->out) + 4 + strtoul(cl + 18, NULL, 10);
+}
+
+/* Write what the broker takes of buf[*off..n) now; return whether it
+ * took any. */
+static int
+px_write_some(int fd, const char *buf, size_t n, size_t *off)
+{
+	ssize_t k = *off < n ? write(fd, buf + *off, n - *off) : -1;
+
+	if (k <= 0)
+		return 0;
+	*off += (size_t)k;
+	return 1;
+}
+
+/* A client that pipelines requests the front answers itself (refusals)
+ * and reads none of the answers does not make them pile up in the
+ * broker: once what waits for it passes PROXY_OUT_LOW no further head
+ * is read (so the client's writes stop), and what it sent is all
+ * answered, in order, once it reads, also after a half-close. */
+Test(proxy, unread_answers_hold_the_next_request, .timeout = 60)
+{
+	enum { N = 20000 };
+	static const char one[] =
+	    "GET http://169.254.169.254/x HTTP/1.1\r\n\r\n";
+	const size_t rl = sizeof(one) - 1, total = N * rl;
+	char *reqs = malloc(total), *buf = malloc(1 << 16);
+	size_t off = 0, ans, got = 0, made;
+	int i, idle, avail = 0, shut = 0;
+	ssize_t k;
+
+	cr_assert(reqs != NULL && buf != NULL);
+	for (i = 0; i < N; i++)
+		memcpy(reqs + (size_t)i * rl, one, rl);
+	px_open(&C, "app");
+	px_write(&C, one);
+	px_wait(&C, 1, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 403 ", 13) == 0, "%s", C.out);
+	ans = px_answer_len(&C);
+	cr_assert_eq(C.len, ans, "%s", C.out);
+
+	/* Send, read nothing, until the broker takes no more. */
+	for (i = idle = 0; i < 20 * DT_ITERS && idle < 40; i++) {
+		idle = px_write_some(C.p.fd, reqs, total, &off) ? 0 : idle + 1;
+		dt_step(-1);
+	}
+	cr_assert_lt(off, total, "the broker read every request unanswered");
+	cr_assert_eq(ioctl(C.p.fd, FIONREAD, &avail), 0);
+	made = (size_t)(dt_log_count("egress.decision") - 1) * ans;
+	cr_assert_leq(made - (size_t)avail, PROXY_OUT_LOW + ans,
+	    "%zu bytes of answers wait in the broker", made - (size_t)avail);
+
+	/* Read; the rest is sent, then the end: every request answered. */
+	for (i = idle = 0; i < 20 * DT_ITERS && idle < 400; i++) {
+		int moved = px_write_some(C.p.fd, reqs, total, &off);
+
+		if (off == total && !shut)
+			shut = shutdown(C.p.fd, SHUT_WR) == 0;
+		while ((k = read(C.p.fd, buf, 1 << 16)) > 0) {
+			got += (size_t)k;
+			moved = 1;
+		}
+		if (k == 0)
+			break; /* the end */
+		idle = moved ? 0 : idle + 1;
+		dt_step(C.p.fd);
+	}
+	cr_assert_eq(k, 0, "no end after %zu of %zu answer bytes", got,
+	    (size_t)N * ans);
+	cr_assert_eq(got, (size_t)N * ans);
+	cr_assert_eq(dt_log_count("egress.decision"), N + 1);
+	free(reqs);
+	free(buf);
+}
+
+/* Requests pipelined behind one that waits for its upstream, more than
+ * the front reads ahead, do not keep the loop busy: with its input full
+ * and nothing it may read, the front's read callback is not run again
+ * and again (each run counts as the broker's activity; a spin ran it
+ * millions of times until the upstream's first-byte timeout). */
+Test(proxy, a_full_read_ahead_behind_a_waiting_request_is_idle, .timeout = 60)
+{
+	enum { N = 4000 };
+	static const char one[] =
+	    "GET http://169.254.169.254/x HTTP/1.1\r\n\r\n";
+	const size_t rl = sizeof(one) - 1, total = N * rl;
+	char *reqs = malloc(total), first[512];
+	struct dt_upstream u;
+	unsigned long a0;
+	size_t off = 0;
+	int i;
+
+	cr_assert(reqs != NULL);
+	for (i = 0; i < N; i++)
+		memcpy(reqs + (size_t)i * rl, one, rl);
+	dt_upstream_open(&u);
+	px_open(&C, "app");
+	(void)snprintf(first, sizeof(first),
+	    "GET http://%s/slow HTTP/1.1\r\n\r\n", u.authority);
+	px_write(&C, first);
+	dt_upstream_wait_request(&u);
+	a0 = dt_b.activity;
+	for (i = 0; i < 200 && off < total; i++) {
+		(void)px_write_some(C.p.fd, reqs, total, &off);
+		dt_step(-1);
+	}
+	cr_assert_gt(off, 2 * HTTP1_HEAD_MAX, "only %zu bytes sent", off);
+	for (i = 0; i < 100; i++)
+		dt_step(-1);
+	/* One run per read of the client's bytes, at most one a turn. */
+	cr_assert_leq(dt_b.activity - a0, 300, "%lu runs in 300 loop turns",
+	    dt_b.activity - a0);
+	free(reqs);
+	dt_upstream_close(&u);
+}
+
 /* Requests pipelined before the client half-closed are all answered, in
  * order, then the connection closes. */
 Test(proxy, pipelined_requests_after_a_half_close_are_answered)

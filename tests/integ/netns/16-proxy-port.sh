@@ -4,7 +4,8 @@
 # The proxy front on a loopback TCP port per entry (proxy_listen), with
 # real curl -x --proxy-user: allowed with the entry's token (the instance
 # is the port's, whatever user name is sent), 407 with
-# Proxy-Authenticate for no token, a wrong one or another instance's (the
+# Proxy-Authenticate for no token, a wrong one (also the token less its
+# last byte, or with one more) or another instance's (the
 # same answer each time, logged, nothing reaching the upstream), 400 for
 # an origin-form request, denials as on the socket; the ports follow
 # reloads (a moved port, a removed one, a new token applies at the next
@@ -66,9 +67,11 @@ pcurl $W --proxy-user radar:weather-token-0123456789 \
 lab_expect_curl 200
 lab_expect_decision weather allow - api.weather.example
 
-# 407 for no token, a wrong one, another instance's token.
+# 407 for no token, a wrong one, another instance's token, the token
+# less its last byte or with one more.
 for cred in "" "weather:wrong-token-0123456789" \
-    "weather:radar-token-0123456789"; do
+    "weather:radar-token-0123456789" "weather:weather-token-012345678" \
+    "weather:weather-token-0123456789x"; do
 	pcurl $W ${cred:+--proxy-user "$cred"} http://api.weather.example/small
 	lab_expect_curl 407
 	lab_expect_curl_header Proxy-Authenticate 'Basic realm="egressd"'

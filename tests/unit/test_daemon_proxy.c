@@ -1514,6 +1514,18 @@ Test(proxy, a_full_read_ahead_behind_a_waiting_request_is_idle, .timeout = 60)
 	dt_upstream_close(&u);
 }
 
+/* Bytes that cannot start a request head are 400 at once, before any
+ * more arrive, and the connection closes. */
+Test(proxy, bytes_that_start_no_head_are_400_at_once)
+{
+	px_open(&C, "app");
+	px_write(&C, "GET http://169.254.169.254/ HTTP/1.1\r\n\r\n\001");
+	px_wait(&C, 0, NULL, NULL);
+	cr_assert(strncmp(C.out, "HTTP/1.1 403 ", 13) == 0, "%s", C.out);
+	cr_assert(strstr(C.out, "HTTP/1.1 400 ") != NULL, "%s", C.out);
+	cr_assert_str_eq(dt_log_last("egress.proxy", "error"), "malformed");
+}
+
 /* Requests pipelined before the client half-closed are all answered, in
  * order, then the connection closes. */
 Test(proxy, pipelined_requests_after_a_half_close_are_answered)

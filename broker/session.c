@@ -644,6 +644,7 @@ session_frame(struct session *s, struct proto_msg *m)
 	struct stream *t;
 	struct proto_msg reply;
 	enum proto_fault f = PROTO_FAULT_NONE;
+	uint32_t conn_send;
 	uint16_t v;
 	int rv;
 
@@ -671,6 +672,7 @@ session_frame(struct session *s, struct proto_msg *m)
 	}
 	if (m->stream != 0 && (t = session_find(s, m->stream)) != NULL)
 		r = t->r;
+	conn_send = s->pc.flow.send;
 	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL, m,
 	    &f);
 	if (rv < 0)
@@ -706,9 +708,12 @@ session_frame(struct session *s, struct proto_msg *m)
 	case PROTO_MSG_PONG:
 		return 0;
 	case PROTO_MSG_WINDOW_UPDATE:
+		/* A stream waits for the connection window only once it is
+		 * 0 (any window lets a stream send): a guest's stream of tiny
+		 * increments walks the streams once, not once each. */
 		if (r != NULL)
 			request_flush(r);
-		else
+		else if (conn_send == 0)
 			session_flush_all(s);
 		return 0;
 	case PROTO_MSG_RESET:

@@ -885,7 +885,8 @@ landlock_enter(int abi)
 
 /*
  * Drop the whole capability bounding set, so no exec can ever gain a
- * capability. strict: it must go (the caller was root); otherwise a set
+ * capability. strict: it must go (the caller was root, or holds
+ * CAP_SETPCAP in the user namespace --net made); otherwise a set
  * that cannot be dropped (no CAP_SETPCAP) is left, which under
  * no_new_privs no exec can use. Exit on failure.
  */
@@ -1143,24 +1144,25 @@ registry_leave(const char *dir, uid_t uid, int fd)
 }
 
 /*
- * The worker, in the child: switch user, drop every capability, set
- * no_new_privs, enter Landlock and the seccomp filter, exec argv.
+ * The worker, in the child: switch user (switch_user), drop every
+ * capability (strict: the bounding set must go too, caps_bound_drop()),
+ * set no_new_privs, enter Landlock and the seccomp filter, exec argv.
  * Never returns.
  */
 static void
-run_worker(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
-    int abi)
+run_worker(char **argv, int target, int switch_user, int strict, uid_t uid,
+    gid_t gid, int abi)
 {
 	/* target -1 (--net): no descriptor is passed. */
 	if (target > 3 && close_range(3, (unsigned)target - 1, 0) != 0)
 		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
 	if (close_range(target < 0 ? 3U : (unsigned)target + 1, ~0U, 0) != 0)
 		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
-	caps_bound_drop(switch_user, -1);
+	caps_bound_drop(strict, -1);
 	if (switch_user)
 		become(uid, gid);
 	caps_clear(-1);
-	caps_check(switch_user);
+	caps_check(strict);
 	/* After the credential change, which clears it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
 		die_child(EXIT_SANDBOX, "PR_SET_PDEATHSIG", strerror(errno));
@@ -1185,8 +1187,8 @@ run_worker(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
  * every process left in it, ends when this returns. Never returns.
  */
 static void
-run_init(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
-    int abi)
+run_init(char **argv, int target, int switch_user, int strict, uid_t uid,
+    gid_t gid, int abi)
 {
 	pid_t pid;
 
@@ -1198,24 +1200,18 @@ run_init(char **argv, int target, int switch_user, uid_t uid, gid_t gid,
 		die_child(EXIT_SANDBOX, "private mount namespace",
 		    strerror(errno));
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		NULL) != 0) {
-		/* In a user namespace the kernel may refuse a new /proc (one
-		 * whose /proc is partly covered, as in some containers): the
-		 * host's stays, other processes visible, as without a PID
-		 * namespace, and Landlock must refuse access to them. */
-		if (switch_user || abi == 0)
-			die_child(EXIT_SANDBOX, "mount /proc",
-			    strerror(errno));
-		(void)fprintf(stderr,
-		    "egress-sandbox: no /proc of the PID namespace (%s): "
-		    "other processes stay visible; Landlock refuses access "
-		    "to them\n",
+		NULL) != 0)
+		/* Also where a user namespace may not mount one (a /proc
+		 * partly covered, as in some containers): the host's would
+		 * show its processes and, in /proc/PID/net, its network. */
+		die_child(EXIT_SANDBOX,
+		    "mount /proc (a user namespace may not where /proc is "
+		    "partly covered)",
 		    strerror(errno));
-	}
 	if ((pid = fork()) < 0)
 		die_child(EXIT_SANDBOX, "fork", strerror(errno));
 	if (pid == 0)
-		run_worker(argv, target, switch_user, uid, gid, abi);
+		run_worker(argv, target, switch_user, strict, uid, gid, abi);
 	/* Nothing of the launcher's stays open here (its control link). */
 	if (close_range(3, ~0U, 0) != 0)
 		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
@@ -1286,7 +1282,8 @@ spawn_worker(char **cmd, int target, int root, int userns, uid_t uid,
 		if (pid == 0) {
 			if (regfd >= 0)
 				(void)close(regfd);
-			run_init(cmd, target, root, uid, gid, abi);
+			run_init(cmd, target, root, root || userns, uid, gid,
+			    abi);
 		}
 		if (pid < 0)
 			(void)fprintf(stderr,
@@ -1324,7 +1321,7 @@ spawn_worker(char **cmd, int target, int root, int userns, uid_t uid,
 		if (pid == 0) {
 			if (regfd >= 0)
 				(void)close(regfd);
-			run_worker(cmd, target, root, uid, gid, abi);
+			run_worker(cmd, target, root, root, uid, gid, abi);
 		}
 	}
 	return pid;

@@ -34,8 +34,10 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -179,21 +181,52 @@ net_resolv(void)
 }
 
 /*
+ * A read-only clone of the launcher's cgroup tree at SANDBOX_CGROUP, to
+ * carry into the new /sys, or -1 when there is none to carry: only a
+ * cgroup2 tree (cgroup v1's net_prio.ifpriomap lists the host's
+ * interfaces, whatever namespace reads it). Exit when a clone cannot be
+ * made read-only (a worker's uid may own cgroups outside the sandbox).
+ */
+static int
+net_cgroup_clone(void)
+{
+	struct mount_attr ro = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+		    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+	};
+	struct statfs sf;
+	int cg;
+
+	if (statfs(SANDBOX_CGROUP, &sf) != 0 ||
+	    sf.f_type != CGROUP2_SUPER_MAGIC)
+		return -1;
+	if ((cg = open_tree(AT_FDCWD, SANDBOX_CGROUP,
+		 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)) < 0)
+		return -1;
+	if (mount_setattr(cg, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro,
+		sizeof(ro)) != 0)
+		sandbox_die(EXIT_SANDBOX,
+		    "--net: cannot make the cgroup tree read-only",
+		    strerror(errno));
+	return cg;
+}
+
+/*
  * Mount a sysfs of the new network namespace on /sys, read-only, in the
  * private mount namespace: the host's, left in place, would show every
  * interface of the host's namespace (/sys/class/net, their hardware
- * addresses and counters) to the program. The cgroup tree under it,
- * which runtimes read for their limits, is carried over. Where the
- * kernel refuses a new sysfs (in a user namespace whose /sys is not
- * fully visible), an empty read-only tmpfs covers /sys instead; where
- * neither can be mounted, the sandbox does not start.
+ * addresses and counters) to the program. A cgroup2 tree under it,
+ * which runtimes read for their limits, is carried over, read-only
+ * (net_cgroup_clone()). Where the kernel refuses a new sysfs (in a user
+ * namespace whose /sys is not fully visible), an empty read-only tmpfs
+ * covers /sys instead; where neither can be mounted, the sandbox does
+ * not start.
  */
 static void
 net_sysfs(void)
 {
 	const unsigned long fl = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
-	int cg = open_tree(AT_FDCWD, SANDBOX_CGROUP,
-	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	int cg = net_cgroup_clone();
 
 	if (mount("sysfs", "/sys", "sysfs", fl, NULL) == 0) {
 		if (cg >= 0 &&

@@ -15,9 +15,11 @@
 # sandbox's instance (granted host fetched; another instance's host
 # denied). When the launcher exits the broker logs the listeners closed
 # and nothing accepts on 127.0.0.1:3128 in that namespace any more. Run
-# by a uid in control_uids without root it works in a user namespace (or,
-# where the kernel allows none, refuses with exit 4); with unshare
-# refused (inside another egress-sandbox) it refuses, saying why. The
+# by a uid in control_uids without root it works in a user namespace,
+# with a PID namespace and /proc of its own (or, where the kernel allows
+# none, refuses with exit 4; so it does where /proc is partly covered);
+# with unshare refused (inside another egress-sandbox) it refuses,
+# saying why. The
 # broker refuses attach-listener from a peer SO_PEERCRED does not allow,
 # descriptors that are not loopback TCP listeners, more than the
 # per-instance cap, and more descriptors than a line may carry.
@@ -85,20 +87,37 @@ done <"$LAB_DIR/probe.out"
 lab_ok "no DNS query reached the lab's server"
 lab_expect_hits "$LAB_PUB4" 0
 
-# /sys is the namespace's own sysfs (checked by the probe), and the
-# cgroup tree the launcher saw is carried over into it. (Launched from
-# this namespace, whose /sys has the host's cgroup mounts; the sandbox
-# makes its own network namespace all the same.)
-if mountpoint -q /sys/fs/cgroup; then
+# /sys is the namespace's own sysfs (checked by the probe). A cgroup2
+# tree the launcher sees is carried over into it, read-only (the worker's
+# uid may own cgroups outside); cgroup v1 is not (its net_prio lists the
+# host's interfaces). Launched from this namespace, whose /sys has the
+# host's cgroup mounts, and from a mount namespace with a cgroup2 tree
+# there; the sandbox makes its own network namespace all the same.
+cgroup_view()
+{
 	SB_RC=0
-	timeout -k 5 "$(egress_wait 30)" "$EGRESS_SANDBOX" --instance weather \
-	    --net --control "$CTL" --user "$WU:$WU" --registry "$SB_REG" -- \
-	    sh -c 'mountpoint -q /sys/fs/cgroup && ls /sys/fs/cgroup' \
-	    >"$LAB_DIR/cg.out" 2>"$LAB_DIR/sandbox.err" || SB_RC=$?
-	lab_expect_eq "the cgroup tree under the namespace's /sys" \
-	    "0 $(ls /sys/fs/cgroup | tr '\n' ' ')" \
-	    "$SB_RC $(tr '\n' ' ' <"$LAB_DIR/cg.out")"
+	timeout -k 5 "$(egress_wait 30)" "$@" "$EGRESS_SANDBOX" \
+	    --instance weather --net --control "$CTL" --user "$WU:$WU" \
+	    --registry "$SB_REG" -- sh -c 'stat -f -c %T /sys/fs/cgroup;
+	    ls /sys/fs/cgroup | wc -l; "$1" -c "import os; print(\"ro\"
+	    if os.statvfs(\"/sys/fs/cgroup\").f_flag & os.ST_RDONLY
+	    else \"rw\")"' sh "$PY" >"$LAB_DIR/cg.out" \
+	    2>"$LAB_DIR/sandbox.err" || SB_RC=$?
+}
+if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then
+	want="0 cgroup2fs $(ls /sys/fs/cgroup | wc -l) ro"
+else
+	want="0 sysfs 0 ro"
 fi
+cgroup_view
+lab_expect_eq "the launcher's cgroup tree in the sandbox's /sys" \
+    "$want" "$SB_RC $(tr '\n' ' ' <"$LAB_DIR/cg.out" | sed 's/ $//')"
+cgroup_view unshare -m sh -c 'mount -t cgroup2 none /sys/fs/cgroup &&
+    exec "$@"' sh
+lab_expect_eq "a cgroup2 tree carried over read-only" \
+    "0 cgroup2fs $(unshare -m sh -c 'mount -t cgroup2 none /sys/fs/cgroup &&
+    ls /sys/fs/cgroup | wc -l') ro" \
+    "$SB_RC $(tr '\n' ' ' <"$LAB_DIR/cg.out" | sed 's/ $//')"
 
 netsandboxed "$LAB_DIR/curl.out" curl -sS --max-time 20 --noproxy '*' \
     "http://$LAB_PUB4/small"
@@ -231,6 +250,21 @@ else
 	done < <(grep '^ok ' "$LAB_DIR/unpriv.out")
 	lab_expect_eq "unprivileged --net in a user namespace: HELLO" \
 	    "0 hello 1" "$SB_RC $(tail -n 1 "$LAB_DIR/unpriv.out")"
+	# Where the user namespace may not mount a /proc of its own (the
+	# host's partly covered, as in some containers), it refuses rather
+	# than show the host's processes and network (exit 4).
+	SB_RC=0
+	unshare -m sh -c 'mount --bind /dev/null /proc/timer_list &&
+	    exec "$@"' sh setpriv --reuid "$UU" --regid "$UU" --clear-groups \
+	    timeout -k 5 "$(egress_wait 30)" "$SB_COPY" --instance weather \
+	    --net --control "$CTL" --registry "$LAB_DIR/run/reg-$UU" -- \
+	    cat /proc/1/net/dev >"$LAB_DIR/unpriv.out" \
+	    2>"$LAB_DIR/unpriv.err" || SB_RC=$?
+	lab_expect_eq "unprivileged --net with /proc partly covered: exit" \
+	    "4 0" "$SB_RC $(wc -c <"$LAB_DIR/unpriv.out")"
+	grep -q "mount /proc" "$LAB_DIR/unpriv.err" ||
+	    lab_fail "unprivileged refusal: $(cat "$LAB_DIR/unpriv.err")"
+	lab_ok "unprivileged --net with /proc partly covered: says why"
 fi
 
 # No privilege to create the namespaces at all: inside the worker filter

@@ -57,6 +57,8 @@ struct stream {
 struct session {
 	struct session *next, *prev;
 	struct broker *b;
+	enum proto_fault fault; /* the guest's protocol violation, if any:
+				   logged when the session is freed */
 	int fd;
 	struct bufferevent *bev; /* output only */
 	/* Frames queued in this loop iteration: session_flush_cb writes
@@ -100,6 +102,8 @@ struct session {
 static struct proto_msg session_msg; /* decode scratch (one thread) */
 
 static void session_free(struct session *s);
+static void session_log_dropped(struct broker *b, const char *instance,
+    enum proto_fault fault);
 static void session_maybe_close(struct session *s);
 
 static const char *
@@ -664,7 +668,10 @@ session_frame(struct session *s, struct proto_msg *m)
 		if (rv != PROTO_ACCEPT) {
 			request_discard(t->r);
 			free(t);
-			return rv == PROTO_IGNORE ? 0 : -1;
+			if (rv == PROTO_IGNORE)
+				return 0;
+			s->fault = f;
+			return -1;
 		}
 		session_link(s, t);
 		request_start(t->r, m); /* may free t */
@@ -675,8 +682,10 @@ session_frame(struct session *s, struct proto_msg *m)
 	conn_send = s->pc.flow.send;
 	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL, m,
 	    &f);
-	if (rv < 0)
+	if (rv < 0) {
+		s->fault = f;
 		return -1;
+	}
 	if (rv == PROTO_IGNORE)
 		return 0;
 	switch (m->type) {
@@ -745,7 +754,7 @@ session_data(struct session *s, const struct proto_hdr *h)
 	struct proto_msg m;
 	struct request *r = NULL;
 	struct stream *t;
-	enum proto_fault f;
+	enum proto_fault f = PROTO_FAULT_NONE;
 	int rv;
 
 	memset(&m, 0, offsetof(struct proto_msg, headers));
@@ -758,8 +767,10 @@ session_data(struct session *s, const struct proto_hdr *h)
 		r = t->r;
 	rv = proto_conn_recv(&s->pc, r != NULL ? request_stream(r) : NULL, &m,
 	    &f);
-	if (rv < 0)
+	if (rv < 0) {
+		s->fault = f;
 		return -1;
+	}
 	(void)evbuffer_drain(s->in, PROTO_HDR_SIZE);
 	if (rv == PROTO_IGNORE) {
 		(void)evbuffer_drain(s->in, h->length);
@@ -792,7 +803,7 @@ session_process(struct session *s)
 {
 	uint8_t hb[PROTO_HDR_SIZE];
 	struct proto_hdr h;
-	enum proto_fault f;
+	enum proto_fault f = PROTO_FAULT_NONE;
 	size_t avail, total;
 	unsigned char *p;
 	int rv;
@@ -804,8 +815,10 @@ session_process(struct session *s)
 		if (evbuffer_copyout(s->in, hb, sizeof(hb)) != sizeof(hb))
 			return -1;
 		rv = proto_hdr_decode(hb, sizeof(hb), &h, &f);
-		if (rv <= 0)
+		if (rv <= 0) {
+			s->fault = f;
 			return -1;
+		}
 		total = PROTO_HDR_SIZE + (size_t)h.length;
 		if (avail < total)
 			return 0;
@@ -817,8 +830,10 @@ session_process(struct session *s)
 		if ((p = evbuffer_pullup(s->in, (ssize_t)total)) == NULL)
 			return -1;
 		rv = proto_frame_decode(p, total, &session_msg, &f);
-		if (rv != (int)total)
+		if (rv != (int)total) {
+			s->fault = f;
 			return -1;
+		}
 		rv = session_frame(s, &session_msg);
 		(void)evbuffer_drain(s->in, total);
 		if (rv != 0)
@@ -1143,6 +1158,8 @@ session_free(struct session *s)
 	struct broker *b = s->b;
 	struct stream *t;
 
+	if (s->fault != PROTO_FAULT_NONE)
+		session_log_dropped(b, s->instance, s->fault);
 	if (s->took_cb != NULL)
 		(void)evbuffer_remove_cb_entry(bufferevent_get_output(s->bev),
 		    s->took_cb);
@@ -1188,71 +1205,108 @@ session_free(struct session *s)
 }
 
 /*
- * Connections refused at a session cap: the first of a burst is logged at
- * once (egress.session, its instance and cap, refused 1); the ones that
- * follow within a second are counted and logged together by a timer one
- * second later (instance and cap null when they were not all the same),
- * so a flood costs one event per second and no refusal goes unreported.
+ * Session events a flood could repeat, batched: the first of a burst is
+ * logged at once (egress.session: status, instance, the batch's key, and
+ * the count 1 under the status's name); the ones that follow within a
+ * second are counted and logged together by a timer one second later
+ * (instance and key null when they were not all the same), so a flood
+ * costs one event per second and none goes unreported. Connections
+ * refused at a session cap (status refused, key cap), and sessions
+ * dropped for a protocol violation (status dropped, key detail: what
+ * the guest broke).
  */
-static struct {
+struct session_batch {
+	const char *status, *key;
 	struct event *timer;
 	unsigned long long pending;
 	char instance[CONF_NAME_MAX + 1];
-	const char *cap;
+	const char *what; /* static */
 	int mixed;
-} refused;
+};
+
+static struct session_batch refused = { "refused", "cap", NULL, 0, "", NULL,
+	0 };
+static struct session_batch dropped = { "dropped", "detail", NULL, 0, "", NULL,
+	0 };
 
 static void
-session_refused_event(const char *instance, const char *cap,
-    unsigned long long n)
+session_batch_event(const struct session_batch *sb, const char *instance,
+    const char *what, unsigned long long n)
 {
 	json_t *o;
 
-	o = json_pack("{s:s, s:s?, s:s?, s:I}", "status", "refused",
-	    "instance", instance, "cap", cap, "refused", (json_int_t)n);
+	o = json_pack("{s:s, s:s?, s:s?, s:I}", "status", sb->status,
+	    "instance", instance, sb->key, what, sb->status, (json_int_t)n);
 	if (o != NULL)
 		log_event("egress.session", o);
 }
 
 static void
-session_refused_flush(evutil_socket_t fd, short what, void *arg)
+session_batch_flush(evutil_socket_t fd, short what, void *arg)
 {
+	struct session_batch *sb = arg;
+
 	(void)fd;
 	(void)what;
-	(void)arg;
-	if (refused.pending == 0)
+	if (sb->pending == 0)
 		return;
-	session_refused_event(refused.mixed ? NULL : refused.instance,
-	    refused.mixed ? NULL : refused.cap, refused.pending);
-	refused.pending = 0;
-	refused.mixed = 0;
+	session_batch_event(sb, sb->mixed ? NULL : sb->instance,
+	    sb->mixed ? NULL : sb->what, sb->pending);
+	sb->pending = 0;
+	sb->mixed = 0;
+}
+
+static void
+session_batch_log(struct session_batch *sb, struct broker *b,
+    const char *instance, const char *what)
+{
+	const struct timeval one = { 1, 0 };
+
+	if (sb->timer == NULL &&
+	    (sb->timer = evtimer_new(b->base, session_batch_flush, sb)) ==
+		NULL) {
+		session_batch_event(sb, instance, what, 1); /* unbatched */
+		return;
+	}
+	if (evtimer_pending(sb->timer, NULL)) {
+		/* Within a second of the last event: count it. */
+		if (sb->pending == 0) {
+			(void)snprintf(sb->instance, sizeof(sb->instance),
+			    "%s", instance);
+			sb->what = what;
+		} else if (strcmp(sb->instance, instance) != 0 ||
+		    sb->what != what)
+			sb->mixed = 1;
+		sb->pending++;
+		return;
+	}
+	session_batch_event(sb, instance, what, 1);
+	(void)evtimer_add(sb->timer, &one);
+}
+
+/* Log what is counted and free the timer. */
+static void
+session_batch_done(struct session_batch *sb)
+{
+	if (sb->timer == NULL)
+		return;
+	session_batch_flush(-1, 0, sb);
+	event_free(sb->timer);
+	sb->timer = NULL;
 }
 
 void
 session_log_refused(struct broker *b, const char *instance, const char *cap)
 {
-	const struct timeval one = { 1, 0 };
+	session_batch_log(&refused, b, instance, cap);
+}
 
-	if (refused.timer == NULL &&
-	    (refused.timer = evtimer_new(b->base, session_refused_flush,
-		 NULL)) == NULL) {
-		session_refused_event(instance, cap, 1); /* unbatched */
-		return;
-	}
-	if (evtimer_pending(refused.timer, NULL)) {
-		/* Within a second of the last event: count it. */
-		if (refused.pending == 0) {
-			(void)snprintf(refused.instance,
-			    sizeof(refused.instance), "%s", instance);
-			refused.cap = cap;
-		} else if (strcmp(refused.instance, instance) != 0 ||
-		    refused.cap != cap)
-			refused.mixed = 1;
-		refused.pending++;
-		return;
-	}
-	session_refused_event(instance, cap, 1);
-	(void)evtimer_add(refused.timer, &one);
+/* A session dropped for the guest's protocol violation fault. */
+static void
+session_log_dropped(struct broker *b, const char *instance,
+    enum proto_fault fault)
+{
+	session_batch_log(&dropped, b, instance, proto_fault_str(fault));
 }
 
 int
@@ -1360,11 +1414,8 @@ session_free_all(struct broker *b)
 	while (b->sessions != NULL)
 		session_free(b->sessions);
 	request_linger_abort_all(b);
-	if (refused.timer != NULL) {
-		session_refused_flush(-1, 0, NULL);
-		event_free(refused.timer);
-		refused.timer = NULL;
-	}
+	session_batch_done(&refused);
+	session_batch_done(&dropped);
 }
 
 struct session_revoke {

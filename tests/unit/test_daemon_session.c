@@ -343,6 +343,12 @@ Test(session, reused_stream_id)
 	/* The refused REQUEST never became a request: nothing logged. */
 	cr_assert_eq(dt_log_count("egress.decision"), 1);
 	cr_assert_eq(dt_log_count("egress.close"), 1);
+	/* The drop is logged, with what the guest broke. */
+	cr_assert_eq(dt_log_count("egress.session"), 1);
+	cr_assert_str_eq(dt_log_last("egress.session", "status"), "dropped");
+	cr_assert_str_eq(dt_log_last("egress.session", "instance"), "app");
+	cr_assert_str_eq(dt_log_last("egress.session", "detail"),
+	    proto_fault_str(PROTO_FAULT_STREAM_REUSED));
 	dt_peer_close(p);
 	free(p);
 }

@@ -1413,6 +1413,26 @@ px_write_some(int fd, const char *buf, size_t n, size_t *off)
 	return 1;
 }
 
+/* One request the front refuses itself (a metadata address). */
+static const char px_refused[] =
+    "GET http://169.254.169.254/x HTTP/1.1\r\n\r\n";
+
+/* n copies of px_refused in one buffer (caller frees); its size in
+ * *ret_total. */
+static char *
+px_refused_pipeline(size_t n, size_t *ret_total)
+{
+	const size_t rl = sizeof(px_refused) - 1;
+	char *reqs = malloc(n * rl);
+	size_t i;
+
+	cr_assert(reqs != NULL);
+	for (i = 0; i < n; i++)
+		memcpy(reqs + i * rl, px_refused, rl);
+	*ret_total = n * rl;
+	return reqs;
+}
+
 /* A client that pipelines requests the front answers itself (refusals)
  * and reads none of the answers does not make them pile up in the
  * broker: once what waits for it passes PROXY_OUT_LOW no further head
@@ -1421,19 +1441,14 @@ px_write_some(int fd, const char *buf, size_t n, size_t *off)
 Test(proxy, unread_answers_hold_the_next_request, .timeout = 60)
 {
 	enum { N = 20000 };
-	static const char one[] =
-	    "GET http://169.254.169.254/x HTTP/1.1\r\n\r\n";
-	const size_t rl = sizeof(one) - 1, total = N * rl;
-	char *reqs = malloc(total), *buf = malloc(1 << 16);
-	size_t off = 0, ans, got = 0, made;
+	size_t total, off = 0, ans, got = 0, made;
+	char *reqs = px_refused_pipeline(N, &total), *buf = malloc(1 << 16);
 	int i, idle, avail = 0, shut = 0;
 	ssize_t k;
 
-	cr_assert(reqs != NULL && buf != NULL);
-	for (i = 0; i < N; i++)
-		memcpy(reqs + (size_t)i * rl, one, rl);
+	cr_assert(buf != NULL);
 	px_open(&C, "app");
-	px_write(&C, one);
+	px_write(&C, px_refused);
 	px_wait(&C, 1, NULL, NULL);
 	cr_assert(strncmp(C.out, "HTTP/1.1 403 ", 13) == 0, "%s", C.out);
 	ans = px_answer_len(&C);
@@ -1480,19 +1495,12 @@ Test(proxy, unread_answers_hold_the_next_request, .timeout = 60)
  * millions of times until the upstream's first-byte timeout). */
 Test(proxy, a_full_read_ahead_behind_a_waiting_request_is_idle, .timeout = 60)
 {
-	enum { N = 4000 };
-	static const char one[] =
-	    "GET http://169.254.169.254/x HTTP/1.1\r\n\r\n";
-	const size_t rl = sizeof(one) - 1, total = N * rl;
-	char *reqs = malloc(total), first[512];
+	size_t total, off = 0;
+	char *reqs = px_refused_pipeline(4000, &total), first[512];
 	struct dt_upstream u;
 	unsigned long a0;
-	size_t off = 0;
 	int i;
 
-	cr_assert(reqs != NULL);
-	for (i = 0; i < N; i++)
-		memcpy(reqs + (size_t)i * rl, one, rl);
 	dt_upstream_open(&u);
 	px_open(&C, "app");
 	(void)snprintf(first, sizeof(first),

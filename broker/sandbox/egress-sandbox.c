@@ -352,6 +352,13 @@ struct sandbox_masked {
 };
 
 static volatile sig_atomic_t forward_pid = -1;
+/* The signals passed on to the worker (supervise()). From before the
+ * worker starts until a handler is in place they are blocked, so one sent
+ * then waits and is passed on: the init of a PID namespace would drop it
+ * (a signal whose action is the default does not reach it). */
+static const int forward_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
+	SIGUSR2 };
+static sigset_t forward_set;
 /* --net: the filter adds sandbox_net_rules(); Landlock leaves TCP alone. */
 static int net_mode;
 
@@ -989,6 +996,19 @@ become(uid_t uid, gid_t gid)
 		die_child(EXIT_SANDBOX, "root could be regained", NULL);
 }
 
+/* Block the signals supervise() passes on (forward_sigs). */
+static void
+forward_block(void)
+{
+	size_t i;
+
+	(void)sigemptyset(&forward_set);
+	for (i = 0; i < sizeof(forward_sigs) / sizeof(forward_sigs[0]); i++)
+		(void)sigaddset(&forward_set, forward_sigs[i]);
+	if (sigprocmask(SIG_BLOCK, &forward_set, NULL) != 0)
+		sandbox_die(EXIT_SANDBOX, "sigprocmask", strerror(errno));
+}
+
 static void
 forward_signal(int sig)
 {
@@ -1004,8 +1024,6 @@ forward_signal(int sig)
 static int
 supervise(pid_t pid)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
-		SIGUSR2 };
 	struct sigaction sa;
 	size_t i;
 	pid_t w;
@@ -1015,8 +1033,10 @@ supervise(pid_t pid)
 	sa.sa_handler = forward_signal;
 	(void)sigemptyset(&sa.sa_mask);
 	forward_pid = pid;
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		(void)sigaction(sigs[i], &sa, NULL);
+	for (i = 0; i < sizeof(forward_sigs) / sizeof(forward_sigs[0]); i++)
+		(void)sigaction(forward_sigs[i], &sa, NULL);
+	/* What came while they were blocked is passed on now. */
+	(void)sigprocmask(SIG_UNBLOCK, &forward_set, NULL);
 	for (;;) {
 		w = waitpid(-1, &st, 0);
 		if (w < 0 && errno == EINTR)
@@ -1153,6 +1173,10 @@ static void
 run_worker(char **argv, int target, int switch_user, int strict, uid_t uid,
     gid_t gid, int abi)
 {
+	/* The signals passed on reach the worker whatever the caller's mask
+	 * (its other blocked signals stay blocked). */
+	if (sigprocmask(SIG_UNBLOCK, &forward_set, NULL) != 0)
+		die_child(EXIT_SANDBOX, "sigprocmask", strerror(errno));
 	/* target -1 (--net): no descriptor is passed. */
 	if (target > 3 && close_range(3, (unsigned)target - 1, 0) != 0)
 		die_child(EXIT_SANDBOX, "close_range", strerror(errno));
@@ -1411,6 +1435,7 @@ main(int argc, char **argv)
 	    instance != NULL ? "instance " : "socket ",
 	    instance != NULL ? instance : sockpath);
 	registry_key_clean(key, clean, sizeof(clean));
+	forward_block(); /* from here a signal ends in the worker */
 	regfd = registry_enter(registry, uid, clean);
 
 	pid = spawn_worker(argv + ai, target, root, userns, uid, gid, regfd);

@@ -302,6 +302,31 @@ exec 7>&-
 [ ! -e "$reg/$U.$first" ] || fail "the registry entry stayed"
 ok "TERM to the launcher reaches the worker; its registry entry is gone"
 
+# A TERM sent before the worker starts is passed on, not lost: here it is
+# pending, and blocked, when the launcher starts (a signal from outside
+# does not reach a PID namespace's init without a handler), with and
+# without root. sleep ends on it only if it is passed on and unblocked.
+pending_term() {
+	python3 -c '
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+os.kill(os.getpid(), signal.SIGTERM)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+rc=0
+pending_term "${SB[@]}" --socket "$tmp/inst.sock" --user "$U:$U" -- \
+	sleep 30 || rc=$?
+[ "$rc" = 143 ] || fail "a TERM pending at start: worker ended with $rc"
+if [ "$abi" -ge 1 ]; then
+	rc=0
+	pending_term setpriv --reuid=$U --regid=$U --clear-groups "$sandbox" \
+		--registry "$tmp/reg-$U" --socket "$tmp/inst.sock" -- \
+		sleep 30 2> "$tmp/err" || rc=$?
+	[ "$rc" = 143 ] ||
+		fail "a TERM pending at start, unprivileged: $rc $(cat "$tmp/err")"
+fi
+ok "a TERM that comes before the worker starts reaches it"
+
 # ---- (7) --socket, default fd and --fd 7 --------------------------------
 EGRESS_FD=9 "${SB[@]}" --socket "$tmp/inst.sock" --user "$U:$U" --fd 7 -- \
 	sh -c '[ "$EGRESS_FD" = 7 ] && [ -S /proc/self/fd/7 ] || exit 9' ||

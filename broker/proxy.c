@@ -212,6 +212,19 @@ proxy_status_of(uint32_t code)
 	}
 }
 
+/* An answer could not be written whole (no memory): it ends cut short
+ * with the connection, so that nothing after it is read as a part of it
+ * and no answer of the front's own follows a part of one. */
+static int
+px_lost(struct proxy_conn *c)
+{
+	c->resp_started = 1;
+	c->close_after = 1;
+	c->closing = 1;
+	c->resp_done = 1;
+	return EGRESS_ERR_NOMEM;
+}
+
 /*
  * Write a complete response of the front's own: status, a short text
  * body, the X-Egress-Error name, and Connection: close when the
@@ -226,25 +239,26 @@ proxy_reply(struct proxy_conn *c, unsigned status, const char *error,
 
 	if (!c->client_keep || !c->body_done)
 		c->close_after = 1;
-	(void)evbuffer_add_printf(out,
-	    "HTTP/1.1 %u %s\r\n"
-	    "Content-Type: text/plain\r\n"
-	    "Content-Length: %zu\r\n"
-	    "X-Egress-Error: %s\r\n"
-	    "%s%s%s%s"
-	    "\r\n",
-	    status, http1_req_reason(status), n, error,
-	    status == 429 ? "Retry-After: 1\r\n" : "",
-	    status == 407 ? "Proxy-Authenticate: Basic realm=\"egressd\"\r\n" :
-			    "",
-	    status == 405 ? "Allow: GET, HEAD, POST, PUT, DELETE, "
-			    "OPTIONS, TRACE, PATCH, CONNECT\r\n" :
-			    "",
-	    c->close_after    ? "Connection: close\r\n" :
-		c->minor == 0 ? "Connection: keep-alive\r\n" :
-				"");
-	if (!c->head_method)
-		(void)evbuffer_add_printf(out, "%s\n", text);
+	if (evbuffer_add_printf(out,
+		"HTTP/1.1 %u %s\r\n"
+		"Content-Type: text/plain\r\n"
+		"Content-Length: %zu\r\n"
+		"X-Egress-Error: %s\r\n"
+		"%s%s%s%s"
+		"\r\n",
+		status, http1_req_reason(status), n, error,
+		status == 429 ? "Retry-After: 1\r\n" : "",
+		status == 407 ?
+		    "Proxy-Authenticate: Basic realm=\"egressd\"\r\n" :
+		    "",
+		status == 405 ? "Allow: GET, HEAD, POST, PUT, DELETE, "
+				"OPTIONS, TRACE, PATCH, CONNECT\r\n" :
+				"",
+		c->close_after	  ? "Connection: close\r\n" :
+		    c->minor == 0 ? "Connection: keep-alive\r\n" :
+				    "") < 0 ||
+	    (!c->head_method && evbuffer_add_printf(out, "%s\n", text) < 0))
+		(void)px_lost(c);
 	c->resp_started = 1;
 	c->resp_done = 1;
 }
@@ -326,7 +340,7 @@ px_write_head(struct proxy_conn *c, const struct proto_msg *m)
 		c->close_after = 1;
 	if (evbuffer_add_printf(out, "HTTP/1.1 %u %s\r\n", status,
 		http1_req_reason(status)) < 0)
-		return EGRESS_ERR_NOMEM;
+		return px_lost(c);
 	for (i = 0; i < m->nheaders; i++)
 		if (evbuffer_add(out, m->headers[i].name.ptr,
 			m->headers[i].name.len) != 0 ||
@@ -334,14 +348,14 @@ px_write_head(struct proxy_conn *c, const struct proto_msg *m)
 		    evbuffer_add(out, m->headers[i].value.ptr,
 			m->headers[i].value.len) != 0 ||
 		    evbuffer_add(out, "\r\n", 2) != 0)
-			return EGRESS_ERR_NOMEM;
+			return px_lost(c);
 	if (evbuffer_add_printf(out, "%s%s\r\n",
 		c->framing == PX_CHUNKED ? "Transfer-Encoding: chunked\r\n" :
 					   "",
 		c->close_after	  ? "Connection: close\r\n" :
 		    c->minor == 0 ? "Connection: keep-alive\r\n" :
 				    "") < 0)
-		return EGRESS_ERR_NOMEM;
+		return px_lost(c);
 	c->resp_started = 1;
 	return 0;
 }
@@ -387,20 +401,20 @@ px_write_tail(struct proxy_conn *c, struct evbuffer *buf, size_t n)
 	if ((p = evbuffer_pullup(buf, (ssize_t)n)) == NULL ||
 	    proto_frame_decode(p, n, &m, NULL) != (int)n)
 		return EGRESS_ERR_INVALID;
-	if (c->framing == PX_CHUNKED) {
-		(void)evmove_add(out, "0\r\n", 3);
-		for (i = 0; m.type == PROTO_MSG_TRAILERS && i < m.nheaders;
-		     i++)
-			(void)evbuffer_add_printf(out, "%.*s: %.*s\r\n",
-			    (int)m.headers[i].name.len,
-			    (const char *)m.headers[i].name.ptr,
-			    (int)m.headers[i].value.len,
-			    (const char *)m.headers[i].value.ptr);
-		(void)evmove_add(out, "\r\n", 2);
-	}
 	(void)evbuffer_drain(buf, n);
 	c->resp_done = 1;
-	return 0;
+	if (c->framing != PX_CHUNKED)
+		return 0;
+	if (evmove_add(out, "0\r\n", 3) != 0)
+		return px_lost(c);
+	for (i = 0; m.type == PROTO_MSG_TRAILERS && i < m.nheaders; i++)
+		if (evbuffer_add_printf(out, "%.*s: %.*s\r\n",
+			(int)m.headers[i].name.len,
+			(const char *)m.headers[i].name.ptr,
+			(int)m.headers[i].value.len,
+			(const char *)m.headers[i].value.ptr) < 0)
+			return px_lost(c);
+	return evmove_add(out, "\r\n", 2) == 0 ? 0 : px_lost(c);
 }
 
 static int
@@ -426,12 +440,12 @@ px_send_data(void *ctx, struct proto_stream *st, struct evbuffer *buf,
 	} else {
 		if (c->framing == PX_CHUNKED && n > 0 &&
 		    evbuffer_add_printf(out, "%zx\r\n", n) < 0)
-			return EGRESS_ERR_NOMEM;
+			return px_lost(c);
 		if (evmove(buf, out, n) != 0)
-			return EGRESS_ERR_NOMEM;
+			return px_lost(c);
 		if (c->framing == PX_CHUNKED && n > 0 &&
 		    evmove_add(out, "\r\n", 2) != 0)
-			return EGRESS_ERR_NOMEM;
+			return px_lost(c);
 	}
 	/* Back-pressure is the client socket's (can_write), not a window. */
 	px_credit(c, st, n);

@@ -284,6 +284,18 @@ session_can_write(struct session *s)
 	return !s->closing && session_has_room(s);
 }
 
+static void session_break(struct session *s);
+
+/* A frame could not be queued whole (no memory): the guest's view of its
+ * streams and windows can no longer be kept, so the connection ends
+ * (a stream it was not told of would also keep its place for good). */
+static int
+session_lost(struct session *s)
+{
+	session_break(s);
+	return EGRESS_ERR_NOMEM;
+}
+
 static int
 session_send(struct session *s, struct proto_stream *st,
     const struct proto_msg *m)
@@ -297,7 +309,7 @@ session_send(struct session *s, struct proto_stream *st,
 		return n;
 	if (evbuffer_reserve_space(session_out(s), n, &v, 1) < 1 ||
 	    v.iov_len < (size_t)n)
-		return EGRESS_ERR_NOMEM;
+		return session_lost(s);
 	err = proto_conn_send(&s->pc, st, m, &f);
 	if (err != 0)
 		return err;
@@ -307,7 +319,7 @@ session_send(struct session *s, struct proto_stream *st,
 	v.iov_len = (size_t)n;
 	return evbuffer_commit_space(s->stage, &v, 1) == 0 ?
 	    0 :
-	    EGRESS_ERR_NOMEM;
+	    session_lost(s);
 }
 
 static int
@@ -322,7 +334,7 @@ session_send_data(struct session *s, struct proto_stream *st,
 		/* An already applied, already encoded frame (the tail). */
 		return evmove(buf, session_out(s), n) == 0 ?
 		    0 :
-		    EGRESS_ERR_NOMEM;
+		    session_lost(s);
 	}
 	memset(&m, 0, offsetof(struct proto_msg, headers));
 	m.type = PROTO_MSG_DATA;
@@ -337,7 +349,7 @@ session_send_data(struct session *s, struct proto_stream *st,
 		return err;
 	if (evmove_add(session_out(s), hdr, sizeof(hdr)) != 0 ||
 	    evmove(buf, session_out(s), n) != 0)
-		return EGRESS_ERR_NOMEM;
+		return session_lost(s); /* a header without its body */
 	return 0;
 }
 

@@ -214,10 +214,15 @@ ws_timer_cb(evutil_socket_t fd, short what, void *arg)
 	struct wsock *w = arg;
 	uint64_t now = broker_now_ms();
 
-	if (w->close_deadline_ms != 0 && now >= w->close_deadline_ms &&
-	    !w->up_eof) {
+	if (w->close_deadline_ms != 0 && now >= w->close_deadline_ms) {
+		w->close_deadline_ms = 0; /* once: never again due at once */
+		if (w->up_eof) {
+			/* The upstream ended; the guest, whose close began the
+			 * wait, did not take what was left for it in time. */
+			ws_over(w, EGRESS_ERR_TIMEOUT);
+			return;
+		}
 		/* The upstream never answered our close: as if it ended. */
-		w->close_deadline_ms = 0;
 		w->up_eof = 1;
 		(void)bufferevent_disable(w->up, EV_READ | EV_WRITE);
 		if (!w->down_closed &&
@@ -361,6 +366,7 @@ ws_push(struct wsock *w)
 			ws_item_pop(w);
 		}
 		ws_mem_trim(w);
+		ws_check_done(w); /* the upstream may have ended already */
 		return;
 	}
 	while (!w->over && (it = w->qhead) != NULL &&
@@ -912,7 +918,9 @@ wsock_detach(struct wsock *w, uint16_t code)
 		ws_over(w, 0);
 		return;
 	}
-	ws_push(w); /* drops what waits for the guest */
+	ws_push(w); /* drops what waits for the guest; may end w */
+	if (w->over)
+		return;
 	if (!wsproto_close_sent(w->ctx) && !w->up_eof)
 		(void)wsproto_close(w->ctx, code, NULL, 0);
 	if (w->close_code == 0)

@@ -14,7 +14,9 @@
  * 1001 upstream before the connection closes; a guest that leaves
  * before the broker read its last messages still has them relayed,
  * then close 1001; the drain closes a
- * websocket still in its handshake once it is open.
+ * websocket still in its handshake once it is open; once the upstream
+ * ended, a guest that closed and takes nothing ends with the close wait,
+ * and a guest gone ends with the upstream.
  */
 #include "daemon_test.h"
 
@@ -446,6 +448,21 @@ ws_open_on(struct dt_peer *p, uint32_t sid, struct dt_upstream *u)
 	cr_assert_eq(M.response.status, 101);
 }
 
+/* Open websocket stream 1 of p (instance app) to u, an upstream whose
+ * accepted connection reads into a small buffer (SO_RCVBUF inherited). */
+static void
+ws_open_slow(struct dt_peer *p, struct dt_upstream *u)
+{
+	int small = 4096;
+
+	dt_upstream_open(u);
+	cr_assert_eq(setsockopt(u->lfd, SOL_SOCKET, SO_RCVBUF, &small,
+			 sizeof(small)),
+	    0);
+	dt_peer_hello(p, "app");
+	ws_open_on(p, 1, u);
+}
+
 #define WS_BIG (1536U * 1024) /* one message: 1.5 MiB */
 
 static uint8_t ws_big[10 + WS_BIG];
@@ -561,7 +578,7 @@ Test(ws, upstream_ping_flood_queues_bounded_pongs, .timeout = 60)
 	struct dt_upstream u;
 	size_t i, off = sizeof(pings), held, most = 0;
 	uint64_t sent = 0;
-	int small = 4096, it;
+	int it;
 	ssize_t k;
 
 	cr_assert_not_null(p);
@@ -570,13 +587,7 @@ Test(ws, upstream_ping_flood_queues_bounded_pongs, .timeout = 60)
 		pings[i + 1] = 125;
 		memset(pings + i + 2, 'p', 125);
 	}
-	dt_upstream_open(&u);
-	/* Inherited by the accepted connection. */
-	cr_assert_eq(setsockopt(u.lfd, SOL_SOCKET, SO_RCVBUF, &small,
-			 sizeof(small)),
-	    0);
-	dt_peer_hello(p, "app");
-	ws_open_on(p, 1, &u);
+	ws_open_slow(p, &u);
 	for (it = 0; it < 4 * DT_ITERS; it++) {
 		if (off == sizeof(pings))
 			off = 0;
@@ -789,6 +800,139 @@ Test(ws, drain_during_the_handshake_closes_once_open)
 	cr_assert_str_eq(dt_log_last("egress.close", "close_code"), "1001");
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
 	dt_b.draining = 0;
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- Ends after the upstream ended --------------------------------------- */
+
+#define WS_LONG_LEN (300U * 1024) /* more than the guest's window */
+
+static uint8_t ws_long[10 + WS_LONG_LEN];
+
+/*
+ * The guest closes with a message waiting for it that it never takes
+ * (no window granted), and the upstream then ends: the close wait is
+ * the guest's last chance, and the stream ends when it passes (ERROR
+ * timeout, the close event, the lease back). Before, the passed
+ * deadline was armed again at once, every loop turn, until the idle
+ * timeout: a spin and a stream that outlived its wait.
+ */
+Test(ws, a_closed_guest_that_takes_nothing_ends_after_the_close_wait,
+    .timeout = 60)
+{
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	uint64_t len = WS_LONG_LEN;
+	size_t off = 0, got = 0;
+	ssize_t k;
+	int i;
+
+	cr_assert_not_null(p);
+	ws_long[0] = 0x82; /* FIN, binary, 64-bit length */
+	ws_long[1] = 127;
+	for (i = 0; i < 8; i++)
+		ws_long[2 + i] = (uint8_t)(len >> (56 - 8 * i));
+	memset(ws_long + 10, 'm', WS_LONG_LEN);
+	dt_upstream_open(&u);
+	dt_peer_hello(p, "app");
+	ws_open_on(p, 1, &u);
+	for (i = 0; i < DT_ITERS &&
+	     (off < sizeof(ws_long) || got < PROTO_STREAM_WINDOW);
+	     i++) {
+		if (off < sizeof(ws_long) &&
+		    (k = write(u.cfd, ws_long + off, sizeof(ws_long) - off)) >
+			0)
+			off += (size_t)k;
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			if (M.type == PROTO_MSG_DATA)
+				got += M.data.len;
+		dt_step(-1);
+	}
+	cr_assert_eq(got, PROTO_STREAM_WINDOW, "the guest got %zu", got);
+	dt_msg(&M, PROTO_MSG_WS_CONTROL, PROTO_FLAG_END_STREAM, 1);
+	M.ws_control.opcode = PROTO_WS_CLOSE;
+	M.ws_control.code = 1000;
+	dt_send(p, &M);
+	for (i = 0; i < 20; i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	cr_assert_eq(shutdown(u.cfd, SHUT_WR), 0);
+	/* Bounded wait: twice the close wait. */
+	for (i = 0; i < 2 * WSOCK_CLOSE_WAIT_MS / DT_POLL_MS &&
+	     dt_log_count("egress.close") == 0;
+	     i++) {
+		dt_upstream_read(&u);
+		dt_step(-1);
+	}
+	cr_assert_eq(dt_log_count("egress.close"), 1,
+	    "the stream outlived its close wait");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "timeout");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_peer_read(p);
+	for (i = 0; dt_take(p, &M); i++)
+		if (M.type == PROTO_MSG_ERROR)
+			break;
+	cr_assert_eq(M.type, PROTO_MSG_ERROR, "no ERROR for the guest");
+	cr_assert_eq(M.error.code, PROTO_CODE_TIMEOUT);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/*
+ * The guest resets while its message waits for an upstream that reads
+ * slowly, and the upstream then ends: the stream ends with it (the close
+ * event, the lease back), not at the idle timeout.
+ */
+Test(ws, a_gone_guest_ends_when_the_upstream_does, .timeout = 60)
+{
+	static uint8_t msg[60000];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	uint64_t win = PROTO_STREAM_WINDOW;
+	int i, idle = 0;
+
+	cr_assert_not_null(p);
+	memset(msg, 'g', sizeof(msg));
+	ws_open_slow(p, &u);
+	/* Within its window until the broker stops crediting it. */
+	while (idle < 200) {
+		if (win >= sizeof(msg)) {
+			dt_msg(&M, PROTO_MSG_DATA,
+			    PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY, 1);
+			M.data.ptr = msg;
+			M.data.len = sizeof(msg);
+			dt_send(p, &M);
+			win -= sizeof(msg);
+			idle = 0;
+		} else
+			idle++;
+		dt_step(-1);
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			if (M.type == PROTO_MSG_WINDOW_UPDATE && M.stream == 1)
+				win += M.window_update.increment;
+	}
+	dt_msg(&M, PROTO_MSG_RESET, 0, 1);
+	M.reset.code = PROTO_CODE_CANCELLED;
+	dt_send(p, &M);
+	for (i = 0; i < 50; i++)
+		dt_step(-1);
+	cr_assert_eq(dt_log_count("egress.close"), 0);
+	cr_assert_eq(shutdown(u.cfd, SHUT_WR), 0);
+	/* Well inside the close wait. */
+	for (i = 0; i < WSOCK_CLOSE_WAIT_MS / DT_POLL_MS / 4 &&
+	     dt_log_count("egress.close") == 0;
+	     i++)
+		dt_step(-1);
+	cr_assert_eq(dt_log_count("egress.close"), 1,
+	    "the stream did not end with its upstream");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
+	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

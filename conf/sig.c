@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -93,7 +94,34 @@ keyring_push(struct conf_keyring *k, EVP_PKEY *pkey)
 	return 0;
 }
 
-/* Load every PEM block of one file; each must be an Ed25519 PUBLIC KEY. */
+/* Whoever may write a key file chooses which manifests are trusted: it
+ * must be written by no group or other, and owned by root or the reader.
+ * Return 0, or EGRESS_ERR_INVALID with the error in errs. */
+static int
+key_file_guarded(const char *path, const struct conf_file_id *id,
+    struct conf_errors *errs)
+{
+	if ((id->mode & 022) != 0) {
+		conf_errors_addf(errs,
+		    "%s: is group- or world-writable (chmod go-w); whoever "
+		    "can write a trusted key chooses which manifests are "
+		    "trusted",
+		    path);
+		return EGRESS_ERR_INVALID;
+	}
+	if (id->uid != 0 && id->uid != geteuid()) {
+		conf_errors_addf(errs,
+		    "%s: is owned by uid %lu, neither root nor the user "
+		    "reading it; its owner chooses which manifests are "
+		    "trusted",
+		    path, (unsigned long)id->uid);
+		return EGRESS_ERR_INVALID;
+	}
+	return 0;
+}
+
+/* Load the one PEM block of a file, an Ed25519 PUBLIC KEY, from a file
+ * that neither group nor others may write, owned by root or the reader. */
 static int
 keyring_load_file(struct conf_keyring *k, const char *path,
     struct conf_errors *errs)
@@ -129,6 +157,8 @@ keyring_load_file(struct conf_keyring *k, const char *path,
 	if (r != 0)
 		return conf_errors_addf(errs, "%s: cannot read: %s", path,
 		    strerror(errno));
+	if (key_file_guarded(path, id, errs) != 0)
+		goto out;
 	if ((bio = BIO_new_mem_buf(buf, (int)len)) == NULL) {
 		rc = EGRESS_ERR_NOMEM;
 		goto out;
@@ -136,7 +166,14 @@ keyring_load_file(struct conf_keyring *k, const char *path,
 	for (;;) {
 		if (PEM_read_bio(bio, &name, &header, &data, &dlen) != 1)
 			break;
-		nblocks++;
+		if (++nblocks > 1) {
+			conf_errors_addf(errs,
+			    "%s: holds more than one PEM block; a trusted key "
+			    "file holds one key, so that each key trusted is "
+			    "listed, and removed, by its own fingerprint",
+			    path);
+			goto out;
+		}
 		if (strcmp(name, "PUBLIC KEY") != 0) {
 			conf_errors_addf(errs,
 			    "%s: PEM block %zu is '%s'; "

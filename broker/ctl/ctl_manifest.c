@@ -110,6 +110,25 @@ key_fingerprint(EVP_PKEY *k, char *out, size_t n)
 		(void)snprintf(out + 2 * i, n - 2 * i, "%02x", md[i]);
 }
 
+/* Is path a trusted key file the broker would load (conf_keyring_load():
+ * one key, its owner and mode)? Return 0, or -1 with its error in msg. */
+static int
+key_file_check(const char *path, char *msg, size_t n)
+{
+	struct conf_keyring *ring = NULL;
+	struct conf_errors errs = { 0 };
+	int rc = 0;
+
+	if (conf_keyring_load(&path, 1, &ring, &errs) != 0) {
+		(void)snprintf(msg, n, "%s",
+		    errs.n > 0 ? errs.msgs[0] : "out of memory");
+		rc = -1;
+	}
+	conf_keyring_free(ring);
+	conf_errors_done(&errs);
+	return rc;
+}
+
 const char *
 ctl_key_fingerprint(const char *path, char *buf, size_t n, char *reterr_msg,
     size_t errn)
@@ -118,6 +137,8 @@ ctl_key_fingerprint(const char *path, char *buf, size_t n, char *reterr_msg,
 	char fp[40];
 	FILE *fp_in;
 
+	if (key_file_check(path, reterr_msg, errn) != 0)
+		return NULL;
 	if ((fp_in = fopen(path, "re")) == NULL) {
 		(void)snprintf(reterr_msg, errn, "%s: %s", path,
 		    strerror(errno));
@@ -370,9 +391,14 @@ sig_verifies(EVP_PKEY *k, const unsigned char *sig, const char *msg,
 static int
 load_keys(const char *const *paths, size_t npaths, EVP_PKEY **keys, size_t *n)
 {
+	char msg[600];
 	size_t i;
 
 	for (i = 0; i < npaths; i++) {
+		if (key_file_check(paths[i], msg, sizeof(msg)) != 0) {
+			fprintf(stderr, "egressctl: %s\n", msg);
+			return -1;
+		}
 		if ((keys[i] = load_key(paths[i], 0)) == NULL)
 			return -1;
 		(*n)++;

@@ -118,7 +118,15 @@ head -c "$(stat -c %s strict-orig.ini)" strict.ini | cmp -s - strict-orig.ini &&
     bad "trust add changed bytes it did not have to"
 expect trust-add-again 0 --out "already trusted" -- -c strict.ini trust add keys/release.pem.pub
 expect trust-list 0 --out "$fp keys/release.pem.pub" -- -c strict.ini trust list
-expect trust-add-notkey 1 --err "not an Ed25519 public key" -- -c strict.ini trust add strict.ini
+expect trust-add-notkey 1 --err "strict.ini: no PEM public key found; nothing was changed" -- -c strict.ini trust add strict.ini
+# A key file holds one key, which only root or its reader may change: a
+# second key would be trusted without a fingerprint of its own.
+expect keygen-second 0 -- manifest keygen --out keys/second.pem
+cat keys/release.pem.pub keys/second.pem.pub > keys/both.pub
+expect trust-add-two-keys 1 --err "keys/both.pub: holds more than one PEM block; a trusted key file holds one key" -- -c strict.ini trust add keys/both.pub
+install -m 0664 keys/second.pem.pub keys/open.pub
+expect trust-add-group-writable 1 --err "keys/open.pub: is group- or world-writable (chmod go-w)" -- -c strict.ini trust add keys/open.pub
+grep -q 'both.pub\|open.pub' strict.ini && bad "a refused key was written" || ok
 expect trust-remove-none 1 --err "no trusted key has fingerprint sha256:00000000000000000000000000000000" -- -c strict.ini trust remove sha256:00000000000000000000000000000000
 expect sign 0 -- manifest sign --key keys/release.pem pkgs/weather-1.4.0
 expect install-strict 0 --out "signature valid" -- -c strict.ini plugin install pkgs/weather-1.4.0

@@ -141,11 +141,21 @@ Test(conf_config, entry_stream_limits_override)
 
 /* ---- The fixture: every key, relative paths ------------------------------ */
 
+/* A checkout made under umask 002 leaves the fixture's key group-writable,
+ * which the key loader refuses. */
+static void
+fixture_key_guard(void)
+{
+	cr_assert_eq(chmod(GOOD "/keys/release.pem", 0644), 0);
+}
+
 Test(conf_config, fixture_every_key_and_relative_paths)
 {
 	struct conf_snapshot *s = NULL;
 	struct conf_errors e = { 0 };
 	const struct conf_instance *w, *g;
+
+	fixture_key_guard();
 
 	cr_assert_eq(conf_load(GOOD "/egressd.ini", &s, &e), 0, "%s",
 	    ct_errors(&e));
@@ -862,6 +872,7 @@ Test(conf_refuse, cli_made_fixture_signatures_verify)
 	char *text, *sig, cfg[1024];
 	size_t len, siglen;
 
+	fixture_key_guard();
 	memset(&id, 0, sizeof(id));
 	cr_assert_eq(conf_read_file(GOOD "/packages/weather/manifest.ini",
 			 CONF_MANIFEST_MAX, &text, &len, &id),

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * Unit tests for manifest signatures (conf/sig.c): keyring loading (Ed25519
- * PEM public keys only, every file named in its error), the strict format
+ * Unit tests for manifest signatures (conf/sig.c): keyring loading (one
+ * Ed25519 PEM public key a file, which others may not write, every file
+ * named in its error), the strict format
  * of manifest.ini.sig, and verification: good, a tampered byte anywhere,
  * a wrong key, no key, unsigned. Keys are made at test time with OpenSSL.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "conf/conf.h"
 #include "conf_test.h"
@@ -121,13 +124,15 @@ Test(conf_sig, any_trusted_key_verifies)
 	conf_keyring_free(k);
 }
 
-Test(conf_sig, several_keys_in_one_file)
+/* One key a file: a second one would be trusted by the broker without a
+ * fingerprint of its own in egressctl trust list, add or remove. */
+Test(conf_sig, a_second_key_in_one_file_is_refused)
 {
 	struct conf_keyring *k = NULL;
 	struct conf_errors e = { 0 };
 	BIO *b = BIO_new(BIO_s_mem());
+	char want[512], *data;
 	const char *p;
-	char *data;
 	long n;
 
 	cr_assert_not_null(b);
@@ -137,9 +142,58 @@ Test(conf_sig, several_keys_in_one_file)
 	ct_write("both.pem", data, (size_t)n);
 	BIO_free(b);
 	p = ct_path("both.pem");
+	cr_assert_eq(conf_keyring_load(&p, 1, &k, &e), EGRESS_ERR_INVALID);
+	cr_assert_null(k);
+	cr_assert_eq(e.n, 1, "%s", ct_errors(&e));
+	(void)snprintf(want, sizeof(want),
+	    "%s: holds more than one PEM block; a trusted key file holds one "
+	    "key, so that each key trusted is listed, and removed, by its "
+	    "own fingerprint",
+	    p);
+	cr_expect_str_eq(e.msgs[0], want);
+	conf_errors_done(&e);
+}
+
+/* Whoever may write a trusted key file chooses what is trusted: a file
+ * group or others may write is refused, as is one owned by another user
+ * (as root only: the test gives it away). */
+Test(conf_sig, a_key_file_others_may_write_is_refused)
+{
+	struct conf_keyring *k = NULL;
+	struct conf_errors e = { 0 };
+	const char *p = ct_path("a.pem");
+	char want[512];
+	mode_t modes[] = { 0664, 0646, 0666 };
+	size_t i;
+
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		cr_assert_eq(chmod(p, modes[i]), 0);
+		cr_assert_eq(conf_keyring_load(&p, 1, &k, &e),
+		    EGRESS_ERR_INVALID, "mode %o", (unsigned)modes[i]);
+		cr_assert_eq(e.n, 1, "%s", ct_errors(&e));
+		(void)snprintf(want, sizeof(want),
+		    "%s: is group- or world-writable (chmod go-w); whoever "
+		    "can write a trusted key chooses which manifests are "
+		    "trusted",
+		    p);
+		cr_expect_str_eq(e.msgs[0], want);
+		conf_errors_done(&e);
+	}
+	cr_assert_eq(chmod(p, 0644), 0);
 	cr_assert_eq(conf_keyring_load(&p, 1, &k, &e), 0, "%s", ct_errors(&e));
-	cr_expect_eq(conf_keyring_count(k), 2);
 	conf_keyring_free(k);
+	k = NULL;
+	if (geteuid() != 0)
+		return;
+	cr_assert_eq(chown(p, 65534, 65534), 0);
+	cr_assert_eq(conf_keyring_load(&p, 1, &k, &e), EGRESS_ERR_INVALID);
+	(void)snprintf(want, sizeof(want),
+	    "%s: is owned by uid 65534, neither root nor the user reading "
+	    "it; its owner chooses which manifests are trusted",
+	    p);
+	cr_assert_eq(e.n, 1, "%s", ct_errors(&e));
+	cr_expect_str_eq(e.msgs[0], want);
+	conf_errors_done(&e);
 }
 
 /* ---- Malformed signature files ----------------------------------------- */

@@ -827,6 +827,9 @@ struct cconn {
 	size_t fd_off[CONTROL_FDS_MAX];
 	size_t nfds;
 	uint64_t hold; /* attached listeners this connection keeps open */
+	uid_t uid;     /* the peer, as SO_PEERCRED gave it */
+	gid_t gid;
+	struct event *idle; /* CONTROL_IDLE_MS without a command */
 };
 
 struct control_server {
@@ -834,8 +837,9 @@ struct control_server {
 	const struct control_ops *ops;
 	void *broker;
 	struct cconn *conns;
-	size_t nconns; /* counted against CONTROL_CONNS_MAX */
-	size_t nholds; /* connections that became holds (not counted) */
+	size_t nconns;	  /* counted against CONTROL_CONNS_MAX */
+	size_t nholds;	  /* connections that became holds (not counted) */
+	unsigned idle_ms; /* CONTROL_IDLE_MS unless a test said */
 };
 
 static void server_reply(void *arg, struct control_reply *r);
@@ -866,7 +870,10 @@ cconn_free(struct cconn *c)
 		event_free(c->rd);
 	if (c->wr != NULL)
 		event_free(c->wr);
+	if (c->idle != NULL)
+		event_free(c->idle);
 	c->rd = c->wr = NULL;
+	c->idle = NULL;
 	if (c->fd >= 0)
 		(void)close(c->fd);
 	c->fd = -1;
@@ -1001,6 +1008,27 @@ cconn_take_fds(struct cconn *c, size_t n, int *out)
 	return nout;
 }
 
+/* May c's peer use the control socket under the configuration in force
+ * (root is always allowed when none is; the broker's own user always)? */
+static int
+cconn_allowed(const struct cconn *c)
+{
+	return c->uid == geteuid() ||
+	    control_peer_allowed(c->cs->ops->snapshot(c->cs->broker), c->uid,
+		c->gid);
+}
+
+/* Restart c's idle clock. */
+static void
+cconn_idle_arm(struct cconn *c)
+{
+	unsigned ms = c->cs != NULL ? c->cs->idle_ms : CONTROL_IDLE_MS;
+	struct timeval tv = { (time_t)(ms / 1000),
+		(suseconds_t)(ms % 1000) * 1000 };
+
+	(void)evtimer_add(c->idle, &tv);
+}
+
 /* Run complete lines while no check is in flight; then flush. */
 static void
 cconn_pump(struct cconn *c)
@@ -1015,6 +1043,16 @@ cconn_pump(struct cconn *c)
 	    (nl = memchr(c->in, '\n', c->nin)) != NULL) {
 		n = (size_t)(nl - c->in);
 		nfds = cconn_take_fds(c, n, fds);
+		cconn_idle_arm(c);
+		if (!cconn_allowed(c)) {
+			/* No longer in control_uids or control_gids. */
+			fds_close(fds, nfds);
+			(void)reply_error("permission denied", "denied",
+			    cconn_reply, c);
+			c->eof = 1;
+			c->nin = 0;
+			break;
+		}
 		rc = control_dispatch_fds(cs->ops, cs->broker, c->in, n, fds,
 		    nfds, server_reply, c);
 		memmove(c->in, nl + 1, c->nin - n - 1);
@@ -1142,6 +1180,7 @@ cconn_check_resume(struct cconn *c)
 		free(c);
 		return;
 	}
+	cconn_idle_arm(c); /* from the end of the check */
 	cconn_pump(c);
 }
 
@@ -1154,6 +1193,7 @@ control_server_new(struct event_base *base, const struct control_ops *ops,
 	if ((cs = calloc(1, sizeof(*cs))) == NULL)
 		return EGRESS_ERR_NOMEM;
 	cs->base = base;
+	cs->idle_ms = CONTROL_IDLE_MS;
 	cs->ops = ops;
 	cs->broker = broker;
 	*ret = cs;
@@ -1183,19 +1223,25 @@ server_reply(void *arg, struct control_reply *r)
 		cconn_check_resume(c);
 }
 
+/* No command for CONTROL_IDLE_MS and none in flight: close. */
+static void
+cconn_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct cconn *c = arg;
+
+	if (c->pending || c->hold != 0)
+		return; /* re-armed by the next command */
+	cconn_free(c);
+}
+
 int
 control_server_accept(struct control_server *cs, int fd)
 {
 	struct ucred cred;
 	socklen_t sl = sizeof(cred);
 	struct cconn *c;
+	int reserve;
 
-	if (cs->nconns >= CONTROL_CONNS_MAX) {
-		refuse(fd,
-		    "{\"error\":\"too many control connections\","
-		    "\"code\":\"unavailable\"}\n");
-		return EGRESS_ERR_AGAIN;
-	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &sl) != 0 ||
 	    sl != sizeof(cred) ||
 	    (cred.uid != geteuid() &&
@@ -1206,10 +1252,21 @@ control_server_accept(struct control_server *cs, int fd)
 		    "\"code\":\"denied\"}\n");
 		return EGRESS_ERR_DENIED;
 	}
+	reserve = cred.uid == 0 || cred.uid == geteuid() ?
+	    CONTROL_CONNS_RESERVE :
+	    0;
+	if (cs->nconns >= CONTROL_CONNS_MAX + (size_t)reserve) {
+		refuse(fd,
+		    "{\"error\":\"too many control connections\","
+		    "\"code\":\"unavailable\"}\n");
+		return EGRESS_ERR_AGAIN;
+	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		(void)close(fd);
 		return EGRESS_ERR_NOMEM;
 	}
+	c->uid = cred.uid;
+	c->gid = cred.gid;
 	c->fd = fd;
 	c->out_tail = &c->out;
 	evutil_make_socket_nonblocking(fd);
@@ -1217,7 +1274,9 @@ control_server_accept(struct control_server *cs, int fd)
 	c->rd = event_new(cs->base, fd, EV_READ | EV_PERSIST, cconn_read_cb,
 	    c);
 	c->wr = event_new(cs->base, fd, EV_WRITE, cconn_write_cb, c);
-	if (c->rd == NULL || c->wr == NULL || event_add(c->rd, NULL) != 0) {
+	c->idle = evtimer_new(cs->base, cconn_idle_cb, c);
+	if (c->rd == NULL || c->wr == NULL || c->idle == NULL ||
+	    event_add(c->rd, NULL) != 0) {
 		cconn_free(c);
 		return EGRESS_ERR_NOMEM;
 	}
@@ -1227,7 +1286,14 @@ control_server_accept(struct control_server *cs, int fd)
 		cs->conns->prev = c;
 	cs->conns = c;
 	cs->nconns++;
+	cconn_idle_arm(c);
 	return 0;
+}
+
+void
+control_server_idle_ms(struct control_server *cs, unsigned ms)
+{
+	cs->idle_ms = ms;
 }
 
 size_t

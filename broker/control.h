@@ -28,7 +28,9 @@
  * control_server serves connections on a libevent base: SO_PEERCRED
  * check against [broker] control_uids / control_gids (a refused peer gets
  * one error line and is closed), bounded lines, bounded output, one
- * command in flight per connection.
+ * command in flight per connection. The peer is checked again for every
+ * command, against the configuration then in force: one no longer
+ * allowed gets an error line and is closed.
  */
 #ifndef EGRESS_BROKER_CONTROL_H
 #define EGRESS_BROKER_CONTROL_H
@@ -44,10 +46,16 @@ struct event_base;
 struct metrics;
 struct control_server;
 
-#define CONTROL_LINE_MAX  4096		    /* bytes of one command */
-#define CONTROL_CONNS_MAX 16		    /* connections at once */
-#define CONTROL_OUT_MAX	  (4 * 1024 * 1024) /* queued replies */
-#define CONTROL_FDS_MAX	  4		    /* descriptors with one line */
+#define CONTROL_LINE_MAX      4096 /* bytes of one command */
+#define CONTROL_CONNS_MAX     16   /* connections at once */
+/* More, for root and the broker's own user only: other peers holding
+ * every connection never lock out the operator or a unit's reload. */
+#define CONTROL_CONNS_RESERVE 4
+/* A connection with no command in flight that completes none in this
+ * long is closed. */
+#define CONTROL_IDLE_MS	      (60 * 1000)
+#define CONTROL_OUT_MAX	      (4 * 1024 * 1024) /* queued replies */
+#define CONTROL_FDS_MAX	      4			/* descriptors with one line */
 
 /* Runtime facts for `show status`; every pointer borrowed for the call. */
 struct control_status {
@@ -209,13 +217,18 @@ int control_server_new(struct event_base *base, const struct control_ops *ops,
     void *broker, struct control_server **ret);
 
 /*
- * Serve one accepted connection. Takes ownership of fd. Over
- * CONTROL_CONNS_MAX, or when the SO_PEERCRED peer is not allowed
- * (control_peer_allowed with ops->snapshot()) and is not the broker's own
- * euid (a unit's ExecReload runs as the broker's user), write one error
- * line and close it. Return 0 when served, or a negative error (fd closed).
+ * Serve one accepted connection. Takes ownership of fd. When the
+ * SO_PEERCRED peer is not allowed (control_peer_allowed with
+ * ops->snapshot()) and is not the broker's own euid (a unit's ExecReload
+ * runs as the broker's user), or over CONTROL_CONNS_MAX (over
+ * CONTROL_CONNS_MAX + CONTROL_CONNS_RESERVE for root and the broker's
+ * euid), write one error line and close it. Return 0 when served, or a
+ * negative error (fd closed).
  */
 int control_server_accept(struct control_server *cs, int fd);
+
+/* Close idle connections after ms instead of CONTROL_IDLE_MS (tests). */
+void control_server_idle_ms(struct control_server *cs, unsigned ms);
 
 /* Return the number of connections being served. */
 size_t control_server_count(const struct control_server *cs);

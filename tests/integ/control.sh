@@ -12,8 +12,9 @@
 # (a peer with that group only as a supplementary group reaches the
 # socket and is refused by SO_PEERCRED with one error line; one with it as
 # primary group is served), and 0666 when control_uids names a non-root
-# uid (that uid is served, another is refused with one line). Needs root
-# (skips with 77 otherwise), socat and setpriv.
+# uid (that uid is served, another is refused with one line); a served
+# connection whose uid leaves control_uids has its next command refused.
+# Needs root (skips with 77 otherwise), socat and setpriv.
 set -euo pipefail
 . "$(dirname "$0")/lab/lab.sh"
 lab_init
@@ -282,5 +283,35 @@ expect_jq "uid $NOBODY in control_uids: served" "$r" \
 r=$(refused --reuid=$OTHER --regid=$OTHER --clear-groups)
 lab_expect_eq "uid $OTHER: refused with one line" \
     '{"error":"permission denied","code":"denied"}' "$r"
+
+# No command outlives the peer's permission: a connection of uid $NOBODY,
+# served, stays open while $NOBODY leaves control_uids; its next command
+# there is refused with one line and the connection ends.
+lines() { [ "$(wc -l < "$LAB_DIR/held.out")" -ge "$1" ]; }
+mkfifo "$LAB_DIR/held.fifo"
+setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
+    socat -t "$(egress_wait 5)" - "UNIX-CONNECT:$CTL" \
+    < "$LAB_DIR/held.fifo" > "$LAB_DIR/held.out" &
+held=$!
+exec 8> "$LAB_DIR/held.fifo"
+printf 'show status\n' >&8
+lab_poll 10 lines 1 || lab_fail "no answer on the held connection"
+{
+	lab_config_base | sed "/^\[broker\]$/a control_uids = 0"
+	lab_entry weather weather "api.weather.example, lan.weather.example"
+	lab_entry radar radar "api.radar.example"
+} | lab_config_install
+r=$(ctl "reload")
+expect_jq "reload without uid $NOBODY" "$r" '.reloaded == true'
+printf 'show status\n' >&8
+lab_poll 10 lines 2 || lab_fail "no second answer on the held connection"
+exec 8>&-
+rc=0
+wait "$held" || rc=$?
+lab_expect_eq "uid $NOBODY after it left control_uids: refused" \
+    '{"error":"permission denied","code":"denied"}' \
+    "$(sed -n 2p "$LAB_DIR/held.out")"
+lab_expect_eq "and nothing more on that connection" 2 \
+    "$(wc -l < "$LAB_DIR/held.out")"
 
 lab_finish

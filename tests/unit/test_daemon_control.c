@@ -565,11 +565,44 @@ out:
 	event_base_free(base);
 }
 
+/* A socketpair whose SO_PEERCRED names uid and gid (as root: the pair
+ * is made under those effective ids). */
+static void
+pair_as(uid_t uid, gid_t gid, int sv[2])
+{
+	cr_assert_eq(setegid(gid), 0);
+	cr_assert_eq(seteuid(uid), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+	    0);
+	cr_assert_eq(seteuid(0), 0);
+	cr_assert_eq(setegid(0), 0);
+}
+
+/* F.snap with control_uids = uids. */
+static void
+snap_with_uids(const char *uids)
+{
+	struct conf_errors errs = { 0, NULL };
+	char buf[256];
+
+	(void)snprintf(buf, sizeof(buf), "[broker]\ncontrol_uids = %s\n",
+	    uids);
+	conf_snapshot_free(F.snap);
+	F.snap = NULL;
+	cr_assert_eq(conf_load_buffer("/tmp/t.ini", buf, strlen(buf), &F.snap,
+			 &errs),
+	    0, "%s", errs.n ? errs.msgs[0] : "?");
+}
+
+/* Over CONTROL_CONNS_MAX other peers are refused; root still has
+ * CONTROL_CONNS_RESERVE more, so peers holding every connection never
+ * lock the operator (or a unit's reload) out. */
 Test(broker_control, server_refuses_over_cap, .init = setup, .fini = teardown)
 {
+	enum { N = CONTROL_CONNS_MAX + CONTROL_CONNS_RESERVE + 2 };
 	struct event_base *base = event_base_new();
 	struct control_server *cs = NULL;
-	int sv[CONTROL_CONNS_MAX + 1][2];
+	int sv[N][2];
 	char buf[256];
 	size_t i;
 	ssize_t k;
@@ -577,19 +610,99 @@ Test(broker_control, server_refuses_over_cap, .init = setup, .fini = teardown)
 	cr_assert_eq(control_server_new(base, &fake_ops, &F, &cs), 0);
 	if (getuid() != 0)
 		cr_skip_test("needs root (SO_PEERCRED is ours)");
+	snap_with_uids("0, 65534");
 	for (i = 0; i <= CONTROL_CONNS_MAX; i++) {
-		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-				 sv[i]),
-		    0);
+		pair_as(65534, 65534, sv[i]);
 		cr_assert_eq(control_server_accept(cs, sv[i][1]),
-		    i < CONTROL_CONNS_MAX ? 0 : EGRESS_ERR_AGAIN);
+		    i < CONTROL_CONNS_MAX ? 0 : EGRESS_ERR_AGAIN, "peer %zu",
+		    i);
 	}
 	k = read(sv[CONTROL_CONNS_MAX][0], buf, sizeof(buf) - 1);
 	cr_assert(k > 0);
 	buf[k] = '\0';
 	cr_assert(strstr(buf, "too many control connections") != NULL);
-	for (i = 0; i <= CONTROL_CONNS_MAX; i++)
+	for (i = CONTROL_CONNS_MAX + 1; i < N; i++) {
+		pair_as(0, 0, sv[i]);
+		cr_assert_eq(control_server_accept(cs, sv[i][1]),
+		    i < N - 1 ? 0 : EGRESS_ERR_AGAIN, "root peer %zu", i);
+	}
+	cr_assert_eq(control_server_count(cs),
+	    CONTROL_CONNS_MAX + CONTROL_CONNS_RESERVE);
+	for (i = 0; i < N; i++)
 		(void)close(sv[i][0]);
+	control_server_free(cs);
+	event_base_free(base);
+}
+
+/* A peer is checked for every command against the configuration then in
+ * force: a connection served before its uid left control_uids gets one
+ * error line for its next command, and is closed. */
+Test(broker_control, a_peer_no_longer_allowed_is_refused_its_next_command,
+    .init = setup, .fini = teardown)
+{
+	struct event_base *base = event_base_new();
+	struct control_server *cs = NULL;
+	char buf[512];
+	int sv[2];
+
+	cr_assert_eq(control_server_new(base, &fake_ops, &F, &cs), 0);
+	if (getuid() != 0)
+		cr_skip_test("needs root (SO_PEERCRED is ours)");
+	snap_with_uids("0, 65534");
+	pair_as(65534, 65534, sv);
+	cr_assert_eq(control_server_accept(cs, sv[1]), 0);
+	cr_assert_eq(write(sv[0], "help\n", 5), 5);
+	read_line(base, sv[0], buf, sizeof(buf), NULL);
+	cr_assert(strstr(buf, "\"commands\"") != NULL, "%s", buf);
+	snap_with_uids("0");
+	cr_assert_eq(write(sv[0], "help\n", 5), 5);
+	read_line(base, sv[0], buf, sizeof(buf), NULL);
+	cr_assert_str_eq(buf,
+	    "{\"error\":\"permission denied\",\"code\":\"denied\"}\n");
+	while (control_server_count(cs) != 0)
+		(void)event_base_loop(base, EVLOOP_ONCE);
+	cr_assert_eq(read(sv[0], buf, sizeof(buf)), 0, "not closed");
+	(void)close(sv[0]);
+	control_server_free(cs);
+	event_base_free(base);
+}
+
+/* A connection that sends no command for the idle time is closed; one
+ * whose check is in flight is not, and its idle time runs from the
+ * reply. */
+Test(broker_control, an_idle_connection_is_closed, .init = setup,
+    .timeout = 30, .fini = teardown)
+{
+	struct event_base *base = event_base_new();
+	struct control_server *cs = NULL;
+	char buf[512];
+	int sv[2][2];
+
+	cr_assert_eq(control_server_new(base, &fake_ops, &F, &cs), 0);
+	control_server_idle_ms(cs, 20);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[0]),
+	    0);
+	cr_assert_eq(control_server_accept(cs, sv[0][1]), 0);
+	while (control_server_count(cs) != 0)
+		(void)event_base_loop(base, EVLOOP_ONCE);
+	cr_assert_eq(read(sv[0][0], buf, sizeof(buf)), 0, "not closed");
+	F.async = 1;
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[1]),
+	    0);
+	cr_assert_eq(control_server_accept(cs, sv[1][1]), 0);
+	cr_assert_eq(write(sv[1][0], "check weather https://a.example/\n", 33),
+	    33);
+	while (F.done == NULL)
+		(void)event_base_loop(base, EVLOOP_ONCE);
+	/* The idle time passes with the check in flight: still open. */
+	(void)event_base_loop(base, EVLOOP_ONCE);
+	cr_assert_eq(control_server_count(cs), 1);
+	f_check_finish(&F);
+	read_line(base, sv[1][0], buf, sizeof(buf), NULL);
+	while (control_server_count(cs) != 0)
+		(void)event_base_loop(base, EVLOOP_ONCE);
+	(void)close(sv[0][0]);
+	(void)close(sv[1][0]);
 	control_server_free(cs);
 	event_base_free(base);
 }

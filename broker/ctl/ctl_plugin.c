@@ -50,7 +50,7 @@ plugin_usage(FILE *f)
 	    " --egress declared|none\n"
 	    "       egressctl [-c FILE] plugin bind PLUGIN ALIAS --egress "
 	    "declared|none\n"
-	    "       egressctl [-c FILE] plugin upgrade PKG\n"
+	    "       egressctl [-c FILE] plugin upgrade [--wake] PKG\n"
 	    "       egressctl [-c FILE] plugin grant INSTANCE [--private | "
 	    "--loopback] [--permission P]... [HOST...]\n"
 	    "       egressctl [-c FILE] plugin revoke INSTANCE [--private | "
@@ -250,7 +250,17 @@ print_diff(const struct ctl_ctx *ctx, const struct conf_instance *ci,
 		    ctl_shq(r.ineffective.v[i], h, sizeof(h)));
 	}
 	for (i = 0; i < r.reach.n; i++)
-		printf("  = %s: granted and declared\n", r.reach.v[i]);
+		if (!upgrade || !pkg_strv_has(&r.woken, r.reach.v[i]))
+			printf("  = %s: %s\n", r.reach.v[i],
+			    r.operator_defined ?
+				"granted (operator_defined: the grant alone governs)" :
+				"granted and declared");
+	for (i = 0; upgrade && old_m != NULL && i < r.woken.n; i++)
+		printf("  ! %s: granted, unreachable under %s %s, reachable "
+		       "under %s %s; to revoke it:\n      %s plugin revoke %s "
+		       "%s\n",
+		    r.woken.v[i], old_m->name, old_m->version, m->name,
+		    m->version, c, q, ctl_shq(r.woken.v[i], h, sizeof(h)));
 	for (bit = 1; bit <= POLICY_PERM_SOCKET_CLIENT; bit <<= 1) {
 		const char *pn = policy_permission_name(bit);
 
@@ -265,7 +275,9 @@ print_diff(const struct ctl_ctx *ctx, const struct conf_instance *ci,
 			"requested",
 		    m->name, m->version, c, q, pn);
 	}
-	if (r.not_granted.n == 0 && r.ineffective.n == 0 &&
+	if (r.operator_defined)
+		printf("  operator_defined: the grant alone governs\n");
+	else if (r.not_granted.n == 0 && r.ineffective.n == 0 &&
 	    (r.requested & ~r.granted_perms) == 0)
 		printf("  the grant matches the declaration\n");
 	pkg_reach_done(&r);
@@ -675,28 +687,88 @@ out:
 
 /* ---- upgrade ---------------------------------------------------------- */
 
+/*
+ * Would m make any instance of its plugin reach a granted entry its
+ * current manifest did not (a grant left behind by an older version,
+ * woken by a declaration or by operator_defined)? Say which, and how to
+ * choose, on stderr. Return how many instances would.
+ */
+static size_t
+upgrade_wakes(const struct ctl_ctx *ctx, const struct conf_snapshot *snap,
+    const struct conf_manifest *m, const char *pkg)
+{
+	struct pkg_reach r;
+	char q[600], h[600];
+	size_t i, k, n = 0;
+
+	for (i = 0; i < snap->ninstances; i++) {
+		const struct conf_instance *ci = &snap->instances[i];
+
+		if (strcmp(ci->plugin, m->name) != 0 || ci->manifest == NULL ||
+		    pkg_reach_compute(ci, m, ci->manifest, &r) != 0)
+			continue;
+		if (r.woken.n > 0) {
+			n++;
+			fprintf(stderr,
+			    "egressctl: %s %s would make instance %s reach "
+			    "granted destinations that %s %s did not:\n",
+			    m->name, m->version, ci->name, ci->manifest->name,
+			    ci->manifest->version);
+			for (k = 0; k < r.woken.n; k++)
+				fprintf(stderr, "  %s\n", r.woken.v[k]);
+			fprintf(stderr,
+			    "  keep them unreachable first:\n"
+			    "    %s plugin revoke %s",
+			    ctl_cmd(ctx), ctl_shq(ci->name, q, sizeof(q)));
+			for (k = 0; k < r.woken.n; k++)
+				fprintf(stderr, " %s",
+				    ctl_shq(r.woken.v[k], h, sizeof(h)));
+			fprintf(stderr, "\n");
+		}
+		pkg_reach_done(&r);
+	}
+	if (n > 0)
+		fprintf(stderr,
+		    "egressctl: nothing was changed; or let it reach them: "
+		    "%s plugin upgrade --wake %s\n",
+		    ctl_cmd(ctx), ctl_shq(pkg, q, sizeof(q)));
+	return n;
+}
+
 static int
 cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 {
 	struct edit e;
 	struct staged st;
-	const char *pkg;
+	const char *pkg = NULL;
 	size_t i, n = 0;
 	char *sec = NULL, *cur = NULL;
-	int rc;
+	int rc, a, wake = 0, npkg = 0;
 
 	memset(&st, 0, sizeof(st));
-	if (argc > 1 && argv[1][0] == '-') {
-		fprintf(stderr,
-		    "egressctl: plugin upgrade: unknown option "
-		    "'%s'\n",
-		    argv[1]);
-		plugin_usage(stderr);
-		return CTL_EXIT_USAGE;
+	for (a = 1; a < argc; a++) {
+		if (strcmp(argv[a], "--wake") == 0)
+			wake = 1;
+		else if (argv[a][0] == '-') {
+			fprintf(stderr,
+			    "egressctl: plugin upgrade: unknown option "
+			    "'%s'\n",
+			    argv[a]);
+			plugin_usage(stderr);
+			return CTL_EXIT_USAGE;
+		} else if (npkg++ == 0)
+			pkg = argv[a];
+		else {
+			fprintf(stderr,
+			    "egressctl: plugin upgrade: unexpected "
+			    "argument '%s'\n",
+			    argv[a]);
+			plugin_usage(stderr);
+			return CTL_EXIT_USAGE;
+		}
 	}
-	if (argc != 2)
+	if (pkg == NULL)
 		return plugin_args_bad(argc, argv, 1, 1);
-	pkg = argv[1];
 	if (ctl_edit_begin(ctx, &e) != 0)
 		return CTL_EXIT_CONFIG;
 	if ((rc = ctl_package_stage(&e, pkg, &st)) != 0)
@@ -709,6 +781,10 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 		    "egressctl: no instance of plugin %s; install "
 		    "it with:\n  %s plugin install %s\n",
 		    st.m->name, ctl_cmd(ctx), pkg);
+		rc = CTL_EXIT_NO;
+		goto out;
+	}
+	if (!wake && upgrade_wakes(ctx, e.snap, st.m, pkg) > 0) {
 		rc = CTL_EXIT_NO;
 		goto out;
 	}

@@ -46,7 +46,7 @@ static const char *const synopses[] = {
 	"[-c FILE] plugin install PKG --channel-alias ALIAS "
 	"--egress declared|none",
 	"[-c FILE] plugin bind PLUGIN ALIAS --egress declared|none",
-	"[-c FILE] plugin upgrade PKG",
+	"[-c FILE] plugin upgrade [--wake] PKG",
 	"[-c FILE] plugin grant INSTANCE [--private | --loopback] "
 	"[--permission P]... [HOST...]",
 	"[-c FILE] plugin revoke INSTANCE [--private | --loopback] "

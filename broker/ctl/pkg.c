@@ -461,6 +461,20 @@ add_all(struct pkg_strv *sv, const struct policy_grant *g)
 	return 0;
 }
 
+/* Add e to r's reach, and to its woken entries when old_m (not NULL)
+ * did not reach it. */
+static int
+add_reached(struct pkg_reach *r, const struct policy_entry *e,
+    const struct conf_manifest *old_m)
+{
+	int rc = add_entry(&r->reach, e);
+
+	if (rc == 0 && old_m != NULL && !old_m->operator_defined &&
+	    !policy_grant_covers(old_m->hosts, e))
+		rc = add_entry(&r->woken, e);
+	return rc;
+}
+
 int
 pkg_reach_compute(const struct conf_instance *ci,
     const struct conf_manifest *m, const struct conf_manifest *old_m,
@@ -487,7 +501,10 @@ pkg_reach_compute(const struct conf_instance *ci,
 	if ((rc = add_all(&r.declared, m->hosts)) != 0)
 		goto out;
 	if (m->operator_defined) {
-		rc = add_all(&r.reach, ci->hosts);
+		n = policy_grant_count(ci->hosts);
+		for (i = 0; i < n && rc == 0; i++)
+			rc = add_reached(&r, policy_grant_entry(ci->hosts, i),
+			    old_m);
 		goto out;
 	}
 	/* Granted entries the declaration covers, then declared entries the
@@ -498,7 +515,7 @@ pkg_reach_compute(const struct conf_instance *ci,
 		    i);
 
 		if (policy_grant_covers(m->hosts, e))
-			rc = add_entry(&r.reach, e);
+			rc = add_reached(&r, e, old_m);
 		else {
 			rc = add_entry(&r.ineffective, e);
 			if (rc == 0 && old_m != NULL &&
@@ -512,7 +529,7 @@ pkg_reach_compute(const struct conf_instance *ci,
 		const struct policy_entry *e = policy_grant_entry(m->hosts, i);
 
 		if (policy_grant_covers(ci->hosts, e))
-			rc = add_entry(&r.reach, e);
+			rc = add_reached(&r, e, old_m);
 		else
 			rc = add_entry(&r.not_granted, e);
 	}
@@ -536,6 +553,7 @@ pkg_reach_done(struct pkg_reach *r)
 	pkg_strv_done(&r->not_granted);
 	pkg_strv_done(&r->ineffective);
 	pkg_strv_done(&r->stale);
+	pkg_strv_done(&r->woken);
 }
 
 const char *

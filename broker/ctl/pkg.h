@@ -97,6 +97,7 @@ struct pkg_reach {
 	struct pkg_strv not_granted; /* declared, not covered by the grant */
 	struct pkg_strv ineffective; /* granted, not covered by the decl. */
 	struct pkg_strv stale;	     /* of ineffective: covered by old_m */
+	struct pkg_strv woken;	     /* of reach: not reachable under old_m */
 	unsigned requested;	     /* the manifest's permissions */
 	unsigned granted_perms;	     /* the entry's permissions */
 	unsigned effective;	     /* both */
@@ -107,9 +108,11 @@ struct pkg_reach {
 /*
  * Compute ci's reach under manifest m (NULL: refused, nothing is
  * reachable). old_m, if not NULL, is the manifest ci used before an
- * upgrade: ineffective entries it covered are also listed in stale.
- * Under operator_defined the grant alone governs: reach is the grant and
- * nothing is ineffective or missing. Return 0 or EGRESS_ERR_NOMEM.
+ * upgrade: ineffective entries it covered are also listed in stale, and
+ * entries of the reach it did not give (granted, but not declared by it
+ * and it not operator_defined) in woken. Under operator_defined the grant
+ * alone governs: reach is the grant and nothing is ineffective or
+ * missing. Return 0 or EGRESS_ERR_NOMEM.
  */
 int pkg_reach_compute(const struct conf_instance *ci,
     const struct conf_manifest *m, const struct conf_manifest *old_m,

@@ -4,7 +4,8 @@
 # plugin and diagnose commands against copies of tests/data/ceremony/ in a
 # temporary folder. Golden outputs (stdout and stderr, exit status) live in
 # tests/data/ceremony/golden/; UPDATE_GOLDEN=1 rewrites them. Also checks
-# never-extend (grants byte-for-byte unchanged), byte-for-byte preservation
+# never-extend (grants byte-for-byte unchanged), an upgrade that would wake
+# a granted but unreachable host (refused; --wake), byte-for-byte preservation
 # of a commented file, 20 parallel grants, a process killed mid-edit
 # (through the EGRESSCTL_TEST_PAUSE=after-temp hook), and signatures in
 # strict mode. Nothing here uses the network.
@@ -100,6 +101,22 @@ grep -q '^manifest = packages/weather-2.0.0/manifest.ini$' "$W/egressd.ini" &&
 
 golden revoke 0 "$W" -- "${C[@]}" plugin revoke weather '*.tiles.weather.example'
 golden revoke-missing 1 "$W" -- "${C[@]}" plugin revoke weather nothere.example
+
+# An upgrade never widens in silence: cdn is granted but was never
+# declared (ineffective); weather 3.0.0 sets operator_defined = true,
+# under which the grant alone governs, so it would reach cdn with no
+# grant step. Refused, nothing changed; --wake goes ahead and says so.
+V=$work/wake
+cp -r "$W" "$V"
+mkdir "$V/pkgs/weather-3.0.0"
+cp "$V/pkgs/weather-2.0.0/plugin.wasm" "$V/pkgs/weather-3.0.0/"
+printf '[plugin]\nname = weather\nversion = 3.0.0\npermissions = http_client\n\n[egress]\noperator_defined = true\n' \
+    >"$V/pkgs/weather-3.0.0/manifest.ini"
+cp "$V/egressd.ini" "$work/before"
+golden upgrade-wake-refused 1 "$V" -- "${C[@]}" plugin upgrade pkgs/weather-3.0.0
+expect_same upgrade-wake-refused-unchanged "$work/before" "$V/egressd.ini"
+[ ! -e "$V/packages/weather-3.0.0" ] && ok || bad "a refused upgrade left its package"
+golden upgrade-wake 0 "$V" -- "${C[@]}" plugin upgrade --wake pkgs/weather-3.0.0
 
 # Bindings.
 golden bind-not-installed 1 "$W" -- "${C[@]}" plugin bind chat alerts --egress declared

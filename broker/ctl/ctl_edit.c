@@ -169,7 +169,7 @@ ctl_edit_commit(struct edit *e, struct conf_snapshot **ret_snap)
 	struct conf_snapshot *s = NULL;
 	char *buf = NULL, err[512];
 	size_t len;
-	int rc = -1;
+	int rc = -1, r;
 
 	if (iniedit_render(e->doc, &buf, &len) != 0) {
 		fprintf(stderr, "egressctl: out of memory\n");
@@ -183,8 +183,10 @@ ctl_edit_commit(struct edit *e, struct conf_snapshot **ret_snap)
 		    e->f.path);
 		goto out;
 	}
-	if (iniedit_file_replace(&e->f, buf, len, err, sizeof(err)) != 0) {
-		fprintf(stderr, "egressctl: %s; the file is unchanged\n", err);
+	if ((r = iniedit_file_replace(&e->f, buf, len, err, sizeof(err))) !=
+	    0) {
+		fprintf(stderr, "egressctl: %s%s\n", err,
+		    r == EGRESS_ERR_AGAIN ? "" : "; the file is unchanged");
 		goto out;
 	}
 	if (ret_snap != NULL) {

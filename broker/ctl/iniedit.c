@@ -936,6 +936,21 @@ write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* Is the file at path no longer the one read as own (another file, or
+ * written since)? */
+static int
+changed_since(const char *path, const struct stat *own)
+{
+	struct stat now;
+
+	return stat(path, &now) != 0 || now.st_dev != own->st_dev ||
+	    now.st_ino != own->st_ino || now.st_size != own->st_size ||
+	    now.st_mtim.tv_sec != own->st_mtim.tv_sec ||
+	    now.st_mtim.tv_nsec != own->st_mtim.tv_nsec ||
+	    now.st_ctim.tv_sec != own->st_ctim.tv_sec ||
+	    now.st_ctim.tv_nsec != own->st_ctim.tv_nsec;
+}
+
 /* The shared body of replace and write_atomic. own is NULL for "as
  * created". */
 static int
@@ -976,6 +991,17 @@ replace(const char *path, const char *buf, size_t len, mode_t mode,
 	}
 	fd = -1;
 	test_pause();
+	if (own != NULL && changed_since(path, own)) {
+		/* Not through egressctl (it would wait for the lock): by
+		 * hand, say. Replacing it would undo that edit unseen. */
+		seterr(err, errlen,
+		    "%s: changed while this edit was made (an edit by hand?), "
+		    "which writing it would undo; this edit was not written: "
+		    "run the command again",
+		    path);
+		rc = EGRESS_ERR_AGAIN;
+		goto out;
+	}
 	if (rename(tmp, path) == -1) {
 		seterr(err, errlen, "%s: rename: %s", path, strerror(errno));
 		goto out;

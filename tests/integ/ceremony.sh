@@ -7,7 +7,8 @@
 # never-extend (grants byte-for-byte unchanged), an upgrade that would wake
 # a granted but unreachable host (refused; --wake), byte-for-byte preservation
 # of a commented file, 20 parallel grants, a process killed mid-edit
-# (through the EGRESSCTL_TEST_PAUSE=after-temp hook), and signatures in
+# (through the EGRESSCTL_TEST_PAUSE=after-temp hook), an edit by hand
+# while one waits there (not undone: that edit fails), and signatures in
 # strict mode. Nothing here uses the network.
 set -uo pipefail
 . "$(dirname "$0")/wrap.sh"
@@ -224,6 +225,27 @@ if wait_stopped "$victim"; then
 	expect_same crash-exact-old "$work/before" "$W/egressd.ini"
 else
 	bad "the test hook did not stop the process (2)"
+	kill -9 "$victim" 2>/dev/null
+fi
+# Edited by hand while an edit waits to be written: that edit is not
+# written (it would undo the hand edit), and says so.
+tmps() { ls -a "$W" | grep -c '^\.egressd\.ini\.tmp\.'; }
+tmps_before=$(tmps)
+(cd "$W" && EGRESSCTL_TEST_PAUSE=after-temp exec "${EGRESS_WRAP_CMD[@]}" "$ctl" "${C[@]}" plugin grant gitea crash3.git.example >/dev/null 2>"$work/crash3.err") &
+victim=$!
+if wait_stopped "$victim"; then
+	printf '; edited by hand\n' >>"$W/egressd.ini"
+	cp "$W/egressd.ini" "$work/before"
+	kill -CONT "$victim"
+	rc=0
+	wait "$victim" || rc=$?
+	[ "$rc" != 0 ] && ok || bad "an edit over a hand edit succeeded"
+	expect_same hand-edit-kept "$work/before" "$W/egressd.ini"
+	grep -q 'changed while this edit was made (an edit by hand?), which writing it would undo; this edit was not written: run the command again' \
+	    "$work/crash3.err" && ok || bad "hand edit: $(cat "$work/crash3.err")"
+	[ "$(tmps)" = "$tmps_before" ] && ok || bad "a temporary file stayed"
+else
+	bad "the test hook did not stop the process (3)"
 	kill -9 "$victim" 2>/dev/null
 fi
 

@@ -49,6 +49,12 @@ enum conf_sig_status {
 /* Return "not-checked", "valid", "unsigned", "untrusted", "invalid". */
 const char *conf_sig_status_str(enum conf_sig_status s);
 
+/* The fingerprint of a key: "sha256:" and 32 lowercase hex digits, the
+ * first 16 bytes of the SHA-256 of the raw 32-byte Ed25519 key. */
+#define CONF_FINGERPRINT_LEN 39
+
+struct evp_pkey_st;
+
 /* A parsed manifest. Immutable once returned. */
 struct conf_manifest {
 	char *path;		    /* as opened */
@@ -58,8 +64,9 @@ struct conf_manifest {
 	struct policy_grant *hosts; /* [egress] hosts (never NULL) */
 	int operator_defined;	    /* [egress] operator_defined */
 	enum conf_sig_status sig;
-	unsigned char sha256[32]; /* of the manifest bytes */
-	int name_line;		  /* line of [plugin] name */
+	char signer[CONF_FINGERPRINT_LEN + 1]; /* valid: whose key; else "" */
+	unsigned char sha256[32];	       /* of the manifest bytes */
+	int name_line;			       /* line of [plugin] name */
 };
 
 /* Trusted Ed25519 public keys. */
@@ -102,6 +109,18 @@ size_t conf_keyring_count(const struct conf_keyring *k);
  */
 enum conf_sig_status conf_sig_verify(const char *buf, size_t len,
     const char *sig, size_t siglen, const struct conf_keyring *keys);
+
+/*
+ * conf_sig_verify, also writing into signer the fingerprint of the key
+ * that verified it (CONF_SIG_VALID), or "" (signer may be NULL).
+ */
+enum conf_sig_status conf_sig_verify_by(const char *buf, size_t len,
+    const char *sig, size_t siglen, const struct conf_keyring *keys,
+    char *signer);
+
+/* Write k's fingerprint into out (CONF_FINGERPRINT_LEN + 1 bytes). Return
+ * 0, or -1 (not a raw public key: out is ""). */
+int conf_key_fingerprint(const struct evp_pkey_st *k, char *out);
 
 /*
  * Write the manifest.ini.sig text of a raw 64-byte Ed25519 signature

@@ -189,7 +189,7 @@ enum sig_input {
 static int
 check_signature(const char *path, const char *buf, size_t len, const char *sig,
     size_t siglen, enum sig_input sigin, enum conf_sig_mode mode,
-    const struct conf_keyring *keys, enum conf_sig_status *ret,
+    const struct conf_keyring *keys, enum conf_sig_status *ret, char *signer,
     struct conf_errors *errs)
 {
 	enum conf_sig_status st;
@@ -206,8 +206,8 @@ check_signature(const char *path, const char *buf, size_t len, const char *sig,
 	if (sigin == SIG_BROKEN)
 		st = CONF_SIG_INVALID;
 	else
-		st = conf_sig_verify(buf, len, sigin == SIG_GIVEN ? sig : NULL,
-		    siglen, keys);
+		st = conf_sig_verify_by(buf, len,
+		    sigin == SIG_GIVEN ? sig : NULL, siglen, keys, signer);
 	*ret = st;
 	switch (st) {
 	case CONF_SIG_VALID:
@@ -357,7 +357,7 @@ manifest_parse(const char *path, const char *buf, size_t len, const char *sig,
 	}
 
 	(void)check_signature(path, buf, len, sig, siglen, sigin, mode, keys,
-	    &st, &errs);
+	    &st, m->signer, &errs);
 	m->sig = st;
 	if (errs.n > 0) {
 		rc = EGRESS_ERR_INVALID;

@@ -343,15 +343,43 @@ conf_sig_encode(const unsigned char sig[CONF_SIG_LEN], char *buf, size_t n)
 	return (int)o;
 }
 
+int
+conf_key_fingerprint(const struct evp_pkey_st *k, char *out)
+{
+	unsigned char raw[32], md[32];
+	size_t rawlen = sizeof(raw), i;
+	unsigned mdlen = 0;
+
+	out[0] = '\0';
+	if (EVP_PKEY_get_raw_public_key(k, raw, &rawlen) != 1 ||
+	    EVP_Digest(raw, rawlen, md, &mdlen, EVP_sha256(), NULL) != 1) {
+		ERR_clear_error();
+		return -1;
+	}
+	memcpy(out, "sha256:", 7);
+	for (i = 0; i < 16; i++)
+		(void)snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
 enum conf_sig_status
 conf_sig_verify(const char *buf, size_t len, const char *sig, size_t siglen,
     const struct conf_keyring *keys)
+{
+	return conf_sig_verify_by(buf, len, sig, siglen, keys, NULL);
+}
+
+enum conf_sig_status
+conf_sig_verify_by(const char *buf, size_t len, const char *sig, size_t siglen,
+    const struct conf_keyring *keys, char *signer)
 {
 	unsigned char raw[CONF_SIG_LEN + 3];
 	EVP_MD_CTX *ctx;
 	size_t i;
 	int ok;
 
+	if (signer != NULL)
+		signer[0] = '\0';
 	if (sig == NULL)
 		return CONF_SIG_UNSIGNED;
 	if (siglen > CONF_SIG_B64_LEN + 1 ||
@@ -368,8 +396,12 @@ conf_sig_verify(const char *buf, size_t len, const char *sig, size_t siglen,
 			(const unsigned char *)buf, len) == 1;
 		EVP_MD_CTX_free(ctx);
 		ERR_clear_error();
-		if (ok)
+		if (ok) {
+			if (signer != NULL)
+				(void)conf_key_fingerprint(keys->keys[i],
+				    signer);
 			return CONF_SIG_VALID;
+		}
 	}
 	return CONF_SIG_UNTRUSTED;
 }

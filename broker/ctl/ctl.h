@@ -23,6 +23,8 @@ struct json_t;
 /* The status of a failure that is neither usage nor configuration. */
 #define CTL_EXIT_ERROR CTL_EXIT_SYSTEM
 
+struct conf_instance;
+struct conf_manifest;
 struct conf_snapshot;
 struct netaddr;
 struct policy_addr;
@@ -67,6 +69,22 @@ const char *ctl_shq(const char *s, char *buf, size_t n);
 /* Return "egressctl" or "egressctl -c FILE" for printed commands. The
  * string is static, valid until the next call. */
 const char *ctl_cmd(const struct ctl_ctx *ctx);
+
+/* Upgrade: warn (stdout) when m is not signed by the key that signed the
+ * version ci uses. */
+void ctl_signer_warn(const struct conf_instance *ci,
+    const struct conf_manifest *m);
+
+/*
+ * Upgrade: would m make any instance of its plugin reach a granted entry
+ * its current manifest did not (a grant left behind by an older version,
+ * woken by a declaration or by operator_defined)? Say which, and how to
+ * choose (pkg: the package as given), on stderr. Return how many
+ * instances would.
+ */
+size_t ctl_upgrade_wakes(const struct ctl_ctx *ctx,
+    const struct conf_snapshot *snap, const struct conf_manifest *m,
+    const char *pkg);
 
 /*
  * Load the configuration at path into *ret_snap. On failure print why on

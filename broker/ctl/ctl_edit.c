@@ -227,12 +227,26 @@ ctl_staged_done(struct staged *st, int rollback)
 	memset(st, 0, sizeof(*st));
 }
 
-const char *
-ctl_sig_words(enum conf_sig_status s, enum conf_sig_mode mode)
+static const char *sig_words(enum conf_sig_status s, enum conf_sig_mode mode);
+
+void
+ctl_sig_print(const struct conf_manifest *m, enum conf_sig_mode mode)
+{
+	if (m->sig == CONF_SIG_VALID)
+		printf("package %s %s: signature valid (key %s)\n", m->name,
+		    m->version, m->signer);
+	else
+		printf("package %s %s: signature %s\n", m->name, m->version,
+		    sig_words(m->sig, mode));
+}
+
+/* The words for a signature status other than valid under a mode. */
+static const char *
+sig_words(enum conf_sig_status s, enum conf_sig_mode mode)
 {
 	switch (s) {
 	case CONF_SIG_VALID:
-		return "valid (signed by a trusted key)";
+		return "valid";
 	case CONF_SIG_UNSIGNED:
 		return mode == CONF_SIG_STRICT ?
 		    "unsigned" :

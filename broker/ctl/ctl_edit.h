@@ -82,8 +82,9 @@ char *ctl_section_of(const char *inst);
  * run created) and free st's fields. */
 void ctl_staged_done(struct staged *st, int rollback);
 
-/* The words for a signature status under a mode, for messages. */
-const char *ctl_sig_words(enum conf_sig_status s, enum conf_sig_mode mode);
+/* Print "package NAME VERSION: signature ..." for m under a mode: a valid
+ * signature names the key that verified it. */
+void ctl_sig_print(const struct conf_manifest *m, enum conf_sig_mode mode);
 
 /*
  * Copy package folder pkg into a hidden staging folder under e's

@@ -94,20 +94,15 @@ write_new(const char *path, BIO *bio, mode_t mode)
 	return 0;
 }
 
-/* The hex SHA-256 of the raw public key, for messages. */
+/* The 32 hex digits of k's fingerprint (conf_key_fingerprint() without
+ * its "sha256:"), for messages. */
 static void
 key_fingerprint(EVP_PKEY *k, char *out, size_t n)
 {
-	unsigned char raw[32], md[32];
-	size_t rawlen = sizeof(raw), i;
-	unsigned mdlen = 0;
+	char fp[CONF_FINGERPRINT_LEN + 1];
 
-	out[0] = '\0';
-	if (EVP_PKEY_get_raw_public_key(k, raw, &rawlen) != 1 ||
-	    EVP_Digest(raw, rawlen, md, &mdlen, EVP_sha256(), NULL) != 1)
-		return;
-	for (i = 0; i < 16 && 2 * i + 2 < n; i++)
-		(void)snprintf(out + 2 * i, n - 2 * i, "%02x", md[i]);
+	(void)conf_key_fingerprint(k, fp);
+	(void)snprintf(out, n, "%s", fp[0] != '\0' ? fp + 7 : "");
 }
 
 /* Is path a trusted key file the broker would load (conf_keyring_load():

@@ -486,8 +486,7 @@ cmd_install(struct ctl_ctx *ctx, int argc, char **argv)
 		seed = SEED_DECLARED;
 	if ((rc = ctl_package_commit(&st)) != 0)
 		goto out;
-	printf("package %s %s: signature %s\n", st.m->name, st.m->version,
-	    ctl_sig_words(st.m->sig, e.snap->sig_mode));
+	ctl_sig_print(st.m, e.snap->sig_mode);
 	printf("%s %.*s\n",
 	    st.created ? "installed into" : "already installed in",
 	    (int)(strlen(st.manifest_rel) - strlen("/manifest.ini")),
@@ -675,8 +674,7 @@ cmd_bind(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (seed == SEED_UNSET)
 		seed = SEED_DECLARED;
-	printf("package %s %s: signature %s\n", m->name, m->version,
-	    ctl_sig_words(m->sig, e.snap->sig_mode));
+	ctl_sig_print(m, e.snap->sig_mode);
 	rc = entry_create_or_diff(ctx, &e, alias, m, rel, seed, &written);
 out:
 	installed_free(inst, ninst);
@@ -686,54 +684,6 @@ out:
 }
 
 /* ---- upgrade ---------------------------------------------------------- */
-
-/*
- * Would m make any instance of its plugin reach a granted entry its
- * current manifest did not (a grant left behind by an older version,
- * woken by a declaration or by operator_defined)? Say which, and how to
- * choose, on stderr. Return how many instances would.
- */
-static size_t
-upgrade_wakes(const struct ctl_ctx *ctx, const struct conf_snapshot *snap,
-    const struct conf_manifest *m, const char *pkg)
-{
-	struct pkg_reach r;
-	char q[600], h[600];
-	size_t i, k, n = 0;
-
-	for (i = 0; i < snap->ninstances; i++) {
-		const struct conf_instance *ci = &snap->instances[i];
-
-		if (strcmp(ci->plugin, m->name) != 0 || ci->manifest == NULL ||
-		    pkg_reach_compute(ci, m, ci->manifest, &r) != 0)
-			continue;
-		if (r.woken.n > 0) {
-			n++;
-			fprintf(stderr,
-			    "egressctl: %s %s would make instance %s reach "
-			    "granted destinations that %s %s did not:\n",
-			    m->name, m->version, ci->name, ci->manifest->name,
-			    ci->manifest->version);
-			for (k = 0; k < r.woken.n; k++)
-				fprintf(stderr, "  %s\n", r.woken.v[k]);
-			fprintf(stderr,
-			    "  keep them unreachable first:\n"
-			    "    %s plugin revoke %s",
-			    ctl_cmd(ctx), ctl_shq(ci->name, q, sizeof(q)));
-			for (k = 0; k < r.woken.n; k++)
-				fprintf(stderr, " %s",
-				    ctl_shq(r.woken.v[k], h, sizeof(h)));
-			fprintf(stderr, "\n");
-		}
-		pkg_reach_done(&r);
-	}
-	if (n > 0)
-		fprintf(stderr,
-		    "egressctl: nothing was changed; or let it reach them: "
-		    "%s plugin upgrade --wake %s\n",
-		    ctl_cmd(ctx), ctl_shq(pkg, q, sizeof(q)));
-	return n;
-}
 
 static int
 cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
@@ -784,7 +734,7 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
-	if (!wake && upgrade_wakes(ctx, e.snap, st.m, pkg) > 0) {
+	if (!wake && ctl_upgrade_wakes(ctx, e.snap, st.m, pkg) > 0) {
 		rc = CTL_EXIT_NO;
 		goto out;
 	}
@@ -814,8 +764,7 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (ctl_edit_commit(&e, NULL) != 0)
 		goto out;
-	printf("package %s %s: signature %s\n", st.m->name, st.m->version,
-	    ctl_sig_words(st.m->sig, e.snap->sig_mode));
+	ctl_sig_print(st.m, e.snap->sig_mode);
 	printf("%s %.*s\n",
 	    st.created ? "installed into" : "already installed in",
 	    (int)(strlen(st.manifest_rel) - strlen("/manifest.ini")),
@@ -838,6 +787,7 @@ cmd_upgrade(struct ctl_ctx *ctx, int argc, char **argv)
 				printf(" (was %s)", ci->manifest->version);
 			printf("; its grant is unchanged\n");
 		}
+		ctl_signer_warn(ci, st.m);
 		print_diff(ctx, ci, st.m, ci->manifest, 1);
 	}
 	rc = CTL_EXIT_OK;

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "broker/ctl/ctl.h"
+#include "broker/ctl/pkg.h"
 #include "broker/net/netaddr.h"
 #include "conf/conf.h"
 #include "policy/policy.h"
@@ -128,4 +129,74 @@ ctl_classify(const struct conf_snapshot *s, const struct netaddr *own,
 	cc.nat64 = s != NULL ? &s->nat64 : NULL;
 	(void)netaddr_own(own, &cc); /* unknown: classified without */
 	return policy_addr_classify(&cc, a);
+}
+
+/* Any trusted key verifies any package: say when the key that signed the
+ * version ci used is not the one that signed m, or m is not signed. */
+void
+ctl_signer_warn(const struct conf_instance *ci, const struct conf_manifest *m)
+{
+	const struct conf_manifest *old = ci->manifest;
+
+	if (old == NULL || old->sig != CONF_SIG_VALID ||
+	    (m->sig == CONF_SIG_VALID && strcmp(old->signer, m->signer) == 0))
+		return;
+	if (m->sig == CONF_SIG_VALID)
+		printf("  warning: %s %s is signed by key %s, not by key %s "
+		       "that signed %s %s\n",
+		    m->name, m->version, m->signer, old->signer, old->name,
+		    old->version);
+	else
+		printf(
+		    "  warning: %s %s is not signed by a trusted key, while "
+		    "%s %s was (key %s)\n",
+		    m->name, m->version, old->name, old->version, old->signer);
+}
+
+/*
+ * Would m make any instance of its plugin reach a granted entry its
+ * current manifest did not (a grant left behind by an older version,
+ * woken by a declaration or by operator_defined)? Say which, and how to
+ * choose, on stderr. Return how many instances would.
+ */
+size_t
+ctl_upgrade_wakes(const struct ctl_ctx *ctx, const struct conf_snapshot *snap,
+    const struct conf_manifest *m, const char *pkg)
+{
+	struct pkg_reach r;
+	char q[600], h[600];
+	size_t i, k, n = 0;
+
+	for (i = 0; i < snap->ninstances; i++) {
+		const struct conf_instance *ci = &snap->instances[i];
+
+		if (strcmp(ci->plugin, m->name) != 0 || ci->manifest == NULL ||
+		    pkg_reach_compute(ci, m, ci->manifest, &r) != 0)
+			continue;
+		if (r.woken.n > 0) {
+			n++;
+			fprintf(stderr,
+			    "egressctl: %s %s would make instance %s reach "
+			    "granted destinations that %s %s did not:\n",
+			    m->name, m->version, ci->name, ci->manifest->name,
+			    ci->manifest->version);
+			for (k = 0; k < r.woken.n; k++)
+				fprintf(stderr, "  %s\n", r.woken.v[k]);
+			fprintf(stderr,
+			    "  keep them unreachable first:\n"
+			    "    %s plugin revoke %s",
+			    ctl_cmd(ctx), ctl_shq(ci->name, q, sizeof(q)));
+			for (k = 0; k < r.woken.n; k++)
+				fprintf(stderr, " %s",
+				    ctl_shq(r.woken.v[k], h, sizeof(h)));
+			fprintf(stderr, "\n");
+		}
+		pkg_reach_done(&r);
+	}
+	if (n > 0)
+		fprintf(stderr,
+		    "egressctl: nothing was changed; or let it reach them: "
+		    "%s plugin upgrade --wake %s\n",
+		    ctl_cmd(ctx), ctl_shq(pkg, q, sizeof(q)));
+	return n;
 }

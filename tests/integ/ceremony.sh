@@ -276,6 +276,24 @@ golden strict-untrusted 1 "$S" -- -c egressd.ini plugin install pkgs/weather-1.4
 golden strict-tampered 1 "$S" -- -c egressd.ini plugin install pkgs/tampered --instance tampered
 [ -z "$(ls -A "$S/packages" 2>/dev/null)" ] && ok || bad "a refused package was installed"
 golden strict-valid 0 "$S" -- -c egressd.ini plugin install pkgs/chat
+# Any trusted key verifies any package: an upgrade signed by another key
+# than the installed version's says so.
+SO=$work/strict-other
+cp -r "$S" "$SO"
+(cd "$SO" && "${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini trust add keys/other.pem.pub >/dev/null) || bad "trust other"
+cp -r "$SO/pkgs/chat" "$SO/pkgs/chat-1.1.0"
+sed -i 's/^version = 1.0.0$/version = 1.1.0/' "$SO/pkgs/chat-1.1.0/manifest.ini"
+(cd "$SO" && "${EGRESS_WRAP_CMD[@]}" "$ctl" manifest sign --key keys/other.pem pkgs/chat-1.1.0 >/dev/null) || bad "sign 1.1.0"
+cp -r "$SO" "$SO.raw"
+golden strict-upgrade-other-key 0 "$SO" -- -c egressd.ini plugin upgrade pkgs/chat-1.1.0
+# The same upgrade unnormalized: the warning names both keys.
+fp_of() { (cd "$SO.raw" && "$ctl" -c egressd.ini trust list) | awk -v k="$1" '$2 == k { print $1 }'; }
+fp_rel=$(fp_of keys/release.pem.pub)
+fp_oth=$(fp_of keys/other.pem.pub)
+raw=$(cd "$SO.raw" && "${EGRESS_WRAP_CMD[@]}" "$ctl" -c egressd.ini plugin upgrade pkgs/chat-1.1.0 2>&1)
+[ -n "$fp_rel" ] && [ "$fp_rel" != "$fp_oth" ] &&
+    [[ $raw == *"chat 1.1.0 is signed by key $fp_oth, not by key $fp_rel that signed chat 1.0.0"* ]] &&
+    ok || bad "signer warning: $raw"
 # A signed, installed manifest tampered in place refuses its instance.
 sed -i 's/^hosts = hooks.chat.example$/hosts = hooks.chat.example, exfil.example/' "$S/packages/chat-1.0.0/manifest.ini"
 golden strict-tampered-installed 0 "$S" -- -c egressd.ini plugin list

@@ -124,6 +124,39 @@ Test(conf_sig, any_trusted_key_verifies)
 	conf_keyring_free(k);
 }
 
+/* The key that verified a signature is named by its fingerprint (so an
+ * operator sees which vendor's key signed a package); none otherwise. */
+Test(conf_sig, the_verifying_key_is_named)
+{
+	struct conf_keyring *k = NULL;
+	struct conf_errors e = { 0 };
+	const char *paths[2];
+	char sig[CONF_SIG_B64_LEN + 2], fp_b[CONF_FINGERPRINT_LEN + 1];
+	char signer[CONF_FINGERPRINT_LEN + 1];
+	size_t i;
+
+	ct_write_pubkey(key_b, "b.pem");
+	paths[0] = ct_path("a.pem");
+	paths[1] = ct_path("b.pem");
+	cr_assert_eq(conf_keyring_load(paths, 2, &k, &e), 0);
+	cr_assert_eq(conf_key_fingerprint(key_b, fp_b), 0);
+	cr_assert_eq(strlen(fp_b), CONF_FINGERPRINT_LEN);
+	cr_assert_eq(strncmp(fp_b, "sha256:", 7), 0);
+	for (i = 7; i < CONF_FINGERPRINT_LEN; i++)
+		cr_assert(strchr("0123456789abcdef", fp_b[i]) != NULL, "%s",
+		    fp_b);
+	ct_sign(key_b, manifest, strlen(manifest), sig, sizeof(sig));
+	cr_assert_eq(conf_sig_verify_by(manifest, strlen(manifest), sig,
+			 strlen(sig), k, signer),
+	    CONF_SIG_VALID);
+	cr_assert_str_eq(signer, fp_b);
+	cr_assert_eq(conf_sig_verify_by(manifest, strlen(manifest) - 1, sig,
+			 strlen(sig), k, signer),
+	    CONF_SIG_UNTRUSTED);
+	cr_assert_str_eq(signer, "");
+	conf_keyring_free(k);
+}
+
 /* One key a file: a second one would be trusted by the broker without a
  * fingerprint of its own in egressctl trust list, add or remove. */
 Test(conf_sig, a_second_key_in_one_file_is_refused)

@@ -220,6 +220,28 @@ broker_file_id_eq(const struct broker_file_id *a,
 	    a->ctime.tv_nsec == b->ctime.tv_nsec;
 }
 
+/* Are a and b (either NULL) different strings? */
+static int
+str_differ(const char *a, const char *b)
+{
+	return (a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0);
+}
+
+/* Replace *slot with a copy of v (NULL: none), wiping the old one. */
+static int
+str_replace(char **slot, const char *v)
+{
+	char *u = NULL;
+
+	if (v != NULL && (u = strdup(v)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	if (*slot != NULL)
+		explicit_bzero(*slot, strlen(*slot));
+	free(*slot);
+	*slot = u;
+	return 0;
+}
+
 int
 broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 {
@@ -292,16 +314,13 @@ broker_apply_conf(struct broker *b, const struct conf_snapshot *s)
 		ret = err;
 	if ((err = inspect_apply(b, s)) != 0 && ret == 0)
 		ret = err;
-	if ((s->upstream_proxy_url == NULL) != (b->parent_url == NULL) ||
-	    (s->upstream_proxy_url != NULL &&
-		strcmp(s->upstream_proxy_url, b->parent_url) != 0)) {
-		char *u = NULL;
-
-		if (s->upstream_proxy_url != NULL &&
-		    (u = strdup(s->upstream_proxy_url)) == NULL)
+	/* New credentials too: a tunnel the old ones opened is not reused
+	 * (the parent may have revoked them). */
+	if (str_differ(s->upstream_proxy_url, b->parent_url) ||
+	    str_differ(s->upstream_proxy_auth, b->parent_auth)) {
+		if (str_replace(&b->parent_url, s->upstream_proxy_url) != 0 ||
+		    str_replace(&b->parent_auth, s->upstream_proxy_auth) != 0)
 			return EGRESS_ERR_NOMEM;
-		free(b->parent_url);
-		b->parent_url = u;
 		pr.parent_changed = 1;
 		b->parent_gen++; /* in flight now: never parked */
 	}
@@ -551,7 +570,8 @@ broker_release(struct broker *b)
 	dial_tls_free(b->tls);
 	b->tls = NULL;
 	free(b->tls_ca);
-	free(b->parent_url);
+	(void)str_replace(&b->parent_url, NULL);
+	(void)str_replace(&b->parent_auth, NULL);
 	b->tls_ca = NULL;
 	tlsprof_release(b);
 	inspect_release(b);

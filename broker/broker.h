@@ -117,7 +117,8 @@ struct broker {
 	struct broker_file_id tls_ca_id; /* tls_ca's identity when loaded */
 	char *parent_url;    /* [upstream_proxy] url pooled connections were
 			     made through (NULL: direct) */
-	uint64_t parent_gen; /* bumped whenever parent_url changes */
+	char *parent_auth;   /* and the credentials (NULL: none) */
+	uint64_t parent_gen; /* bumped whenever either changes */
 	struct broker_tlsprof *tlsprofs; /* [tls.profiles.NAME] contexts
 					    (tlsprof.h) */
 	size_t ntlsprofs;

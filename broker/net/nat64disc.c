@@ -199,6 +199,9 @@ static void
 nat64disc_dns_cb(void *arg, enum dns_status status,
     const struct policy_addr *addrs, size_t n)
 {
+	/* Out of memory: nothing learnt, as after a failed lookup (the
+	 * callback runs all the same: its caller waits for it). */
+	static const struct nat64disc_result none;
 	struct nat64disc *d = arg;
 	struct nat64disc_result *r;
 
@@ -208,7 +211,8 @@ nat64disc_dns_cb(void *arg, enum dns_status status,
 		    status == DNS_NODATA;
 		d->cb(d->arg, r);
 		free(r);
-	}
+	} else
+		d->cb(d->arg, &none);
 	free(d);
 }
 

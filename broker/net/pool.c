@@ -222,8 +222,10 @@ pool_conn_is_quiet(struct pool_conn *c)
 
 	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
 		return 0;
+	/* Also part of a record not yet decrypted (SSL_pending() counts
+	 * only what is). */
 	if ((ssl = bufferevent_openssl_get_ssl(bev)) != NULL &&
-	    SSL_pending(ssl) > 0)
+	    SSL_has_pending(ssl))
 		return 0;
 	if ((fd = bufferevent_getfd(bev)) < 0)
 		return 0;

@@ -12,7 +12,8 @@
 # is removed does not leave its connection in the pool. A parent that
 # requires credentials (squid's basic_ncsa_auth) gets them from
 # credentials_file: wrong ones are connect-failed, a rewritten file is
-# used from the next connection, and the password is never logged.
+# used from the next connection (a pooled tunnel the old ones opened is
+# not reused), and the password is never logged.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 lab_init
@@ -203,12 +204,22 @@ lab_expect_fetch_ok
 lab_expect_fetch_body_file "$LAB_DIR/www/small"
 lab_expect_eq "decision names the parent" "http://127.0.0.1:$AUTH_PORT" \
     "$(parent_of_last)"
+
+# credentials rewritten again: the tunnel the old ones opened (pooled,
+# idle) is not reused; the next request CONNECTs anew with the new ones
+lab_mark
+write_cred wrong-pw-7a5b
+lab_wait_events egress.config 1
+lab_mark
+lab_fetch weather https://api.weather.example/small
+lab_expect_fetch_error connect-failed
+lab_expect_close error connect-failed
 lab_egressd_stop
 lab_poll 10 grep -q " egress HIER_DIRECT/$LAB_PUB4" "$SA/access.log" ||
     lab_fail "squid logged no tunnel for user egress: $(cat "$SA/access.log")"
-lab_expect_eq "CONNECTs refused for credentials (407)" 1 \
+lab_expect_eq "CONNECTs refused for credentials (407)" 2 \
     "$(grep " CONNECT $LAB_PUB4:443 " "$SA/access.log" | grep -c '/407 ' || true)"
 lab_expect_eq "the password in the broker's log" 0 \
-    "$(grep -c -e "$PW" -e wrong-pw-1d2e -e "$(printf 'egress:%s' "$PW" | base64)" \
+    "$(grep -c -e "$PW" -e wrong-pw-1d2e -e wrong-pw-7a5b -e "$(printf 'egress:%s' "$PW" | base64)" \
     "$LAB_BROKER_LOG" || true)"
 lab_expect_log_valid

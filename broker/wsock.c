@@ -808,11 +808,13 @@ wsock_guest_data(struct wsock *w, const uint8_t *data, size_t n, uint8_t flags)
 		return;
 	}
 	if (flags & PROTO_FLAG_MSG_END) {
-		if (wsproto_queued_count(w->ctx) >= WSOCK_QUEUED_MAX) {
+		len = evbuffer_get_length(w->msg);
+		/* The window bounds every message but an empty one. */
+		if (len == 0 &&
+		    wsproto_queued_empty(w->ctx) >= WSOCK_QUEUED_MAX) {
 			ws_over(w, EGRESS_ERR_UNAVAILABLE);
 			return;
 		}
-		len = evbuffer_get_length(w->msg);
 		p = len > 0 ? evbuffer_pullup(w->msg, -1) : NULL;
 		if (len > 0 && p == NULL) {
 			ws_over(w, EGRESS_ERR_UNAVAILABLE);

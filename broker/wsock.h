@@ -51,8 +51,10 @@ struct wsock;
 /* How long the upstream has to answer a close the broker sent on the
  * guest's behalf before the stream ends as if it had closed (1006). */
 #define WSOCK_CLOSE_WAIT_MS	  5000
-/* Messages queued towards the upstream at which the stream fails (a
- * guest sending empty messages faster than the upstream reads). */
+/* Messages towards the upstream are bounded by the guest's window, but
+ * for empty ones: this many queued, the stream fails (a guest sending
+ * empty messages faster than the upstream reads); and the upstream is
+ * not read while this many pongs or controls wait in the codec. */
 #define WSOCK_QUEUED_MAX	  4096
 #define WSOCK_CONTROL_MAX \
 	16 /* queued upstream: a guest ping or pong

@@ -223,7 +223,18 @@ struct wsproto {
 	uint16_t pend_code;
 	size_t pend_len;
 	uint8_t pend_reason[123];
+	/* Messages beyond WSPROTO_CODEC_MAX in ctx's queue wait here, in
+	 * order, as records of an opcode byte, a 4-byte length and the bytes:
+	 * a few bytes of overhead a message instead of libwslay's own, so
+	 * that what a guest may send within its window fits whatever the
+	 * size of its messages. */
+	uint8_t *pq;
+	size_t pq_head, pq_len, pq_cap; /* records in pq[pq_head..pq_len) */
+	size_t pq_count, pq_empty;	/* of them: all, of no bytes */
 };
+
+#define WSPROTO_CODEC_MAX 64 /* messages in ctx's queue at most */
+#define PQ_HEAD		  5  /* opcode and length before a record's bytes */
 
 static ssize_t
 wp_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
@@ -373,7 +384,88 @@ wsproto_free(struct wsproto *w)
 	if (w == NULL)
 		return;
 	wslay_event_context_free(w->ctx);
+	free(w->pq);
 	free(w);
+}
+
+/* Append a message to pq. Return 0 or EGRESS_ERR_NOMEM. */
+static int
+pq_add(struct wsproto *w, int opcode, const uint8_t *p, size_t n)
+{
+	uint8_t *v;
+	size_t need, cap;
+
+	if (n > UINT32_MAX)
+		return EGRESS_ERR_NOMEM;
+	if (w->pq_head > 0 && w->pq_head >= w->pq_len / 2) {
+		memmove(w->pq, w->pq + w->pq_head, w->pq_len - w->pq_head);
+		w->pq_len -= w->pq_head;
+		w->pq_head = 0;
+	}
+	need = w->pq_len + PQ_HEAD + n;
+	if (need > w->pq_cap) {
+		cap = w->pq_cap != 0 ? w->pq_cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		if ((v = realloc(w->pq, cap)) == NULL)
+			return EGRESS_ERR_NOMEM;
+		w->pq = v;
+		w->pq_cap = cap;
+	}
+	v = w->pq + w->pq_len;
+	v[0] = (uint8_t)opcode;
+	v[1] = (uint8_t)(n >> 24);
+	v[2] = (uint8_t)(n >> 16);
+	v[3] = (uint8_t)(n >> 8);
+	v[4] = (uint8_t)n;
+	if (n > 0)
+		memcpy(v + PQ_HEAD, p, n);
+	w->pq_len = need;
+	w->pq_count++;
+	if (n == 0)
+		w->pq_empty++;
+	return 0;
+}
+
+/* Move messages from pq into ctx's queue while it has room. Return 0 or
+ * EGRESS_ERR_NOMEM. */
+static int
+pq_feed(struct wsproto *w)
+{
+	struct wslay_event_msg m;
+	const uint8_t *v;
+	size_t n;
+
+	while (w->pq_count > 0 &&
+	    wslay_event_get_queued_msg_count(w->ctx) < WSPROTO_CODEC_MAX) {
+		v = w->pq + w->pq_head;
+		n = (size_t)v[1] << 24 | (size_t)v[2] << 16 |
+		    (size_t)v[3] << 8 | v[4];
+		m.opcode = v[0];
+		m.msg = v + PQ_HEAD;
+		m.msg_length = n;
+		if (wslay_event_queue_msg(w->ctx, &m) != 0)
+			return EGRESS_ERR_NOMEM; /* checked when added */
+		w->pq_head += PQ_HEAD + n;
+		w->pq_count--;
+		if (n == 0)
+			w->pq_empty--;
+	}
+	if (w->pq_count == 0) {
+		free(w->pq);
+		w->pq = NULL;
+		w->pq_head = w->pq_len = w->pq_cap = 0;
+	}
+	return 0;
+}
+
+/* Messages queued in ctx or in pq. */
+static size_t
+wp_queued(const struct wsproto *w)
+{
+	return (w->ctx != NULL ? wslay_event_get_queued_msg_count(w->ctx) :
+				 0) +
+	    w->pq_count;
 }
 
 int
@@ -401,9 +493,16 @@ wsproto_send(struct wsproto *w)
 	if (w->ctx == NULL)
 		return 0; /* parked: nothing queued */
 	w->busy = 1;
-	rc = wslay_event_send(w->ctx);
-	if (rc == 0 && w->close_pending &&
-	    wslay_event_get_queued_msg_count(w->ctx) == 0) {
+	/* While the socket takes it, refill ctx's queue from pq. */
+	do {
+		if (pq_feed(w) != 0) {
+			w->busy = 0;
+			return EGRESS_ERR_NOMEM;
+		}
+		rc = wslay_event_send(w->ctx);
+	} while (rc == 0 && w->pq_count > 0 &&
+	    wslay_event_get_queued_msg_count(w->ctx) < WSPROTO_CODEC_MAX);
+	if (rc == 0 && w->close_pending && wp_queued(w) == 0) {
 		/* Everything queued before the close is written: now it.
 		 * A close of the codec's own may have gone first. */
 		w->close_pending = 0;
@@ -433,14 +532,15 @@ wsproto_want_write(const struct wsproto *w)
 	if (w->failed)
 		return 1; /* send says so */
 	return w->ctx != NULL &&
-	    (w->close_pending || wslay_event_want_write(w->ctx));
+	    (w->close_pending || w->pq_count > 0 ||
+		wslay_event_want_write(w->ctx));
 }
 
 void
 wsproto_park(struct wsproto *w)
 {
 	if (w->ctx == NULL || w->failed || w->busy || w->close_pending ||
-	    !wslay_event_get_read_enabled(w->ctx) ||
+	    w->pq_count != 0 || !wslay_event_get_read_enabled(w->ctx) ||
 	    !wslay_event_get_write_enabled(w->ctx) ||
 	    wslay_event_get_close_sent(w->ctx) ||
 	    wslay_event_get_close_received(w->ctx) ||
@@ -460,7 +560,7 @@ wsproto_is_parked(const struct wsproto *w)
 void
 wsproto_retire(struct wsproto *w)
 {
-	if (w->ctx == NULL || w->failed || w->busy ||
+	if (w->ctx == NULL || w->failed || w->busy || w->pq_count != 0 ||
 	    !wslay_event_get_close_sent(w->ctx) ||
 	    wslay_event_get_queued_msg_count(w->ctx) != 0 ||
 	    wslay_event_want_write(w->ctx))
@@ -519,6 +619,12 @@ wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n)
 		return -1;
 	if ((rc = wp_unpark(w)) != 0)
 		return rc;
+	/* A message waits in pq behind others there, or when ctx's queue
+	 * is full (a ping or pong goes to ctx: the caller bounds those). */
+	if ((opcode == WSPROTO_TEXT || opcode == WSPROTO_BINARY) &&
+	    (w->pq_count > 0 ||
+		wslay_event_get_queued_msg_count(w->ctx) >= WSPROTO_CODEC_MAX))
+		return pq_add(w, opcode, p, n);
 	m.opcode = (uint8_t)opcode;
 	m.msg = p;
 	m.msg_length = n;
@@ -541,8 +647,7 @@ wsproto_close(struct wsproto *w, unsigned code, const uint8_t *reason,
 	/* A reason that is not UTF-8 is not sent (the code still is). */
 	if (code == 0 || !wsproto_utf8_ok(reason, n))
 		n = 0;
-	if (wslay_event_get_queued_msg_count(w->ctx) != 0 &&
-	    !wslay_event_get_close_sent(w->ctx)) {
+	if (wp_queued(w) != 0 && !wslay_event_get_close_sent(w->ctx)) {
 		/* After what is queued: see close_pending. */
 		w->close_pending = 1;
 		w->pend_code = (uint16_t)code;
@@ -595,7 +700,15 @@ wsproto_code_sent(const struct wsproto *w)
 size_t
 wsproto_queued_bytes(const struct wsproto *w)
 {
-	return w->ctx != NULL ? wslay_event_get_queued_msg_length(w->ctx) : 0;
+	return (w->ctx != NULL ? wslay_event_get_queued_msg_length(w->ctx) :
+				 0) +
+	    (w->pq_len - w->pq_head);
+}
+
+size_t
+wsproto_queued_empty(const struct wsproto *w)
+{
+	return w->pq_empty;
 }
 
 size_t

@@ -158,9 +158,16 @@ int wsproto_close_sent(const struct wsproto *w);
 int wsproto_close_received(const struct wsproto *w);
 unsigned wsproto_code_sent(const struct wsproto *w);
 
-/* Return the bytes and the number of messages queued, not yet sent. */
+/*
+ * Return the bytes queued, not yet sent (with a few bytes a message of
+ * those waiting behind the codec's own queue), and the number of messages
+ * and controls in the codec's own queue (at most 64 messages: more wait
+ * behind it, as compact records, and are not counted), and the number of
+ * empty messages waiting there (they take no flow-control window).
+ */
 size_t wsproto_queued_bytes(const struct wsproto *w);
 size_t wsproto_queued_count(const struct wsproto *w);
+size_t wsproto_queued_empty(const struct wsproto *w);
 
 /*
  * Feed the n bytes at data as the upstream's answer to a handshake with

@@ -16,7 +16,9 @@
  * then close 1001; the drain closes a
  * websocket still in its handshake once it is open; once the upstream
  * ended, a guest that closed and takes nothing ends with the close wait,
- * and a guest gone ends with the upstream.
+ * and a guest gone ends with the upstream; small messages within the
+ * guest's window wait for a slow upstream (flow control, not a failed
+ * stream) and all arrive in order.
  */
 #include "daemon_test.h"
 
@@ -819,8 +821,7 @@ static uint8_t ws_long[10 + WS_LONG_LEN];
  * deadline was armed again at once, every loop turn, until the idle
  * timeout: a spin and a stream that outlived its wait.
  */
-Test(ws, a_closed_guest_that_takes_nothing_ends_after_the_close_wait,
-    .timeout = 60)
+Test(ws, a_closed_guest_that_takes_nothing_ends_after_the_close_wait)
 {
 	struct dt_peer *p = malloc(sizeof(*p));
 	struct dt_upstream u;
@@ -888,7 +889,7 @@ Test(ws, a_closed_guest_that_takes_nothing_ends_after_the_close_wait,
  * slowly, and the upstream then ends: the stream ends with it (the close
  * event, the lease back), not at the idle timeout.
  */
-Test(ws, a_gone_guest_ends_when_the_upstream_does, .timeout = 60)
+Test(ws, a_gone_guest_ends_when_the_upstream_does)
 {
 	static uint8_t msg[60000];
 	struct dt_peer *p = malloc(sizeof(*p));
@@ -933,6 +934,102 @@ Test(ws, a_gone_guest_ends_when_the_upstream_does, .timeout = 60)
 	    "the stream did not end with its upstream");
 	cr_assert_str_eq(dt_log_last("egress.close", "error"), "cancelled");
 	cr_assert_eq(lease_count(dt_b.leases, "app"), 0);
+	dt_upstream_close(&u);
+	dt_peer_close(p);
+	free(p);
+}
+
+/* ---- Many small messages -------------------------------------------------- */
+
+#define WS_SMALL_LEN   16		  /* one message: 16 hex digits */
+#define WS_SMALL_FRAME (6 + WS_SMALL_LEN) /* masked, 7-bit length */
+
+/* Check the frames in buf[0..n) (from *off) as messages *next, *next + 1,
+ * ...; return the bytes of whole frames taken. */
+static size_t
+ws_small_check(const uint8_t *buf, size_t n, unsigned *next)
+{
+	char want[WS_SMALL_LEN + 1];
+	size_t at = 0, i;
+
+	for (; n - at >= WS_SMALL_FRAME; at += WS_SMALL_FRAME, (*next)++) {
+		const uint8_t *f = buf + at;
+
+		cr_assert_eq(f[0], 0x82, "message %u: %02x", *next, f[0]);
+		cr_assert_eq(f[1], 0x80 | WS_SMALL_LEN);
+		(void)snprintf(want, sizeof(want), "%016x", *next);
+		for (i = 0; i < WS_SMALL_LEN; i++)
+			cr_assert_eq(f[6 + i] ^ f[2 + i % 4], (uint8_t)want[i],
+			    "message %u, byte %zu", *next, i);
+	}
+	return at;
+}
+
+/*
+ * A guest that keeps to its window, sending 16-byte messages to an
+ * upstream that does not read: the broker stops crediting it (flow
+ * control), never fails the stream, though far more messages wait than
+ * the count at which empty ones fail it; once the upstream reads, every
+ * message arrives, in order, and the guest may send again.
+ */
+Test(ws, small_messages_within_the_window_wait_and_all_arrive)
+{
+	static uint8_t got[1 << 16];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	uint64_t win = PROTO_STREAM_WINDOW;
+	char body[WS_SMALL_LEN + 1];
+	unsigned sent = 0, next = 0;
+	size_t have = 0, took;
+	int i, k, idle = 0;
+	ssize_t n;
+
+	cr_assert_not_null(p);
+	ws_open_slow(p, &u);
+	/* Until no credit comes back for 200 loop turns. */
+	while (idle < 200) {
+		for (k = 0; k < 64 && win >= WS_SMALL_LEN; k++, sent++) {
+			(void)snprintf(body, sizeof(body), "%016x", sent);
+			dt_msg(&M, PROTO_MSG_DATA,
+			    PROTO_FLAG_MSG_END | PROTO_FLAG_BINARY, 1);
+			M.data.ptr = (const uint8_t *)body;
+			M.data.len = WS_SMALL_LEN;
+			dt_send(p, &M);
+			win -= WS_SMALL_LEN;
+		}
+		idle = k > 0 ? 0 : idle + 1;
+		dt_step(-1);
+		dt_peer_read(p);
+		while (dt_take(p, &M)) {
+			cr_assert(M.type != PROTO_MSG_ERROR &&
+				M.type != PROTO_MSG_WS_CONTROL,
+			    "%s after %u messages", proto_type_name(M.type),
+			    sent);
+			if (M.type == PROTO_MSG_WINDOW_UPDATE && M.stream == 1)
+				win += M.window_update.increment;
+		}
+	}
+	cr_assert_lt(win, WS_SMALL_LEN, "never held back: %u sent", sent);
+	cr_assert_gt(sent, 2 * WSOCK_QUEUED_MAX, "only %u sent", sent);
+	/* The upstream reads: everything arrives, in order. */
+	for (i = 0; i < 100 * DT_ITERS && next < sent; i++) {
+		n = read(u.cfd, got + have, sizeof(got) - have);
+		if (n > 0) {
+			have += (size_t)n;
+			took = ws_small_check(got, have, &next);
+			memmove(got, got + took, have - took);
+			have -= took;
+		} else
+			dt_step(u.cfd);
+		dt_peer_read(p);
+		while (dt_take(p, &M))
+			cr_assert(M.type != PROTO_MSG_ERROR &&
+				M.type != PROTO_MSG_WS_CONTROL,
+			    "%s", proto_type_name(M.type));
+	}
+	cr_assert_eq(next, sent, "the upstream got %u of %u messages", next,
+	    sent);
+	cr_assert_eq(dt_log_count("egress.close"), 0);
 	dt_upstream_close(&u);
 	dt_peer_close(p);
 	free(p);

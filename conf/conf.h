@@ -85,9 +85,8 @@ struct conf_keyring;
 
 /*
  * Load the PEM public key (Ed25519 only) of each of the given files: one
- * key a file, which neither group nor others may write, owned by root or
- * the user reading it. Return 0 and write *ret, or a negative error with
- * the file named in reterr.
+ * key a file, which neither group nor others may write. Return 0 and
+ * write *ret, or a negative error with the file named in reterr.
  */
 int conf_keyring_load(const char *const *paths, size_t n,
     struct conf_keyring **ret, struct conf_errors *reterr);
@@ -305,7 +304,6 @@ struct conf_snapshot {
 		ino_t ino;
 		off_t size;
 		mode_t mode; /* as read: who may write it */
-		uid_t uid;
 		int64_t mtime_ns;
 		int64_t ctime_ns;
 		/* Changed so recently (within the file system's timestamp

@@ -792,7 +792,6 @@ id_from_stat(struct conf_file_id *id, const struct stat *sb)
 	id->ino = sb->st_ino;
 	id->size = sb->st_size;
 	id->mode = sb->st_mode;
-	id->uid = sb->st_uid;
 	id->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 +
 	    sb->st_mtim.tv_nsec;
 	id->ctime_ns = (int64_t)sb->st_ctim.tv_sec * 1000000000 +

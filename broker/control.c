@@ -932,6 +932,8 @@ cconn_reply(void *arg, struct control_reply *r)
 	c->out_tail = &q->next;
 }
 
+static void cconn_idle_arm(struct cconn *c);
+
 /* Send queued replies; the fd of an attach goes with its first byte. */
 static int
 cconn_flush(struct cconn *c)
@@ -976,6 +978,7 @@ cconn_flush(struct cconn *c)
 		}
 		q->off += (size_t)n;
 		c->nout -= (size_t)n;
+		cconn_idle_arm(c); /* a reply read is not idle */
 		if (q->off < q->r.len)
 			return 0;
 		c->out = q->next;

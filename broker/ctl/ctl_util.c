@@ -163,6 +163,7 @@ size_t
 ctl_upgrade_wakes(const struct ctl_ctx *ctx, const struct conf_snapshot *snap,
     const struct conf_manifest *m, const char *pkg)
 {
+	const struct pkg_strv *woken;
 	struct pkg_reach r;
 	char q[600], h[600];
 	size_t i, k, n = 0;
@@ -170,25 +171,35 @@ ctl_upgrade_wakes(const struct ctl_ctx *ctx, const struct conf_snapshot *snap,
 	for (i = 0; i < snap->ninstances; i++) {
 		const struct conf_instance *ci = &snap->instances[i];
 
-		if (strcmp(ci->plugin, m->name) != 0 || ci->manifest == NULL ||
+		if (strcmp(ci->plugin, m->name) != 0 ||
 		    pkg_reach_compute(ci, m, ci->manifest, &r) != 0)
 			continue;
-		if (r.woken.n > 0) {
+		/* A refused manifest reaches nothing: all of it is new. */
+		woken = ci->manifest != NULL ? &r.woken : &r.reach;
+		if (woken->n > 0) {
 			n++;
-			fprintf(stderr,
-			    "egressctl: %s %s would make instance %s reach "
-			    "granted destinations that %s %s did not:\n",
-			    m->name, m->version, ci->name, ci->manifest->name,
-			    ci->manifest->version);
-			for (k = 0; k < r.woken.n; k++)
-				fprintf(stderr, "  %s\n", r.woken.v[k]);
+			if (ci->manifest != NULL)
+				fprintf(stderr,
+				    "egressctl: %s %s would make instance %s "
+				    "reach granted destinations that %s %s did "
+				    "not:\n",
+				    m->name, m->version, ci->name,
+				    ci->manifest->name, ci->manifest->version);
+			else
+				fprintf(stderr,
+				    "egressctl: %s %s would make instance %s, "
+				    "whose manifest is refused now (it reaches "
+				    "nothing), reach granted destinations:\n",
+				    m->name, m->version, ci->name);
+			for (k = 0; k < woken->n; k++)
+				fprintf(stderr, "  %s\n", woken->v[k]);
 			fprintf(stderr,
 			    "  keep them unreachable first:\n"
 			    "    %s plugin revoke %s",
 			    ctl_cmd(ctx), ctl_shq(ci->name, q, sizeof(q)));
-			for (k = 0; k < r.woken.n; k++)
+			for (k = 0; k < woken->n; k++)
 				fprintf(stderr, " %s",
-				    ctl_shq(r.woken.v[k], h, sizeof(h)));
+				    ctl_shq(woken->v[k], h, sizeof(h)));
 			fprintf(stderr, "\n");
 		}
 		pkg_reach_done(&r);

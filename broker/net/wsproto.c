@@ -427,15 +427,30 @@ pq_add(struct wsproto *w, int opcode, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Move messages from pq into ctx's queue while it has room. Return 0 or
- * EGRESS_ERR_NOMEM. */
+/* Drop what waits in pq. */
+static void
+pq_drop(struct wsproto *w)
+{
+	free(w->pq);
+	w->pq = NULL;
+	w->pq_head = w->pq_len = w->pq_cap = 0;
+	w->pq_count = w->pq_empty = 0;
+}
+
+/* Move messages from pq into ctx's queue while it has room. Once ctx
+ * takes no more (a close of its own, or the peer's answered, was queued
+ * or sent), they are dropped: nothing is sent after a close. Return 0
+ * or EGRESS_ERR_NOMEM. */
 static int
 pq_feed(struct wsproto *w)
 {
 	struct wslay_event_msg m;
 	const uint8_t *v;
 	size_t n;
+	int rc;
 
+	if (w->pq_count > 0 && wslay_event_get_close_sent(w->ctx))
+		pq_drop(w);
 	while (w->pq_count > 0 &&
 	    wslay_event_get_queued_msg_count(w->ctx) < WSPROTO_CODEC_MAX) {
 		v = w->pq + w->pq_head;
@@ -444,18 +459,19 @@ pq_feed(struct wsproto *w)
 		m.opcode = v[0];
 		m.msg = v + PQ_HEAD;
 		m.msg_length = n;
-		if (wslay_event_queue_msg(w->ctx, &m) != 0)
-			return EGRESS_ERR_NOMEM; /* checked when added */
+		if ((rc = wslay_event_queue_msg(w->ctx, &m)) != 0) {
+			if (rc == WSLAY_ERR_NOMEM)
+				return EGRESS_ERR_NOMEM;
+			pq_drop(w); /* WSLAY_ERR_NO_MORE_MSG: a close */
+			return 0;
+		}
 		w->pq_head += PQ_HEAD + n;
 		w->pq_count--;
 		if (n == 0)
 			w->pq_empty--;
 	}
-	if (w->pq_count == 0) {
-		free(w->pq);
-		w->pq = NULL;
-		w->pq_head = w->pq_len = w->pq_cap = 0;
-	}
+	if (w->pq_count == 0)
+		pq_drop(w);
 	return 0;
 }
 
@@ -532,7 +548,8 @@ wsproto_want_write(const struct wsproto *w)
 	if (w->failed)
 		return 1; /* send says so */
 	return w->ctx != NULL &&
-	    (w->close_pending || w->pq_count > 0 ||
+	    (w->close_pending ||
+		(w->pq_count > 0 && !wslay_event_get_close_sent(w->ctx)) ||
 		wslay_event_want_write(w->ctx));
 }
 
@@ -560,11 +577,12 @@ wsproto_is_parked(const struct wsproto *w)
 void
 wsproto_retire(struct wsproto *w)
 {
-	if (w->ctx == NULL || w->failed || w->busy || w->pq_count != 0 ||
+	if (w->ctx == NULL || w->failed || w->busy ||
 	    !wslay_event_get_close_sent(w->ctx) ||
 	    wslay_event_get_queued_msg_count(w->ctx) != 0 ||
 	    wslay_event_want_write(w->ctx))
 		return;
+	pq_drop(w); /* after the close: never sent */
 	w->retired_recv = wslay_event_get_close_received(w->ctx);
 	w->code_sent = wslay_event_get_status_code_sent(w->ctx);
 	w->retired = 1;
@@ -624,7 +642,9 @@ wsproto_queue(struct wsproto *w, int opcode, const uint8_t *p, size_t n)
 	if ((opcode == WSPROTO_TEXT || opcode == WSPROTO_BINARY) &&
 	    (w->pq_count > 0 ||
 		wslay_event_get_queued_msg_count(w->ctx) >= WSPROTO_CODEC_MAX))
-		return pq_add(w, opcode, p, n);
+		return wslay_event_get_close_sent(w->ctx) ?
+		    -1 :
+		    pq_add(w, opcode, p, n);
 	m.opcode = (uint8_t)opcode;
 	m.msg = p;
 	m.msg_length = n;

@@ -109,6 +109,7 @@ golden revoke-missing 1 "$W" -- "${C[@]}" plugin revoke weather nothere.example
 # grant step. Refused, nothing changed; --wake goes ahead and says so.
 V=$work/wake
 cp -r "$W" "$V"
+VR=$work/wake-refused
 mkdir "$V/pkgs/weather-3.0.0"
 cp "$V/pkgs/weather-2.0.0/plugin.wasm" "$V/pkgs/weather-3.0.0/"
 printf '[plugin]\nname = weather\nversion = 3.0.0\npermissions = http_client\n\n[egress]\noperator_defined = true\n' \
@@ -117,6 +118,11 @@ cp "$V/egressd.ini" "$work/before"
 golden upgrade-wake-refused 1 "$V" -- "${C[@]}" plugin upgrade pkgs/weather-3.0.0
 expect_same upgrade-wake-refused-unchanged "$work/before" "$V/egressd.ini"
 [ ! -e "$V/packages/weather-3.0.0" ] && ok || bad "a refused upgrade left its package"
+# An instance whose manifest is refused reaches nothing: all that the
+# new version would reach is new, and needs --wake as well.
+cp -r "$V" "$VR"
+rm "$VR/packages/weather-2.0.0/manifest.ini"
+golden upgrade-wake-refused-manifest 1 "$VR" -- "${C[@]}" plugin upgrade pkgs/weather-3.0.0
 golden upgrade-wake 0 "$V" -- "${C[@]}" plugin upgrade --wake pkgs/weather-3.0.0
 
 # Bindings.

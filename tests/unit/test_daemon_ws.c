@@ -966,27 +966,18 @@ ws_small_check(const uint8_t *buf, size_t n, unsigned *next)
 }
 
 /*
- * A guest that keeps to its window, sending 16-byte messages to an
- * upstream that does not read: the broker stops crediting it (flow
- * control), never fails the stream, though far more messages wait than
- * the count at which empty ones fail it; once the upstream reads, every
- * message arrives, in order, and the guest may send again.
+ * Send 16-byte messages "%016x" of their number on stream 1 of p within
+ * its window until no credit comes back for 200 loop turns (the broker
+ * holds the guest back); no ERROR or close meanwhile. Return how many.
  */
-Test(ws, small_messages_within_the_window_wait_and_all_arrive)
+static unsigned
+ws_small_fill(struct dt_peer *p)
 {
-	static uint8_t got[1 << 16];
-	struct dt_peer *p = malloc(sizeof(*p));
-	struct dt_upstream u;
 	uint64_t win = PROTO_STREAM_WINDOW;
 	char body[WS_SMALL_LEN + 1];
-	unsigned sent = 0, next = 0;
-	size_t have = 0, took;
-	int i, k, idle = 0;
-	ssize_t n;
+	unsigned sent = 0;
+	int k, idle = 0;
 
-	cr_assert_not_null(p);
-	ws_open_slow(p, &u);
-	/* Until no credit comes back for 200 loop turns. */
 	while (idle < 200) {
 		for (k = 0; k < 64 && win >= WS_SMALL_LEN; k++, sent++) {
 			(void)snprintf(body, sizeof(body), "%016x", sent);
@@ -1010,6 +1001,29 @@ Test(ws, small_messages_within_the_window_wait_and_all_arrive)
 		}
 	}
 	cr_assert_lt(win, WS_SMALL_LEN, "never held back: %u sent", sent);
+	return sent;
+}
+
+/*
+ * A guest that keeps to its window, sending 16-byte messages to an
+ * upstream that does not read: the broker stops crediting it (flow
+ * control), never fails the stream, though far more messages wait than
+ * the count at which empty ones fail it; once the upstream reads, every
+ * message arrives, in order.
+ */
+Test(ws, small_messages_within_the_window_wait_and_all_arrive)
+{
+	static uint8_t got[1 << 16];
+	struct dt_peer *p = malloc(sizeof(*p));
+	struct dt_upstream u;
+	unsigned sent, next = 0;
+	size_t have = 0, took;
+	ssize_t n;
+	int i;
+
+	cr_assert_not_null(p);
+	ws_open_slow(p, &u);
+	sent = ws_small_fill(p);
 	cr_assert_gt(sent, 2 * WSOCK_QUEUED_MAX, "only %u sent", sent);
 	/* The upstream reads: everything arrives, in order. */
 	for (i = 0; i < 100 * DT_ITERS && next < sent; i++) {

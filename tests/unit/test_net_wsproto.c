@@ -537,3 +537,64 @@ Test(wsproto, close_is_sent_after_the_messages_queued_before_it)
 	cr_assert_eq(wsproto_want_write(w), 0);
 	wsproto_free(w);
 }
+
+/* ---- Messages waiting behind the codec's queue ---------------------------- */
+
+static size_t send_budget; /* bytes io_send_budget still takes */
+
+static ssize_t
+io_send_budget(void *arg, const uint8_t *buf, size_t len)
+{
+	ssize_t n;
+
+	if (send_budget == 0)
+		return 0;
+	n = io_send(arg, buf, len < send_budget ? len : send_budget);
+	send_budget -= (size_t)n;
+	return n;
+}
+
+static const struct wsproto_ops io_budget_ops = { io_recv, io_send_budget,
+	io_msg };
+
+/*
+ * More messages than the codec's queue holds wait behind it; a close
+ * from the peer arrives while a frame is half written. The codec answers
+ * the close once that frame is whole and sends nothing after it: what
+ * waited is dropped, sending goes on without an error, and nothing is
+ * left to write.
+ */
+Test(wsproto, a_close_received_while_messages_wait_ends_them)
+{
+	static const uint8_t close[] = { 0x88, 2, 0x03, 0xe8 };
+	struct wsproto *w = NULL;
+	struct io io;
+	int i;
+
+	memset(&io, 0, sizeof(io));
+	send_budget = 0;
+	cr_assert_eq(wsproto_new(&io_budget_ops, &io, 1024, &w), 0);
+	for (i = 0; i < 100; i++)
+		cr_assert_eq(wsproto_queue(w, WSPROTO_BINARY,
+				 (const uint8_t *)"m", 1),
+		    0, "message %d", i);
+	cr_assert_eq(wsproto_queued_count(w), 64);
+	cr_assert_eq(wsproto_queued_bytes(w), 64 + 36 * (5 + 1));
+	send_budget = 5; /* the first frame is 7 bytes */
+	cr_assert_eq(wsproto_send(w), 0);
+	cr_assert_eq(io.nout, 5);
+	io.in = close;
+	io.n = sizeof(close);
+	cr_assert_eq(wsproto_recv(w), 0);
+	cr_assert_eq(wsproto_close_received(w), 1);
+	send_budget = sizeof(io.out);
+	cr_assert_eq(wsproto_send(w), 0);
+	cr_assert_eq(wsproto_close_sent(w), 1);
+	cr_assert_eq(wsproto_want_write(w), 0);
+	/* The rest of the first frame, then the close (2 + 4 + 2). */
+	cr_assert_eq(io.nout, 7 + 8, "%zu bytes sent", io.nout);
+	cr_assert_eq(io.out[7], 0x88);
+	cr_assert_eq(wsproto_queue(w, WSPROTO_BINARY, (const uint8_t *)"m", 1),
+	    -1, "a message after the close");
+	wsproto_free(w);
+}

@@ -106,7 +106,8 @@ key_fingerprint(EVP_PKEY *k, char *out, size_t n)
 }
 
 /* Is path a trusted key file the broker would load (conf_keyring_load():
- * one key, its owner and mode)? Return 0, or -1 with its error in msg. */
+ * one key, in a file no group or other may write)? Return 0, or -1 with
+ * its error in msg. */
 static int
 key_file_check(const char *path, char *msg, size_t n)
 {

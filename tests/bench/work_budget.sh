@@ -125,16 +125,12 @@ count()
 	esac
 }
 
-# syscalls WAY PATH: the broker's system calls per request, strace
-# attached for the measured requests only.
-syscalls()
+# strace_round WAY PATH COUNT: the broker's system calls in COUNT
+# requests of PATH, strace attached for them only, into ROUND_CALLS.
+strace_round()
 {
-	local t0 spid calls per max count
+	local spid calls
 
-	count=$(count "$2" 2000)
-	t0=$(date +%s)
-	start "$1" || fail "egressd did not start"
-	warm "$1" "$t0"
 	strace -c -f -q -o "$T/strace.txt" -p "$EGRESSD_PID" &
 	spid=$!
 	for _ in $(seq 100); do
@@ -143,14 +139,43 @@ syscalls()
 	done
 	grep -q 'TracerPid:.*[1-9]' "/proc/$EGRESSD_PID/status" ||
 	    fail "strace did not attach"
-	run "$1" "$count" "$2"
+	run "$1" "$3" "$2"
 	kill -INT "$spid"
 	wait "$spid" 2>/dev/null || true
+	# Wait until the tracer let go, so the next round can attach.
+	for _ in $(seq 100); do
+		grep -q 'TracerPid:.*[1-9]' "/proc/$EGRESSD_PID/status" || break
+		sleep 0.05
+	done
 	# The total line: % time, seconds, usecs/call, calls, [errors], "total".
 	calls=$(awk '$NF == "total" { print $4 }' "$T/strace.txt")
 	[ -z "${WORK_BUDGET_KEEP:-}" ] ||
 	    cp "$T/strace.txt" "$WORK_BUDGET_KEEP.$1${2//\//.}.strace"
 	[ -n "$calls" ] || fail "no strace summary: $(cat "$T/strace.txt")"
+	ROUND_CALLS=$calls
+}
+
+# syscalls WAY PATH: the broker's system calls per request. A 1 MiB body
+# is read in as many calls as the bytes arrive in, and load on the
+# machine splits its arrival further (never joins it): the lowest of
+# three rounds is the figure, as the work of the code itself.
+syscalls()
+{
+	local t0 calls c per max count rounds=1 i
+
+	count=$(count "$2" 2000)
+	[ "$2" = /small ] || rounds=3
+	t0=$(date +%s)
+	start "$1" || fail "egressd did not start"
+	warm "$1" "$t0"
+	calls=
+	for i in $(seq "$rounds"); do
+		strace_round "$1" "$2" "$count"
+		c=$ROUND_CALLS
+		[ "$rounds" = 1 ] ||
+		    echo "# $1 $2: round $i: $c system calls in $count requests"
+		[ -n "$calls" ] && [ "$calls" -le "$c" ] || calls=$c
+	done
 	per=$(awk -v c="$calls" -v n="$count" 'BEGIN { printf "%.2f", c / n }')
 	max=$(budget "$(key "$1" syscalls_per_request "$2")")
 	[ -n "$max" ] || fail "no budget $(key "$1" syscalls_per_request "$2")"

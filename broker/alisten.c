@@ -31,6 +31,7 @@ struct alisten_one {
 	struct alisten_group *g;
 	struct evconnlistener *lev;
 	struct event *retry;
+	int fd; /* the listener's, closed by alisten_reap() (-1: none) */
 };
 
 struct alisten_group {
@@ -47,11 +48,19 @@ struct alisten {
 	alisten_accept_cb cb;
 	void *arg;
 	struct alisten_group *groups;
+	/* Groups whose listeners are freed and whose descriptors wait for
+	 * the loop's next turn to be closed (broker_base_new()): the
+	 * launcher may hold a copy of each, and a descriptor closed before
+	 * its deletion reached epoll would leave the file watched. */
+	struct alisten_group *dying;
+	struct event *reap;
 	size_t total;
 	uint64_t next_id;
 	uint64_t own_netns; /* the broker's network namespace (cookie) */
 	int own_netns_ok;   /* 0: unknown, and every listener refused */
 };
+
+static void alisten_reap(evutil_socket_t fd, short what, void *arg);
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71 /* Linux 5.14 */
@@ -82,6 +91,10 @@ alisten_new(struct event_base *base, alisten_accept_cb cb, void *arg,
 	a->cb = cb;
 	a->arg = arg;
 	a->next_id = 1;
+	if ((a->reap = evtimer_new(base, alisten_reap, a)) == NULL) {
+		free(a);
+		return EGRESS_ERR_NOMEM;
+	}
 	/* A socket of its own tells which namespace the broker is in. */
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
 		a->own_netns_ok = alisten_netns(fd, &a->own_netns) == 0;
@@ -146,6 +159,23 @@ alisten_fd_ok(int fd)
 	return alisten_is_loopback(&ss);
 }
 
+/* Close the descriptors of the dying groups and free them. */
+static void
+alisten_reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct alisten *a = arg;
+	struct alisten_group *g;
+	size_t i;
+
+	while ((g = a->dying) != NULL) {
+		a->dying = g->next;
+		for (i = 0; i < g->n; i++)
+			if (g->l[i].fd >= 0)
+				(void)close(g->l[i].fd);
+		free(g);
+	}
+}
+
 static void
 alisten_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -177,20 +207,28 @@ alisten_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	a->cb(a->arg, fd, one->g->instance);
 }
 
-/* Close g's listeners and free it (already unlinked). */
+/* Stop g's listeners (already unlinked) and queue it for alisten_reap(). */
 static void
 alisten_group_free(struct alisten_group *g)
 {
+	struct alisten *a = g->a;
+	const struct timeval now = { 0, 0 };
 	size_t i;
 
 	for (i = 0; i < g->n; i++) {
 		if (g->l[i].lev != NULL)
 			evconnlistener_free(g->l[i].lev);
+		g->l[i].lev = NULL;
 		if (g->l[i].retry != NULL)
 			event_free(g->l[i].retry);
+		g->l[i].retry = NULL;
 	}
-	g->a->total -= g->n;
-	free(g);
+	a->total -= g->n;
+	g->next = a->dying;
+	a->dying = g;
+	/* A timer's callback runs after the next wait for events, and the
+	 * deletions reach epoll before that wait. */
+	(void)evtimer_add(a->reap, &now);
 }
 
 static void
@@ -251,12 +289,12 @@ alisten_attach(struct alisten *a, const char *instance, int *fds, size_t nfds,
 	for (i = 0; i < nfds; i++) {
 		one = &g->l[i];
 		one->g = g;
+		one->fd = -1;
 		if (evutil_make_socket_nonblocking(fds[i]) != 0 ||
 		    (one->retry = evtimer_new(a->base, alisten_retry_cb,
 			 one)) == NULL ||
 		    (one->lev = evconnlistener_new(a->base, alisten_accept,
-			 one, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0,
-			 fds[i])) == NULL) {
+			 one, LEV_OPT_CLOSE_ON_EXEC, 0, fds[i])) == NULL) {
 			g->n = i + (one->retry != NULL);
 			a->total += g->n;
 			close_fds(fds, i, nfds);
@@ -264,6 +302,7 @@ alisten_attach(struct alisten *a, const char *instance, int *fds, size_t nfds,
 			return EGRESS_ERR_NOMEM;
 		}
 		evconnlistener_set_error_cb(one->lev, alisten_error_cb);
+		one->fd = fds[i];
 		g->n = i + 1;
 	}
 	a->total += g->n;
@@ -338,5 +377,8 @@ alisten_free(struct alisten *a)
 		a->groups = g->next;
 		alisten_group_free(g);
 	}
+	/* The loop turns no more: close them now. */
+	alisten_reap(-1, 0, a);
+	event_free(a->reap);
 	free(a);
 }

@@ -193,6 +193,24 @@ pool_prune_cb(void *arg, const struct pool_key *k)
 	    v.reason != POLICY_REASON_ALLOW;
 }
 
+struct event_base *
+broker_base_new(void)
+{
+	struct event_config *cfg = event_config_new();
+	struct event_base *base;
+
+	if (cfg == NULL)
+		return NULL;
+	if (event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST) !=
+	    0) {
+		event_config_free(cfg);
+		return NULL;
+	}
+	base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	return base;
+}
+
 void
 broker_file_id(const char *path, struct broker_file_id *ret)
 {

@@ -100,6 +100,19 @@ void broker_file_id(const char *path, struct broker_file_id *ret);
 int broker_file_id_eq(const struct broker_file_id *a,
     const struct broker_file_id *b);
 
+/*
+ * The broker's event loop: with epoll, changes to the watched events are
+ * kept and applied once per loop turn, so that a socket whose reading
+ * stops and starts again within one turn costs no epoll_ctl() at all.
+ * The price: a descriptor whose event was deleted is still watched until
+ * the next turn, and if it is closed before then while its file stays
+ * open elsewhere (a copy another process holds, as one sent over
+ * SCM_RIGHTS may be), the kernel keeps watching the file. Such
+ * descriptors are closed one turn late (alisten.c); the broker makes no
+ * dup() of its own. Return NULL when out of memory.
+ */
+struct event_base *broker_base_new(void);
+
 /* A resolver shared by the lookups that use it (opaque). */
 struct broker_dns;
 

@@ -1216,7 +1216,7 @@ main(int argc, char **argv)
 	b->started = time(NULL);
 	if ((b->leases = lease_table_new()) == NULL ||
 	    (b->metrics = metrics_new()) == NULL ||
-	    (b->base = event_base_new()) == NULL ||
+	    (b->base = broker_base_new()) == NULL ||
 	    (reload_follow_ev = event_new(b->base, -1, 0, reload_follow_cb,
 		 b)) == NULL) {
 		(void)fprintf(stderr, "egressd: cannot create event base\n");

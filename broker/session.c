@@ -896,8 +896,13 @@ session_handoff_http(struct session *s)
 	if (s->pc.state != PROTO_CONN_START ||
 	    evbuffer_copyout(in, &c, 1) != 1 || c < 'A' || c > 'Z')
 		return 0;
-	if ((fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+	/* The descriptor itself goes over, not a dup() of it: a copy would
+	 * keep the file open while its first number's watch was still to
+	 * be deleted (broker_base_new()). */
+	fd = s->fd;
+	if (bufferevent_setfd(s->bev, -1) != 0)
 		return 0; /* served as a session: it fails at HELLO */
+	s->fd = -1;
 	memcpy(instance, s->instance, sizeof(instance));
 	if (s->shared)
 		flags |= PROXY_SHARED;
@@ -1202,8 +1207,8 @@ session_free(struct session *s)
 	if (s->rev != NULL)
 		event_free(s->rev);
 	if (s->bev != NULL)
-		bufferevent_free(s->bev); /* closes fd */
-	else
+		bufferevent_free(s->bev); /* closes fd, if it has one */
+	else if (s->fd >= 0)
 		(void)close(s->fd);
 	if (s->flush_ev != NULL)
 		event_free(s->flush_ev);

@@ -118,7 +118,7 @@ dt_setup(void)
 	b->started = time(NULL);
 	b->leases = lease_table_new();
 	b->metrics = metrics_new();
-	b->base = event_base_new();
+	b->base = broker_base_new();
 	cr_assert(b->leases != NULL && b->metrics != NULL && b->base != NULL);
 	cr_assert_eq(netaddr_new(b->base, NULL, NULL, &b->netaddr), 0);
 	cr_assert_eq(broker_apply_conf(b, b->conf.cur->snap), 0);

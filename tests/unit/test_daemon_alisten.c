@@ -9,14 +9,17 @@
  */
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,7 @@
 #include <event2/event.h>
 
 #include "broker/alisten.h"
+#include "broker/broker.h"
 #include "broker/log.h"
 #include "conf/conf.h"
 
@@ -96,7 +100,7 @@ static void
 setup(void)
 {
 	ns_make_other();
-	base = event_base_new();
+	base = broker_base_new(); /* as the daemon's: changes kept a turn */
 	cr_assert(base != NULL);
 	cr_assert_eq(alisten_new(base, on_accept, NULL, &A), 0);
 	cr_assert_eq(pipe2(logfd, O_CLOEXEC | O_NONBLOCK), 0);
@@ -249,6 +253,7 @@ Test(broker_alisten, accepts_into_the_instance, .init = setup,
 		      "\"status\":\"closed\",\"instance\":\"weather\"") !=
 	    NULL);
 	cr_assert_str_eq(logged(), "");
+	(void)event_base_loop(base, EVLOOP_NONBLOCK); /* closed by now */
 	c = other_socket(AF_INET, SOCK_STREAM);
 	cr_assert_eq(connect(c, (struct sockaddr *)&in, sizeof(in)), -1);
 	cr_assert_eq(errno, ECONNREFUSED);
@@ -320,4 +325,84 @@ Test(broker_alisten, reconcile_closes_removed_instances, .init = setup,
 		      "\"status\":\"closed\",\"instance\":\"removed\"") !=
 	    NULL);
 	conf_snapshot_free(s);
+}
+
+/* Is a file of inode ino watched by an epoll instance of this process?
+ * (Each epoll descriptor's fdinfo lists its watched files' inodes.) */
+static int
+epoll_watches(unsigned long ino)
+{
+	char path[320], link[64], line[256];
+	struct dirent *d;
+	unsigned long i;
+	int found = 0;
+	DIR *dir = opendir("/proc/self/fd");
+	FILE *f;
+	ssize_t n;
+
+	cr_assert(dir != NULL);
+	while (!found && (d = readdir(dir)) != NULL) {
+		(void)snprintf(path, sizeof(path), "/proc/self/fd/%s",
+		    d->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (strcmp(link, "anon_inode:[eventpoll]") != 0)
+			continue;
+		(void)snprintf(path, sizeof(path), "/proc/self/fdinfo/%s",
+		    d->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (!found && fgets(line, sizeof(line), f) != NULL) {
+			const char *p = strstr(line, " ino:");
+
+			if (strncmp(line, "tfd:", 4) == 0 && p != NULL &&
+			    sscanf(p, " ino:%lx", &i) == 1 && i == ino)
+				found = 1;
+		}
+		(void)fclose(f);
+	}
+	(void)closedir(dir);
+	return found;
+}
+
+/*
+ * The launcher may keep its own copy of a listener it attached. Once
+ * detached, the listener must not stay watched: a file still open
+ * elsewhere stays in an epoll set until it is deleted there, and a
+ * watched listener with connections waiting would wake the loop on
+ * every turn.
+ */
+Test(broker_alisten,
+    a_detached_listener_the_launcher_still_holds_is_not_watched, .init = setup,
+    .fini = teardown)
+{
+	struct sockaddr_in in;
+	socklen_t sl = sizeof(in);
+	const char *msg = NULL;
+	struct stat st;
+	uint64_t id = 0;
+	int fd, copy, c;
+
+	fd = tcp_sock(AF_INET, 1, NULL);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&in, &sl), 0);
+	copy = dup(fd); /* the launcher's */
+	cr_assert(copy >= 0);
+	cr_assert_eq(fstat(copy, &st), 0);
+	cr_assert_eq(alisten_attach(A, "weather", &fd, 1, &id, &msg), 0);
+	(void)event_base_loop(base, EVLOOP_NONBLOCK);
+	cr_assert(epoll_watches((unsigned long)st.st_ino));
+	alisten_detach(A, id, "the control connection closed");
+	(void)event_base_loop(base, EVLOOP_NONBLOCK);
+	cr_assert(fd_is_closed(fd));
+	cr_assert_not(epoll_watches((unsigned long)st.st_ino),
+	    "the detached listener is still watched");
+	/* A connection waiting on the launcher's copy reaches nobody. */
+	c = other_socket(AF_INET, SOCK_STREAM);
+	cr_assert_eq(connect(c, (struct sockaddr *)&in, sizeof(in)), 0);
+	(void)event_base_loop(base, EVLOOP_NONBLOCK);
+	cr_assert_eq(naccepted, 0);
+	(void)close(c);
+	(void)close(copy);
 }

@@ -1220,7 +1220,7 @@ Test(proxy, tunnel_tcp_client_reset_met_by_a_direct_write_resets_upstream)
 
 	/* epoll reports the upstream (readable first) before the client in
 	 * one batch: the relay's write to the client then meets the reset. */
-	cr_assert_str_eq(event_base_get_method(dt_b.base), "epoll");
+	cr_assert_eq(strncmp(event_base_get_method(dt_b.base), "epoll", 5), 0);
 
 	px_tcp_tunnel(&u);
 	dt_upstream_reply(&u, "late"); /* readable before the reset */

@@ -621,18 +621,22 @@ broker_own_addrs(struct broker *b, struct decide_policy *ret)
 	return 0;
 }
 
-void
+int
 broker_dial_params(struct broker *b, const struct conf_snapshot *s,
     const char *instance, struct dial_params *p, struct dial_parent *parent)
 {
 	memset(p, 0, sizeof(*p));
 	p->handshakes = b->tls_share; /* a fair share of handshakes */
 	p->tag = instance;
+	if (str_differ(s->upstream_proxy_url, b->parent_url) ||
+	    str_differ(s->upstream_proxy_auth, b->parent_auth))
+		return EGRESS_ERR_AGAIN;
 	if (s->upstream_proxy_url == NULL)
-		return;
+		return 0;
 	memset(parent, 0, sizeof(*parent));
 	parent->addr = s->upstream_proxy_addr;
 	parent->port = s->upstream_proxy_port;
 	parent->auth = s->upstream_proxy_auth;
 	p->parent = parent;
+	return 0;
 }

@@ -280,10 +280,14 @@ void broker_format_id(char *buf, size_t n, const char *prefix, uint64_t seq);
  * by *p): zero *p, then set the fair share of TLS handshakes, the tag,
  * and, when s names an [upstream_proxy], the parent in *parent (which
  * must outlive dial_start()). The caller sets the destination.
+ * Return 0, or EGRESS_ERR_AGAIN when s's parent (its url or credentials)
+ * is no longer the broker's: s is older than a reload that changed it,
+ * and nothing may be dialed through a parent that was removed or whose
+ * credentials were replaced.
  */
 struct dial_params;
 struct dial_parent;
-void broker_dial_params(struct broker *b, const struct conf_snapshot *s,
+int broker_dial_params(struct broker *b, const struct conf_snapshot *s,
     const char *instance, struct dial_params *p, struct dial_parent *parent);
 
 /* Return the monotonic clock in milliseconds and in microseconds. */

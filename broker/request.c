@@ -1178,7 +1178,13 @@ request_connect(struct request *r)
 	if (r->timer != NULL)
 		(void)evtimer_del(r->timer);
 	r->phase = PHASE_DIALING;
-	broker_dial_params(r->b, r->conf->snap, g_instance(r), &p, &parent);
+	if (broker_dial_params(r->b, r->conf->snap, g_instance(r), &p,
+		&parent) != 0) {
+		/* The parent changed since the decision: not through the
+		 * old one (a retry's dial, or one after a slow lookup). */
+		request_fail(r, EGRESS_ERR_UNAVAILABLE);
+		return;
+	}
 	p.host = &r->dest.host;
 	p.port = r->dest.port;
 	p.addrs = r->verdict->addrs;

@@ -593,7 +593,13 @@ tunnel_connect(struct tunnel *t)
 
 	tunnel_log_decision(t, 1, NULL);
 	t->state = T_DIALING;
-	broker_dial_params(t->b, t->conf->snap, t->instance, &p, &parent);
+	if (broker_dial_params(t->b, t->conf->snap, t->instance, &p,
+		&parent) != 0) {
+		/* The parent changed since the decision: not through the
+		 * old one. */
+		tunnel_finish(t, "connect-failed");
+		return;
+	}
 	p.host = &t->dest.host;
 	p.port = t->dest.port;
 	p.addrs = t->verdict->addrs;

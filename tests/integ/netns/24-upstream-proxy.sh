@@ -9,7 +9,9 @@
 # plain HTTP goes through a CONNECT too. The decision event names the
 # parent. A denied destination never reaches the parent; a CONNECT the
 # parent refuses is connect-failed. A request in flight when the parent
-# is removed does not leave its connection in the pool. A parent that
+# is removed does not leave its connection in the pool, and a request
+# whose kept-alive tunnel fails after that is not retried through the
+# removed parent. A parent that
 # requires credentials (squid's basic_ncsa_auth) gets them from
 # credentials_file: wrong ones are connect-failed, a rewritten file is
 # used from the next connection (a pooled tunnel the old ones opened is
@@ -95,9 +97,41 @@ lab_expect_fetch_error connect-failed
 lab_expect_decision weather allow - api.weather.example
 lab_expect_close error connect-failed
 
+# ---- a kept-alive connection through the parent fails under a request
+# after the parent was removed: the request is not retried through it
+lab_gate_start
+lab_fetch weather "http://api.weather.example:$LAB_GATE_PORT/pooled"
+lab_expect_fetch_ok
+lab_spawn cut "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
+    --socket "$LAB_SOCK_DIR/weather.sock" \
+    "http://api.weather.example:$LAB_GATE_PORT/cut/c1"
+lab_gate_wait c1
+lab_mark
+{
+	lab_config_base
+	lab_entry weather weather "api.weather.example, meta.weather.example"
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config 1
+lab_gate_release c1
+lab_poll 10 lab__gone "${LAB_PID[cut]}" || lab_fail "the cut fetch hung"
+lab_stop cut
+[ "$LAB_STOP_RC" != 0 ] || lab_fail "the cut request was answered"
+lab_expect_eq "requests for /cut/c1 the gate saw" 1 \
+    "$(grep -c 'GET /cut/c1 ' "$LAB_DIR/gate/access.log")"
+lab_ok "a request on a tunnel of the removed parent was not retried through it"
+{
+	lab_config_base
+	printf '\n[upstream_proxy]\nurl = %s\n' "$PARENT"
+	lab_entry weather weather "api.weather.example, meta.weather.example"
+} | lab_config_install
+lab_mark
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config 1
+: >"$LAB_DIR/gate/access.log"
+
 # ---- a request in flight when the parent is removed: its connection,
 # made through the parent, is not pooled; the next request dials directly
-lab_gate_start
 lab_spawn held "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
     --socket "$LAB_SOCK_DIR/weather.sock" \
     "http://api.weather.example:$LAB_GATE_PORT/hold/a1?to=/x"
@@ -128,9 +162,9 @@ lab_poll 10 grep -q ":8443 " "$SQ/access.log" ||
     lab_fail "squid logged no refused CONNECT: $(cat "$SQ/access.log")"
 lab_poll 10 grep -q "CONNECT $LAB_PUB4:80 " "$SQ/access.log" ||
     lab_fail "no CONNECT to the literal's port 80: $(cat "$SQ/access.log")"
-lab_expect_eq "CONNECTs squid saw (443, 80, refused 8443, held 8080)" 4 \
+lab_expect_eq "CONNECTs squid saw (443, 80, refused 8443, pooled 8080, held 8080)" 5 \
     "$(grep -c ' CONNECT ' "$SQ/access.log")"
-lab_expect_eq "CONNECTs to the validated literal" 4 \
+lab_expect_eq "CONNECTs to the validated literal" 5 \
     "$(grep -c " CONNECT $LAB_PUB4:" "$SQ/access.log")"
 lab_expect_eq "the name or metadata in squid's log" 0 \
     "$(grep -c -e weather.example -e "$LAB_META4" "$SQ/access.log" || true)"

@@ -118,6 +118,10 @@ struct proxy_conn {
 	/* PROXY_INSPECT: watches the TLS records queued to the socket,
 	 * which must be written before a close. */
 	struct evbuffer_cb_entry *under_cb;
+	/* PROXY_INSPECT of a port's tunnel: its CONNECT's credentials,
+	 * checked at every request, and the end of the tunnel's lifetime. */
+	struct proxy_auth_held *held_auth;
+	struct event *end_ev;
 };
 
 static void proxy_free(struct proxy_conn *c);
@@ -191,25 +195,6 @@ proxy_has_room(struct proxy_conn *c)
 
 	return n < PROXY_OUT_HIGH &&
 	    broker_mem_room(c->b, c->instance, &c->mem, n, PROXY_OUT_HIGH);
-}
-
-/* The HTTP status a wire error code is answered with. */
-static unsigned
-proxy_status_of(uint32_t code)
-{
-	switch (code) {
-	case PROTO_CODE_DENIED:
-	case PROTO_CODE_UNAVAILABLE:
-		return 403; /* fail closed: the policy could not allow */
-	case PROTO_CODE_BUDGET_EXHAUSTED:
-		return 429;
-	case PROTO_CODE_TIMEOUT:
-		return 504;
-	case PROTO_CODE_INVALID_REQUEST:
-		return 400;
-	default:
-		return 502;
-	}
 }
 
 /* An answer could not be written whole (no memory): it ends cut short
@@ -473,8 +458,8 @@ px_send_error(void *ctx, struct proto_stream *st, uint32_t code)
 		return 0;
 	}
 	name = proto_code_name(code);
-	proxy_reply(c, proxy_status_of(code), name != NULL ? name : "error",
-	    proto_code_message(code));
+	proxy_reply(c, proxy_refusal_status(code),
+	    name != NULL ? name : "error", proto_code_message(code));
 	return 0;
 }
 
@@ -729,6 +714,10 @@ proxy_connect(struct proxy_conn *c, const struct http1_req *q, size_t hl)
 		    "CONNECT inside an inspected tunnel");
 		return 0;
 	}
+	/* Kept for an inspected tunnel's requests, which carry none. */
+	if ((c->flags & PROXY_AUTH) &&
+	    (c->held_auth = proxy_auth_hold(q)) == NULL)
+		return -1;
 	memset(&dest, 0, sizeof(dest));
 	perr.msg[0] = '\0';
 	if (q->content_length > 0 || q->chunked ||
@@ -822,10 +811,14 @@ proxy_take_head(struct proxy_conn *c, const struct http1_req *q, size_t hl,
 {
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	const char *detail = NULL;
-	unsigned status;
+	unsigned status = 0;
 
-	if ((c->flags & PROXY_AUTH) &&
-	    (status = proxy_auth_check(c->instance, q, ref, &detail)) != 0) {
+	if (c->held_auth != NULL)
+		status = proxy_auth_check_held(c->instance, c->held_auth, ref,
+		    &detail);
+	else if (c->flags & PROXY_AUTH)
+		status = proxy_auth_check(c->instance, q, ref, &detail);
+	if (status != 0) {
 		/* The same answer whichever instance, token or none. */
 		proxy_log_refusal(c, status, "auth", detail);
 		c->body_done = 0;
@@ -1113,6 +1106,9 @@ proxy_free(struct proxy_conn *c)
 		evbuffer_free(c->stage);
 	if (c->head_timer != NULL)
 		event_free(c->head_timer);
+	proxy_auth_held_free(c->held_auth);
+	if (c->end_ev != NULL)
+		event_free(c->end_ev);
 	if (c->under_cb != NULL)
 		(void)evbuffer_remove_cb_entry(
 		    bufferevent_get_output(bufferevent_get_underlying(c->bev)),
@@ -1191,16 +1187,30 @@ proxy_under_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 		proxy_schedule(c);
 }
 
+/* Set pc to the protocol state of a session past its HELLO. */
+static void
+proxy_pc_init(struct proto_conn *pc)
+{
+	struct proto_msg m;
+
+	proto_conn_init(pc, PROTO_ROLE_BROKER);
+	memset(&m, 0, offsetof(struct proto_msg, headers));
+	m.type = PROTO_MSG_HELLO;
+	m.hello.version = PROTO_VERSION;
+	(void)proto_conn_recv(pc, NULL, &m, NULL);
+	(void)proto_conn_send(pc, NULL, &m, NULL);
+}
+
 /* proxy_accept() on fd, or else on bev (owned: freed on failure), with
- * authority the implied one of PROXY_INSPECT. */
+ * authority the implied one of PROXY_INSPECT; *ret (ret may be NULL) the
+ * connection, when accepted. */
 static int
 proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
     const char *instance, struct evbuffer *in, unsigned flags,
-    const char *authority)
+    const char *authority, struct proxy_conn **ret)
 {
 	struct timeval idle = { PROXY_IDLE_MS / 1000, 0 };
 	struct proxy_conn *c = NULL;
-	struct proto_msg m;
 	int shared = (flags & PROXY_SHARED) != 0;
 	int hs = (flags & PROXY_HANDSHAKE) != 0;
 	int err = EGRESS_ERR_AGAIN, one = 1, plain = 0;
@@ -1234,13 +1244,7 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 	c->guest.ctx = c;
 	c->mem.wake = proxy_mem_wake;
 	c->mem.arg = c;
-	/* The protocol state of a session past its HELLO. */
-	proto_conn_init(&c->pc, PROTO_ROLE_BROKER);
-	memset(&m, 0, offsetof(struct proto_msg, headers));
-	m.type = PROTO_MSG_HELLO;
-	m.hello.version = PROTO_VERSION;
-	(void)proto_conn_recv(&c->pc, NULL, &m, NULL);
-	(void)proto_conn_send(&c->pc, NULL, &m, NULL);
+	proxy_pc_init(&c->pc);
 	c->next = b->proxies;
 	if (b->proxies != NULL)
 		b->proxies->prev = c;
@@ -1304,6 +1308,8 @@ proxy_accept_on(struct broker *b, int fd, struct bufferevent *bev,
 	if (in != NULL && evbuffer_get_length(bufferevent_get_input(c->bev)))
 		proxy_schedule(c);
 	err = 0;
+	if (ret != NULL)
+		*ret = c;
 out:
 	if (shared && b->session_share != NULL)
 		share_release(b->session_share, instance, 1);
@@ -1323,7 +1329,29 @@ proxy_accept(struct broker *b, int fd, const char *instance,
     struct evbuffer *in, unsigned flags)
 {
 	return proxy_accept_on(b, fd, NULL, instance, in,
-	    flags & ~(unsigned)(PROXY_INSPECT | PROXY_HANDSHAKE), NULL);
+	    flags & ~(unsigned)(PROXY_INSPECT | PROXY_HANDSHAKE), NULL, NULL);
+}
+
+/* An inspected tunnel's lifetime is over: no request more is read, and
+ * the connection closes once the one in flight is answered. */
+static void
+proxy_end_cb(evutil_socket_t fd, short what, void *arg)
+{
+	((struct proxy_conn *)arg)->closing = 1;
+	proxy_schedule(arg);
+}
+
+/* Close c at end_ms (broker_now_ms()), as proxy_end_cb() does. */
+static int
+proxy_end_at(struct proxy_conn *c, uint64_t end_ms)
+{
+	uint64_t t = broker_now_ms(), d = end_ms > t ? end_ms - t : 0;
+	struct timeval tv = { (time_t)(d / 1000),
+		(suseconds_t)(d % 1000) * 1000 };
+
+	if ((c->end_ev = evtimer_new(c->b->base, proxy_end_cb, c)) == NULL)
+		return -1;
+	return evtimer_add(c->end_ev, &tv);
 }
 
 /*
@@ -1340,7 +1368,9 @@ proxy_inspect(struct proxy_conn *c)
 {
 	char instance[CONF_NAME_MAX + 1], auth[POLICY_NAME_MAX + 16];
 	const struct policy_dest *d = tunnel_inspect_dest(c->tun);
+	struct proxy_auth_held *held;
 	struct bufferevent *tls = NULL;
+	uint64_t end_ms;
 	struct policy_dest hd;
 	struct broker *b = c->b;
 	unsigned flags = PROXY_INSPECT;
@@ -1375,8 +1405,18 @@ proxy_inspect(struct proxy_conn *c)
 		c->shared = 0;
 	}
 	memcpy(instance, c->instance, sizeof(instance));
+	held = c->held_auth;
+	c->held_auth = NULL;
+	end_ms = tunnel_end_ms(c->tun);
 	proxy_free(c);
-	(void)proxy_accept_on(b, -1, tls, instance, NULL, flags, auth);
+	if (proxy_accept_on(b, -1, tls, instance, NULL, flags, auth, &c) !=
+	    0) {
+		proxy_auth_held_free(held);
+		return;
+	}
+	c->held_auth = held;
+	if (end_ms != 0 && proxy_end_at(c, end_ms) != 0)
+		proxy_free(c);
 }
 
 size_t

@@ -4,6 +4,7 @@
  * (proxy_auth.h).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "broker/confstate.h"
@@ -43,30 +44,18 @@ same_secret(const char *a, size_t na, const char *b)
 	return d == 0;
 }
 
-unsigned
-proxy_auth_check(const char *instance, const struct http1_req *q,
+/* Check the Proxy-Authorization value v (n bytes) against instance's
+ * token in ref, as proxy_auth_check() does. */
+static unsigned
+check_value(const char *instance, const char *v, size_t vn,
     const struct confref *ref, const char **ret_detail)
 {
 	char buf[CONF_TOKEN_MAX + 128];
-	const struct http1_header *h = NULL;
 	const struct conf_instance *ci;
 	const char *pw;
-	size_t i, n;
+	size_t n;
 	unsigned rv = 407;
 
-	for (i = 0; i < q->nheaders; i++)
-		if (http1_header_is(&q->headers[i], "Proxy-Authorization")) {
-			if (h != NULL) {
-				*ret_detail =
-				    "more than one Proxy-Authorization";
-				return 407;
-			}
-			h = &q->headers[i];
-		}
-	if (h == NULL) {
-		*ret_detail = "no Proxy-Authorization";
-		return 407;
-	}
 	if (ref == NULL) {
 		*ret_detail = "policy-unavailable";
 		return 407;
@@ -74,10 +63,77 @@ proxy_auth_check(const char *instance, const struct http1_req *q,
 	ci = conf_instance_find(ref->snap, instance);
 	*ret_detail = "wrong credentials";
 	if (ci != NULL && ci->proxy_token != NULL &&
-	    http1_req_basic_password(h->value, h->value_len, buf, sizeof(buf),
-		&pw, &n) == 0 &&
+	    http1_req_basic_password(v, vn, buf, sizeof(buf), &pw, &n) == 0 &&
 	    same_secret(pw, n, ci->proxy_token))
 		rv = 0;
 	explicit_bzero(buf, sizeof(buf));
 	return rv;
+}
+
+/* q's one Proxy-Authorization header: NULL, with *ret_detail, when it has
+ * none or more than one. */
+static const struct http1_header *
+find_header(const struct http1_req *q, const char **ret_detail)
+{
+	const struct http1_header *h = NULL;
+	size_t i;
+
+	for (i = 0; i < q->nheaders; i++)
+		if (http1_header_is(&q->headers[i], "Proxy-Authorization")) {
+			if (h != NULL) {
+				*ret_detail =
+				    "more than one Proxy-Authorization";
+				return NULL;
+			}
+			h = &q->headers[i];
+		}
+	if (h == NULL)
+		*ret_detail = "no Proxy-Authorization";
+	return h;
+}
+
+unsigned
+proxy_auth_check(const char *instance, const struct http1_req *q,
+    const struct confref *ref, const char **ret_detail)
+{
+	const struct http1_header *h = find_header(q, ret_detail);
+
+	if (h == NULL)
+		return 407;
+	return check_value(instance, h->value, h->value_len, ref, ret_detail);
+}
+
+struct proxy_auth_held {
+	size_t len;
+	char value[]; /* not NUL-terminated */
+};
+
+struct proxy_auth_held *
+proxy_auth_hold(const struct http1_req *q)
+{
+	const char *detail;
+	const struct http1_header *h = find_header(q, &detail);
+	struct proxy_auth_held *held;
+
+	if (h == NULL || (held = malloc(sizeof(*held) + h->value_len)) == NULL)
+		return NULL;
+	held->len = h->value_len;
+	memcpy(held->value, h->value, h->value_len);
+	return held;
+}
+
+unsigned
+proxy_auth_check_held(const char *instance, const struct proxy_auth_held *h,
+    const struct confref *ref, const char **ret_detail)
+{
+	return check_value(instance, h->value, h->len, ref, ret_detail);
+}
+
+void
+proxy_auth_held_free(struct proxy_auth_held *h)
+{
+	if (h == NULL)
+		return;
+	explicit_bzero(h->value, h->len);
+	free(h);
 }

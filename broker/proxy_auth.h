@@ -21,4 +21,24 @@ struct http1_req;
 unsigned proxy_auth_check(const char *instance, const struct http1_req *q,
     const struct confref *ref, const char **ret_detail);
 
+/*
+ * The credentials a CONNECT was authorized with, kept for the requests
+ * that inspection (tls_inspect) reads from inside its tunnel: those carry
+ * none, and each is checked against the token in force with these, so
+ * that a rotated token ends the tunnel as it ends a port connection.
+ */
+struct proxy_auth_held;
+
+/* Keep q's Proxy-Authorization (q passed proxy_auth_check()). Return
+ * NULL when q has none or out of memory. */
+struct proxy_auth_held *proxy_auth_hold(const struct http1_req *q);
+
+/* proxy_auth_check() for the credentials h holds. */
+unsigned proxy_auth_check_held(const char *instance,
+    const struct proxy_auth_held *h, const struct confref *ref,
+    const char **ret_detail);
+
+/* Wipe and free h (NULL: nothing). */
+void proxy_auth_held_free(struct proxy_auth_held *h);
+
 #endif

@@ -12,6 +12,25 @@
 #include "broker/log.h"
 #include "broker/proxy_refusal.h"
 #include "conf/conf.h"
+#include "proto/proto.h"
+
+unsigned
+proxy_refusal_status(uint32_t code)
+{
+	switch (code) {
+	case PROTO_CODE_DENIED:
+	case PROTO_CODE_UNAVAILABLE:
+		return 403; /* fail closed: the policy could not allow */
+	case PROTO_CODE_BUDGET_EXHAUSTED:
+		return 429;
+	case PROTO_CODE_TIMEOUT:
+		return 504;
+	case PROTO_CODE_INVALID_REQUEST:
+		return 400;
+	default:
+		return 502;
+	}
+}
 
 static void
 proxy_refusal_event(const char *instance, unsigned status, const char *error,

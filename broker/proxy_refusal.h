@@ -7,7 +7,12 @@
 #ifndef EGRESS_BROKER_PROXY_REFUSAL_H
 #define EGRESS_BROKER_PROXY_REFUSAL_H
 
+#include <stdint.h>
+
 struct event_base;
+
+/* The HTTP status a wire error code (PROTO_CODE_*) is answered with. */
+unsigned proxy_refusal_status(uint32_t code);
 
 /* Log one refusal of instance's front. */
 void proxy_refusal_log(const char *instance, unsigned status,

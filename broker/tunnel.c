@@ -892,6 +892,12 @@ tunnel_inspect_dest(const struct tunnel *t)
 	return t->inspected ? &t->dest : NULL;
 }
 
+uint64_t
+tunnel_end_ms(const struct tunnel *t)
+{
+	return t->end_ms;
+}
+
 int
 tunnel_is_done(const struct tunnel *t)
 {

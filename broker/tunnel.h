@@ -78,6 +78,10 @@ int tunnel_recheck(struct tunnel *t, const struct conf_snapshot *s);
  */
 const struct policy_dest *tunnel_inspect_dest(const struct tunnel *t);
 
+/* The end of t's lifetime (broker_now_ms()'s clock; 0: none), which the
+ * connection inspection makes of it keeps. */
+uint64_t tunnel_end_ms(const struct tunnel *t);
+
 /* Answer whether t is over (done was called). */
 int tunnel_is_done(const struct tunnel *t);
 

@@ -29,9 +29,12 @@
 # clients' variables; curl (two requests, two decisions), Python
 # requests and git clone over HTTPS succeed with no CA option of their
 # own; --inspect for an
-# instance that does not inspect is refused. Last, a reload that turns
+# instance that does not inspect is refused. A reload that turns
 # tls_inspect on ends the entry's open byte tunnel (egress.close revoked,
-# reason inspection-required); its next tunnel is inspected.
+# reason inspection-required); its next tunnel is inspected. Last, an
+# inspected tunnel keeps to its CONNECT: a rotated token makes the next
+# request inside 407 and closes it, and its stream_max_lifetime_ms ends
+# it.
 set -euo pipefail
 . "$(dirname "$0")/../lab/lab.sh"
 . "$(dirname "$0")/../lab/curl.sh"
@@ -273,6 +276,47 @@ if mode == 'slow':
     sys.exit(0)
 head, got, digest = answer()
 print('READY' if head.startswith(b'HTTP/1.1 200') else 'NO', flush=True)
+def status():
+    # The next answer's status code, or CLOSED when the connection ends.
+    data = b''
+    try:
+        while b'\r\n\r\n' not in data:
+            b = t.recv(65536)
+            if not b:
+                return 'CLOSED'
+            data += b
+    except (OSError, ssl.SSLError):
+        return 'CLOSED'
+    head, _, body = data.partition(b'\r\n\r\n')
+    n = [int(l.split(b':')[1]) for l in head.split(b'\r\n')
+         if l.lower().startswith(b'content-length:')][0]
+    while len(body) < n:
+        body += t.recv(65536)
+    return head.split(b' ')[1].decode()
+if mode == 'again':
+    # One request more once released; then whatever comes.
+    while not os.path.exists(out + '.release'):
+        time.sleep(0.05)
+    get()
+    print(status(), flush=True)
+    print(status(), flush=True)
+    sys.exit(0)
+if mode == 'life':
+    # Requests one after another until the connection ends.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            get()
+        except (OSError, ssl.SSLError):
+            print('CLOSED', flush=True)
+            sys.exit(0)
+        st = status()
+        if st != '200':
+            print(st, flush=True)
+            sys.exit(0)
+        time.sleep(0.2)
+    print('OPEN', flush=True)
+    sys.exit(0)
 try:
     while t.recv(65536):
         pass
@@ -552,5 +596,40 @@ lab_expect_close reason inspection-required
 # A new tunnel of that entry is inspected now.
 pcurl "${P[@]}" --cacert "$ICA" https://api.weather.example/small
 lab_expect_curl 200
+
+# ---- an inspected tunnel keeps to its CONNECT's token and lifetime -------
+# The token rotated: the next request inside the tunnel is 407, and the
+# connection closes, as on the port.
+lab_spawn again "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/tunnel.py" again 3128 \
+    w:weather-token-0123456789 "$ICA" /small "$LAB_DIR/again"
+lab_poll 15 grep -q READY "$LAB_DIR/log/again.out" ||
+    lab_fail "the inspected tunnel did not answer: $(cat "$LAB_DIR/log/again."*)"
+(umask 077; printf 'rotated-token-0123456789\n' >"$E/weather.token.new" &&
+    mv "$E/weather.token.new" "$E/weather.token")
+: >"$LAB_DIR/again.release"
+lab_poll 15 lab__gone "${LAB_PID[again]}" ||
+    lab_fail "the inspected tunnel's client hung"
+lab_stop again
+lab_expect_eq "a request inside the tunnel after the token rotated" \
+    "SENT READY SENT 407 CLOSED" "$(paste -sd ' ' "$LAB_DIR/log/again.out")"
+# The tunnel's lifetime is over: no request more, the connection closes.
+lab_mark
+{
+	lab_config_base
+	lab_entry weather weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3128\nproxy_token_file = weather.token\n'
+	printf 'tls_inspect = true\nstream_max_lifetime_ms = 2000\n'
+	lab_entry plain weather "$HOSTS"
+	printf 'proxy_listen = 127.0.0.1:3129\nproxy_token_file = plain.token\n'
+} | lab_config_install
+kill -HUP "$(lab_egressd_pid)"
+lab_wait_events egress.config 1
+lab_spawn life "$LAB_NS_B" "$LAB_PYTHON" "$LAB_DIR/tunnel.py" life 3128 \
+    w:rotated-token-0123456789 "$ICA" /small -
+lab_poll 40 lab__gone "${LAB_PID[life]}" ||
+    lab_fail "the inspected tunnel's client hung"
+lab_stop life
+lab_expect_eq "requests inside the tunnel until its lifetime is over" \
+    "READY CLOSED" "$(grep -v SENT "$LAB_DIR/log/life.out" | paste -sd ' ')"
 
 lab_finish

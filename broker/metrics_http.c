@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -32,6 +33,7 @@ struct mconn {
 	struct mconn *next, *prev;
 	struct metrics_http *h;
 	struct bufferevent *bev;
+	struct event *deadline; /* the head's, then the response's */
 };
 
 struct metrics_http {
@@ -43,6 +45,7 @@ struct metrics_http {
 	int fd;
 	struct event *ev;
 	int paused; /* at the cap: ev not added */
+	unsigned deadline_ms;
 	struct mconn *conns;
 	size_t nconns;
 };
@@ -171,6 +174,8 @@ mconn_free(struct mconn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	h->nconns--;
+	if (c->deadline != NULL)
+		event_free(c->deadline);
 	bufferevent_free(c->bev); /* closes the socket */
 	free(c);
 	if (h->paused && h->nconns < METRICS_HTTP_CONNS_MAX &&
@@ -190,6 +195,22 @@ event_cb(struct bufferevent *bev, short what, void *arg)
 	mconn_free(arg);
 }
 
+static void
+deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	mconn_free(arg);
+}
+
+/* Arm c's deadline, h->deadline_ms from now. */
+static int
+deadline_arm(struct mconn *c)
+{
+	struct timeval tv = { (time_t)(c->h->deadline_ms / 1000),
+		(suseconds_t)(c->h->deadline_ms % 1000) * 1000 };
+
+	return evtimer_add(c->deadline, &tv);
+}
+
 /* Queue one response and close once it is sent. */
 static void
 respond(struct mconn *c, const char *status, const char *extra,
@@ -199,7 +220,8 @@ respond(struct mconn *c, const char *status, const char *extra,
 
 	(void)bufferevent_disable(c->bev, EV_READ);
 	bufferevent_setcb(c->bev, NULL, written_cb, event_cb, c);
-	if (evbuffer_add_printf(out,
+	if (deadline_arm(c) != 0 ||
+	    evbuffer_add_printf(out,
 		"HTTP/1.1 %s\r\nContent-Type: %s\r\n"
 		"Content-Length: %zu\r\n%sConnection: close\r\n\r\n",
 		status, ctype, len, extra) < 0 ||
@@ -214,6 +236,46 @@ respond_text(struct mconn *c, const char *status, const char *extra,
 {
 	respond(c, status, extra, "text/plain; charset=utf-8", body,
 	    strlen(body), 0);
+}
+
+/*
+ * Is the Host of head (its lines after the request line, NUL-terminated)
+ * loopback, or is there none? More than one is not.
+ */
+static int
+host_ok(const char *head)
+{
+	const char *l = strchr(head, '\n'), *v, *e;
+	char host[64];
+	struct in_addr a;
+	size_t n;
+	int seen = 0;
+
+	for (; l != NULL; l = strchr(l, '\n')) {
+		l++;
+		if (strncasecmp(l, "host:", 5) != 0)
+			continue;
+		if (seen++)
+			return 0;
+		for (v = l + 5; *v == ' ' || *v == '\t'; v++)
+			;
+		e = v + strcspn(v, "\r\n");
+		while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if ((n = (size_t)(e - v)) == 0 || n >= sizeof(host))
+			return 0;
+		memcpy(host, v, n);
+		host[n] = '\0';
+		if (strncmp(host, "[::1]", 5) == 0 &&
+		    (host[5] == '\0' || host[5] == ':'))
+			continue;
+		host[strcspn(host, ":")] = '\0';
+		if (strcasecmp(host, "localhost") != 0 &&
+		    (inet_pton(AF_INET, host, &a) != 1 ||
+			(ntohl(a.s_addr) >> 24) != 127))
+			return 0;
+	}
+	return 1;
 }
 
 /* Answer the request line: METHOD SP TARGET SP HTTP/1.x. */
@@ -294,6 +356,11 @@ read_cb(struct bufferevent *bev, void *arg)
 	if (evbuffer_copyout(in, line, n) != (ev_ssize_t)n)
 		n = 0;
 	line[n] = '\0';
+	if (c->h->path == NULL && !host_ok(line)) {
+		respond_text(c, "421 Misdirected Request", "",
+		    "the Host is not loopback\n");
+		return;
+	}
 	line[strcspn(line, "\r\n")] = '\0';
 	serve_line(c, line);
 }
@@ -324,7 +391,8 @@ mconn_new(struct metrics_http *h, int fd)
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
 	    METRICS_HTTP_HEAD_MAX + 1);
 	(void)bufferevent_set_timeouts(c->bev, &tv, &tv);
-	if (bufferevent_enable(c->bev, EV_READ) != 0)
+	if ((c->deadline = evtimer_new(h->base, deadline_cb, c)) == NULL ||
+	    deadline_arm(c) != 0 || bufferevent_enable(c->bev, EV_READ) != 0)
 		mconn_free(c);
 }
 
@@ -361,6 +429,7 @@ metrics_http_new(struct event_base *base, const char *listen,
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		return EGRESS_ERR_NOMEM;
 	h->fd = -1;
+	h->deadline_ms = METRICS_HTTP_TIMEOUT_S * 1000;
 	h->base = base;
 	h->render = render;
 	h->arg = arg;
@@ -382,6 +451,12 @@ metrics_http_new(struct event_base *base, const char *listen,
 	}
 	*ret = h;
 	return 0;
+}
+
+void
+metrics_http_set_deadline_ms(struct metrics_http *h, unsigned ms)
+{
+	h->deadline_ms = ms;
 }
 
 const char *

@@ -5,14 +5,19 @@
  * tiny HTTP/1.x server on a libevent base: GET and HEAD of /metrics are
  * answered 200 with the exposition (Content-Type text/plain;
  * version=0.0.4), any other path 404, any other method 405, a malformed
- * or over-long request head 400 (431 past METRICS_HTTP_HEAD_MAX bytes);
+ * or over-long request head 400 (431 past METRICS_HTTP_HEAD_MAX bytes),
+ * and on a TCP port a Host that is not loopback (localhost, 127.0.0.0/8,
+ * [::1], with any port; none is taken) 421, so that a web page whose name
+ * was rebound to 127.0.0.1 cannot read it from a browser on the host;
  * every response closes its connection. Only a loopback address or a
  * Unix socket path is ever bound (the configuration refuses the rest and
  * this module checks again). At most METRICS_HTTP_CONNS_MAX connections
  * are open at once: at the cap the listening socket is not read until
  * one closes (the kernel backlog holds the rest); a connection that does
- * not finish its request head within METRICS_HTTP_TIMEOUT_S seconds is
- * closed. Every descriptor is CLOEXEC. Logs nothing: errors are returned.
+ * not finish its request head within METRICS_HTTP_TIMEOUT_S seconds of
+ * its accept, however often bytes arrive, is closed, and so is one that
+ * has not read its whole response within as long again. Every
+ * descriptor is CLOEXEC. Logs nothing: errors are returned.
  *
  * libevent's evhttp has no connection limit in 2.1 (nor a hook at
  * connection close), hence this server of its own on bufferevents.
@@ -48,6 +53,9 @@ typedef int (*metrics_http_render_fn)(void *arg, char **ret_text,
  */
 int metrics_http_new(struct event_base *base, const char *listen,
     metrics_http_render_fn render, void *arg, struct metrics_http **ret);
+
+/* Set h's deadlines (for tests; default METRICS_HTTP_TIMEOUT_S s). */
+void metrics_http_set_deadline_ms(struct metrics_http *h, unsigned ms);
 
 /* The listen value the endpoint was created with (borrowed). */
 const char *metrics_http_listen(const struct metrics_http *h);

@@ -527,3 +527,173 @@ Test(broker_metrics_http, loopback_tcp)
 	metrics_http_free(h);
 	event_base_free(b);
 }
+
+/* ---- Deadlines and the Host check --------------------------------------- */
+
+/* Run the loop for about ms milliseconds (a step of a bounded wait). */
+static void
+run_for(unsigned ms)
+{
+	struct timeval tv = { 0, (suseconds_t)ms * 1000 };
+
+	(void)event_base_loopexit(base, &tv);
+	(void)event_base_dispatch(base);
+}
+
+/* Has the server closed its end of fd? (A send to a Unix socket whose
+ * peer is gone fails with EPIPE.) */
+static int
+peer_closed(int fd)
+{
+	return send(fd, "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+	    errno == EPIPE;
+}
+
+/*
+ * A head dripped a byte at a time never finishes: it is closed at its
+ * deadline from the accept, however often bytes arrive (an inactivity
+ * timeout alone would hold it, and 8 such would lock the endpoint).
+ */
+Test(broker_metrics_http, a_dripped_head_is_closed_at_its_deadline,
+    .init = ep_setup, .fini = ep_teardown)
+{
+	static const char start[] = "GET /metrics HTTP/1.1\r\nX-Slow: ";
+	int fd = client(), i;
+
+	metrics_http_set_deadline_ms(ep, 200);
+	cr_assert_eq(write(fd, start, sizeof(start) - 1),
+	    (ssize_t)sizeof(start) - 1);
+	/* A bound of 10 s on the wait, twice the inactivity timeout. */
+	for (i = 0; i < 500 && !peer_closed(fd); i++)
+		run_for(20);
+	cr_assert_lt(i, 500, "the dripping connection is still open");
+	(void)close(fd);
+}
+
+static int
+render_big(void *arg, char **ret_text, size_t *ret_len)
+{
+	size_t n = 16u << 20;
+
+	if ((*ret_text = malloc(n)) == NULL)
+		return EGRESS_ERR_NOMEM;
+	memset(*ret_text, '#', n);
+	*ret_len = n;
+	return 0;
+}
+
+/* A client that reads its response a trickle at a time (each read
+ * enough for the server's writes to go on) does not hold its connection
+ * past the response's deadline. */
+Test(broker_metrics_http, a_slowly_read_response_is_closed_at_its_deadline,
+    .init = ep_setup, .fini = ep_teardown)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\n\r\n";
+	struct metrics_http *big = NULL;
+	char path[160], buf[512];
+	int fd, i;
+	struct sockaddr_un sun;
+
+	(void)snprintf(path, sizeof(path), "%s/big.sock", sdir);
+	cr_assert_eq(metrics_http_new(base, path, render_big, NULL, &big), 0);
+	metrics_http_set_deadline_ms(big, 200);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	cr_assert_eq(write(fd, req, sizeof(req) - 1),
+	    (ssize_t)sizeof(req) - 1);
+	for (i = 0; i < 500 && !peer_closed(fd); i++) {
+		(void)recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		run_for(20);
+	}
+	cr_assert_lt(i, 500, "the slowly read response's connection is open");
+	(void)close(fd);
+	metrics_http_free(big);
+}
+
+/* The endpoint on a loopback TCP port, as ep_setup() makes it on a path. */
+static int tport;
+
+static void
+tcp_setup(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	char listen[32];
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert((base = event_base_new()) != NULL);
+	sin.sin_addr.s_addr = htonl(0x7f000001);
+	cr_assert(s >= 0 &&
+	    bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	cr_assert_eq(getsockname(s, (struct sockaddr *)&sin, &sl), 0);
+	(void)close(s);
+	tport = ntohs(sin.sin_port);
+	(void)snprintf(listen, sizeof(listen), "127.0.0.1:%d", tport);
+	cr_assert_eq(metrics_http_new(base, listen, render, NULL, &ep), 0);
+}
+
+static void
+tcp_teardown(void)
+{
+	metrics_http_free(ep);
+	ep = NULL;
+	event_base_free(base);
+}
+
+static char *
+tcp_ask(const char *req)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sin.sin_addr.s_addr = htonl(0x7f000001);
+	sin.sin_port = htons((uint16_t)tport);
+	cr_assert(fd >= 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	return response(fd);
+}
+
+/*
+ * On a TCP port only a loopback Host is served: a web page whose name
+ * was rebound to 127.0.0.1 sends its own name, and a browser on the host
+ * would otherwise hand it the metrics.
+ */
+Test(broker_metrics_http, a_host_that_is_not_loopback_is_refused,
+    .init = tcp_setup, .fini = tcp_teardown)
+{
+	static const struct {
+		const char *host; /* the request's Host lines */
+		const char *status;
+	} cases[] = {
+		{ "Host: attacker.example\r\n", "HTTP/1.1 421" },
+		{ "Host: attacker.example:9464\r\n", "HTTP/1.1 421" },
+		{ "Host: 127.evil.example\r\n", "HTTP/1.1 421" },
+		{ "Host: 10.0.0.1:9464\r\n", "HTTP/1.1 421" },
+		{ "Host: [::2]:9464\r\n", "HTTP/1.1 421" },
+		{ "Host: 127.0.0.1\r\nHost: attacker.example\r\n",
+		    "HTTP/1.1 421" },
+		{ "host:\r\n", "HTTP/1.1 421" },
+		{ "Host: 127.0.0.1:9464\r\n", "HTTP/1.1 200" },
+		{ "Host: 127.1.2.3\r\n", "HTTP/1.1 200" },
+		{ "Host: localhost:9464\r\n", "HTTP/1.1 200" },
+		{ "HOST: LocalHost\r\n", "HTTP/1.1 200" },
+		{ "Host: [::1]:9464\r\n", "HTTP/1.1 200" },
+		{ "", "HTTP/1.1 200" },
+	};
+	char req[256];
+	const char *r;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		(void)snprintf(req, sizeof(req),
+		    "GET /metrics HTTP/1.1\r\n%s\r\n", cases[i].host);
+		r = tcp_ask(req);
+		cr_assert(strncmp(r, cases[i].status,
+			      strlen(cases[i].status)) == 0,
+		    "'%s': %s", cases[i].host, r);
+	}
+}

@@ -153,7 +153,7 @@ log_bound(const char *s, size_t n, char *buf, size_t bufsz)
 		n = 0;
 	for (i = 0; i < n; i++) {
 		c = (unsigned char)s[i];
-		if (c >= 0x20 && c <= 0x7e) {
+		if (c >= 0x20 && c <= 0x7e && c != '\\') {
 			if (o + 1 > LOG_STR_MAX)
 				break;
 			buf[o++] = (char)c;

@@ -52,8 +52,9 @@ void log_set_fd(int fd);
 /*
  * Write the bounded, printable form of the n bytes at s (NULL: empty)
  * into buf of size bufsz (at least LOG_STR_MAX + sizeof(LOG_TRUNC_MARK))
- * and NUL-terminate it: bytes 0x20..0x7e are kept, every other byte
- * becomes "\xNN"; when the result would pass LOG_STR_MAX bytes it is cut
+ * and NUL-terminate it: bytes 0x20..0x7e but the backslash are kept,
+ * every other byte becomes "\xNN" (so every backslash of the result
+ * starts an escape); when the result would pass LOG_STR_MAX bytes it is cut
  * at a character boundary and LOG_TRUNC_MARK is appended. Return the
  * length written, or EGRESS_ERR_TOO_BIG when bufsz is too small.
  */

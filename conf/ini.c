@@ -59,6 +59,45 @@ errors_push(struct conf_errors *e, char *msg)
 	return 0;
 }
 
+/*
+ * msg with every byte outside printable ASCII as "\xNN" (a new string;
+ * msg is freed), or NULL when out of memory. Messages quote what they
+ * refuse, and a manifest is untrusted: its bytes must not reach an
+ * operator's terminal (escape sequences, C1 controls, bidirectional
+ * overrides) or a JSON consumer (invalid UTF-8) as they are.
+ */
+static char *
+errors_printable(char *msg)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0, n = strlen(msg), extra = 0;
+	unsigned char c;
+	char *out;
+
+	for (i = 0; i < n; i++)
+		if ((unsigned char)msg[i] < 0x20 ||
+		    (unsigned char)msg[i] > 0x7e)
+			extra += 3;
+	if (extra == 0)
+		return msg;
+	if ((out = malloc(n + extra + 1)) != NULL) {
+		for (i = 0; i < n; i++) {
+			c = (unsigned char)msg[i];
+			if (c >= 0x20 && c <= 0x7e) {
+				out[o++] = (char)c;
+				continue;
+			}
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 0xf];
+		}
+		out[o] = '\0';
+	}
+	free(msg);
+	return out;
+}
+
 int
 conf_errors_addf(struct conf_errors *e, const char *fmt, ...)
 {
@@ -76,7 +115,7 @@ conf_errors_addf(struct conf_errors *e, const char *fmt, ...)
 	va_start(ap, fmt);
 	r = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	if (r < 0)
+	if (r < 0 || (msg = errors_printable(msg)) == NULL)
 		return EGRESS_ERR_INVALID;
 	(void)errors_push(e, msg);
 	return EGRESS_ERR_INVALID;

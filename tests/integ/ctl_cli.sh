@@ -10,8 +10,9 @@
 # --private), and diagnose: --egress none is a note, every
 # logged reason is classified against the current file (golden output in
 # tests/data/cli/golden/; UPDATE_GOLDEN=1 rewrites it), and ca init
-# (never replaces a CA without --force, even racing another init). No
-# network.
+# (never replaces a CA without --force, even racing another init), and a
+# manifest's bytes outside printable ASCII quoted as \xNN in plugin list
+# and its JSON. No network.
 set -uo pipefail
 . "$(dirname "$0")/wrap.sh"
 ctl=${1:?usage: ctl_cli.sh EGRESSCTL SRCDIR}
@@ -231,6 +232,31 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
 	fi
 done
 [ $ca_race_ok = 1 ] && ok
+
+# ---- a manifest's bytes are quoted printable, in text and in JSON ------
+mkdir -p pkgs/evil
+printf '[plugin]\nname = w\302\2332J\342\200\256\377\nversion = 1.0.0\n' \
+    >pkgs/evil/manifest.ini
+{ cat egressd.ini; printf '\n[plugins.entries.evil]\nplugin = evil\nmanifest = pkgs/evil/manifest.ini\npermissions = http_client\negress_hosts = api.example.com\n'; } >evil.ini
+run -c evil.ini plugin list --json
+if LC_ALL=C grep -q '[^ -~]' .out .err ||
+    ! python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+e = [i for i in (d if isinstance(d, list) else d["instances"]) if i["instance"] == "evil"][0]
+assert "w\\xc2\\x9b2J\\xe2\\x80\\xae\\xff" in e["manifest_error"], e' .out; then
+	bad "manifest bytes: plugin list --json: exit $rc"
+	printf '  stdout: %s\n  stderr: %s\n' "$out" "$err"
+else
+	ok
+fi
+run -c evil.ini plugin list
+if LC_ALL=C grep -q '[^ -~]' .out .err ||
+    [[ $out$err != *'w\xc2\x9b2J\xe2\x80\xae\xff'* ]]; then
+	bad "manifest bytes: plugin list: exit $rc"
+	printf '  stdout: %s\n  stderr: %s\n' "$out" "$err"
+else
+	ok
+fi
 
 echo "ctl_cli.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -497,3 +497,29 @@ Test(conf_manifest, idn_entry_shows_a_label)
 	    "%s", e.msgs[1]);
 	conf_errors_done(&e);
 }
+
+/*
+ * A manifest is untrusted: the values its errors quote reach operators'
+ * terminals and JSON output, so every byte outside printable ASCII (here
+ * a C1 CSI, a right-to-left override and a byte that is no UTF-8) is
+ * quoted as \xNN, never as itself.
+ */
+Test(conf_manifest, quoted_values_are_printable)
+{
+	static const char text[] = "[plugin]\n"
+				   "name = w\xc2\x9b"
+				   "2J\xe2\x80\xae\xff\n"
+				   "version = 1.4.0\n";
+	struct conf_manifest *m = NULL;
+	struct conf_errors e = { 0 };
+	const char *p;
+
+	cr_assert_neq(parse(text, &m, &e), 0);
+	cr_assert_eq(e.n, 1);
+	for (p = e.msgs[0]; *p != '\0'; p++)
+		cr_assert(*p >= 0x20 && *p <= 0x7e, "%s", e.msgs[0]);
+	cr_expect(strstr(e.msgs[0], "'w\\xc2\\x9b2J\\xe2\\x80\\xae\\xff'") !=
+		NULL,
+	    "%s", e.msgs[0]);
+	conf_errors_done(&e);
+}

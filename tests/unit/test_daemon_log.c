@@ -51,7 +51,10 @@ static struct bound_case bound_cases[] = {
 	{ "a\r\nb", 0, 0, "a\\x0d\\x0ab", 10, 0 },
 	{ "nul\0x", 5, 0, "nul\\x00x", 8, 0 },
 	{ "\xff\xfe", 0, 0, "\\xff\\xfe", 8, 0 },
-	{ "q\"\\", 0, 0, "q\"\\", 3, 0 },
+	/* The backslash is escaped too, so that every one in the output
+	 * starts an escape: text that spells one is not taken for it. */
+	{ "q\"\\", 0, 0, "q\"\\x5c", 6, 0 },
+	{ "evil\\x0a", 0, 0, "evil\\x5cx0a", 11, 0 },
 	{ "a", 0, LOG_STR_MAX, "", LOG_STR_MAX, 0 },
 	{ "a", 0, LOG_STR_MAX + 1, "",
 	    LOG_STR_MAX + sizeof(LOG_TRUNC_MARK) - 1, 1 },

@@ -147,18 +147,26 @@ Test(net_mint, cache_reuse_and_renewal, .init = setup, .fini = teardown)
 Test(net_mint, cache_bound_drops_least_recent, .init = setup, .fini = teardown)
 {
 	time_t now = time(NULL);
-	X509 *a = NULL, *x = NULL;
+	X509 *a = NULL, *b = NULL, *c = NULL, *x = NULL;
 
 	cr_assert_eq(mint_leaf(m, "a.example", now, &a), 0);
-	cr_assert_eq(mint_leaf(m, "b.example", now, &x), 0);
-	cr_assert_eq(mint_leaf(m, "c.example", now, &x), 0);
+	cr_assert_eq(mint_leaf(m, "b.example", now, &b), 0);
+	cr_assert_eq(X509_up_ref(b), 1); /* kept: its address stays its own */
+	cr_assert_eq(mint_leaf(m, "c.example", now, &c), 0);
+	cr_assert_eq(X509_up_ref(c), 1);
 	cr_assert_eq(mint_leaf(m, "a.example", now, &x), 0); /* a is recent */
 	cr_expect_eq(a, x);
 	cr_assert_eq(mint_leaf(m, "d.example", now, &x), 0); /* b goes */
 	cr_expect_eq(mint_cached(m), 3);
 	cr_assert_eq(mint_leaf(m, "a.example", now, &x), 0);
 	cr_expect_eq(a, x, "a was kept");
+	cr_assert_eq(mint_leaf(m, "c.example", now, &x), 0);
+	cr_expect_eq(c, x, "c was kept");
+	cr_assert_eq(mint_leaf(m, "b.example", now, &x), 0);
+	cr_expect_neq(b, x, "b was kept, not the least recently used");
 	cr_expect_eq(mint_cached(m), 3);
+	X509_free(b);
+	X509_free(c);
 }
 
 Test(net_mint, bad_names, .init = setup, .fini = teardown)

@@ -288,6 +288,8 @@ request_release_exchange(struct request *r)
 	r->conf = NULL;
 }
 
+static int request_arm(struct request *r, uint64_t at_ms);
+
 void
 request_settle(struct request *r)
 {
@@ -302,6 +304,19 @@ request_settle(struct request *r)
 
 		(void)evbuffer_drain(r->body, n);
 		g_consumed(r, &r->st, n);
+	}
+	/* The guest's end is due within a between-bytes gap (a stream's
+	 * idle timeout), or the stream closes (request_timer_cb()): a stream
+	 * the guest never ends holds no memory for good. */
+	if (request_arm(r,
+		broker_now_ms() +
+		    (r->transport == PROTO_TRANSPORT_HTTP ?
+			    (uint64_t)r->between_bytes_ms :
+			    (uint64_t)r->idle_ms)) != 0) {
+		(void)r->g.ops->send_error(r->g.ctx, &r->st,
+		    proto_err_to_wire(EGRESS_ERR_NOMEM));
+		r->st.state = PROTO_STREAM_CLOSED;
+		r->done(r->done_arg, r);
 	}
 }
 
@@ -556,6 +571,14 @@ request_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct request *r = arg;
 
+	if (r->phase == PHASE_DONE) {
+		/* Answered and logged; the guest never ended its side. */
+		(void)r->g.ops->send_error(r->g.ctx, &r->st,
+		    proto_err_to_wire(EGRESS_ERR_TIMEOUT));
+		r->st.state = PROTO_STREAM_CLOSED;
+		r->done(r->done_arg, r);
+		return;
+	}
 	if (r->phase == PHASE_RESOLVING) {
 		/* The deadline passed before an answer: no verdict. */
 		r->verdict = NULL;

@@ -356,9 +356,13 @@ epoll_watches(unsigned long ino)
 			continue;
 		while (!found && fgets(line, sizeof(line), f) != NULL) {
 			const char *p = strstr(line, " ino:");
+			char *end;
 
-			if (strncmp(line, "tfd:", 4) == 0 && p != NULL &&
-			    sscanf(p, " ino:%lx", &i) == 1 && i == ino)
+			if (strncmp(line, "tfd:", 4) != 0 || p == NULL)
+				continue;
+			errno = 0;
+			i = strtoul(p + 5, &end, 16);
+			if (errno == 0 && end != p + 5 && i == ino)
 				found = 1;
 		}
 		(void)fclose(f);

@@ -557,6 +557,59 @@ Test(request, allowed_response_streamed_back)
 	dt_upstream_close(&u);
 }
 
+/*
+ * The upstream answered in full while the guest had not ended its side
+ * (here: its whole body sent, as its length said, but no END_STREAM).
+ * The guest's end is due within its between-bytes gap; a guest that
+ * never sends it gets ERROR timeout then, and the stream is freed
+ * (before, it stayed for good, a few KiB each, on every stream slot of
+ * every session). The answer stays whole.
+ */
+Test(request, a_guest_that_never_ends_after_the_answer_is_closed)
+{
+	char hdrs[] = "Content-Length: 4\n";
+	static struct proto_msg d;
+	struct dt_upstream u;
+	size_t i;
+
+	dt_upstream_open(&u);
+	fg_init(&F, "app");
+	dt_request(&M, 1, 0, "POST", "http", u.authority, "/upload", hdrs);
+	M.request.timeouts.between_bytes_ms = 200;
+	fg_start(&F, &M);
+	/* The whole body, as its length says, but no end of the stream. */
+	dt_msg(&d, PROTO_MSG_DATA, 0, 1);
+	d.data.ptr = (const uint8_t *)"body";
+	d.data.len = 4;
+	cr_assert_eq(proto_conn_recv(&F.pc, request_stream(F.r), &d, NULL),
+	    PROTO_ACCEPT);
+	cr_assert_eq(evbuffer_add(request_body_buffer(F.r), "body", 4), 0);
+	request_on_body(F.r, 4, 0);
+	for (i = 0; i < DT_ITERS && strstr(u.req, "\r\n\r\nbody") == NULL;
+	     i++) {
+		dt_upstream_read(&u);
+		dt_step(u.cfd >= 0 ? u.cfd : u.lfd);
+	}
+	cr_assert_not_null(strstr(u.req, "\r\n\r\nbody"), "%s", u.req);
+	dt_upstream_reply(&u,
+	    "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok");
+	for (i = 0; i < DT_ITERS && F.done_calls == 0; i++)
+		dt_step(-1);
+	cr_assert_eq(F.done_calls, 1, "the stream was never closed");
+	cr_assert_eq(F.frames[0].type, PROTO_MSG_RESPONSE);
+	cr_assert_eq(F.frames[0].status, 201);
+	cr_assert_eq(F.bodylen, 2);
+	cr_assert_geq(F.nframes, 3);
+	cr_assert_neq(F.frames[F.nframes - 2].flags & PROTO_FLAG_END_STREAM, 0,
+	    "the answer was not ended before the ERROR");
+	cr_assert_eq(F.frames[F.nframes - 1].type, PROTO_MSG_ERROR);
+	cr_assert_str_eq(proto_code_name(F.frames[F.nframes - 1].code),
+	    "timeout");
+	expect_one_decision_and_close("early answer");
+	cr_assert_str_eq(dt_log_last("egress.close", "error"), "null");
+	dt_upstream_close(&u);
+}
+
 Test(request, redirect_passed_back_not_followed)
 {
 	struct dt_upstream u;

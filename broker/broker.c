@@ -625,11 +625,19 @@ int
 broker_dial_params(struct broker *b, const struct conf_snapshot *s,
     const char *instance, struct dial_params *p, struct dial_parent *parent)
 {
+	const struct conf_snapshot *now = NULL;
+
 	memset(p, 0, sizeof(*p));
 	p->handshakes = b->tls_share; /* a fair share of handshakes */
 	p->tag = instance;
-	if (str_differ(s->upstream_proxy_url, b->parent_url) ||
-	    str_differ(s->upstream_proxy_auth, b->parent_auth))
+	/* The parent of the configuration in force (as last applied when it
+	 * is broken): a drain does not apply snapshots to the broker. */
+	if (b->conf.cur != NULL)
+		now = b->conf.cur->snap;
+	if (str_differ(s->upstream_proxy_url,
+		now != NULL ? now->upstream_proxy_url : b->parent_url) ||
+	    str_differ(s->upstream_proxy_auth,
+		now != NULL ? now->upstream_proxy_auth : b->parent_auth))
 		return EGRESS_ERR_AGAIN;
 	if (s->upstream_proxy_url == NULL)
 		return 0;

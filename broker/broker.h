@@ -281,9 +281,10 @@ void broker_format_id(char *buf, size_t n, const char *prefix, uint64_t seq);
  * and, when s names an [upstream_proxy], the parent in *parent (which
  * must outlive dial_start()). The caller sets the destination.
  * Return 0, or EGRESS_ERR_AGAIN when s's parent (its url or credentials)
- * is no longer the broker's: s is older than a reload that changed it,
- * and nothing may be dialed through a parent that was removed or whose
- * credentials were replaced.
+ * is not that of the configuration in force (the one last applied while
+ * the configuration is broken): s is older than a reload that changed
+ * it, and nothing may be dialed through a parent that was removed or
+ * whose credentials were replaced.
  */
 struct dial_params;
 struct dial_parent;

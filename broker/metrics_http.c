@@ -240,7 +240,8 @@ respond_text(struct mconn *c, const char *status, const char *extra,
 
 /*
  * Is the Host of head (its lines after the request line, NUL-terminated)
- * loopback, or is there none? More than one is not.
+ * loopback, or is there none? More than one is not, nor is any field
+ * with whitespace before its colon (or a folded line).
  */
 static int
 host_ok(const char *head)
@@ -253,6 +254,11 @@ host_ok(const char *head)
 
 	for (; l != NULL; l = strchr(l, '\n')) {
 		l++;
+		/* Whitespace before a field's colon hides its name from
+		 * this look; RFC 9112 refuses it anyway. */
+		if (l[strcspn(l, ":\r\n \t")] == ' ' ||
+		    l[strcspn(l, ":\r\n \t")] == '\t')
+			return 0;
 		if (strncasecmp(l, "host:", 5) != 0)
 			continue;
 		if (seen++)
@@ -356,6 +362,10 @@ read_cb(struct bufferevent *bev, void *arg)
 	if (evbuffer_copyout(in, line, n) != (ev_ssize_t)n)
 		n = 0;
 	line[n] = '\0';
+	if (memchr(line, '\0', n) != NULL) {
+		respond_text(c, "400 Bad Request", "", "bad request\n");
+		return;
+	}
 	if (c->h->path == NULL && !host_ok(line)) {
 		respond_text(c, "421 Misdirected Request", "",
 		    "the Host is not loopback\n");

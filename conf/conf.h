@@ -32,6 +32,14 @@ struct conf_errors {
 /* Free the messages and reset to empty. NULL is a no-op. */
 void conf_errors_done(struct conf_errors *e);
 
+/*
+ * A new copy of s with every byte outside printable ASCII, and the
+ * backslash, as "\xNN", as the messages of struct conf_errors quote
+ * what they refuse (so that a backslash always starts an escape). NULL
+ * when out of memory.
+ */
+char *conf_printable(const char *s);
+
 enum conf_sig_mode {
 	CONF_SIG_DISABLED = 1,
 	CONF_SIG_PERMISSIVE = 2,

@@ -59,41 +59,48 @@ errors_push(struct conf_errors *e, char *msg)
 	return 0;
 }
 
+char *
+conf_printable(const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0, n = strlen(s), extra = 0;
+	unsigned char c;
+	char *out;
+
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		if (c < 0x20 || c > 0x7e || c == '\\')
+			extra += 3;
+	}
+	if ((out = malloc(n + extra + 1)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		if (c >= 0x20 && c <= 0x7e && c != '\\') {
+			out[o++] = (char)c;
+			continue;
+		}
+		out[o++] = '\\';
+		out[o++] = 'x';
+		out[o++] = hex[c >> 4];
+		out[o++] = hex[c & 0xf];
+	}
+	out[o] = '\0';
+	return out;
+}
+
 /*
- * msg with every byte outside printable ASCII as "\xNN" (a new string;
- * msg is freed), or NULL when out of memory. Messages quote what they
- * refuse, and a manifest is untrusted: its bytes must not reach an
- * operator's terminal (escape sequences, C1 controls, bidirectional
- * overrides) or a JSON consumer (invalid UTF-8) as they are.
+ * msg made printable (conf_printable(); msg is freed), or NULL when out
+ * of memory. Messages quote what they refuse, and a manifest is
+ * untrusted: its bytes must not reach an operator's terminal (escape
+ * sequences, C1 controls, text direction overrides) or a JSON consumer
+ * (invalid UTF-8) as they are.
  */
 static char *
 errors_printable(char *msg)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t i, o = 0, n = strlen(msg), extra = 0;
-	unsigned char c;
-	char *out;
+	char *out = conf_printable(msg);
 
-	for (i = 0; i < n; i++)
-		if ((unsigned char)msg[i] < 0x20 ||
-		    (unsigned char)msg[i] > 0x7e)
-			extra += 3;
-	if (extra == 0)
-		return msg;
-	if ((out = malloc(n + extra + 1)) != NULL) {
-		for (i = 0; i < n; i++) {
-			c = (unsigned char)msg[i];
-			if (c >= 0x20 && c <= 0x7e) {
-				out[o++] = (char)c;
-				continue;
-			}
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 0xf];
-		}
-		out[o] = '\0';
-	}
 	free(msg);
 	return out;
 }

@@ -23,8 +23,19 @@
 void
 ctl_print_errs(const struct conf_errors *e, const char *from, const char *to)
 {
-	size_t i, fl = from ? strlen(from) : 0;
+	/* Messages quote paths made printable (conf_printable()). */
+	char *pf = from != NULL ? conf_printable(from) : NULL;
+	char *pt = to != NULL ? conf_printable(to) : NULL;
+	size_t i, fl;
 
+	if (pf == NULL || pt == NULL) {
+		free(pf);
+		free(pt);
+		pf = pt = NULL;
+	}
+	from = pf;
+	to = pt;
+	fl = from != NULL ? strlen(from) : 0;
 	for (i = 0; i < e->n; i++) {
 		const char *m = e->msgs[i], *p;
 
@@ -36,6 +47,8 @@ ctl_print_errs(const struct conf_errors *e, const char *from, const char *to)
 		}
 		fprintf(stderr, "%s\n", m);
 	}
+	free(pf);
+	free(pt);
 }
 
 const char *

@@ -12,7 +12,8 @@
 # tests/data/cli/golden/; UPDATE_GOLDEN=1 rewrites it), and ca init
 # (never replaces a CA without --force, even racing another init), and a
 # manifest's bytes outside printable ASCII quoted as \xNN in plugin list
-# and its JSON. No network.
+# and its JSON (and a package refused from a package folder whose name is
+# not ASCII named by its own path). No network.
 set -uo pipefail
 . "$(dirname "$0")/wrap.sh"
 ctl=${1:?usage: ctl_cli.sh EGRESSCTL SRCDIR}
@@ -253,6 +254,20 @@ run -c evil.ini plugin list
 if LC_ALL=C grep -q '[^ -~]' .out .err ||
     [[ $out$err != *'w\xc2\x9b2J\xe2\x80\xae\xff'* ]]; then
 	bad "manifest bytes: plugin list: exit $rc"
+	printf '  stdout: %s\n  stderr: %s\n' "$out" "$err"
+else
+	ok
+fi
+
+# A package refused in a package folder whose name is not ASCII: its
+# errors still name the package's own manifest, not the staging copy.
+cp -r pkgs/weather-1.4.0 badpkg
+sed -i 's/^hosts = .*/hosts = bad_host.example/' badpkg/manifest.ini
+sed 's/^package_dir = .*/package_dir = pk-\xc3\xa9/' egressd.ini >eacute.ini
+run -c eacute.ini plugin install badpkg
+if [ "$rc" != 1 ] || [[ $err != *"badpkg/manifest.ini:"* ]] ||
+    [[ $err == *"pk-"* ]]; then
+	bad "install from an escaped package folder: exit $rc"
 	printf '  stdout: %s\n  stderr: %s\n' "$out" "$err"
 else
 	ok

@@ -502,13 +502,14 @@ Test(conf_manifest, idn_entry_shows_a_label)
  * A manifest is untrusted: the values its errors quote reach operators'
  * terminals and JSON output, so every byte outside printable ASCII (here
  * a C1 CSI, a right-to-left override and a byte that is no UTF-8) is
- * quoted as \xNN, never as itself.
+ * quoted as \xNN, never as itself, and so is the backslash: text that
+ * spells an escape is not taken for one.
  */
 Test(conf_manifest, quoted_values_are_printable)
 {
 	static const char text[] = "[plugin]\n"
 				   "name = w\xc2\x9b"
-				   "2J\xe2\x80\xae\xff\n"
+				   "2J\xe2\x80\xae\xff\\x41\n"
 				   "version = 1.4.0\n";
 	struct conf_manifest *m = NULL;
 	struct conf_errors e = { 0 };
@@ -518,8 +519,8 @@ Test(conf_manifest, quoted_values_are_printable)
 	cr_assert_eq(e.n, 1);
 	for (p = e.msgs[0]; *p != '\0'; p++)
 		cr_assert(*p >= 0x20 && *p <= 0x7e, "%s", e.msgs[0]);
-	cr_expect(strstr(e.msgs[0], "'w\\xc2\\x9b2J\\xe2\\x80\\xae\\xff'") !=
-		NULL,
+	cr_expect(strstr(e.msgs[0],
+		      "'w\\xc2\\x9b2J\\xe2\\x80\\xae\\xff\\x5cx41'") != NULL,
 	    "%s", e.msgs[0]);
 	conf_errors_done(&e);
 }

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "broker/broker.h"
 #include "broker/control.h"
 #include "broker/log.h"
 #include "broker/metrics.h"
@@ -520,7 +521,7 @@ read_line(struct event_base *base, int fd, char *buf, size_t n, int *ret_fd)
 
 Test(broker_control, server_over_socketpair, .init = setup, .fini = teardown)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct control_server *cs = NULL;
 	char buf[8192];
 	int sv[2], fd = -1;
@@ -600,7 +601,7 @@ snap_with_uids(const char *uids)
 Test(broker_control, server_refuses_over_cap, .init = setup, .fini = teardown)
 {
 	enum { N = CONTROL_CONNS_MAX + CONTROL_CONNS_RESERVE + 2 };
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct control_server *cs = NULL;
 	int sv[N][2];
 	char buf[256];
@@ -640,7 +641,7 @@ Test(broker_control, server_refuses_over_cap, .init = setup, .fini = teardown)
 Test(broker_control, a_peer_no_longer_allowed_is_refused_its_next_command,
     .init = setup, .fini = teardown)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct control_server *cs = NULL;
 	char buf[512];
 	int sv[2];
@@ -673,7 +674,7 @@ Test(broker_control, a_peer_no_longer_allowed_is_refused_its_next_command,
 Test(broker_control, an_idle_connection_is_closed, .init = setup,
     .timeout = 30, .fini = teardown)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct control_server *cs = NULL;
 	char buf[512];
 	int sv[2][2];
@@ -812,7 +813,7 @@ send_with_fds(int fd, const char *line, const int *fds, size_t n)
 Test(broker_control, server_descriptors_belong_to_their_line, .init = setup,
     .fini = teardown)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct control_server *cs = NULL;
 	char buf[4096];
 	int sv[2], p[2], fds[5];
@@ -858,7 +859,7 @@ Test(broker_control, attach_listener_hold, .init = setup, .fini = teardown)
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int))];
 	} cm;
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct control_server *cs = NULL;
 	struct iovec iov;
 	struct msghdr mh;
@@ -909,7 +910,7 @@ Test(broker_control, attach_listener_hold, .init = setup, .fini = teardown)
 Test(broker_control, a_reply_follows_the_events_it_caused, .init = setup,
     .fini = teardown)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct control_server *cs = NULL;
 	char buf[8192], lines[4096];
 	int sv[2], lp[2];

@@ -34,6 +34,7 @@
 #include <criterion/parameterized.h>
 #include <event2/event.h>
 
+#include "broker/broker.h"
 #include "broker/listen.h"
 #include "broker/log.h"
 #include "conf/conf.h"
@@ -110,7 +111,7 @@ opt(char *s)
 ParameterizedTest(struct owner_case *c, broker_listen, owner_follows_entry)
 {
 	char dir[] = "/tmp/test_broker_listenXXXXXX", path[256];
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct revokes rv;
 	struct conf_snapshot s;
 	struct conf_instance ci;
@@ -160,7 +161,7 @@ ParameterizedTest(struct owner_case *c, broker_listen, owner_follows_entry)
 Test(broker_listen, unknown_owner_closes)
 {
 	char dir[] = "/tmp/test_broker_listenXXXXXX", path[256];
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct revokes rv;
 	struct conf_snapshot s;
 	struct conf_instance ci;
@@ -200,7 +201,7 @@ static void
 take_back(int race)
 {
 	char dir[] = "/tmp/test_broker_listenXXXXXX", path[256];
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct revokes rv;
 	struct conf_snapshot s;
 	struct conf_instance ci;
@@ -275,7 +276,7 @@ ParameterizedTestParameters(broker_listen, socket_dir_must_be_ours)
 ParameterizedTest(struct dir_case *c, broker_listen, socket_dir_must_be_ours)
 {
 	char dir[] = "/tmp/test_broker_listenXXXXXX", path[256];
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
 	struct listen_ctx *l = NULL;
@@ -317,7 +318,7 @@ ParameterizedTest(struct dir_case *c, broker_listen, socket_dir_must_be_ours)
 Test(broker_listen, chmod_never_follows_a_link)
 {
 	char dir[] = "/tmp/test_broker_listenXXXXXX", path[256], victim[256];
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
 	struct listen_ctx *l = NULL;
@@ -466,7 +467,7 @@ ParameterizedTest(struct tree_case *c, broker_listen,
 {
 	char base[] = "/tmp/test_broker_listen_treeXXXXXX", dir[256], p[256],
 	     fin[256], sock[512], comp[512];
-	struct event_base *base_ev = event_base_new();
+	struct event_base *base_ev = broker_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
 	struct listen_ctx *l = NULL;
@@ -546,7 +547,7 @@ Test(broker_listen, link_swap_refused_before_and_after)
 	char base[] = "/tmp/test_broker_listen_swapXXXXXX", att[256],
 	     good[256], fake[256], link[256], tmp[256], sock[512], fsock[512],
 	     comp[512];
-	struct event_base *base_ev = event_base_new();
+	struct event_base *base_ev = broker_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
 	struct listen_ctx *l = NULL;
@@ -628,7 +629,7 @@ Test(broker_listen, folder_turned_unsafe_stops_serving)
 {
 	char base[] = "/tmp/test_broker_listen_turnXXXXXX", p[256], dir[256],
 	     old[256], evil[256], sock[512], esock[512];
-	struct event_base *base_ev = event_base_new();
+	struct event_base *base_ev = broker_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
 	struct listen_ctx *l = NULL;
@@ -689,7 +690,7 @@ Test(broker_listen, relative_dir_checked_from_root)
 {
 	char base[] = "/tmp/test_broker_listen_relXXXXXX", cwd[4096],
 	     sock[512];
-	struct event_base *base_ev = event_base_new();
+	struct event_base *base_ev = broker_base_new();
 	struct conf_snapshot s;
 	struct conf_instance ci;
 	struct listen_ctx *l = NULL;

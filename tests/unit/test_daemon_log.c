@@ -31,6 +31,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "broker/broker.h"
 #include "broker/log.h"
 #include "policy/policy.h"
 
@@ -618,7 +619,7 @@ flood_case(int sock)
 		{ "victim", "good" } };
 	enum { FLOOD = 6000, VICTIM = 20 };
 	struct log_waiter w;
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	static char buf[4 << 20];
 	size_t len = 0, before, lines = 0, victim_at = 0, nv = 0, nf = 0;
 	int fds[2], woke = 0;
@@ -720,7 +721,7 @@ Test(log, model_random_interleavings)
 		{ "i4", "p2" } };
 	enum { NI = 5, STEPS = 60000, OVERSHOOT = 64 };
 	static char buf[16 << 20];
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	unsigned sent[NI] = { 0 }, over[NI] = { 0 }, next[NI] = { 0 };
 	unsigned seed = 777, step, i, k, backlogs = 0;
 	size_t len = 0, q;
@@ -824,7 +825,7 @@ Test(log, turns_by_plugin)
 	static const struct share_member m[] = { { "e1", "evil" },
 		{ "e2", "evil" }, { "v", "good" } };
 	static char buf[1 << 20];
-	struct event_base *base = event_base_new();
+	struct event_base *base = broker_base_new();
 	size_t len = 0, lines = 0, nv = 0, v50 = 0, before;
 	unsigned i;
 	int fds[2];

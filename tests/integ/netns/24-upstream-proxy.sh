@@ -65,6 +65,20 @@ lab_egressd_start weather
 
 parent_of_last() { lab_events egress.decision | tail -n 1 | jq -r '.upstream_proxy'; }
 
+# parent_set URL: the configuration with URL as its parent ("": none),
+# reloaded, and its egress.config event seen (lab_mark is set).
+parent_set()
+{
+	lab_mark
+	{
+		lab_config_base
+		[ -z "$1" ] || printf '\n[upstream_proxy]\nurl = %s\n' "$1"
+		lab_entry weather weather "api.weather.example, meta.weather.example"
+	} | lab_config_install
+	kill -HUP "$(lab_egressd_pid)"
+	lab_wait_events egress.config 1
+}
+
 # ---- https through the parent: SNI and verification on the name
 lab_fetch weather https://api.weather.example/small
 lab_expect_fetch_ok
@@ -106,13 +120,7 @@ lab_spawn cut "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
     --socket "$LAB_SOCK_DIR/weather.sock" \
     "http://api.weather.example:$LAB_GATE_PORT/cut/c1"
 lab_gate_wait c1
-lab_mark
-{
-	lab_config_base
-	lab_entry weather weather "api.weather.example, meta.weather.example"
-} | lab_config_install
-kill -HUP "$(lab_egressd_pid)"
-lab_wait_events egress.config 1
+parent_set ""
 lab_gate_release c1
 lab_poll 10 lab__gone "${LAB_PID[cut]}" || lab_fail "the cut fetch hung"
 lab_stop cut
@@ -120,14 +128,7 @@ lab_stop cut
 lab_expect_eq "requests for /cut/c1 the gate saw" 1 \
     "$(grep -c 'GET /cut/c1 ' "$LAB_DIR/gate/access.log")"
 lab_ok "a request on a tunnel of the removed parent was not retried through it"
-{
-	lab_config_base
-	printf '\n[upstream_proxy]\nurl = %s\n' "$PARENT"
-	lab_entry weather weather "api.weather.example, meta.weather.example"
-} | lab_config_install
-lab_mark
-kill -HUP "$(lab_egressd_pid)"
-lab_wait_events egress.config 1
+parent_set "$PARENT"
 : >"$LAB_DIR/gate/access.log"
 
 # ---- a request in flight when the parent is removed: its connection,
@@ -136,13 +137,7 @@ lab_spawn held "$LAB_NS_B" "${EGRESS_WRAP_CMD[@]}" "$EGRESS_FETCH" \
     --socket "$LAB_SOCK_DIR/weather.sock" \
     "http://api.weather.example:$LAB_GATE_PORT/hold/a1?to=/x"
 lab_gate_wait a1
-lab_mark
-{
-	lab_config_base
-	lab_entry weather weather "api.weather.example, meta.weather.example"
-} | lab_config_install
-kill -HUP "$(lab_egressd_pid)"
-lab_wait_events egress.config 1
+parent_set ""
 lab_gate_release a1
 lab_poll 10 lab__gone "${LAB_PID[held]}" || lab_fail "the held fetch hung"
 lab_stop held
